@@ -1,0 +1,43 @@
+# The README's two commands: `make demo` and `make test`. Each sets up .venv on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
+
+.PHONY: demo test lint typecheck unit live-server bench clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.demo-installed: pyproject.toml | $(VENV)/bin/python
+	$(PIP) -e '.[notebook,otlp]'
+	touch $@
+
+$(VENV)/.dev-installed: pyproject.toml | $(VENV)/bin/python
+	$(PIP) -e '.[notebook,otlp,dev,bench]'
+	touch $@ $(VENV)/.demo-installed
+
+demo: $(VENV)/.demo-installed
+	$(VENV)/bin/workbench demo
+
+lint: $(VENV)/.dev-installed
+	$(VENV)/bin/ruff check workbench tests bench scripts
+	$(VENV)/bin/ruff format --check workbench tests bench scripts
+
+typecheck: $(VENV)/.dev-installed
+	$(VENV)/bin/mypy
+
+unit: $(VENV)/.dev-installed
+	$(PY) -m pytest
+
+# The full check: lint, types, then every test. Live tests against the real local LLM server run
+# when scripts/llm-server can build and start it; otherwise they skip and say why.
+test: lint typecheck
+	scripts/llm-server start || echo "llm-server did not start: live tests will be skipped"
+	$(PY) -m pytest; status=$$?; scripts/llm-server stop; exit $$status
+
+bench: $(VENV)/.dev-installed
+	$(PY) bench/loop_overhead.py
+
+clean:
+	rm -rf $(VENV) .workbench .pytest_cache .mypy_cache .ruff_cache

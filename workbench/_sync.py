@@ -1,0 +1,50 @@
+"""Run coroutines from sync code, also inside a running event loop (a Jupyter kernel).
+
+All sync entry points hand their coroutine to one long-lived event loop on a daemon thread (a
+"portal"). Using one loop for every sync call keeps loop-bound things, such as an httpx client's
+connection pool or a stepped run's pending generator, valid from one call to the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+__all__ = ["run_sync"]
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _portal() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _lock:
+        if _loop is None or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(
+                target=loop.run_forever, name="workbench-portal", daemon=True
+            )
+            thread.start()
+            _loop = loop
+        return _loop
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion on the portal loop and return its result.
+
+    Interrupting the wait (Ctrl+C) cancels the coroutine instead of leaving it running.
+    """
+    loop = _portal()
+    if threading.current_thread().name == "workbench-portal":
+        coro.close()
+        raise RuntimeError("a sync workbench call was made from inside the workbench loop itself")
+    future = asyncio.run_coroutine_threadsafe(coro, loop)
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise

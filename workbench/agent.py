@@ -1,0 +1,369 @@
+"""The `Agent` facade: configure once, then run, step, resume.
+
+An `Agent` holds configuration only; every run gets its own state. `start` returns an `AgentRun`
+that is driven phase by phase (the notebook Stepper does this); `run` drives it to the end. The
+sync methods run the same coroutines on the workbench's portal loop, so they also work inside a
+Jupyter kernel where an event loop is already running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workbench._sync import run_sync
+from workbench.conditions import MaxSteps, StopCondition
+from workbench.engine import DEFAULT_WRAP_UP, Execution, LoopConfig, resume_state
+from workbench.guards import ToolGuard
+from workbench.history import HistoryProcessor
+from workbench.messages import JsonValue, Message, ToolCall, ToolResult, Usage
+from workbench.models.base import Model, ModelSettings
+from workbench.records import PhaseEvent, RunObserver, StepContext, StepRecord
+from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase, StopReason
+from workbench.tools import Tool, tool
+
+__all__ = ["Agent", "AgentRun", "RunResult"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How an execution ended: the final state, the step records and the snapshots."""
+
+    state: AgentState
+    steps: tuple[StepRecord, ...]
+    snapshots: tuple[StepContext, ...]
+    trace_id: str | None = None
+
+    @property
+    def status(self) -> ExecutionStatus:
+        """COMPLETED, FAILED, ABORTED or PAUSED."""
+        return self.state.status
+
+    @property
+    def stop_reason(self) -> StopReason | None:
+        """Why the run ended (None while paused)."""
+        return self.state.stop_reason
+
+    @property
+    def output(self) -> str | None:
+        """The text of the final answer."""
+        return self.state.output
+
+    @property
+    def run_id(self) -> str:
+        """The run's id, shared by all its executions."""
+        return self.state.run_id
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens (and cost) of the whole run."""
+        return self.state.usage
+
+    @property
+    def error(self) -> ErrorInfo | None:
+        """The error that failed the run, if any."""
+        return self.state.error
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The whole conversation."""
+        return self.state.messages
+
+    @property
+    def pending(self) -> tuple[PendingCall, ...]:
+        """Tool calls waiting for approval or results (when PAUSED)."""
+        return self.state.pending
+
+
+class AgentRun:
+    """A run driven from outside, one phase at a time.
+
+    Between INFERENCE and TOOLS the caller may look at `pending_calls` and `edit_call` or
+    `drop_call` before the tools run.
+    """
+
+    def __init__(self, execution: Execution) -> None:
+        self._execution = execution
+        self._events: AsyncIterator[PhaseEvent] | None = None
+
+    @property
+    def state(self) -> AgentState:
+        """The current state."""
+        return self._execution.state
+
+    @property
+    def steps(self) -> tuple[StepRecord, ...]:
+        """Records of the steps so far."""
+        return tuple(self._execution.steps)
+
+    @property
+    def snapshots(self) -> tuple[StepContext, ...]:
+        """Snapshots of the steps so far."""
+        return tuple(self._execution.snapshots)
+
+    @property
+    def done(self) -> bool:
+        """True once the run ended or paused: `next_phase` then returns None."""
+        state = self.state
+        return state.status.is_terminal or (
+            state.status is ExecutionStatus.PAUSED and bool(state.pending)
+        )
+
+    @property
+    def next_phase_name(self) -> Phase | None:
+        """The phase `next_phase` would run, or None when done."""
+        return None if self.done else self.state.next_phase
+
+    @property
+    def result(self) -> RunResult:
+        """The result so far (final once `done`)."""
+        return RunResult(self.state, self.steps, self.snapshots)
+
+    async def anext_phase(self) -> PhaseEvent | None:
+        """Run one phase; None once the run is done."""
+        if self._events is None:
+            self._events = self._execution.phases()
+        return await anext(self._events, None)
+
+    async def anext_step(self) -> PhaseEvent | None:
+        """Run phases up to the end of the current step (or of the run)."""
+        last = None
+        while (event := await self.anext_phase()) is not None:
+            last = event
+            if event.phase is Phase.CONTINUATION:
+                break
+        return last
+
+    async def arun_to_end(self) -> RunResult:
+        """Run until the run ends or pauses."""
+        while await self.anext_phase() is not None:
+            pass
+        return self.result
+
+    async def events(self) -> AsyncIterator[PhaseEvent]:
+        """Every remaining phase event, as an async iterator."""
+        while (event := await self.anext_phase()) is not None:
+            yield event
+
+    def next_phase(self) -> PhaseEvent | None:
+        """Sync `anext_phase`."""
+        return run_sync(self.anext_phase())
+
+    def next_step(self) -> PhaseEvent | None:
+        """Sync `anext_step`."""
+        return run_sync(self.anext_step())
+
+    def run_to_end(self) -> RunResult:
+        """Sync `arun_to_end`."""
+        return run_sync(self.arun_to_end())
+
+    def abort(self) -> None:
+        """End the run as ABORTED (at once between phases; before the next phase otherwise)."""
+        self._execution.request_abort()
+        if not self._execution.done:
+            self._execution.abort_now()
+
+    def resume(
+        self,
+        approvals: Mapping[str, bool | str] | None = None,
+        results: Mapping[str, JsonValue] | None = None,
+    ) -> None:
+        """Answer the pending calls of a paused run; stepping then goes on from TOOLS."""
+        self._execution.replace_state(resume_state(self.state, approvals, results))
+        self._events = None
+
+    @property
+    def pending_calls(self) -> tuple[ToolCall, ...]:
+        """Tool calls the next TOOLS phase will run (empty unless TOOLS comes next)."""
+        if self.done or self.state.next_phase is not Phase.TOOLS:
+            return ()
+        return self.state.unanswered_calls()
+
+    def edit_call(self, call_id: str, arguments: dict[str, JsonValue]) -> None:
+        """Change the arguments of a call before TOOLS runs it (the history shows the edit)."""
+        self._replace_call(call_id, lambda call: call.model_copy(update={"arguments": arguments, "invalid_arguments": None}))
+
+    def drop_call(self, call_id: str, reason: str = "dropped by the user") -> None:
+        """Do not run a call; the model is told why."""
+        call = self._pending_call(call_id)
+        answer = ToolResult(call_id=call_id, name=call.name, content=f"The call was not run: {reason}.", is_error=True)
+        state = self.state
+        message = Message(role="tool", parts=(answer,)).stamped(state.run_id, state.execution_id, state.step)
+        self._execution.replace_state(state.evolve(messages=(*state.messages, message)))
+
+    def _pending_call(self, call_id: str) -> ToolCall:
+        for call in self.pending_calls:
+            if call.call_id == call_id:
+                return call
+        raise KeyError(f"no pending tool call {call_id!r} (calls can be changed only before TOOLS)")
+
+    def _replace_call(self, call_id: str, change: Callable[[ToolCall], ToolCall]) -> None:
+        self._pending_call(call_id)
+        messages = list(self.state.messages)
+        index = max(i for i, m in enumerate(messages) if m.role == "assistant")
+        parts = tuple(change(p) if isinstance(p, ToolCall) and p.call_id == call_id else p for p in messages[index].parts)
+        messages[index] = messages[index].model_copy(update={"parts": parts})
+        self._execution.replace_state(self.state.evolve(messages=tuple(messages)))
+
+
+class Agent:
+    """An agent: a model, tools, stop conditions, guards and the rest of the configuration."""
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        name: str = "agent",
+        system_prompt: str | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        stop: StopCondition | None = None,
+        guards: Sequence[ToolGuard] = (),
+        history_processors: Sequence[HistoryProcessor] = (),
+        settings: ModelSettings | None = None,
+        wrap_up_message: str | None = DEFAULT_WRAP_UP,
+        grace_tool: str | None = None,
+        response_retries: int = 1,
+        observers: Sequence[RunObserver] = (),
+    ) -> None:
+        if not isinstance(model, Model):
+            raise TypeError(f"model must implement the Model protocol, got {type(model).__name__}")
+        self.model = model
+        self.name = name
+        self.system_prompt = system_prompt
+        self.tools = _tool_table(tools)
+        self.stop = stop if stop is not None else MaxSteps(50)
+        self.guards = tuple(guards)
+        self.history_processors = tuple(history_processors)
+        self.settings: ModelSettings = settings or ModelSettings()
+        self.wrap_up_message = wrap_up_message
+        if grace_tool is not None and grace_tool not in self.tools:
+            raise ValueError(f"grace_tool {grace_tool!r} is not one of the tools: {', '.join(self.tools)}")
+        self.grace_tool = grace_tool
+        self.response_retries = response_retries
+        self.observers = tuple(observers)
+
+    def __repr__(self) -> str:
+        return f"Agent(name={self.name!r}, model={self.model.name!r}, tools={list(self.tools)})"
+
+    def start(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[Message] = (),
+        settings: ModelSettings | None = None,
+        on_text_delta: Callable[[str], None] | None = None,
+    ) -> AgentRun:
+        """A new run, ready to be stepped; nothing is executed yet."""
+        state = AgentState(agent_name=self.name)
+        messages = [*([Message.system(self.system_prompt)] if self.system_prompt else []), *history]
+        if prompt is not None:
+            messages.append(Message.user(prompt))
+        stamped = tuple(m if m.run_id else m.stamped(state.run_id, state.execution_id, 0) for m in messages)
+        if not stamped:
+            raise ValueError("a run needs a prompt or a history")
+        return self._run_from(state.evolve(messages=stamped), settings, on_text_delta)
+
+    async def run(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[Message] = (),
+        settings: ModelSettings | None = None,
+        on_text_delta: Callable[[str], None] | None = None,
+    ) -> RunResult:
+        """Run to the end (or to a pause)."""
+        run = self.start(prompt, history=history, settings=settings, on_text_delta=on_text_delta)
+        return await run.arun_to_end()
+
+    def run_sync(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[Message] = (),
+        settings: ModelSettings | None = None,
+        on_text_delta: Callable[[str], None] | None = None,
+    ) -> RunResult:
+        """Sync `run`; works in scripts and inside a running event loop."""
+        return run_sync(self.run(prompt, history=history, settings=settings, on_text_delta=on_text_delta))
+
+    async def iterate(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[Message] = (),
+        settings: ModelSettings | None = None,
+    ) -> AsyncIterator[PhaseEvent]:
+        """The run's phase events as they happen."""
+        run = self.start(prompt, history=history, settings=settings)
+        async for event in run.events():
+            yield event
+
+    def start_resume(
+        self,
+        state: AgentState,
+        approvals: Mapping[str, bool | str] | None = None,
+        results: Mapping[str, JsonValue] | None = None,
+        *,
+        settings: ModelSettings | None = None,
+    ) -> AgentRun:
+        """A paused run with its pending calls answered, ready to be stepped."""
+        return self._run_from(resume_state(state, approvals, results), settings, None)
+
+    async def resume(
+        self,
+        state: AgentState,
+        approvals: Mapping[str, bool | str] | None = None,
+        results: Mapping[str, JsonValue] | None = None,
+        *,
+        settings: ModelSettings | None = None,
+    ) -> RunResult:
+        """Continue a paused run (possibly from another process) to its end or next pause.
+
+        ``approvals`` maps call ids to True (run it), False or a reason (deny it); ``results``
+        gives the results of deferred calls.
+        """
+        return await self.start_resume(state, approvals, results, settings=settings).arun_to_end()
+
+    def resume_sync(
+        self,
+        state: AgentState,
+        approvals: Mapping[str, bool | str] | None = None,
+        results: Mapping[str, JsonValue] | None = None,
+        *,
+        settings: ModelSettings | None = None,
+    ) -> RunResult:
+        """Sync `resume`."""
+        return run_sync(self.resume(state, approvals, results, settings=settings))
+
+    def _run_from(
+        self,
+        state: AgentState,
+        settings: ModelSettings | None,
+        on_text_delta: Callable[[str], None] | None,
+    ) -> AgentRun:
+        config = LoopConfig(
+            model=self.model,
+            tools=self.tools,
+            stop=self.stop,
+            guards=self.guards,
+            history_processors=self.history_processors,
+            settings=ModelSettings(**{**self.settings, **(settings or {})}),  # type: ignore[typeddict-item]
+            system_prompt=self.system_prompt,
+            wrap_up_message=self.wrap_up_message,
+            grace_tool=self.grace_tool,
+            response_retries=self.response_retries,
+            observers=self.observers,
+            on_text_delta=on_text_delta,
+        )
+        return AgentRun(Execution(config, state))
+
+
+def _tool_table(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+    table: dict[str, Tool] = {}
+    for item in tools:
+        made = item if isinstance(item, Tool) else tool(item)
+        if made.name in table:
+            raise ValueError(f"two tools are named {made.name!r}")
+        table[made.name] = made
+    return table

@@ -1,0 +1,567 @@
+"""The loop: one execution of a run, phase by phase.
+
+`Execution.phases` is the whole loop. Each step runs PREPARE, INFERENCE, TOOLS and CONTINUATION,
+and the loop yields a `PhaseEvent` after each, so a caller can stop between any two phases,
+look at the state, change it (edit or drop tool calls before TOOLS) and go on. Everything the loop
+knows lives in the frozen `AgentState`; the phase methods read it and replace it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from workbench.conditions import Budget, RunView, StopCondition
+from workbench.guards import ToolGuard, ToolPermission, check_guards
+from workbench.history import HistoryProcessor
+from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
+from workbench.models.base import Model, ModelRequest, ModelSettings
+from workbench.records import (
+    PhaseEvent,
+    RunObserver,
+    StepContext,
+    StepRecord,
+    Timing,
+    ToolOutcome,
+    schema_hash,
+)
+from workbench.state import (
+    AgentState,
+    ErrorInfo,
+    ExecutionStatus,
+    PendingCall,
+    Phase,
+    StopReason,
+    new_id,
+)
+from workbench.tools import (
+    ArgumentError,
+    RunFatalError,
+    Tool,
+    ToolContext,
+    ToolRetry,
+    ToolTimeout,
+    result_text,
+)
+
+__all__ = ["DEFAULT_WRAP_UP", "Execution", "LoopConfig", "ToolRetriesExceeded"]
+
+DEFAULT_WRAP_UP = (
+    "This is your last step: tools are now disabled. Answer now with the best response you can "
+    "give from what you already know."
+)
+GRACE_MESSAGE = "The run reached its limit. Call the tool {tool!r} now to finish the task."
+EMPTY_RESPONSE = "Your response was empty. Answer the question or call one of the tools."
+_GRACE_LIMITS = (StopReason.STEP_LIMIT, StopReason.TIME_LIMIT)
+
+
+class ToolRetriesExceeded(RuntimeError):
+    """A tool needed more retries than it allows; the run fails."""
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """Everything the loop needs that is not run state."""
+
+    model: Model
+    tools: Mapping[str, Tool]
+    stop: StopCondition
+    guards: tuple[ToolGuard, ...] = ()
+    history_processors: tuple[HistoryProcessor, ...] = ()
+    settings: ModelSettings = field(default_factory=lambda: ModelSettings())
+    system_prompt: str | None = None
+    wrap_up_message: str | None = DEFAULT_WRAP_UP
+    grace_tool: str | None = None
+    """A completion tool the model may call in one grace turn after a step or time limit."""
+    response_retries: int = 1
+    observers: tuple[RunObserver, ...] = ()
+    on_text_delta: Callable[[str], None] | None = None
+
+
+@dataclass
+class _Draft:
+    """The step under way; frozen into a `StepRecord` when the step ends or pauses."""
+
+    index: int
+    started_at: float
+    messages_in: tuple[Message, ...] = ()
+    first_new: int = 0
+    tools_offered: tuple[str, ...] = ()
+    response: Any = None
+    outcomes: list[ToolOutcome] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    timing: dict[str, float] = field(default_factory=dict)
+    ttft: float | None = None
+    snapshot_id: str | None = None
+
+
+@dataclass
+class _CallResult:
+    outcome: ToolOutcome
+    part: ToolResult | RetryPrompt | None
+    pending: PendingCall | None = None
+    counts_as_error: bool = False
+    retry_of: str | None = None
+
+
+class Execution:
+    """One execution of a run: from a fresh or resumed state to COMPLETED, FAILED, ABORTED or PAUSED."""
+
+    def __init__(self, config: LoopConfig, state: AgentState) -> None:
+        self.config = config
+        self.state = state
+        self.steps: list[StepRecord] = []
+        self.snapshots: list[StepContext] = []
+        self._draft: _Draft | None = None
+        self._clock_start = 0.0
+        self._definitions = tuple(t.definition for t in config.tools.values())
+        self._schema_hash = schema_hash(self._definitions)
+        prompt = config.system_prompt
+        self._prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()[:16] if prompt else None
+        self._abort_requested = False
+
+    @property
+    def done(self) -> bool:
+        """True once the execution ended or paused."""
+        return self.state.status.is_terminal or self.state.status is ExecutionStatus.PAUSED
+
+    def elapsed(self) -> float:
+        """Running time of the run so far, across executions."""
+        if self.state.status is not ExecutionStatus.RUNNING:
+            return self.state.elapsed
+        return self.state.elapsed + (time.perf_counter() - self._clock_start)
+
+    async def phases(self) -> AsyncIterator[PhaseEvent]:
+        """The loop: run the next phase, yield what happened, until the run ends or pauses."""
+        self._begin()
+        while not self.done:
+            phase = self.state.next_phase
+            started, wall = time.perf_counter(), time.time()
+            try:
+                match phase:
+                    case _ if self._abort_requested:
+                        self._end(StopReason.ABORTED)
+                    case Phase.PREPARE:
+                        await self._prepare()
+                    case Phase.INFERENCE:
+                        await self._inference()
+                    case Phase.TOOLS:
+                        await self._tools()
+                    case Phase.CONTINUATION:
+                        await self._continuation()
+            except Exception as exc:  # noqa: BLE001 - an unrecovered error fails the run, kept in state
+                self._fail(exc, phase)
+            event = PhaseEvent(phase, self.state.step, self.state, time.perf_counter() - started)
+            self._add_time(phase.value, event.duration)
+            self._notify(lambda o: o.phase_ended(event, wall))
+            if self.done or phase is Phase.CONTINUATION:
+                self._close_step()
+            if self.done:
+                self._finish()
+            yield event
+
+    def request_abort(self) -> None:
+        """End the run as ABORTED before its next phase starts."""
+        self._abort_requested = True
+
+    def abort_now(self) -> None:
+        """End the run as ABORTED right away; only call it between phases."""
+        if self.state.status.is_terminal:
+            return
+        self._end(StopReason.ABORTED)
+        self._close_step()
+        self._finish()
+
+    def replace_state(self, state: AgentState) -> None:
+        """Swap in an edited state between phases (edited or dropped tool calls, a resume)."""
+        self.state = state
+
+    # -- phases ---------------------------------------------------------------------------------
+
+    async def _prepare(self) -> None:
+        """Check the budget, open the step, shape the messages and take the snapshot."""
+        if not self.state.grace_turn and self._stop_now(self._view(self.state.step)):
+            return
+        index = self.state.step + 1
+        self.state = self.state.evolve(step=index, next_phase=Phase.INFERENCE)
+        last_step = self._budget().steps_left == 1 and not self.state.grace_turn
+        if last_step and self.config.wrap_up_message and self._definitions:
+            self._append(Message.user(self.config.wrap_up_message))
+        offered = self._offered(last_step)
+        messages: Sequence[Message] = self.state.messages
+        for process in self.config.history_processors:
+            messages = process(messages)
+        snapshot = self._snapshot(index)
+        self._draft = _Draft(
+            index=index,
+            started_at=time.time(),
+            messages_in=tuple(messages),
+            first_new=len(self.state.messages),
+            tools_offered=offered,
+            snapshot_id=snapshot.id,
+        )
+        self.snapshots.append(snapshot)
+        self._notify(lambda o: o.step_started(snapshot))
+
+    async def _inference(self) -> None:
+        """One model call, bounded by the time left; its answer joins the conversation."""
+        draft = self._current_draft()
+        tools = tuple(self.config.tools[name].definition for name in draft.tools_offered)
+        request = ModelRequest(
+            draft.messages_in, tools, self.config.settings, self.config.on_text_delta
+        )
+        seconds_left = None if self.state.grace_turn else self._budget().seconds_left
+        started, wall = time.perf_counter(), time.time()
+        try:
+            response = await asyncio.wait_for(self.config.model.request(request), seconds_left)
+        except BaseException as exc:
+            duration = time.perf_counter() - started
+            self._notify(lambda o: o.model_called(draft.index, draft.messages_in, None, wall, duration, exc))
+            if isinstance(exc, TimeoutError) and seconds_left is not None:
+                self._end(StopReason.TIME_LIMIT)
+                return
+            raise
+        duration = time.perf_counter() - started
+        self._notify(lambda o: o.model_called(draft.index, draft.messages_in, response, wall, duration, None))
+        draft.response, draft.usage, draft.ttft = response, response.usage, response.time_to_first_token
+        self.state = self.state.evolve(usage=self.state.usage + response.usage, next_phase=Phase.TOOLS)
+        if response.parts and (response.calls or response.text_content.strip()):
+            self._append(response.to_message())
+        else:
+            self._count_retry("<response>", self.config.response_retries)
+            self._append(Message(role="user", parts=(RetryPrompt(content=EMPTY_RESPONSE),)))
+
+    async def _tools(self) -> None:
+        """Run the unanswered tool calls of the last answer; pause if any needs the outside world."""
+        calls = self.state.unanswered_calls()
+        self.state = self.state.evolve(next_phase=Phase.CONTINUATION)
+        if not calls or self._stop_now(self._view(self.state.step - 1)):
+            return
+        results = await self._run_calls(calls)
+        self._apply(results)
+        pending = tuple(r.pending for r in results if r.pending is not None)
+        if pending:
+            self.state = self.state.with_status(
+                ExecutionStatus.PAUSED, pending=pending, next_phase=Phase.TOOLS
+            )
+
+    async def _continuation(self) -> None:
+        """Decide: another step, one grace turn, or the end (and why)."""
+        final_answer = self.state.messages[-1].role == "assistant"
+        view = self._view(self.state.step)
+        reason = StopReason.pick(
+            [self.config.stop.check(view), StopReason.COMPLETED if final_answer else None]
+        )
+        self.state = self.state.evolve(next_phase=Phase.PREPARE)
+        if self.state.grace_turn:  # the grace turn decides: completion tool called or not
+            if self._grace_tool_ran():
+                reason = StopReason.TASK_COMPLETE
+        elif reason in _GRACE_LIMITS and self.config.grace_tool is not None:
+            self._append(Message.user(GRACE_MESSAGE.format(tool=self.config.grace_tool)))
+            self.state = self.state.evolve(grace_turn=True)
+            return
+        if reason is not None:
+            self._end(reason)
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    async def _run_calls(self, calls: tuple[ToolCall, ...]) -> list[_CallResult]:
+        ctx = self._tool_context()
+        concurrent = [c for c in calls if not self._is_sequential(c)]
+        results: dict[str, _CallResult] = {}
+        started = time.perf_counter()
+        if len(concurrent) == 1:
+            results[concurrent[0].call_id] = await self._run_call(concurrent[0], ctx)
+        elif concurrent:
+            done = await asyncio.gather(*(self._run_call(c, ctx) for c in concurrent))
+            results.update((c.call_id, r) for c, r in zip(concurrent, done, strict=True))
+        for call in calls:
+            if call.call_id not in results:
+                results[call.call_id] = await self._run_call(call, ctx)
+        self._add_time("tools", time.perf_counter() - started)
+        return [results[c.call_id] for c in calls]
+
+    async def _run_call(self, call: ToolCall, ctx: ToolContext) -> _CallResult:
+        """Guards, approval, validation and execution of one call, as an outcome for the model."""
+        started, wall = time.perf_counter(), time.time()
+        result = await self._decide_and_run(call, ctx)
+        outcome = replace(result.outcome, duration=time.perf_counter() - started)
+        self._notify(lambda o: o.tool_called(ctx.step, outcome, wall))
+        return replace(result, outcome=outcome)
+
+    async def _decide_and_run(self, call: ToolCall, ctx: ToolContext) -> _CallResult:
+        tool = self.config.tools.get(call.name)
+        refusal = self._refuse(call, tool)
+        if refusal is not None:
+            return refusal
+        assert tool is not None
+        if call.call_id not in self.state.approved:
+            permission, reason = await check_guards(self.config.guards, call, ctx)
+            if permission is ToolPermission.DENY:
+                return _result(call, "denied", f"Permission denied: {reason}", is_error=True)
+            if permission is ToolPermission.ASK or tool.requires_approval:
+                return _pending(call, reason if permission is ToolPermission.ASK else "tool requires approval", "approval")
+        if tool.deferred:
+            return _pending(call, "deferred: the result comes from outside the run", "deferred")
+        try:
+            content = await tool.run(call.arguments, ctx)
+        except (ArgumentError, ToolRetry, ToolTimeout) as exc:
+            return _retry(call, _feedback(call.name, exc))
+        except RunFatalError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a tool's own failure goes back to the model
+            message = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
+            return _result(call, "error", message, is_error=True)
+        return _result(call, "ok", content)
+
+    def _refuse(self, call: ToolCall, tool: Tool | None) -> _CallResult | None:
+        """A retry prompt for calls that cannot run at all, else None."""
+        draft = self._current_draft()
+        if tool is None:
+            known = ", ".join(self.config.tools) or "none"
+            return _retry(call, f"Unknown tool {call.name!r}. Available tools: {known}.")
+        if call.name not in draft.tools_offered:
+            return _result(call, "denied", f"Tool {call.name!r} is not available in this step.", is_error=True)
+        if call.invalid_arguments is not None:
+            raw = _clip(call.invalid_arguments, 200)
+            return _retry(call, f"The arguments for {call.name!r} are not a valid JSON object: {raw}. Send them again as a JSON object.")
+        return None
+
+    def _apply(self, results: list[_CallResult]) -> None:
+        """Record outcomes, update retry and error counts, and add the answers to the conversation."""
+        draft = self._current_draft()
+        for result in results:
+            draft.outcomes.append(result.outcome)
+            if result.retry_of is not None:
+                tool = self.config.tools.get(result.retry_of)
+                self._count_retry(result.retry_of, tool.retries if tool else 1)
+            elif result.outcome.status == "ok" and result.outcome.name in self.state.retries:
+                retries = {k: v for k, v in self.state.retries.items() if k != result.outcome.name}
+                self.state = self.state.evolve(retries=retries)
+            if result.counts_as_error:
+                self.state = self.state.evolve(
+                    errors_total=self.state.errors_total + 1,
+                    errors_consecutive=self.state.errors_consecutive + 1,
+                )
+            elif result.outcome.status == "ok":
+                self.state = self.state.evolve(errors_consecutive=0)
+            if result.part is not None:
+                self._append(Message(role="tool", parts=(result.part,)))
+        self.state = self.state.evolve(approved=())
+
+    def _count_retry(self, key: str, limit: int) -> None:
+        count = self.state.retries.get(key, 0) + 1
+        if count > limit:
+            what = "the model's responses" if key == "<response>" else f"tool {key!r}"
+            raise ToolRetriesExceeded(f"{what} needed more than {limit} retries")
+        self.state = self.state.evolve(retries={**self.state.retries, key: count})
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _begin(self) -> None:
+        if self.state.status.is_terminal:
+            return
+        self.state = self.state.with_status(ExecutionStatus.RUNNING)
+        self._clock_start = time.perf_counter()
+        self._notify(lambda o: o.run_started(self.state))
+
+    def _view(self, steps_completed: int) -> RunView:
+        return RunView(self.state, self.elapsed(), steps_completed)
+
+    def _budget(self) -> Budget:
+        """The budget during a step: the step under way does not count as used yet."""
+        return Budget.of(self.config.stop.limits(), self._view(self.state.step - 1))
+
+    def _stop_now(self, view: RunView) -> bool:
+        """Check the stop conditions (and an abort request); end the run if one fires."""
+        reason = self.config.stop.check(view)
+        if reason is not None:
+            self._end(reason)
+        return reason is not None
+
+    def _offered(self, last_step: bool) -> tuple[str, ...]:
+        if self.state.grace_turn and self.config.grace_tool:
+            return (self.config.grace_tool,)
+        return () if last_step and self.config.wrap_up_message else tuple(self.config.tools)
+
+    def _grace_tool_ran(self) -> bool:
+        outcomes = self._current_draft().outcomes
+        return any(o.status == "ok" and o.name == self.config.grace_tool for o in outcomes)
+
+    def _is_sequential(self, call: ToolCall) -> bool:
+        tool = self.config.tools.get(call.name)
+        return tool is not None and tool.sequential
+
+    def _tool_context(self) -> ToolContext:
+        return ToolContext(
+            run_id=self.state.run_id,
+            execution_id=self.state.execution_id,
+            step=self.state.step,
+            usage=self.state.usage,
+            budget=self._budget(),
+        )
+
+    def _snapshot(self, index: int) -> StepContext:
+        state = self.state
+        return StepContext(
+            run_id=state.run_id,
+            execution_id=state.execution_id,
+            parent_run_id=state.parent_run_id,
+            step=index,
+            model_name=self.config.model.name,
+            model_settings=dict(self.config.settings),
+            tool_names=tuple(self.config.tools),
+            tool_schema_hash=self._schema_hash,
+            system_prompt_hash=self._prompt_hash,
+            budget=self._budget(),
+            message_count=len(state.messages),
+            state=state,
+        )
+
+    def _append(self, message: Message) -> None:
+        stamped = message.stamped(self.state.run_id, self.state.execution_id, self.state.step)
+        self.state = self.state.evolve(messages=(*self.state.messages, stamped))
+
+    def _current_draft(self) -> _Draft:
+        if self._draft is None:  # resumed mid-step: the step's record starts at TOOLS
+            self._draft = _Draft(
+                index=self.state.step,
+                started_at=time.time(),
+                first_new=len(self.state.messages),
+                tools_offered=tuple(self.config.tools),
+            )
+        return self._draft
+
+    def _add_time(self, key: str, seconds: float) -> None:
+        if self._draft is not None:
+            self._draft.timing[key] = self._draft.timing.get(key, 0.0) + seconds
+
+    def _notify(self, call: Callable[[RunObserver], None]) -> None:
+        if not self.config.observers:
+            return
+        started = time.perf_counter()
+        for observer in self.config.observers:
+            call(observer)
+        self._add_time("telemetry", time.perf_counter() - started)
+
+    def _end(self, reason: StopReason) -> None:
+        self.state = self.state.with_status(reason.status, stop_reason=reason)
+
+    def _fail(self, exc: Exception, phase: Phase) -> None:
+        error = ErrorInfo(type=type(exc).__name__, message=str(exc), phase=phase, step=self.state.step)
+        if self.state.status.is_terminal:
+            return
+        self.state = self.state.with_status(ExecutionStatus.FAILED, stop_reason=StopReason.ERROR, error=error)
+
+    def _close_step(self) -> None:
+        draft, self._draft = self._draft, None
+        if draft is None:
+            return
+        timing = draft.timing
+        record = StepRecord(
+            index=draft.index,
+            run_id=self.state.run_id,
+            execution_id=self.state.execution_id,
+            messages_in=draft.messages_in,
+            new_messages=self.state.messages[draft.first_new :],
+            response=draft.response,
+            tool_outcomes=tuple(draft.outcomes),
+            usage=draft.usage,
+            timing=Timing(
+                prepare=timing.get("prepare", 0.0),
+                inference=timing.get("inference", 0.0),
+                tools=timing.get("tools", 0.0),
+                continuation=timing.get("continuation", 0.0),
+                telemetry=timing.get("telemetry", 0.0),
+                time_to_first_token=draft.ttft,
+                per_tool=tuple((o.call_id, o.name, o.duration) for o in draft.outcomes if o.status in ("ok", "error", "retry")),
+            ),
+            status=self.state.status,
+            stop_reason=self.state.stop_reason,
+            tools_offered=draft.tools_offered,
+            snapshot_id=draft.snapshot_id,
+            started_at=draft.started_at,
+        )
+        self.steps.append(record)
+        self._notify(lambda o: o.step_ended(record))
+
+    def _finish(self) -> None:
+        self.state = self.state.evolve(elapsed=self.elapsed_at_stop())
+        self._notify(lambda o: o.run_ended(self.state))
+
+    def elapsed_at_stop(self) -> float:
+        """Running time including this execution, for a state that no longer runs."""
+        return self.state.elapsed + (time.perf_counter() - self._clock_start)
+
+
+def _result(call: ToolCall, status: Any, content: str, *, is_error: bool = False) -> _CallResult:
+    part = ToolResult(call_id=call.call_id, name=call.name, content=content, is_error=is_error)
+    outcome = ToolOutcome(call.call_id, call.name, call.arguments, status, content)
+    return _CallResult(outcome, part, counts_as_error=is_error)
+
+
+def _retry(call: ToolCall, feedback: str) -> _CallResult:
+    part = RetryPrompt(content=feedback, call_id=call.call_id, name=call.name)
+    outcome = ToolOutcome(call.call_id, call.name, call.arguments, "retry", feedback)
+    return _CallResult(outcome, part, counts_as_error=True, retry_of=call.name)
+
+
+def _pending(call: ToolCall, reason: str, kind: Any) -> _CallResult:
+    pending = PendingCall(call_id=call.call_id, tool=call.name, arguments=call.arguments, reason=reason, kind=kind)
+    outcome = ToolOutcome(call.call_id, call.name, call.arguments, "pending", reason)
+    return _CallResult(outcome, None, pending=pending)
+
+
+def _feedback(name: str, exc: Exception) -> str:
+    if isinstance(exc, ArgumentError):
+        return f"Invalid arguments for tool {name!r}: {exc}. Fix them and call the tool again."
+    if isinstance(exc, ToolTimeout):
+        return f"{exc}. Try again with a smaller request, or another approach."
+    return str(exc)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def resume_state(
+    state: AgentState,
+    approvals: Mapping[str, bool | str] | None,
+    results: Mapping[str, JsonValue] | None,
+) -> AgentState:
+    """A paused state with the outside world's answers applied, ready to run its TOOLS phase."""
+    if state.status is not ExecutionStatus.PAUSED:
+        raise ValueError(f"run {state.run_id} is {state.status.value}, not paused: nothing to resume")
+    approvals, results = dict(approvals or {}), dict(results or {})
+    known = {p.call_id for p in state.pending}
+    unknown = sorted((set(approvals) | set(results)) - known)
+    if unknown:
+        raise ValueError(f"no pending call with id {', '.join(unknown)}; pending: {', '.join(sorted(known))}")
+    answers: list[Message] = []
+    approved: list[str] = []
+    for pending in state.pending:
+        if pending.call_id in results:
+            content = result_text(results[pending.call_id])
+            answers.append(Message(role="tool", parts=(ToolResult(call_id=pending.call_id, name=pending.tool, content=content),)))
+        elif pending.call_id in approvals:
+            decision = approvals[pending.call_id]
+            if decision is True:
+                if pending.kind == "deferred":
+                    raise ValueError(f"call {pending.call_id} is deferred: give its result in results=, not an approval")
+                approved.append(pending.call_id)
+            else:
+                why = f": {decision}" if isinstance(decision, str) and decision else ""
+                answers.append(Message(role="tool", parts=(ToolResult(call_id=pending.call_id, name=pending.tool, content=f"The user denied this call{why}.", is_error=True),)))
+    execution_id = new_id("exe")
+    stamp = [m.stamped(state.run_id, execution_id, state.step) for m in answers]
+    return state.evolve(
+        execution_id=execution_id,
+        messages=(*state.messages, *stamp),
+        pending=(),
+        approved=tuple(approved),
+        next_phase=Phase.TOOLS,
+    )

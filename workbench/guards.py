@@ -1,0 +1,60 @@
+"""Tool guards: callables that answer allow, deny or ask for each tool call.
+
+A guard is ``guard(call, ctx) -> ToolPermission | (ToolPermission, reason)``, sync or async. Guards
+run in order; the first DENY wins, otherwise the first ASK pauses the run for approval. A guard that
+raises denies the call (guards fail closed) and the error is the reason.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from enum import StrEnum
+
+from workbench.messages import ToolCall
+from workbench.tools import ToolContext
+
+__all__ = ["GuardDecision", "ToolGuard", "ToolPermission", "check_guards"]
+
+
+class ToolPermission(StrEnum):
+    """A guard's answer for one tool call."""
+
+    ALLOW = "allow"
+    DENY = "deny"
+    ASK = "ask"
+
+
+GuardDecision = ToolPermission | tuple[ToolPermission, str]
+ToolGuard = Callable[[ToolCall, ToolContext], GuardDecision | Awaitable[GuardDecision]]
+
+
+async def check_guards(
+    guards: Sequence[ToolGuard], call: ToolCall, ctx: ToolContext
+) -> tuple[ToolPermission, str]:
+    """The combined answer of all guards for ``call``, with the deciding guard's reason."""
+    ask: tuple[ToolPermission, str] | None = None
+    for guard in guards:
+        permission, reason = await _ask(guard, call, ctx)
+        if permission is ToolPermission.DENY:
+            return permission, reason
+        if permission is ToolPermission.ASK and ask is None:
+            ask = permission, reason
+    return ask or (ToolPermission.ALLOW, "")
+
+
+async def _ask(guard: ToolGuard, call: ToolCall, ctx: ToolContext) -> tuple[ToolPermission, str]:
+    name = getattr(guard, "__name__", type(guard).__name__)
+    try:
+        answer = guard(call, ctx)
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except Exception as exc:  # noqa: BLE001 - a broken guard must deny, not crash the run
+        return ToolPermission.DENY, f"guard {name} failed: {type(exc).__name__}: {exc}"
+    if isinstance(answer, tuple):
+        permission, reason = answer
+    else:
+        permission, reason = answer, ""
+    if not isinstance(permission, ToolPermission):
+        return ToolPermission.DENY, f"guard {name} returned {permission!r}, not a ToolPermission"
+    return permission, reason or f"{permission.value} by guard {name}"

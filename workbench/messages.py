@@ -1,0 +1,252 @@
+"""Messages, their typed parts, token usage and model responses.
+
+Everything here is frozen data. A conversation is a tuple of `Message`; a message is a role and a
+tuple of parts, each part a small model with a ``kind`` tag so that one discriminated union
+(de)serializes all of them. Messages also record where they came from (run, execution and step),
+which is what lets the workbench answer "which step produced this?" long after the run ended.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "FinishReason",
+    "JsonValue",
+    "Message",
+    "ModelResponse",
+    "Part",
+    "RetryPrompt",
+    "Role",
+    "TextPart",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+    "new_call_id",
+]
+
+JsonValue = Any
+"""A value that came from, or goes to, JSON."""
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def new_call_id() -> str:
+    """A fresh tool call id, in the ``call_<hex>`` shape most providers use."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+class TextPart(_Frozen):
+    """Plain text from the system, the user or the model."""
+
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class ToolCall(_Frozen):
+    """The model asks for a tool to be run.
+
+    ``arguments`` is always a dict. When the model sent arguments that are not a JSON object,
+    ``arguments`` is empty and ``invalid_arguments`` keeps the raw text, so the loop can tell the
+    model exactly what was wrong instead of guessing.
+    """
+
+    kind: Literal["tool_call"] = "tool_call"
+    name: str
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    call_id: str = Field(default_factory=new_call_id)
+    invalid_arguments: str | None = None
+
+    @classmethod
+    def parse(cls, name: str, arguments: str | dict[str, JsonValue], call_id: str | None) -> ToolCall:
+        """Build a call from arguments given as a dict or as the model's raw JSON text."""
+        call_id = call_id or new_call_id()
+        if isinstance(arguments, dict):
+            return cls(name=name, arguments=arguments, call_id=call_id)
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            return cls(name=name, call_id=call_id, invalid_arguments=arguments)
+        if not isinstance(parsed, dict):
+            return cls(name=name, call_id=call_id, invalid_arguments=arguments)
+        return cls(name=name, arguments=parsed, call_id=call_id)
+
+
+class ToolResult(_Frozen):
+    """What a tool call produced, as the text the model will read."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    call_id: str
+    name: str = ""
+    content: str
+    is_error: bool = False
+
+
+class RetryPrompt(_Frozen):
+    """Tells the model what was wrong with its last answer so it can try again.
+
+    With a ``call_id`` it answers that tool call (bad arguments, unknown tool, ``ToolRetry``);
+    without one it is about the response as a whole (for example an empty response).
+    """
+
+    kind: Literal["retry_prompt"] = "retry_prompt"
+    content: str
+    call_id: str | None = None
+    name: str = ""
+
+
+Part = Annotated[TextPart | ToolCall | ToolResult | RetryPrompt, Field(discriminator="kind")]
+
+
+class Message(_Frozen):
+    """One message of a conversation, with where it came from."""
+
+    role: Role
+    parts: tuple[Part, ...]
+    run_id: str | None = None
+    execution_id: str | None = None
+    step: int | None = None
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """A system message."""
+        return cls(role="system", parts=(TextPart(text=text),))
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        """A user message."""
+        return cls(role="user", parts=(TextPart(text=text),))
+
+    @classmethod
+    def assistant(cls, text: str) -> Message:
+        """An assistant message with plain text."""
+        return cls(role="assistant", parts=(TextPart(text=text),))
+
+    @classmethod
+    def assistant_tool_call(
+        cls, name: str, arguments: dict[str, JsonValue], *, call_id: str | None = None
+    ) -> Message:
+        """An assistant message that calls one tool."""
+        call = ToolCall(name=name, arguments=arguments, call_id=call_id or new_call_id())
+        return cls(role="assistant", parts=(call,))
+
+    @classmethod
+    def tool_result(cls, call_id: str, content: str, *, name: str = "") -> Message:
+        """The result of the tool call ``call_id``."""
+        return cls(role="tool", parts=(ToolResult(call_id=call_id, name=name, content=content),))
+
+    @property
+    def text(self) -> str:
+        """The text parts joined, or an empty string."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls in this message."""
+        return tuple(p for p in self.parts if isinstance(p, ToolCall))
+
+    def stamped(self, run_id: str, execution_id: str, step: int) -> Message:
+        """This message, marked as produced by the given run, execution and step."""
+        return self.model_copy(update={"run_id": run_id, "execution_id": execution_id, "step": step})
+
+
+class Usage(_Frozen):
+    """Tokens used (and what they cost, when the price is known)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    cost: float | None = 0.0
+    """US dollars; ``None`` means unknown (no price for the model), which is not free."""
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+        return Usage.model_construct(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            requests=self.requests + other.requests,
+            cost=cost,
+        )
+
+
+class FinishReason(StrEnum):
+    """Why the model stopped generating."""
+
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL_CALLS = "tool_calls"
+    CONTENT_FILTER = "content_filter"
+    ERROR = "error"
+    UNKNOWN = "unknown"
+
+
+class ModelResponse(_Frozen):
+    """One answer of a model: text and/or tool calls, with usage and provenance."""
+
+    parts: tuple[TextPart | ToolCall, ...]
+    usage: Usage = Field(default_factory=lambda: Usage(requests=1))
+    finish_reason: FinishReason = FinishReason.STOP
+    model_name: str = ""
+    response_id: str | None = None
+    time_to_first_token: float | None = None
+    """Seconds from request to the first streamed token; ``None`` when not streaming."""
+
+    @classmethod
+    def text(cls, text: str, *, usage: Usage | None = None) -> ModelResponse:
+        """A response that answers with text."""
+        return cls(parts=(TextPart(text=text),), usage=usage or Usage(requests=1))
+
+    @classmethod
+    def tool_call(
+        cls,
+        name: str,
+        arguments: str | dict[str, JsonValue],
+        *,
+        call_id: str | None = None,
+        usage: Usage | None = None,
+    ) -> ModelResponse:
+        """A response that calls one tool; ``arguments`` may be raw JSON text (even broken)."""
+        return cls.tool_calls([(name, arguments)], call_ids=[call_id], usage=usage)
+
+    @classmethod
+    def tool_calls(
+        cls,
+        calls: list[tuple[str, str | dict[str, JsonValue]]],
+        *,
+        call_ids: list[str | None] | None = None,
+        usage: Usage | None = None,
+    ) -> ModelResponse:
+        """A response that calls several tools at once."""
+        ids = call_ids or [None] * len(calls)
+        parts = tuple(ToolCall.parse(n, a, i) for (n, a), i in zip(calls, ids, strict=True))
+        return cls(
+            parts=parts, usage=usage or Usage(requests=1), finish_reason=FinishReason.TOOL_CALLS
+        )
+
+    @property
+    def text_content(self) -> str:
+        """The text parts joined."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls of this response."""
+        return tuple(p for p in self.parts if isinstance(p, ToolCall))
+
+    def to_message(self) -> Message:
+        """The assistant message this response becomes in the conversation."""
+        return Message(role="assistant", parts=self.parts)

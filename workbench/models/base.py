@@ -1,0 +1,59 @@
+"""The `Model` protocol and what a model is asked: messages, tool definitions, settings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypedDict, runtime_checkable
+
+from workbench.messages import Message, ModelResponse
+from workbench.tools import ToolDefinition
+
+__all__ = ["Model", "ModelError", "ModelRequest", "ModelSettings"]
+
+
+class ModelSettings(TypedDict, total=False):
+    """Per-request settings; models ignore what they do not support."""
+
+    temperature: float
+    top_p: float
+    seed: int
+    max_tokens: int
+    stop: list[str]
+    stream: bool
+    tool_choice: str | dict[str, Any]
+    timeout: float
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One request to a model."""
+
+    messages: Sequence[Message]
+    tools: Sequence[ToolDefinition] = ()
+    settings: ModelSettings = field(default_factory=lambda: ModelSettings())
+    on_text_delta: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+    """Called with each piece of text as it streams in (streaming models only)."""
+
+
+class ModelError(Exception):
+    """A model call failed in a way the loop cannot recover from; the run ends with ERROR."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that answers a `ModelRequest` with a `ModelResponse`."""
+
+    @property
+    def name(self) -> str:
+        """The model's name, as reported in telemetry (``gen_ai.request.model``)."""
+        ...
+
+    @property
+    def provider(self) -> str:
+        """The provider, as reported in telemetry (``gen_ai.provider.name``)."""
+        ...
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Answer one request."""
+        ...

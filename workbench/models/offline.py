@@ -1,0 +1,98 @@
+"""Offline models: deterministic, free, and recording every request they get."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TypeAlias
+
+from workbench.messages import Message, ModelResponse
+from workbench.models.base import ModelError, ModelRequest
+
+__all__ = ["FunctionModel", "ScriptExhausted", "ScriptedModel"]
+
+
+class ScriptExhausted(ModelError):
+    """A `ScriptedModel` was asked for more responses than it was given."""
+
+
+class ScriptedModel:
+    """Answers with the given responses, in order; a plain string is a text response.
+
+    Every request is kept in `calls`; `assert_complete()` checks every response was used.
+    """
+
+    __test__ = False
+
+    def __init__(
+        self, responses: Iterable[ModelResponse | str], *, name: str = "scripted"
+    ) -> None:
+        self.responses = [ModelResponse.text(r) if isinstance(r, str) else r for r in responses]
+        self.calls: list[ModelRequest] = []
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        """The model's name."""
+        return self._name
+
+    @property
+    def provider(self) -> str:
+        """Always ``workbench``."""
+        return "workbench"
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """The next scripted response."""
+        index = len(self.calls)
+        self.calls.append(request)
+        if index >= len(self.responses):
+            raise ScriptExhausted(
+                f"ScriptedModel {self._name!r} has {len(self.responses)} responses and was asked "
+                f"for response {index + 1}"
+            )
+        response = self.responses[index]
+        return response.model_copy(update={"model_name": response.model_name or self._name})
+
+    def assert_complete(self) -> None:
+        """Raise AssertionError unless every scripted response was used."""
+        used, total = len(self.calls), len(self.responses)
+        assert used == total, f"ScriptedModel used {used} of its {total} responses"
+
+
+ResponseFunction: TypeAlias = Callable[
+    [Sequence[Message], ModelRequest], ModelResponse | str | Awaitable[ModelResponse | str]
+]
+
+
+class FunctionModel:
+    """Answers with ``fn(messages, request)``, sync or async; a string is a text response.
+
+    ``request`` carries the tool definitions and settings. Every request is kept in `calls`.
+    """
+
+    __test__ = False
+
+    def __init__(self, fn: ResponseFunction, *, name: str = "function") -> None:
+        self.fn = fn
+        self.calls: list[ModelRequest] = []
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        """The model's name."""
+        return self._name
+
+    @property
+    def provider(self) -> str:
+        """Always ``workbench``."""
+        return "workbench"
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Whatever the function answers."""
+        self.calls.append(request)
+        answer = self.fn(request.messages, request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if isinstance(answer, str):
+            return ModelResponse.text(answer).model_copy(update={"model_name": self._name})
+        return answer.model_copy(update={"model_name": answer.model_name or self._name})

@@ -1,0 +1,69 @@
+"""What model calls cost: a price table per model, in US dollars per million tokens.
+
+A model that is not in the table has an *unknown* price, and its `Usage.cost` is ``None``, never
+``0.0``: a budget (`MaxCost`) must not believe an unpriced model is free. Local models that really
+are free are priced explicitly, e.g. ``OpenAIModel("gemma", price=ModelPrice(0, 0))`` or
+``PRICES["gemma"] = ModelPrice(0, 0)``.
+
+Prices change; the table is a convenience, not an invoice. Override it per model with the
+``price=`` argument of `OpenAIModel`, or for the whole process by editing `PRICES`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["PRICES", "ModelPrice", "cost_of", "price_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """US dollars per million input (prompt) and output (completion) tokens."""
+
+    input_per_million: float
+    output_per_million: float
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """The price of that many tokens, in US dollars."""
+        return (
+            input_tokens * self.input_per_million + output_tokens * self.output_per_million
+        ) / 1_000_000
+
+
+PRICES: dict[str, ModelPrice] = {
+    # OpenAI list prices (standard tier), per million tokens.
+    "gpt-5": ModelPrice(1.25, 10.00),
+    "gpt-5-mini": ModelPrice(0.25, 2.00),
+    "gpt-5-nano": ModelPrice(0.05, 0.40),
+    "gpt-4.1": ModelPrice(2.00, 8.00),
+    "gpt-4.1-mini": ModelPrice(0.40, 1.60),
+    "gpt-4.1-nano": ModelPrice(0.10, 0.40),
+    "gpt-4o": ModelPrice(2.50, 10.00),
+    "gpt-4o-mini": ModelPrice(0.15, 0.60),
+    "o3": ModelPrice(2.00, 8.00),
+    "o4-mini": ModelPrice(1.10, 4.40),
+    "gpt-4-turbo": ModelPrice(10.00, 30.00),
+    "gpt-3.5-turbo": ModelPrice(0.50, 1.50),
+}
+"""The process-wide price table; edit it to add or correct a model."""
+
+_DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+def price_for(model: str, table: Mapping[str, ModelPrice] | None = None) -> ModelPrice | None:
+    """The price of ``model``, or ``None`` when it is unknown.
+
+    A dated snapshot (``gpt-4o-2024-08-06``) costs what its family (``gpt-4o``) costs. Nothing else
+    is guessed: ``gpt-4o-audio-preview`` is not ``gpt-4o``.
+    """
+    table = PRICES if table is None else table
+    if model in table:
+        return table[model]
+    return table.get(_DATED.sub("", model))
+
+
+def cost_of(price: ModelPrice | None, input_tokens: int, output_tokens: int) -> float | None:
+    """The cost of a call, or ``None`` when the price is unknown."""
+    return None if price is None else price.cost(input_tokens, output_tokens)

@@ -1,0 +1,175 @@
+"""What the loop records about each step, and the observer seam that telemetry and stores use.
+
+`StepRecord` is the per-step account a user reads in `result.steps`: what the model saw, what it
+answered, what each tool call did, tokens, and the timing breakdown. `StepContext` is the snapshot
+taken at the start of a step, enough to re-run from there. Both are frozen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from workbench.conditions import Budget
+from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, Usage
+from workbench.state import AgentState, ExecutionStatus, Phase, StopReason, new_id
+from workbench.tools import ToolDefinition
+
+__all__ = [
+    "HookTiming",
+    "PhaseEvent",
+    "RunObserver",
+    "StepContext",
+    "StepRecord",
+    "Timing",
+    "ToolOutcome",
+    "schema_hash",
+]
+
+OutcomeStatus = Literal["ok", "error", "retry", "denied", "pending", "dropped"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What happened to one tool call in the TOOLS phase."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, JsonValue]
+    status: OutcomeStatus
+    content: str
+    """The text the model got back (result, error, retry feedback) or why the call waits."""
+    duration: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class HookTiming:
+    """How long one hook invocation took."""
+
+    event: str
+    hook: str
+    duration: float
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Where the time of a step went, in seconds."""
+
+    prepare: float = 0.0
+    inference: float = 0.0
+    tools: float = 0.0
+    hooks: float = 0.0
+    continuation: float = 0.0
+    telemetry: float = 0.0
+    """The observers' own cost (spans, store writes) during this step."""
+    time_to_first_token: float | None = None
+    per_tool: tuple[tuple[str, str, float], ...] = ()
+    """``(call_id, tool name, seconds)`` for each executed call."""
+    per_hook: tuple[HookTiming, ...] = ()
+
+    @property
+    def total(self) -> float:
+        """The four phases together."""
+        return self.prepare + self.inference + self.tools + self.continuation
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """The account of one step."""
+
+    index: int
+    run_id: str
+    execution_id: str
+    messages_in: tuple[Message, ...]
+    """Exactly what the model was sent (after history processors and the wrap-up message)."""
+    new_messages: tuple[Message, ...]
+    """What this step added to the conversation: the answer, tool results, retry prompts."""
+    response: ModelResponse | None
+    tool_outcomes: tuple[ToolOutcome, ...]
+    usage: Usage
+    timing: Timing
+    status: ExecutionStatus
+    stop_reason: StopReason | None
+    tools_offered: tuple[str, ...]
+    snapshot_id: str | None
+    started_at: float
+    hook_errors: tuple[str, ...] = ()
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls the model made in this step."""
+        return self.response.calls if self.response is not None else ()
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseEvent:
+    """Yielded after each phase: which phase ran, for which step, and the state after it."""
+
+    phase: Phase
+    step: int
+    state: AgentState
+    duration: float = field(default=0.0, compare=False)
+
+
+class StepContext(BaseModel):
+    """The snapshot taken in PREPARE of every step: enough to inspect or re-run from there."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=False)
+
+    id: str = Field(default_factory=lambda: new_id("snap"))
+    run_id: str
+    execution_id: str
+    parent_run_id: str | None
+    step: int
+    model_name: str
+    model_settings: dict[str, JsonValue]
+    tool_names: tuple[str, ...]
+    tool_schema_hash: str
+    system_prompt_hash: str | None
+    budget: Budget
+    message_count: int
+    created_at: float = Field(default_factory=time.time)
+    state: AgentState
+    """The state at the start of the step (before the step's own messages)."""
+
+
+def schema_hash(definitions: tuple[ToolDefinition, ...]) -> str:
+    """A short, stable hash of the tool definitions a model is offered."""
+    payload = [(d.name, d.description, d.parameters) for d in definitions]
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class RunObserver:
+    """Receives the loop's events; telemetry and run stores subclass it. Every method is a no-op.
+
+    Observers must not raise and must not block: the loop times them (``Timing.telemetry``).
+    """
+
+    def run_started(self, state: AgentState) -> None:
+        """An execution starts (a new run, or a paused run resumed)."""
+
+    def step_started(self, snapshot: StepContext) -> None:
+        """PREPARE took the step's snapshot."""
+
+    def phase_ended(self, event: PhaseEvent, started_at: float) -> None:
+        """A phase finished; ``started_at`` is its `time.time()` start."""
+
+    def model_called(
+        self, step: int, request_messages: tuple[Message, ...], response: ModelResponse | None,
+        started_at: float, duration: float, error: BaseException | None,
+    ) -> None:
+        """A model call finished (``response`` is None when it failed)."""
+
+    def tool_called(self, step: int, outcome: ToolOutcome, started_at: float) -> None:
+        """A tool call was decided or executed."""
+
+    def step_ended(self, record: StepRecord) -> None:
+        """A step finished, paused or ended the run."""
+
+    def run_ended(self, state: AgentState) -> None:
+        """The execution ended or paused."""

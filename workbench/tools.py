@@ -1,0 +1,277 @@
+"""Tools from plain Python functions.
+
+`@tool` turns a function (sync or async) into a `Tool`: a JSON schema built from its signature and
+docstring, a pydantic validator for the model's arguments, and the options that govern how it runs
+(retries, timeout, approval, result size). The loop never calls the function directly; it calls
+`Tool.run`, which validates, runs (sync functions in a worker thread), bounds the time and turns the
+result into text for the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints, overload
+
+import pydantic_core
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from workbench.conditions import Budget
+from workbench.messages import JsonValue, Usage
+
+__all__ = [
+    "ArgumentError",
+    "RunFatalError",
+    "Tool",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolRetry",
+    "ToolTimeout",
+    "tool",
+    "truncate",
+]
+
+
+class ToolRetry(Exception):  # noqa: N818 - the name says what the tool asks for
+    """Raised by a tool to send feedback to the model and let it try again."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class RunFatalError(Exception):
+    """Raised by a tool when the whole run must stop: the run ends FAILED with this message."""
+
+
+class ArgumentError(ValueError):
+    """The model's arguments do not fit the tool's schema; the message says what to fix."""
+
+
+class ToolTimeout(TimeoutError):
+    """A tool ran past its timeout."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """What the model is told about a tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, JsonValue]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """A read-only view of the run for tools and guards."""
+
+    run_id: str
+    execution_id: str
+    step: int
+    usage: Usage
+    budget: Budget
+
+
+ToolFunction = Callable[..., Any]
+
+
+@dataclass(frozen=True, eq=False)
+class Tool:
+    """A function the model can call, with its schema and execution options."""
+
+    function: ToolFunction
+    name: str
+    description: str
+    retries: int = 1
+    timeout: float | None = None
+    requires_approval: bool = False
+    deferred: bool = False
+    """Executed outside the loop: the run pauses and the result comes back through `resume`."""
+    max_result_chars: int = 20_000
+    sequential: bool = False
+    """Run alone, after the calls that may run concurrently."""
+    _args_model: type[BaseModel] = field(init=False, repr=False)
+    _context_param: str | None = field(init=False, repr=False)
+    _is_async: bool = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        args_model, context_param = _arguments_model(self.function, self.name)
+        object.__setattr__(self, "_args_model", args_model)
+        object.__setattr__(self, "_context_param", context_param)
+        object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.function))
+
+    @functools.cached_property
+    def definition(self) -> ToolDefinition:
+        """The definition sent to the model."""
+        schema = self._args_model.model_json_schema()
+        schema.pop("title", None)
+        return ToolDefinition(self.name, self.description, schema)
+
+    def validate(self, arguments: dict[str, JsonValue]) -> dict[str, Any]:
+        """Check and coerce the model's arguments; raise `ArgumentError` saying what to fix."""
+        try:
+            parsed = self._args_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ArgumentError(_explain(exc)) from None
+        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+
+    async def run(self, arguments: dict[str, JsonValue], ctx: ToolContext) -> str:
+        """Validate, execute within the timeout, and return the (truncated) result as text."""
+        kwargs = self.validate(arguments)
+        if self._context_param is not None:
+            kwargs[self._context_param] = ctx
+        try:
+            result = await asyncio.wait_for(self._call(kwargs), self.timeout)
+        except TimeoutError:
+            raise ToolTimeout(f"tool {self.name!r} timed out after {self.timeout:g}s") from None
+        return truncate(result_text(result), self.max_result_chars)
+
+    def _call(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        if self._is_async:
+            return self.function(**kwargs)  # type: ignore[no-any-return]
+        return asyncio.to_thread(self.function, **kwargs)
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly (handy in tests and notebooks)."""
+        if self._is_async:
+            return await self.function(*args, **kwargs)
+        return self.function(*args, **kwargs)
+
+
+@overload
+def tool(function: ToolFunction, /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    retries: int = 1,
+    timeout: float | None = None,
+    requires_approval: bool = False,
+    deferred: bool = False,
+    max_result_chars: int = 20_000,
+    sequential: bool = False,
+) -> Callable[[ToolFunction], Tool]: ...
+def tool(
+    function: ToolFunction | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    retries: int = 1,
+    timeout: float | None = None,
+    requires_approval: bool = False,
+    deferred: bool = False,
+    max_result_chars: int = 20_000,
+    sequential: bool = False,
+) -> Tool | Callable[[ToolFunction], Tool]:
+    """Make a `Tool` of a function: ``@tool`` or ``@tool(retries=2, timeout=5.0, ...)``.
+
+    The description is the docstring's summary; parameter descriptions come from an ``Args:``
+    section. A parameter annotated `ToolContext` is filled in by the loop, not by the model.
+    """
+
+    def make(fn: ToolFunction) -> Tool:
+        summary, _ = _parse_docstring(fn)
+        return Tool(
+            function=fn,
+            name=name or fn.__name__,
+            description=description if description is not None else summary,
+            retries=retries,
+            timeout=timeout,
+            requires_approval=requires_approval,
+            deferred=deferred,
+            max_result_chars=max_result_chars,
+            sequential=sequential,
+        )
+
+    return make(function) if function is not None else make
+
+
+def result_text(result: Any) -> str:
+    """The text the model reads for a tool's return value (JSON for anything but a string)."""
+    if isinstance(result, str):
+        return result
+    return pydantic_core.to_json(result, fallback=repr).decode()
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters, with a notice that says how much was cut."""
+    if len(text) <= limit:
+        return text
+    cut = len(text) - limit
+    return (
+        f"{text[:limit]}\n[truncated: showing the first {limit:,} of {len(text):,} characters; "
+        f"{cut:,} cut]"
+    )
+
+
+def _arguments_model(fn: ToolFunction, tool_name: str) -> tuple[type[BaseModel], str | None]:
+    signature = inspect.signature(fn)
+    hints = get_type_hints(fn)
+    _, param_docs = _parse_docstring(fn)
+    fields: dict[str, Any] = {}
+    context_param = None
+    for param in signature.parameters.values():
+        annotation = hints.get(param.name, Any)
+        if annotation is ToolContext:
+            context_param = param.name
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {tool_name!r}: *args and **kwargs cannot be described to a model")
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (annotation, Field(default, description=param_docs.get(param.name)))
+    model = create_model(  # type: ignore[call-overload]
+        f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model, context_param
+
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)(?:\s*\(.*?\))?:\s*(.*)$")
+
+
+def _parse_docstring(fn: ToolFunction) -> tuple[str, dict[str, str]]:
+    """The summary paragraph and a Google-style ``Args:`` section of a docstring."""
+    doc = inspect.getdoc(fn) or ""
+    lines = doc.splitlines()
+    summary_lines: list[str] = []
+    for line in lines:
+        if not line.strip() or _ARGS_HEADER.match(line):
+            break
+        summary_lines.append(line.strip())
+    params: dict[str, str] = {}
+    in_args = False
+    current: str | None = None
+    for line in lines:
+        if _ARGS_HEADER.match(line):
+            in_args, current = True, None
+            continue
+        if in_args and line and not line[0].isspace():
+            in_args = False  # the next section starts
+        if not in_args:
+            continue
+        if (match := _ARG_LINE.match(line)) and len(line) - len(line.lstrip()) <= 4:
+            current = match.group(1)
+            params[current] = match.group(2).strip()
+        elif current and line.strip():
+            params[current] = f"{params[current]} {line.strip()}"
+    return " ".join(summary_lines), params
+
+
+def _explain(exc: ValidationError) -> str:
+    """Pydantic's errors as short lines a model can act on: which field, what was expected."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in error["loc"]) or "arguments"
+        if error["type"] == "missing":
+            lines.append(f"argument {where!r} is required but missing")
+        elif error["type"] == "extra_forbidden":
+            lines.append(f"argument {where!r} is not a parameter of this tool")
+        else:
+            lines.append(f"argument {where!r}: {error['msg']} (got {error['input']!r})")
+    return "; ".join(lines)
