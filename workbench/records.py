@@ -168,6 +168,11 @@ class RunObserver:
     def tool_called(self, step: int, outcome: ToolOutcome, started_at: float) -> None:
         """A tool call was decided or executed."""
 
+    def hook_called(
+        self, step: int, timing: HookTiming, started_at: float, error: str | None
+    ) -> None:
+        """A hook ran (``error`` says what went wrong, if anything did)."""
+
     def step_ended(self, record: StepRecord) -> None:
         """A step finished, paused or ended the run."""
 

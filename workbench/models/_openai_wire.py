@@ -352,12 +352,12 @@ class StreamAssembler:
             self.text.append(delta.content)
             if self.on_text_delta is not None:
                 self.on_text_delta(delta.content)
-        for position, piece in enumerate(delta.tool_calls or ()):
-            self._tool_delta(position, piece)
+        for piece in delta.tool_calls or ():
+            self._tool_delta(piece)
 
-    def _tool_delta(self, position: int, piece: WireToolCallIn) -> None:
-        # Servers that omit ``index`` send whole calls, one per list position.
-        index = piece.index if piece.index is not None else len(self.calls) + position
+    def _tool_delta(self, piece: WireToolCallIn) -> None:
+        # Servers that omit ``index`` send each call whole, so each piece is a new call.
+        index = piece.index if piece.index is not None else len(self.calls)
         partial = self.calls.setdefault(index, _PartialCall())
         partial.call_id = partial.call_id or piece.id
         if piece.function is None:

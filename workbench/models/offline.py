@@ -6,7 +6,8 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeAlias
 
-from workbench.messages import Message, ModelResponse
+from workbench.history import approx_tokens
+from workbench.messages import Message, ModelResponse, Usage
 from workbench.models.base import ModelError, ModelRequest
 
 __all__ = ["FunctionModel", "ScriptExhausted", "ScriptedModel"]
@@ -50,8 +51,7 @@ class ScriptedModel:
                 f"ScriptedModel {self._name!r} has {len(self.responses)} responses and was asked "
                 f"for response {index + 1}"
             )
-        response = self.responses[index]
-        return response.model_copy(update={"model_name": response.model_name or self._name})
+        return _completed(self.responses[index], request, self._name)
 
     def assert_complete(self) -> None:
         """Raise AssertionError unless every scripted response was used."""
@@ -94,5 +94,17 @@ class FunctionModel:
         if inspect.isawaitable(answer):
             answer = await answer
         if isinstance(answer, str):
-            return ModelResponse.text(answer).model_copy(update={"model_name": self._name})
-        return answer.model_copy(update={"model_name": answer.model_name or self._name})
+            answer = ModelResponse.text(answer)
+        return _completed(answer, request, self._name)
+
+
+def _completed(response: ModelResponse, request: ModelRequest, name: str) -> ModelResponse:
+    """The response with its model name, and estimated usage when none was given."""
+    update: dict[str, object] = {"model_name": response.model_name or name}
+    if response.usage.total_tokens == 0:
+        update["usage"] = Usage(
+            input_tokens=sum(approx_tokens(m) for m in request.messages),
+            output_tokens=approx_tokens(response.to_message()),
+            requests=1,
+        )
+    return response.model_copy(update=update)
