@@ -20,6 +20,9 @@ class ScriptExhausted(ModelError):
 class ScriptedModel:
     """Answers with the given responses, in order; a plain string is a text response.
 
+    A response without usage gets an estimate (about four characters a token), so token budgets
+    and charts have something to show offline.
+
     Every request is kept in `calls`; `assert_complete()` checks every response was used.
     """
 
@@ -68,6 +71,7 @@ class FunctionModel:
     """Answers with ``fn(messages, request)``, sync or async; a string is a text response.
 
     ``request`` carries the tool definitions and settings. Every request is kept in `calls`.
+    Usage is whatever the function's response says (no estimate: the function is in charge).
     """
 
     __test__ = False
@@ -95,7 +99,7 @@ class FunctionModel:
             answer = await answer
         if isinstance(answer, str):
             answer = ModelResponse.text(answer)
-        return _completed(answer, request, self._name)
+        return answer.model_copy(update={"model_name": answer.model_name or self._name})
 
 
 def _completed(response: ModelResponse, request: ModelRequest, name: str) -> ModelResponse:
