@@ -25,9 +25,7 @@ def _portal() -> asyncio.AbstractEventLoop:
     with _lock:
         if _loop is None or _loop.is_closed():
             loop = asyncio.new_event_loop()
-            thread = threading.Thread(
-                target=loop.run_forever, name="workbench-portal", daemon=True
-            )
+            thread = threading.Thread(target=loop.run_forever, name="workbench-portal", daemon=True)
             thread.start()
             _loop = loop
         return _loop

@@ -182,14 +182,26 @@ class AgentRun:
 
     def edit_call(self, call_id: str, arguments: dict[str, JsonValue]) -> None:
         """Change the arguments of a call before TOOLS runs it (the history shows the edit)."""
-        self._replace_call(call_id, lambda call: call.model_copy(update={"arguments": arguments, "invalid_arguments": None}))
+        self._replace_call(
+            call_id,
+            lambda call: call.model_copy(
+                update={"arguments": arguments, "invalid_arguments": None}
+            ),
+        )
 
     def drop_call(self, call_id: str, reason: str = "dropped by the user") -> None:
         """Do not run a call; the model is told why."""
         call = self._pending_call(call_id)
-        answer = ToolResult(call_id=call_id, name=call.name, content=f"The call was not run: {reason}.", is_error=True)
+        answer = ToolResult(
+            call_id=call_id,
+            name=call.name,
+            content=f"The call was not run: {reason}.",
+            is_error=True,
+        )
         state = self.state
-        message = Message(role="tool", parts=(answer,)).stamped(state.run_id, state.execution_id, state.step)
+        message = Message(role="tool", parts=(answer,)).stamped(
+            state.run_id, state.execution_id, state.step
+        )
         self._execution.replace_state(state.evolve(messages=(*state.messages, message)))
 
     def _pending_call(self, call_id: str) -> ToolCall:
@@ -202,7 +214,10 @@ class AgentRun:
         self._pending_call(call_id)
         messages = list(self.state.messages)
         index = max(i for i, m in enumerate(messages) if m.role == "assistant")
-        parts = tuple(change(p) if isinstance(p, ToolCall) and p.call_id == call_id else p for p in messages[index].parts)
+        parts = tuple(
+            change(p) if isinstance(p, ToolCall) and p.call_id == call_id else p
+            for p in messages[index].parts
+        )
         messages[index] = messages[index].model_copy(update={"parts": parts})
         self._execution.replace_state(self.state.evolve(messages=tuple(messages)))
 
@@ -238,7 +253,9 @@ class Agent:
         self.settings: ModelSettings = settings or ModelSettings()
         self.wrap_up_message = wrap_up_message
         if grace_tool is not None and grace_tool not in self.tools:
-            raise ValueError(f"grace_tool {grace_tool!r} is not one of the tools: {', '.join(self.tools)}")
+            raise ValueError(
+                f"grace_tool {grace_tool!r} is not one of the tools: {', '.join(self.tools)}"
+            )
         self.grace_tool = grace_tool
         self.response_retries = response_retries
         self.observers = tuple(observers)
@@ -259,7 +276,9 @@ class Agent:
         messages = [*([Message.system(self.system_prompt)] if self.system_prompt else []), *history]
         if prompt is not None:
             messages.append(Message.user(prompt))
-        stamped = tuple(m if m.run_id else m.stamped(state.run_id, state.execution_id, 0) for m in messages)
+        stamped = tuple(
+            m if m.run_id else m.stamped(state.run_id, state.execution_id, 0) for m in messages
+        )
         if not stamped:
             raise ValueError("a run needs a prompt or a history")
         return self._run_from(state.evolve(messages=stamped), settings, on_text_delta)
@@ -285,7 +304,9 @@ class Agent:
         on_text_delta: Callable[[str], None] | None = None,
     ) -> RunResult:
         """Sync `run`; works in scripts and inside a running event loop."""
-        return run_sync(self.run(prompt, history=history, settings=settings, on_text_delta=on_text_delta))
+        return run_sync(
+            self.run(prompt, history=history, settings=settings, on_text_delta=on_text_delta)
+        )
 
     async def iterate(
         self,
@@ -348,7 +369,7 @@ class Agent:
             stop=self.stop,
             guards=self.guards,
             history_processors=self.history_processors,
-            settings=ModelSettings(**{**self.settings, **(settings or {})}),  # type: ignore[typeddict-item]
+            settings=ModelSettings(**{**self.settings, **(settings or {})}),
             system_prompt=self.system_prompt,
             wrap_up_message=self.wrap_up_message,
             grace_tool=self.grace_tool,

@@ -14,6 +14,7 @@ def add(a: int, b: int) -> int:
     Args:
         a: The first number.
         b: The second number.
+
     """
     return a + b
 

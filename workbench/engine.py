@@ -9,6 +9,7 @@ knows lives in the frozen `AgentState`; the phase methods read it and replace it
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -18,7 +19,15 @@ from typing import Any
 from workbench.conditions import Budget, RunView, StopCondition
 from workbench.guards import ToolGuard, ToolPermission, check_guards
 from workbench.history import HistoryProcessor
-from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
+from workbench.messages import (
+    JsonValue,
+    Message,
+    ModelResponse,
+    RetryPrompt,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from workbench.models.base import Model, ModelRequest, ModelSettings
 from workbench.records import (
     PhaseEvent,
@@ -109,7 +118,7 @@ class _CallResult:
 
 
 class Execution:
-    """One execution of a run: from a fresh or resumed state to COMPLETED, FAILED, ABORTED or PAUSED."""
+    """One execution of a run: from a new or resumed state until it ends or pauses."""
 
     def __init__(self, config: LoopConfig, state: AgentState) -> None:
         self.config = config
@@ -153,11 +162,11 @@ class Execution:
                         await self._tools()
                     case Phase.CONTINUATION:
                         await self._continuation()
-            except Exception as exc:  # noqa: BLE001 - an unrecovered error fails the run, kept in state
+            except Exception as exc:
                 self._fail(exc, phase)
             event = PhaseEvent(phase, self.state.step, self.state, time.perf_counter() - started)
             self._add_time(phase.value, event.duration)
-            self._notify(lambda o: o.phase_ended(event, wall))
+            self._notify(functools.partial(_phase_ended, event=event, started_at=wall))
             if self.done or phase is Phase.CONTINUATION:
                 self._close_step()
             if self.done:
@@ -219,16 +228,20 @@ class Execution:
         try:
             response = await asyncio.wait_for(self.config.model.request(request), seconds_left)
         except BaseException as exc:
-            duration = time.perf_counter() - started
-            self._notify(lambda o: o.model_called(draft.index, draft.messages_in, None, wall, duration, exc))
+            self._model_called(draft, None, wall, time.perf_counter() - started, exc)
             if isinstance(exc, TimeoutError) and seconds_left is not None:
                 self._end(StopReason.TIME_LIMIT)
                 return
             raise
-        duration = time.perf_counter() - started
-        self._notify(lambda o: o.model_called(draft.index, draft.messages_in, response, wall, duration, None))
-        draft.response, draft.usage, draft.ttft = response, response.usage, response.time_to_first_token
-        self.state = self.state.evolve(usage=self.state.usage + response.usage, next_phase=Phase.TOOLS)
+        self._model_called(draft, response, wall, time.perf_counter() - started, None)
+        draft.response, draft.usage, draft.ttft = (
+            response,
+            response.usage,
+            response.time_to_first_token,
+        )
+        self.state = self.state.evolve(
+            usage=self.state.usage + response.usage, next_phase=Phase.TOOLS
+        )
         if response.parts and (response.calls or response.text_content.strip()):
             self._append(response.to_message())
         else:
@@ -236,7 +249,7 @@ class Execution:
             self._append(Message(role="user", parts=(RetryPrompt(content=EMPTY_RESPONSE),)))
 
     async def _tools(self) -> None:
-        """Run the unanswered tool calls of the last answer; pause if any needs the outside world."""
+        """Run the last answer's unanswered tool calls; pause if any waits for the outside."""
         calls = self.state.unanswered_calls()
         self.state = self.state.evolve(next_phase=Phase.CONTINUATION)
         if not calls or self._stop_now(self._view(self.state.step - 1)):
@@ -304,7 +317,11 @@ class Execution:
             if permission is ToolPermission.DENY:
                 return _result(call, "denied", f"Permission denied: {reason}", is_error=True)
             if permission is ToolPermission.ASK or tool.requires_approval:
-                return _pending(call, reason if permission is ToolPermission.ASK else "tool requires approval", "approval")
+                return _pending(
+                    call,
+                    reason if permission is ToolPermission.ASK else "tool requires approval",
+                    "approval",
+                )
         if tool.deferred:
             return _pending(call, "deferred: the result comes from outside the run", "deferred")
         try:
@@ -313,7 +330,7 @@ class Execution:
             return _retry(call, _feedback(call.name, exc))
         except RunFatalError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a tool's own failure goes back to the model
+        except Exception as exc:
             message = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
             return _result(call, "error", message, is_error=True)
         return _result(call, "ok", content)
@@ -325,14 +342,20 @@ class Execution:
             known = ", ".join(self.config.tools) or "none"
             return _retry(call, f"Unknown tool {call.name!r}. Available tools: {known}.")
         if call.name not in draft.tools_offered:
-            return _result(call, "denied", f"Tool {call.name!r} is not available in this step.", is_error=True)
+            return _result(
+                call, "denied", f"Tool {call.name!r} is not available in this step.", is_error=True
+            )
         if call.invalid_arguments is not None:
             raw = _clip(call.invalid_arguments, 200)
-            return _retry(call, f"The arguments for {call.name!r} are not a valid JSON object: {raw}. Send them again as a JSON object.")
+            return _retry(
+                call,
+                f"The arguments for {call.name!r} are not a valid JSON object: {raw}. "
+                "Send them again as a JSON object.",
+            )
         return None
 
     def _apply(self, results: list[_CallResult]) -> None:
-        """Record outcomes, update retry and error counts, and add the answers to the conversation."""
+        """Record outcomes, count retries and errors, and add the answers to the conversation."""
         draft = self._current_draft()
         for result in results:
             draft.outcomes.append(result.outcome)
@@ -440,6 +463,19 @@ class Execution:
         if self._draft is not None:
             self._draft.timing[key] = self._draft.timing.get(key, 0.0) + seconds
 
+    def _model_called(
+        self,
+        draft: _Draft,
+        response: ModelResponse | None,
+        started_at: float,
+        duration: float,
+        error: BaseException | None,
+    ) -> None:
+        messages = draft.messages_in
+        self._notify(
+            lambda o: o.model_called(draft.index, messages, response, started_at, duration, error)
+        )
+
     def _notify(self, call: Callable[[RunObserver], None]) -> None:
         if not self.config.observers:
             return
@@ -452,10 +488,14 @@ class Execution:
         self.state = self.state.with_status(reason.status, stop_reason=reason)
 
     def _fail(self, exc: Exception, phase: Phase) -> None:
-        error = ErrorInfo(type=type(exc).__name__, message=str(exc), phase=phase, step=self.state.step)
+        error = ErrorInfo(
+            type=type(exc).__name__, message=str(exc), phase=phase, step=self.state.step
+        )
         if self.state.status.is_terminal:
             return
-        self.state = self.state.with_status(ExecutionStatus.FAILED, stop_reason=StopReason.ERROR, error=error)
+        self.state = self.state.with_status(
+            ExecutionStatus.FAILED, stop_reason=StopReason.ERROR, error=error
+        )
 
     def _close_step(self) -> None:
         draft, self._draft = self._draft, None
@@ -478,7 +518,11 @@ class Execution:
                 continuation=timing.get("continuation", 0.0),
                 telemetry=timing.get("telemetry", 0.0),
                 time_to_first_token=draft.ttft,
-                per_tool=tuple((o.call_id, o.name, o.duration) for o in draft.outcomes if o.status in ("ok", "error", "retry")),
+                per_tool=tuple(
+                    (o.call_id, o.name, o.duration)
+                    for o in draft.outcomes
+                    if o.status in ("ok", "error", "retry")
+                ),
             ),
             status=self.state.status,
             stop_reason=self.state.stop_reason,
@@ -498,6 +542,10 @@ class Execution:
         return self.state.elapsed + (time.perf_counter() - self._clock_start)
 
 
+def _phase_ended(observer: RunObserver, *, event: PhaseEvent, started_at: float) -> None:
+    observer.phase_ended(event, started_at)
+
+
 def _result(call: ToolCall, status: Any, content: str, *, is_error: bool = False) -> _CallResult:
     part = ToolResult(call_id=call.call_id, name=call.name, content=content, is_error=is_error)
     outcome = ToolOutcome(call.call_id, call.name, call.arguments, status, content)
@@ -511,7 +559,9 @@ def _retry(call: ToolCall, feedback: str) -> _CallResult:
 
 
 def _pending(call: ToolCall, reason: str, kind: Any) -> _CallResult:
-    pending = PendingCall(call_id=call.call_id, tool=call.name, arguments=call.arguments, reason=reason, kind=kind)
+    pending = PendingCall(
+        call_id=call.call_id, tool=call.name, arguments=call.arguments, reason=reason, kind=kind
+    )
     outcome = ToolOutcome(call.call_id, call.name, call.arguments, "pending", reason)
     return _CallResult(outcome, None, pending=pending)
 
@@ -535,27 +585,53 @@ def resume_state(
 ) -> AgentState:
     """A paused state with the outside world's answers applied, ready to run its TOOLS phase."""
     if state.status is not ExecutionStatus.PAUSED:
-        raise ValueError(f"run {state.run_id} is {state.status.value}, not paused: nothing to resume")
+        raise ValueError(
+            f"run {state.run_id} is {state.status.value}, not paused: nothing to resume"
+        )
     approvals, results = dict(approvals or {}), dict(results or {})
     known = {p.call_id for p in state.pending}
     unknown = sorted((set(approvals) | set(results)) - known)
     if unknown:
-        raise ValueError(f"no pending call with id {', '.join(unknown)}; pending: {', '.join(sorted(known))}")
+        raise ValueError(
+            f"no pending call with id {', '.join(unknown)}; pending: {', '.join(sorted(known))}"
+        )
     answers: list[Message] = []
     approved: list[str] = []
     for pending in state.pending:
         if pending.call_id in results:
             content = result_text(results[pending.call_id])
-            answers.append(Message(role="tool", parts=(ToolResult(call_id=pending.call_id, name=pending.tool, content=content),)))
+            answers.append(
+                Message(
+                    role="tool",
+                    parts=(
+                        ToolResult(call_id=pending.call_id, name=pending.tool, content=content),
+                    ),
+                )
+            )
         elif pending.call_id in approvals:
             decision = approvals[pending.call_id]
             if decision is True:
                 if pending.kind == "deferred":
-                    raise ValueError(f"call {pending.call_id} is deferred: give its result in results=, not an approval")
+                    raise ValueError(
+                        f"call {pending.call_id} is deferred: give its result in results=, "
+                        "not an approval"
+                    )
                 approved.append(pending.call_id)
             else:
                 why = f": {decision}" if isinstance(decision, str) and decision else ""
-                answers.append(Message(role="tool", parts=(ToolResult(call_id=pending.call_id, name=pending.tool, content=f"The user denied this call{why}.", is_error=True),)))
+                answers.append(
+                    Message(
+                        role="tool",
+                        parts=(
+                            ToolResult(
+                                call_id=pending.call_id,
+                                name=pending.tool,
+                                content=f"The user denied this call{why}.",
+                                is_error=True,
+                            ),
+                        ),
+                    )
+                )
     execution_id = new_id("exe")
     stamp = [m.stamped(state.run_id, execution_id, state.step) for m in answers]
     return state.evolve(

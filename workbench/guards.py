@@ -49,7 +49,7 @@ async def _ask(guard: ToolGuard, call: ToolCall, ctx: ToolContext) -> tuple[Tool
         answer = guard(call, ctx)
         if inspect.isawaitable(answer):
             answer = await answer
-    except Exception as exc:  # noqa: BLE001 - a broken guard must deny, not crash the run
+    except Exception as exc:
         return ToolPermission.DENY, f"guard {name} failed: {type(exc).__name__}: {exc}"
     if isinstance(answer, tuple):
         permission, reason = answer

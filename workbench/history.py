@@ -64,9 +64,7 @@ class TokenWindow:
     the window, not the length of the run.
     """
 
-    def __init__(
-        self, max_tokens: int, count: Callable[[Message], int] = approx_tokens
-    ) -> None:
+    def __init__(self, max_tokens: int, count: Callable[[Message], int] = approx_tokens) -> None:
         self.max_tokens = max_tokens
         self.count = count
 

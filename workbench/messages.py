@@ -67,7 +67,9 @@ class ToolCall(_Frozen):
     invalid_arguments: str | None = None
 
     @classmethod
-    def parse(cls, name: str, arguments: str | dict[str, JsonValue], call_id: str | None) -> ToolCall:
+    def parse(
+        cls, name: str, arguments: str | dict[str, JsonValue], call_id: str | None
+    ) -> ToolCall:
         """Build a call from arguments given as a dict or as the model's raw JSON text."""
         call_id = call_id or new_call_id()
         if isinstance(arguments, dict):
@@ -155,8 +157,10 @@ class Message(_Frozen):
         return tuple(p for p in self.parts if isinstance(p, ToolCall))
 
     def stamped(self, run_id: str, execution_id: str, step: int) -> Message:
-        """This message, marked as produced by the given run, execution and step."""
-        return self.model_copy(update={"run_id": run_id, "execution_id": execution_id, "step": step})
+        """A copy marked as produced by the given run, execution and step."""
+        return self.model_copy(
+            update={"run_id": run_id, "execution_id": execution_id, "step": step}
+        )
 
 
 class Usage(_Frozen):

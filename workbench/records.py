@@ -160,8 +160,13 @@ class RunObserver:
         """A phase finished; ``started_at`` is its `time.time()` start."""
 
     def model_called(
-        self, step: int, request_messages: tuple[Message, ...], response: ModelResponse | None,
-        started_at: float, duration: float, error: BaseException | None,
+        self,
+        step: int,
+        request_messages: tuple[Message, ...],
+        response: ModelResponse | None,
+        started_at: float,
+        duration: float,
+        error: BaseException | None,
     ) -> None:
         """A model call finished (``response`` is None when it failed)."""
 

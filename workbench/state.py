@@ -250,7 +250,9 @@ class AgentState(_Frozen):
         try:
             return cls.model_validate(raw)
         except ValidationError as exc:
-            raise StateFormatError(f"state JSON is not a valid AgentState: {_summary(exc)}") from None
+            raise StateFormatError(
+                f"state JSON is not a valid AgentState: {_summary(exc)}"
+            ) from None
 
 
 class StateFormatError(ValueError):
@@ -263,6 +265,8 @@ def _is_newer(version: object) -> bool:
 
 def _summary(exc: ValidationError, limit: int = 5) -> str:
     errors = exc.errors(include_url=False, include_input=False)
-    shown = [f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors[:limit]]
+    shown = [
+        f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors[:limit]
+    ]
     more = f" (and {len(errors) - limit} more)" if len(errors) > limit else ""
     return "; ".join(shown) + more

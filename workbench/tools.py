@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-class ToolRetry(Exception):  # noqa: N818 - the name says what the tool asks for
+class ToolRetry(Exception):
     """Raised by a tool to send feedback to the model and let it try again."""
 
     def __init__(self, message: str) -> None:
@@ -222,10 +222,12 @@ def _arguments_model(fn: ToolFunction, tool_name: str) -> tuple[type[BaseModel],
             context_param = param.name
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool {tool_name!r}: *args and **kwargs cannot be described to a model")
+            raise TypeError(
+                f"tool {tool_name!r}: *args and **kwargs cannot be described to a model"
+            )
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (annotation, Field(default, description=param_docs.get(param.name)))
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
     return model, context_param

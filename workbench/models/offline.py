@@ -28,9 +28,7 @@ class ScriptedModel:
 
     __test__ = False
 
-    def __init__(
-        self, responses: Iterable[ModelResponse | str], *, name: str = "scripted"
-    ) -> None:
+    def __init__(self, responses: Iterable[ModelResponse | str], *, name: str = "scripted") -> None:
         self.responses = [ModelResponse.text(r) if isinstance(r, str) else r for r in responses]
         self.calls: list[ModelRequest] = []
         self._name = name
