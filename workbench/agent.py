@@ -273,13 +273,14 @@ class Agent:
     ) -> AgentRun:
         """A new run, ready to be stepped; nothing is executed yet."""
         state = AgentState(agent_name=self.name)
-        messages = [*([Message.system(self.system_prompt)] if self.system_prompt else []), *history]
-        if prompt is not None:
-            messages.append(Message.user(prompt))
-        stamped = tuple(
-            m if m.run_id else m.stamped(state.run_id, state.execution_id, 0) for m in messages
-        )
-        if not stamped:
+
+        def ours(message: Message) -> Message:  # made by this run, before its first step
+            return message.stamped(state.run_id, state.execution_id, 0)
+
+        system = [ours(Message.system(self.system_prompt))] if self.system_prompt else []
+        user = [ours(Message.user(prompt))] if prompt is not None else []
+        stamped = (*system, *history, *user)  # history keeps its own provenance
+        if not history and not user:
             raise ValueError("a run needs a prompt or a history")
         return self._run_from(state.evolve(messages=stamped), settings, on_text_delta)
 

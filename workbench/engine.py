@@ -193,10 +193,11 @@ class Execution:
 
     async def _prepare(self) -> None:
         """Check the budget, open the step, shape the messages and take the snapshot."""
-        if not self.state.grace_turn and self._stop_now(self._view(self.state.step)):
+        if self._stop_now(self._view(self.state.step)):
             return
-        index = self.state.step + 1
-        self.state = self.state.evolve(step=index, next_phase=Phase.INFERENCE)
+        snapshot = self._snapshot()  # the state as the step starts: what a re-run starts from
+        first_new = len(self.state.messages)
+        self.state = self.state.evolve(step=snapshot.step, next_phase=Phase.INFERENCE)
         last_step = self._budget().steps_left == 1 and not self.state.grace_turn
         if last_step and self.config.wrap_up_message and self._definitions:
             self._append(Message.user(self.config.wrap_up_message))
@@ -204,12 +205,11 @@ class Execution:
         messages: Sequence[Message] = self.state.messages
         for process in self.config.history_processors:
             messages = process(messages)
-        snapshot = self._snapshot(index)
         self._draft = _Draft(
-            index=index,
+            index=snapshot.step,
             started_at=time.time(),
             messages_in=tuple(messages),
-            first_new=len(self.state.messages),
+            first_new=first_new,
             tools_offered=offered,
             snapshot_id=snapshot.id,
         )
@@ -400,7 +400,9 @@ class Execution:
         return Budget.of(self.config.stop.limits(), self._view(self.state.step - 1))
 
     def _stop_now(self, view: RunView) -> bool:
-        """Check the stop conditions (and an abort request); end the run if one fires."""
+        """Check the stop conditions and end the run if one fires (not in the grace turn)."""
+        if self.state.grace_turn:
+            return False
         reason = self.config.stop.check(view)
         if reason is not None:
             self._end(reason)
@@ -428,19 +430,19 @@ class Execution:
             budget=self._budget(),
         )
 
-    def _snapshot(self, index: int) -> StepContext:
+    def _snapshot(self) -> StepContext:
         state = self.state
         return StepContext(
             run_id=state.run_id,
             execution_id=state.execution_id,
             parent_run_id=state.parent_run_id,
-            step=index,
+            step=state.step + 1,
             model_name=self.config.model.name,
             model_settings=dict(self.config.settings),
             tool_names=tuple(self.config.tools),
             tool_schema_hash=self._schema_hash,
             system_prompt_hash=self._prompt_hash,
-            budget=self._budget(),
+            budget=Budget.of(self.config.stop.limits(), self._view(state.step)),
             message_count=len(state.messages),
             state=state,
         )
