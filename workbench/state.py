@@ -26,6 +26,7 @@ __all__ = [
     "InvalidTransition",
     "PendingCall",
     "Phase",
+    "RerunOf",
     "StateFormatError",
     "StopReason",
     "new_id",
@@ -167,6 +168,14 @@ class ErrorInfo(_Frozen):
     step: int | None = None
 
 
+class RerunOf(_Frozen):
+    """Where a re-run came from: the original run, the step it starts at, and its snapshot."""
+
+    run_id: str
+    step: int
+    snapshot_id: str
+
+
 class AgentState(_Frozen):
     """Everything about a run at one point in time. Frozen: every change makes a new state."""
 
@@ -195,6 +204,8 @@ class AgentState(_Frozen):
     """True while the single grace turn after a limit is under way."""
     error: ErrorInfo | None = None
     created_at: float = Field(default_factory=time.time)
+    rerun_of: RerunOf | None = None
+    """Set on a run made by `Agent.rerun`: the original run and step (``workbench.rerun.of``)."""
 
     def with_status(self, status: ExecutionStatus, **changes: object) -> AgentState:
         """A copy with a new status; raises `InvalidTransition` if the lifecycle forbids it."""
