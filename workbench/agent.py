@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from workbench._sync import run_sync
 from workbench.conditions import MaxSteps, StopCondition
@@ -20,7 +20,9 @@ from workbench.history import HistoryProcessor
 from workbench.messages import JsonValue, Message, ToolCall, ToolResult, Usage
 from workbench.models.base import Model, ModelSettings
 from workbench.records import PhaseEvent, RunObserver, StepContext, StepRecord
+from workbench.rerun import rerun_state
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase, StopReason
+from workbench.store import RunStore
 from workbench.tools import Tool, tool
 
 __all__ = ["Agent", "AgentRun", "RunResult"]
@@ -240,6 +242,7 @@ class Agent:
         grace_tool: str | None = None,
         response_retries: int = 1,
         observers: Sequence[RunObserver] = (),
+        store: RunStore | Literal[False] | None = None,
     ) -> None:
         if not isinstance(model, Model):
             raise TypeError(f"model must implement the Model protocol, got {type(model).__name__}")
@@ -259,6 +262,9 @@ class Agent:
         self.grace_tool = grace_tool
         self.response_retries = response_retries
         self.observers = tuple(observers)
+        self.store = RunStore.default() if store is None else (None if store is False else store)
+        """Where runs are recorded: ``store=`` or the default store (`RunStore.default`);
+        ``store=False`` records nothing."""
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model.name!r}, tools={list(self.tools)})"
@@ -358,15 +364,60 @@ class Agent:
         """Sync `resume`."""
         return run_sync(self.resume(state, approvals, results, settings=settings))
 
+    def start_rerun(
+        self,
+        snapshot: StepContext,
+        messages: Sequence[Message] | None = None,
+        model: Model | None = None,
+        settings: ModelSettings | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+    ) -> AgentRun:
+        """A new run from ``snapshot``'s step, with the edits, ready to be stepped.
+
+        ``messages`` replaces the conversation as the step starts; ``model``, ``settings`` (laid
+        over the snapshot's) and ``tools`` replace the agent's for this run only. The original run
+        is untouched; the new one names it in ``state.rerun_of``.
+        """
+        merged = ModelSettings(**{**snapshot.model_settings, **(settings or {})})  # type: ignore[typeddict-item]
+        table = None if tools is None else _tool_table(tools)
+        state = rerun_state(snapshot, messages)
+        return self._run_from(state, merged, None, model=model, tools=table)
+
+    async def rerun(
+        self,
+        snapshot: StepContext,
+        messages: Sequence[Message] | None = None,
+        model: Model | None = None,
+        settings: ModelSettings | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+    ) -> RunResult:
+        """Re-run from ``snapshot``'s step with edits (see `start_rerun`) to the end or a pause."""
+        run = self.start_rerun(snapshot, messages, model, settings, tools)
+        return await run.arun_to_end()
+
+    def rerun_sync(
+        self,
+        snapshot: StepContext,
+        messages: Sequence[Message] | None = None,
+        model: Model | None = None,
+        settings: ModelSettings | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+    ) -> RunResult:
+        """Sync `rerun`."""
+        return run_sync(self.rerun(snapshot, messages, model, settings, tools))
+
     def _run_from(
         self,
         state: AgentState,
         settings: ModelSettings | None,
         on_text_delta: Callable[[str], None] | None,
+        *,
+        model: Model | None = None,
+        tools: Mapping[str, Tool] | None = None,
     ) -> AgentRun:
         config = LoopConfig(
-            model=self.model,
-            tools=self.tools,
+            model=model or self.model,
+            tools=self.tools if tools is None else tools,
             stop=self.stop,
             guards=self.guards,
             history_processors=self.history_processors,
@@ -375,7 +426,7 @@ class Agent:
             wrap_up_message=self.wrap_up_message,
             grace_tool=self.grace_tool,
             response_retries=self.response_retries,
-            observers=self.observers,
+            observers=(*self.observers, self.store) if self.store else self.observers,
             on_text_delta=on_text_delta,
         )
         return AgentRun(Execution(config, state))

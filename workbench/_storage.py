@@ -1,0 +1,389 @@
+"""The SQLite side of the run store: opening a file safely, the schema and its migrations, codecs.
+
+Kept apart from `workbench.store` so the public class reads as "what a store does" while this module
+holds "how the bytes look". Two rules shape everything here:
+
+- A file that is not ours, is damaged, or comes from a newer workbench is refused with a
+  `StoreError` *before* anything is written to it, so opening never makes damage worse.
+- Payloads are JSON validated by the same pydantic models that wrote them; a payload that does not
+  validate (unknown part kinds, wrong types) or is larger than the configured limit becomes a
+  `StoreError` that names the run and the row, and leaves every other row readable.
+
+Messages are stored once per run, in a per-run sequence (``seq``); snapshots, step records and
+states refer to them by half-open ``[start, end)`` ranges of ``seq``. Because a run's conversation
+only grows, a reference is usually a single range, so storage is linear in the length of a run.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Sequence
+from itertools import chain
+from typing import Any
+
+import pydantic_core
+from pydantic import TypeAdapter, ValidationError
+
+from workbench.messages import Message
+from workbench.records import StepContext, StepRecord
+from workbench.state import SCHEMA_VERSION as STATE_SCHEMA_VERSION
+from workbench.state import AgentState
+
+__all__ = [
+    "STORE_SCHEMA_VERSION",
+    "Range",
+    "RunNotFound",
+    "StoreError",
+    "db_error",
+    "dump_ranges",
+    "dump_snapshot",
+    "dump_state",
+    "dump_step",
+    "load_message",
+    "load_ranges",
+    "load_snapshot",
+    "load_state",
+    "load_step",
+    "materialize",
+    "open_connection",
+]
+
+STORE_SCHEMA_VERSION = 1
+"""Version of the store's table layout. Bump it and add an entry to `_MIGRATIONS` on any change."""
+
+Range = tuple[int, int]
+"""Half-open range ``[start, end)`` of message ``seq`` numbers within one run."""
+
+
+class StoreError(RuntimeError):
+    """The store cannot do what was asked: damaged or foreign file, newer schema, bad payload."""
+
+
+class RunNotFound(StoreError, LookupError):
+    """No run (or no snapshot for that step) with that id in the store."""
+
+
+# -- schema -------------------------------------------------------------------------------------
+
+_V1 = (
+    """CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        agent_name TEXT NOT NULL,
+        parent_run_id TEXT,
+        rerun_of_run TEXT,
+        rerun_of_step INTEGER,
+        model_name TEXT,
+        status TEXT NOT NULL,
+        stop_reason TEXT,
+        step INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cost REAL,
+        output TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        state TEXT NOT NULL,
+        state_messages TEXT NOT NULL
+    )""",
+    """CREATE TABLE messages (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        hash TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE snapshots (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        messages TEXT NOT NULL
+    )""",
+    "CREATE INDEX snapshots_by_run ON snapshots (run_id, step)",
+    """CREATE TABLE steps (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        messages_in TEXT NOT NULL,
+        new_messages TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    )""",
+)
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1}
+"""Statements that take the store from version ``n - 1`` to ``n``."""
+
+
+def open_connection(path: str, *, create: bool, busy_timeout: float) -> sqlite3.Connection | None:
+    """A connection to a checked, up-to-date store; None when the file is absent and not created.
+
+    Raises `StoreError` for a foreign, damaged or newer file, without writing to it.
+    """
+    memory = path == ":memory:"
+    if not memory:
+        if not os.path.exists(path):
+            if not create:
+                return None
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        else:
+            _check_header(path)
+    conn = sqlite3.connect(
+        path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+    )
+    try:
+        _prepare(conn, path, memory)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise db_error(path, exc) from None
+    except StoreError:
+        conn.close()
+        raise
+    return conn
+
+
+def _prepare(conn: sqlite3.Connection, path: str, memory: bool) -> None:
+    conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses no commit
+    version = _version(conn, path)
+    if version == STORE_SCHEMA_VERSION:
+        return
+    if not memory:
+        conn.execute("PRAGMA journal_mode=WAL")  # readers never block the writer, nor it them
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        _migrate(conn, path, _version(conn, path))  # again: another process may have migrated
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.rollback()
+        raise
+
+
+def _version(conn: sqlite3.Connection, path: str) -> int:
+    """The store schema version; 0 for an empty database; StoreError if newer or not ours."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "schema_version" not in tables:
+        if tables:
+            raise StoreError(
+                f"{path} is a SQLite database but not a workbench run store (it has tables "
+                f"{', '.join(sorted(tables))}); it was left untouched"
+            )
+        return 0
+    row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+    version = row[0] if row else None
+    if not isinstance(version, int):
+        raise StoreError(f"{path}: the store's schema_version table is empty or damaged")
+    if version > STORE_SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} was written by a newer workbench (store schema version {version}); this "
+            f"workbench reads up to version {STORE_SCHEMA_VERSION}. Upgrade workbench to read "
+            "it; the file was left untouched"
+        )
+    return version
+
+
+def _migrate(conn: sqlite3.Connection, path: str, version: int) -> None:
+    if version == 0:
+        conn.execute(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
+        )
+    for target in range(version + 1, STORE_SCHEMA_VERSION + 1):
+        for statement in _MIGRATIONS[target]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_version VALUES (?, ?)", (target, time.time()))
+
+
+def _check_header(path: str) -> None:
+    """Refuse a file that is not SQLite, or is shorter than its own header says (truncated).
+
+    The size check is only safe with no ``-wal`` file beside it: while a writer is active, pages
+    may live in the WAL and the main file can legitimately lag behind.
+    """
+    size = os.path.getsize(path)
+    if size == 0:
+        return
+    with open(path, "rb") as file:
+        head = file.read(100)
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        raise StoreError(
+            f"{path} is not a SQLite database (or its header is damaged); it was left untouched"
+        )
+    if os.path.exists(f"{path}-wal"):
+        return
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    if head[24:28] == head[92:96] and pages and size < pages * page_size:
+        raise StoreError(
+            f"{path} is truncated: its header counts {pages:,} pages of {page_size:,} bytes "
+            f"({pages * page_size:,} bytes) but the file has {size:,} bytes. It was left "
+            "untouched; restore it from a copy"
+        )
+
+
+def db_error(path: str, exc: sqlite3.Error) -> StoreError:
+    """A `StoreError` for an error SQLite raised, saying which store and what to suspect."""
+    text = str(exc)
+    hint = ""
+    if "malformed" in text or "not a database" in text or "disk image" in text:
+        hint = " (the file looks damaged; it was not modified)"
+    elif "locked" in text or "busy" in text:
+        hint = " (another process holds a write lock for too long)"
+    return StoreError(f"run store {path}: {type(exc).__name__}: {text}{hint}")
+
+
+# -- payload codecs -----------------------------------------------------------------------------
+
+
+@functools.cache
+def _step_adapter() -> TypeAdapter[StepRecord]:
+    return TypeAdapter(StepRecord)
+
+
+def dump_state(state: AgentState) -> str:
+    """The state as JSON without its messages (those are referenced by ranges)."""
+    return state.model_dump_json(exclude={"messages"})
+
+
+def dump_snapshot(snapshot: StepContext) -> str:
+    """The snapshot as JSON without its state's messages."""
+    return snapshot.model_dump_json(exclude={"state": {"messages"}})
+
+
+def dump_step(record: StepRecord) -> str:
+    """The step record as JSON without its messages."""
+    return _step_adapter().dump_json(record, exclude={"messages_in", "new_messages"}).decode()
+
+
+def dump_ranges(ranges: Sequence[Range]) -> str:
+    """Ranges as compact JSON."""
+    return json.dumps(ranges, separators=(",", ":"))
+
+
+def load_message(body: str | None, size: int, where: str, limit: int) -> Message:
+    """A message from its row."""
+    text = _bounded(body, size, where, limit)
+    try:
+        return Message.model_validate_json(text)
+    except ValidationError as exc:
+        raise StoreError(f"{where} is not a valid message: {_summary(exc)}") from None
+
+
+def load_state(
+    body: str | None, size: int, messages: tuple[Message, ...], where: str, limit: int
+) -> AgentState:
+    """A state from its JSON (without messages) and its messages."""
+    raw = _object(_bounded(body, size, where, limit), where)
+    _check_state_version(raw, where)
+    raw["messages"] = messages
+    try:
+        return AgentState.model_validate(raw)
+    except ValidationError as exc:
+        raise StoreError(f"{where} is not a valid state: {_summary(exc)}") from None
+
+
+def load_snapshot(
+    body: str | None, size: int, messages: tuple[Message, ...], where: str, limit: int
+) -> StepContext:
+    """A snapshot from its JSON (without the state's messages) and those messages."""
+    raw = _object(_bounded(body, size, where, limit), where)
+    state = raw.get("state")
+    if not isinstance(state, dict):
+        raise StoreError(f"{where}: the snapshot has no state object")
+    _check_state_version(state, where)
+    state["messages"] = messages
+    try:
+        return StepContext.model_validate(raw)
+    except ValidationError as exc:
+        raise StoreError(f"{where} is not a valid snapshot: {_summary(exc)}") from None
+
+
+def load_step(
+    body: str | None,
+    size: int,
+    messages_in: tuple[Message, ...],
+    new_messages: tuple[Message, ...],
+    where: str,
+    limit: int,
+) -> StepRecord:
+    """A step record from its JSON (without messages) and its messages."""
+    raw = _object(_bounded(body, size, where, limit), where)
+    raw["messages_in"], raw["new_messages"] = messages_in, new_messages
+    try:
+        return _step_adapter().validate_python(raw)
+    except ValidationError as exc:
+        raise StoreError(f"{where} is not a valid step record: {_summary(exc)}") from None
+
+
+def load_ranges(text: str, count: int, where: str) -> list[Range]:
+    """Ranges from JSON, checked against the number of messages the run has."""
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError):
+        raise StoreError(f"{where}: message references are not valid JSON") from None
+    ok = isinstance(raw, list) and all(
+        isinstance(r, list)
+        and len(r) == 2
+        and all(type(x) is int for x in r)
+        and 0 <= r[0] < r[1] <= count
+        for r in raw
+    )
+    if not ok:
+        raise StoreError(
+            f"{where}: message references {_clip(text)} do not fit the run's {count} messages"
+        )
+    return [(r[0], r[1]) for r in raw]
+
+
+def materialize(messages: Sequence[Message], ranges: Sequence[Range]) -> tuple[Message, ...]:
+    """The messages the ranges refer to, in order (sharing the message objects)."""
+    if len(ranges) == 1:
+        start, end = ranges[0]
+        return tuple(messages[start:end])
+    return tuple(chain.from_iterable(messages[a:b] for a, b in ranges))
+
+
+def _bounded(body: str | None, size: int, where: str, limit: int) -> str:
+    """The payload, unless it is larger than the limit (it is then never read into memory)."""
+    if body is None or size > limit:
+        raise StoreError(
+            f"{where}: payload of {size:,} characters is over the store's limit of {limit:,} "
+            "(RunStore(max_payload_chars=...) raises it); not loaded"
+        )
+    return body
+
+
+def _object(text: str, where: str) -> dict[str, Any]:
+    try:
+        raw = pydantic_core.from_json(text)
+    except ValueError as exc:
+        raise StoreError(f"{where}: payload is not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise StoreError(f"{where}: payload must be a JSON object, got {type(raw).__name__}")
+    return raw
+
+
+def _check_state_version(raw: dict[str, Any], where: str) -> None:
+    version = raw.get("schema_version")
+    if version != STATE_SCHEMA_VERSION:
+        newer = isinstance(version, int) and version > STATE_SCHEMA_VERSION
+        raise StoreError(
+            f"{where}: state schema version {version!r} is not supported: this workbench reads "
+            f"version {STATE_SCHEMA_VERSION}" + (" (written by a newer workbench)" if newer else "")
+        )
+
+
+def _summary(exc: ValidationError, limit: int = 3) -> str:
+    errors = exc.errors(include_url=False, include_input=False)
+    shown = [
+        f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors[:limit]
+    ]
+    more = f" (and {len(errors) - limit} more)" if len(errors) > limit else ""
+    return "; ".join(shown) + more
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}…"

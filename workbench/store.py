@@ -1,0 +1,547 @@
+"""`RunStore`: every run's snapshots, steps and state, durable in SQLite, as the run happens.
+
+The store is a `RunObserver`: an `Agent` hands it the loop's events and it writes them, so a run
+is readable (from this process or another one) while it is still going, and a process killed
+mid-run leaves every step it finished. Two small transactions per step: the snapshot as PREPARE
+ends (so the step that was running when a process died can be re-run from its own start), and the
+step record with the state after it as the step ends.
+
+Writing is kept flat per step: a message is serialized once, the first time the store sees it
+(known message objects are recognised by identity, others by a content hash), and a snapshot or
+record refers to its messages by ranges of a per-run sequence. A store failure never breaks the
+run that is writing: it is logged, kept in `RunStore.write_errors`, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from workbench import _storage as st
+from workbench._storage import RunNotFound, StoreError
+from workbench.messages import Message
+from workbench.records import PhaseEvent, RunObserver, StepContext, StepRecord
+from workbench.state import AgentState
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from workbench.agent import RunResult
+
+__all__ = ["DEFAULT_STORE_PATH", "STORE_ENV", "RunNotFound", "RunStore", "RunSummary", "StoreError"]
+
+DEFAULT_STORE_PATH = Path(".workbench") / "runs.sqlite"
+"""Where the default store lives, relative to the working directory when it is first asked for."""
+STORE_ENV = "WORKBENCH_STORE"
+"""Overrides the default store: a path, ``:memory:``, or ``off`` for no default store."""
+_OFF = frozenset({"off", "none", "false", "0"})
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One row of `RunStore.runs`: what a run list shows, without loading the run."""
+
+    run_id: str
+    agent_name: str
+    status: str
+    stop_reason: str | None
+    steps: int
+    model_name: str | None
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    created_at: float
+    updated_at: float
+    parent_run_id: str | None
+    rerun_of: str | None
+    rerun_of_step: int | None
+    output: str | None
+
+
+_Write = Callable[["_RunLog", sqlite3.Connection], None]
+
+_SUMMARY_COLUMNS = (
+    "run_id, agent_name, status, stop_reason, step, model_name, input_tokens, output_tokens, "
+    "cost, created_at, updated_at, parent_run_id, rerun_of_run, rerun_of_step, output"
+)
+
+
+@dataclass
+class _RunLog:
+    """What the store remembers about a run while it writes it: which messages have rows.
+
+    ``known`` maps ``id(message)`` to the message (held, so the id cannot be reused) and its
+    ``seq``; ``by_hash`` catches equal messages that are different objects (a run resumed in
+    another process, messages copied into a re-run). ``prefix`` is the last full conversation
+    referenced: the next one almost always extends it, and comparing a tuple prefix is a fast
+    identity check in C, so referencing a long conversation costs almost nothing per step.
+    """
+
+    run_id: str
+    next_seq: int = 0
+    next_step: int = 0
+    by_hash: dict[str, int] = field(default_factory=dict)
+    known: dict[int, tuple[Message, int]] = field(default_factory=dict)
+    prefix: tuple[Message, ...] = ()
+    prefix_ranges: tuple[st.Range, ...] = ()
+    rows: list[tuple[str, int, str, str]] = field(default_factory=list)
+    latest: AgentState | None = None
+
+    def refs(self, messages: Sequence[Message], *, full: bool = False) -> list[st.Range]:
+        """The ranges of ``messages``, queueing rows for the messages not stored yet.
+
+        ``full`` marks a whole conversation (a state's messages): it becomes the prefix the next
+        one is checked against. Windows and per-step additions never replace it.
+        """
+        messages = tuple(messages)
+        n = len(self.prefix)
+        start = 0
+        ranges: list[st.Range] = []
+        if n and len(messages) >= n and messages[:n] == self.prefix:
+            ranges, start = list(self.prefix_ranges), n
+        for message in messages[start:]:
+            seq = self._seq(message)
+            if ranges and ranges[-1][1] == seq:
+                ranges[-1] = (ranges[-1][0], seq + 1)
+            else:
+                ranges.append((seq, seq + 1))
+        if full:
+            self.prefix, self.prefix_ranges = messages, tuple(ranges)
+        return ranges
+
+    def _seq(self, message: Message) -> int:
+        entry = self.known.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]
+        body = message.model_dump_json()
+        digest = hashlib.sha256(body.encode()).hexdigest()[:32]
+        seq = self.by_hash.get(digest)
+        if seq is None:
+            seq, self.next_seq = self.next_seq, self.next_seq + 1
+            self.by_hash[digest] = seq
+            self.rows.append((self.run_id, seq, digest, body))
+        self.known[id(message)] = (message, seq)
+        return seq
+
+    def committed(self) -> None:
+        """The queued rows are in the database."""
+        self.rows.clear()
+
+    def rolled_back(self) -> None:
+        """The queued rows never made it: forget them so a later step writes them again."""
+        if self.rows:
+            first = self.rows[0][1]
+            self.next_seq = first
+            self.by_hash = {h: s for h, s in self.by_hash.items() if s < first}
+            self.known = {k: v for k, v in self.known.items() if v[1] < first}
+            self.rows.clear()
+        self.prefix, self.prefix_ranges = (), ()
+
+
+class RunStore(RunObserver):
+    """Runs, their step records and StepContext snapshots in an embedded SQLite database.
+
+    ``path`` is a file (created, with its folder, on the first write; WAL mode, so a notebook can
+    read a run another process is writing) or ``":memory:"``. Nothing is opened until the store is
+    used, so making one is free. Payloads are JSON (never pickle) under a versioned schema; a
+    store from a newer workbench, a damaged file or a bad payload raises `StoreError` and nothing
+    is written to it. Payloads over ``max_payload_chars`` are refused when read (hostile input).
+
+    >>> store = RunStore(":memory:")
+    >>> store.runs()
+    []
+    """
+
+    _defaults: ClassVar[dict[str, RunStore]] = {}
+    _defaults_lock: ClassVar = threading.Lock()
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = DEFAULT_STORE_PATH,
+        *,
+        max_payload_chars: int = 64 * 1024 * 1024,
+        busy_timeout: float = 10.0,
+    ) -> None:
+        raw = os.fspath(path)
+        self.path = raw if raw == ":memory:" else os.path.abspath(raw)
+        self.max_payload_chars = max_payload_chars
+        self.busy_timeout = busy_timeout
+        self.write_errors: list[str] = []
+        """Writes that failed while a run went on (the run itself is never broken by the store)."""
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
+        self._logs: dict[str, _RunLog] = {}
+
+    @classmethod
+    def default(cls) -> RunStore | None:
+        """The process-wide default store: ``$WORKBENCH_STORE``, else ``.workbench/runs.sqlite``.
+
+        One store per path, shared by every `Agent` made without ``store=``. ``WORKBENCH_STORE=off``
+        means no default store (runs are not recorded unless a store is given).
+        """
+        where = os.environ.get(STORE_ENV, "").strip() or os.fspath(DEFAULT_STORE_PATH)
+        if where.lower() in _OFF:
+            return None
+        key = where if where == ":memory:" else os.path.abspath(where)
+        with cls._defaults_lock:
+            store = cls._defaults.get(key)
+            if store is None:
+                store = cls._defaults[key] = cls(key)
+            return store
+
+    def __repr__(self) -> str:
+        return f"RunStore({self.path!r})"
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (the store opens it again if used after this)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def runs(self) -> list[RunSummary]:
+        """Every run in the store, oldest first, without loading any of them."""
+        with self._reading() as conn:
+            if conn is None:
+                return []
+            rows = conn.execute(f"SELECT {_SUMMARY_COLUMNS} FROM runs ORDER BY created_at, rowid")
+            return [RunSummary(*row) for row in rows]
+
+    def list_runs(self) -> pd.DataFrame:
+        """The runs as a pandas DataFrame (one row per run; times as datetimes)."""
+        import pandas as pd
+
+        columns = [f.name for f in fields(RunSummary)]
+        frame = pd.DataFrame([asdict(s) for s in self.runs()], columns=columns)
+        for column in ("created_at", "updated_at"):
+            frame[column] = pd.to_datetime(frame[column], unit="s")
+        return frame
+
+    def resolve(self, ref: str) -> str:
+        """The run id that ``ref`` names: the id itself, a unique prefix of one, or ``last``."""
+        query, params = (_LAST, ()) if ref == "last" else (_RESOLVE, (ref,))
+        with self._reading() as conn:
+            ids = [] if conn is None else [str(r[0]) for r in conn.execute(query, params)]
+        if ref in ids or (ref == "last" and ids):
+            return ref if ref in ids else ids[0]
+        if len(ids) == 1:
+            return ids[0]
+        if ids:
+            raise RunNotFound(f"{ref!r} matches {len(ids)} runs: {', '.join(ids[:5])}")
+        raise RunNotFound(f"no run {ref!r} in {self.path}")
+
+    def load(self, run_id: str) -> RunResult:
+        """The whole run: its latest state, every step record and every snapshot, in order.
+
+        A run still being written (or whose process died) loads as far as it got: its state is
+        the one after its last finished step.
+        """
+        from workbench.agent import RunResult
+
+        with self._reading() as conn:
+            row = None if conn is None else conn.execute(_STATE, (self.max_payload_chars, run_id))
+            found = None if row is None else row.fetchone()
+            if conn is None or found is None:
+                raise RunNotFound(f"no run {run_id!r} in {self.path}")
+            messages = self._messages(conn, run_id)
+            state = self._state(found, messages, run_id)
+            snapshots = self._snapshots(conn, run_id, messages)
+            steps = self._steps(conn, run_id, messages)
+        return RunResult(state, steps, snapshots)
+
+    def snapshot(self, run_id: str, step: int) -> StepContext:
+        """The snapshot taken as step ``step`` of run ``run_id`` started."""
+        with self._reading() as conn:
+            cursor = (
+                None
+                if conn is None
+                else conn.execute(_SNAPSHOT, (self.max_payload_chars, run_id, step))
+            )
+            row = None if cursor is None else cursor.fetchone()
+            if conn is None or row is None:
+                raise RunNotFound(self._no_snapshot(conn, run_id, step))
+            count = conn.execute(_COUNT, (run_id,)).fetchone()[0]
+            where = f"run {run_id} snapshot of step {step}"
+            ranges = st.load_ranges(row[2], count, where)
+            messages = self._messages(conn, run_id, ranges)
+            return st.load_snapshot(
+                row[0], row[1], st.materialize(messages, ranges), where, self.max_payload_chars
+            )
+
+    def delete(self, run_id: str) -> None:
+        """Remove a run and everything stored for it (re-runs made from it keep their own copy)."""
+        with self._writing() as conn:
+            if conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount == 0:
+                raise RunNotFound(f"no run {run_id!r} in {self.path}")
+            for table in ("messages", "snapshots", "steps"):
+                conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+
+    def _state(self, row: tuple[Any, ...], messages: list[Message], run_id: str) -> AgentState:
+        where = f"run {run_id} state"
+        ranges = st.load_ranges(row[2], len(messages), where)
+        return st.load_state(
+            row[0], row[1], st.materialize(messages, ranges), where, self.max_payload_chars
+        )
+
+    def _messages(
+        self, conn: sqlite3.Connection, run_id: str, ranges: Sequence[st.Range] | None = None
+    ) -> list[Message]:
+        """The run's messages, indexed by ``seq`` (only up to the ranges' end when given)."""
+        end = max((b for _, b in ranges), default=0) if ranges is not None else None
+        rows = conn.execute(
+            _MESSAGES, (self.max_payload_chars, run_id, end if end is not None else -1)
+        )
+        out: list[Message] = []
+        for seq, body, size in rows:
+            where = f"run {run_id} message {seq}"
+            if seq != len(out):
+                raise StoreError(f"{where}: message rows before it are missing (damaged store)")
+            out.append(st.load_message(body, size, where, self.max_payload_chars))
+        return out
+
+    def _snapshots(
+        self, conn: sqlite3.Connection, run_id: str, messages: list[Message]
+    ) -> tuple[StepContext, ...]:
+        out = []
+        for step, body, size, refs in conn.execute(_SNAPSHOTS, (self.max_payload_chars, run_id)):
+            where = f"run {run_id} snapshot of step {step}"
+            ranges = st.load_ranges(refs, len(messages), where)
+            out.append(
+                st.load_snapshot(
+                    body, size, st.materialize(messages, ranges), where, self.max_payload_chars
+                )
+            )
+        return tuple(out)
+
+    def _steps(
+        self, conn: sqlite3.Connection, run_id: str, messages: list[Message]
+    ) -> tuple[StepRecord, ...]:
+        out = []
+        for step, body, size, refs_in, refs_new in conn.execute(
+            _STEPS, (self.max_payload_chars, run_id)
+        ):
+            where = f"run {run_id} record of step {step}"
+            sent = st.materialize(messages, st.load_ranges(refs_in, len(messages), where))
+            new = st.materialize(messages, st.load_ranges(refs_new, len(messages), where))
+            out.append(st.load_step(body, size, sent, new, where, self.max_payload_chars))
+        return tuple(out)
+
+    def _no_snapshot(self, conn: sqlite3.Connection | None, run_id: str, step: int) -> str:
+        steps = [] if conn is None else [r[0] for r in conn.execute(_SNAPSHOT_STEPS, (run_id,))]
+        if not steps:
+            return f"no run {run_id!r} with snapshots in {self.path}"
+        return (
+            f"run {run_id} has no snapshot for step {step} (it has steps {steps[0]}..{steps[-1]})"
+        )
+
+    # -- connection -----------------------------------------------------------------------------
+
+    def _connection(self, *, create: bool) -> sqlite3.Connection | None:
+        if self._conn is None:
+            self._conn = st.open_connection(
+                self.path, create=create, busy_timeout=self.busy_timeout
+            )
+        return self._conn
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection | None]:
+        """One read transaction: every query inside sees the same committed data."""
+        with self._lock:
+            try:
+                conn = self._connection(create=False)
+                if conn is None:
+                    yield None
+                    return
+                conn.execute("BEGIN")
+                try:
+                    yield conn
+                finally:
+                    conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise st.db_error(self.path, exc) from None
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, committed as a whole or not at all."""
+        with self._lock:
+            try:
+                conn = self._connection(create=True)
+                assert conn is not None
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise st.db_error(self.path, exc) from None
+
+    # -- writing: the RunObserver side ----------------------------------------------------------
+
+    def run_started(self, state: AgentState) -> None:
+        """A run (or a resumed execution) starts: its row and first messages are written."""
+        self._guarded(state.run_id, lambda log, conn: self._put_run(log, conn, state, insert=True))
+
+    def step_started(self, snapshot: StepContext) -> None:
+        """PREPARE took a snapshot: write it (and any message it is the first to reference)."""
+        self._guarded(snapshot.run_id, lambda log, conn: self._put_snapshot(log, conn, snapshot))
+
+    def phase_ended(self, event: PhaseEvent, started_at: float) -> None:
+        """Keep the latest state; it is written with the step record."""
+        log = self._logs.get(event.state.run_id)
+        if log is not None:
+            log.latest = event.state
+
+    def step_ended(self, record: StepRecord) -> None:
+        """A step finished or paused: write its record and the state after it, in one go."""
+        self._guarded(record.run_id, lambda log, conn: self._put_step(log, conn, record))
+
+    def run_ended(self, state: AgentState) -> None:
+        """The execution ended or paused: write the final state and forget the run's log."""
+        self._guarded(state.run_id, lambda log, conn: self._put_run(log, conn, state, insert=False))
+        with self._lock:
+            self._logs.pop(state.run_id, None)
+
+    def _guarded(self, run_id: str, write: _Write) -> None:
+        """Run one write transaction for ``run_id``; on failure record it and let the run go on."""
+        with self._lock:
+            log = None
+            try:
+                with self._writing() as conn:
+                    log = self._log(conn, run_id)
+                    write(log, conn)
+                    conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?)", log.rows)
+                log.committed()
+            except Exception as exc:
+                if log is not None:
+                    log.rolled_back()
+                self._write_failed(run_id, exc)
+
+    def _log(self, conn: sqlite3.Connection, run_id: str) -> _RunLog:
+        """The run's log; rebuilt from the database for a run that was written before."""
+        log = self._logs.get(run_id)
+        if log is None:
+            log = self._logs[run_id] = _RunLog(run_id)
+            for seq, digest in conn.execute(
+                "SELECT seq, hash FROM messages WHERE run_id = ?", (run_id,)
+            ):
+                log.by_hash.setdefault(digest, seq)
+                log.next_seq = max(log.next_seq, seq + 1)
+            row = conn.execute("SELECT max(seq) FROM steps WHERE run_id = ?", (run_id,)).fetchone()
+            log.next_step = 0 if row[0] is None else row[0] + 1
+        return log
+
+    def _put_run(
+        self, log: _RunLog, conn: sqlite3.Connection, state: AgentState, *, insert: bool
+    ) -> None:
+        ranges = st.dump_ranges(log.refs(state.messages, full=True))
+        values = (*_run_values(state), st.dump_state(state), ranges)
+        if insert:
+            conn.execute(_INSERT_RUN, (state.run_id, state.created_at, *values))
+        else:
+            conn.execute(_UPDATE_RUN, (*values, state.run_id))
+
+    def _put_snapshot(self, log: _RunLog, conn: sqlite3.Connection, snapshot: StepContext) -> None:
+        ranges = st.dump_ranges(log.refs(snapshot.state.messages, full=True))
+        conn.execute(
+            "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)",
+            (snapshot.id, snapshot.run_id, snapshot.step, st.dump_snapshot(snapshot), ranges),
+        )
+        conn.execute(
+            "UPDATE runs SET model_name = ? WHERE run_id = ?",
+            (snapshot.model_name, snapshot.run_id),
+        )
+
+    def _put_step(self, log: _RunLog, conn: sqlite3.Connection, record: StepRecord) -> None:
+        sent = st.dump_ranges(log.refs(record.messages_in))
+        new = st.dump_ranges(log.refs(record.new_messages))
+        conn.execute(
+            "INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?)",
+            (record.run_id, log.next_step, record.index, st.dump_step(record), sent, new),
+        )
+        log.next_step += 1
+        if log.latest is not None:
+            self._put_run(log, conn, log.latest, insert=False)
+
+    def _write_failed(self, run_id: str, exc: Exception) -> None:
+        text = f"run {run_id}: {type(exc).__name__}: {exc}"
+        first = not any(e.startswith(f"run {run_id}:") for e in self.write_errors)
+        self.write_errors.append(text)
+        if first:
+            logger.warning("run store %s could not record %s (the run goes on)", self.path, text)
+
+
+def _run_values(state: AgentState) -> tuple[Any, ...]:
+    """The summary columns of a run's row, in `_UPDATE_RUN` order."""
+    rerun = state.rerun_of
+    output = state.output
+    return (
+        state.agent_name,
+        state.parent_run_id,
+        rerun.run_id if rerun else None,
+        rerun.step if rerun else None,
+        state.status.value,
+        state.stop_reason.value if state.stop_reason else None,
+        state.step,
+        state.usage.input_tokens,
+        state.usage.output_tokens,
+        state.usage.cost,
+        output[:200] if output else None,
+        time.time(),
+    )
+
+
+_RUN_COLUMNS = (
+    "agent_name, parent_run_id, rerun_of_run, rerun_of_step, status, stop_reason, step, "
+    "input_tokens, output_tokens, cost, output, updated_at, state, state_messages"
+)
+_INSERT_RUN = (
+    f"INSERT INTO runs (run_id, created_at, {_RUN_COLUMNS}) VALUES ({', '.join('?' * 16)}) "
+    "ON CONFLICT (run_id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _RUN_COLUMNS.split(", "))
+)
+_UPDATE_RUN = (
+    "UPDATE runs SET "
+    + ", ".join(f"{c} = ?" for c in _RUN_COLUMNS.split(", "))
+    + " WHERE run_id = ?"
+)
+_BODY = "CASE WHEN length(body) <= ?1 THEN body END, length(body)"
+_STATE = (
+    "SELECT CASE WHEN length(state) <= ?1 THEN state END, length(state), state_messages "
+    "FROM runs WHERE run_id = ?2"
+)
+_MESSAGES = (
+    f"SELECT seq, {_BODY} FROM messages WHERE run_id = ?2 AND (?3 < 0 OR seq < ?3) ORDER BY seq"
+)
+_SNAPSHOTS = f"SELECT step, {_BODY}, messages FROM snapshots WHERE run_id = ?2 ORDER BY step, rowid"
+_SNAPSHOT = (
+    f"SELECT {_BODY}, messages FROM snapshots WHERE run_id = ?2 AND step = ?3 "
+    "ORDER BY rowid DESC LIMIT 1"
+)
+_SNAPSHOT_STEPS = "SELECT DISTINCT step FROM snapshots WHERE run_id = ? ORDER BY step"
+_STEPS = (
+    f"SELECT step, {_BODY}, messages_in, new_messages FROM steps WHERE run_id = ?2 ORDER BY seq"
+)
+_COUNT = "SELECT count(*) FROM messages WHERE run_id = ?"
+_RESOLVE = "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?1)) = ?1 ORDER BY created_at"
+_LAST = "SELECT run_id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1"
