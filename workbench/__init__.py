@@ -17,6 +17,7 @@ from workbench.conditions import (
     Timeout,
     ToolCalled,
 )
+from workbench.diff import MessageChange, PartChange, RunDiff, StepDiff, diff
 from workbench.engine import ToolRetriesExceeded
 from workbench.guards import GuardDecision, ToolGuard, ToolPermission
 from workbench.history import HistoryProcessor, KeepLast, TokenWindow
@@ -40,6 +41,7 @@ from workbench.models import (
     ScriptedModel,
     ScriptExhausted,
 )
+from workbench.models.replay import RecordedCall, ReplayDivergence, ReplayExhausted, ReplayModel
 from workbench.records import (
     HookTiming,
     PhaseEvent,
@@ -56,9 +58,11 @@ from workbench.state import (
     InvalidTransition,
     PendingCall,
     Phase,
+    RerunOf,
     StateFormatError,
     StopReason,
 )
+from workbench.store import RunNotFound, RunStore, RunSummary, StoreError
 from workbench.tools import (
     ArgumentError,
     RunFatalError,
@@ -95,27 +99,40 @@ __all__ = [
     "MaxSteps",
     "MaxTokens",
     "Message",
+    "MessageChange",
     "Model",
     "ModelError",
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
     "Part",
+    "PartChange",
     "PendingCall",
     "Phase",
     "PhaseEvent",
+    "RecordedCall",
+    "ReplayDivergence",
+    "ReplayExhausted",
+    "ReplayModel",
+    "RerunOf",
     "RetryPrompt",
+    "RunDiff",
     "RunFatalError",
+    "RunNotFound",
     "RunObserver",
     "RunResult",
+    "RunStore",
+    "RunSummary",
     "RunView",
     "ScriptExhausted",
     "ScriptedModel",
     "StateFormatError",
     "StepContext",
+    "StepDiff",
     "StepRecord",
     "StopCondition",
     "StopReason",
+    "StoreError",
     "TextPart",
     "Timeout",
     "Timing",
@@ -133,5 +150,6 @@ __all__ = [
     "ToolRetry",
     "ToolTimeout",
     "Usage",
+    "diff",
     "tool",
 ]

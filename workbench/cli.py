@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from workbench._runs_cli import run_replay, run_runs, run_show, setup_replay, setup_runs, setup_show
 from workbench.agent import RunResult
 from workbench.records import StepRecord
 
@@ -59,6 +60,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 _VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[..., int]]] = {
     "demo": ("run the built-in scripted agent offline", lambda p: None, _demo),
+    "runs": ("list the runs in the run store", setup_runs, run_runs),
+    "show": ("show a stored run: steps, timing, output", setup_show, run_show),
+    "replay": ("re-run a stored run exactly from a step (--from-step N)", setup_replay, run_replay),
 }
 
 

@@ -2,6 +2,7 @@
 
 from workbench.models.base import Model, ModelError, ModelRequest, ModelSettings
 from workbench.models.offline import FunctionModel, ScriptedModel, ScriptExhausted
+from workbench.models.replay import RecordedCall, ReplayDivergence, ReplayExhausted, ReplayModel
 
 __all__ = [
     "FunctionModel",
@@ -9,6 +10,10 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "ModelSettings",
+    "RecordedCall",
+    "ReplayDivergence",
+    "ReplayExhausted",
+    "ReplayModel",
     "ScriptExhausted",
     "ScriptedModel",
 ]

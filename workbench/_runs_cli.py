@@ -1,0 +1,340 @@
+"""The ``runs``, ``show`` and ``replay`` verbs of the ``workbench`` command.
+
+``replay RUN --from-step N`` re-runs a stored run from a step with a `ReplayModel`, so it is exact
+and offline. The agent's tools are not in the store (only their names and results are), so by
+default the tools are *recorded* too: each call gets the result the original run got, a call a
+guard denied is denied again with the same reason, and a call still waiting for approval waits
+again. ``--agent module:name`` uses a real agent's tools instead (an `Agent`, or a function that
+returns one). Either way the new run is stored beside the original and diffed against it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from workbench.agent import Agent, RunResult
+from workbench.conditions import Budget, MaxCost, MaxSteps, MaxTokens, StopCondition, Timeout
+from workbench.diff import diff
+from workbench.guards import GuardDecision, ToolPermission
+from workbench.messages import JsonValue, Message, ToolCall
+from workbench.models.replay import ReplayModel
+from workbench.records import StepContext, ToolOutcome
+from workbench.store import RunStore, StoreError
+from workbench.tools import Tool, ToolContext, ToolRetry
+
+__all__ = ["run_replay", "run_runs", "run_show", "setup_replay", "setup_runs", "setup_show"]
+
+
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        default=None,
+        help="the run store (default: $WORKBENCH_STORE or .workbench/runs.sqlite)",
+    )
+
+
+def _open(args: argparse.Namespace) -> RunStore:
+    store = RunStore(args.store) if args.store else RunStore.default()
+    if store is None:
+        raise StoreError("no default store (WORKBENCH_STORE=off): pass --store PATH")
+    return store
+
+
+def setup_runs(parser: argparse.ArgumentParser) -> None:
+    """``workbench runs [--store PATH] [--limit N]``."""
+    _store_option(parser)
+    parser.add_argument("--limit", type=int, default=20, help="show the newest N runs (0: all)")
+
+
+def run_runs(args: argparse.Namespace) -> int:
+    """Print the stored runs, newest last."""
+    return _guarded(lambda: _runs(args))
+
+
+def _runs(args: argparse.Namespace) -> int:
+    store = _open(args)
+    runs = store.runs()
+    if not runs:
+        print(f"no runs in {store.path}")
+        return 0
+    shown = runs[-args.limit :] if args.limit > 0 else runs
+    header = ("run", "agent", "status", "stop", "steps", "tokens", "model", "started", "re-run of")
+    rows = [header] + [
+        (
+            r.run_id,
+            r.agent_name,
+            r.status,
+            r.stop_reason or "-",
+            str(r.steps),
+            f"{r.input_tokens}/{r.output_tokens}",
+            r.model_name or "-",
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.created_at)),
+            f"{r.rerun_of}@{r.rerun_of_step}" if r.rerun_of else "-",
+        )
+        for r in shown
+    ]
+    print(_table(rows))
+    print(f"\n{len(shown)} of {len(runs)} runs in {store.path}")
+    return 0
+
+
+def setup_show(parser: argparse.ArgumentParser) -> None:
+    """``workbench show RUN [--messages] [--store PATH]``."""
+    parser.add_argument("run", help="run id, a unique prefix of one, or 'last'")
+    parser.add_argument("--messages", action="store_true", help="print the conversation too")
+    _store_option(parser)
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """Print one stored run: summary, step table, output (and the conversation)."""
+    return _guarded(lambda: _show(args))
+
+
+def _show(args: argparse.Namespace) -> int:
+    from workbench.cli import step_table
+
+    store = _open(args)
+    run = store.load(store.resolve(args.run))
+    state = run.state
+    print(
+        f"run {run.run_id} ({state.agent_name}): {state.status.value}, stop reason "
+        f"{state.stop_reason.value if state.stop_reason else '-'}"
+    )
+    if state.rerun_of is not None:
+        print(f"re-run of {state.rerun_of.run_id} from step {state.rerun_of.step}")
+    model = run.snapshots[-1].model_name if run.snapshots else "-"
+    print(
+        f"model {model}; steps {state.step}; tokens {run.usage.input_tokens} in, "
+        f"{run.usage.output_tokens} out; messages {len(state.messages)}"
+    )
+    if state.error is not None:
+        print(f"error: {state.error.type}: {state.error.message}")
+    print()
+    print(step_table(run.steps) if run.steps else "(no finished steps)")
+    if args.messages:
+        print()
+        for i, message in enumerate(state.messages):
+            print(_message_line(i, message))
+    print(f"\noutput: {run.output}")
+    return 0
+
+
+def setup_replay(parser: argparse.ArgumentParser) -> None:
+    """``workbench replay RUN --from-step N [--agent MODULE:NAME] [--store PATH]``."""
+    parser.add_argument("run", help="run id, a unique prefix of one, or 'last'")
+    parser.add_argument(
+        "--from-step", type=int, default=1, metavar="N", help="first step to re-run"
+    )
+    parser.add_argument(
+        "--agent",
+        metavar="MODULE:NAME",
+        help="take the tools from this Agent (or function returning one) instead of the recording",
+    )
+    _store_option(parser)
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """Re-run a stored run exactly from a step, store the new run, and diff the two."""
+    return _guarded(lambda: _replay(args))
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from workbench.cli import step_table
+
+    store = _open(args)
+    original = store.load(store.resolve(args.run))
+    snapshot = _snapshot_at(original, args.from_step)
+    if args.agent:
+        agent = _import_agent(args.agent)
+        tools: list[Tool] | None = list(agent.tools.values())
+        how = f"tools of {args.agent}"
+    else:
+        agent, tools, how = _recorded_agent(original, snapshot, store), None, "recorded tools"
+    replay = ReplayModel.from_run(original)
+    result = agent.rerun_sync(snapshot, model=replay, tools=tools)
+    print(f"replayed {original.run_id} from step {snapshot.step} ({how}) as {result.run_id}")
+    print()
+    print(step_table(result.steps) if result.steps else "(no steps)")
+    print()
+    print(f"{result.run_id}: {result.status.value}, stop reason {result.stop_reason}")
+    if result.error is not None:
+        print(f"error: {result.error.type}: {result.error.message}")
+    changes = diff(original, result)
+    first = changes.first_divergence
+    print("same as the original at every step" if first is None else changes.to_text())
+    return 0 if first is None and result.error is None else 1
+
+
+def _snapshot_at(run: RunResult, step: int) -> StepContext:
+    for snapshot in run.snapshots:
+        if snapshot.step == step:
+            return snapshot
+    have = ", ".join(str(s.step) for s in run.snapshots) or "none"
+    raise StoreError(f"run {run.run_id} has no snapshot for step {step} (it has: {have})")
+
+
+def _import_agent(spec: str) -> Agent:
+    module_name, _, attr = spec.partition(":")
+    if not attr:
+        raise StoreError(f"--agent wants MODULE:NAME, got {spec!r}")
+    found = getattr(importlib.import_module(module_name), attr)
+    agent = found() if callable(found) and not isinstance(found, Agent) else found
+    if not isinstance(agent, Agent):
+        raise StoreError(f"{spec} is not an Agent (got {type(agent).__name__})")
+    return agent
+
+
+# -- recorded tools -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Recording:
+    """The original run's tool outcomes: results by (tool, arguments), refusals by call id."""
+
+    results: dict[tuple[str, str], deque[ToolOutcome]] = field(
+        default_factory=lambda: defaultdict(deque)
+    )
+    denied: dict[str, str] = field(default_factory=dict)
+    waiting: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, run: RunResult) -> _Recording:
+        final: dict[str, ToolOutcome] = {}
+        for record in run.steps:
+            for outcome in record.tool_outcomes:
+                final[outcome.call_id] = outcome  # a resumed call's result replaces "pending"
+        recording = cls()
+        for outcome in final.values():
+            if outcome.status == "pending":
+                recording.waiting.add(outcome.call_id)
+            elif outcome.status == "denied" and outcome.content.startswith(_DENIED):
+                recording.denied[outcome.call_id] = outcome.content.removeprefix(_DENIED)
+            else:
+                recording.results[_key(outcome.name, outcome.arguments)].append(outcome)
+        return recording
+
+    def guard(self, call: ToolCall, ctx: ToolContext) -> GuardDecision:
+        """Deny what was denied and hold what was waiting, as the original run did."""
+        if call.call_id in self.denied:
+            return ToolPermission.DENY, self.denied[call.call_id]
+        if call.call_id in self.waiting:
+            return ToolPermission.ASK, "waiting for approval in the recorded run"
+        return ToolPermission.ALLOW
+
+    def answer(self, name: str, arguments: Mapping[str, JsonValue]) -> str:
+        """The recorded result of this call, raised the way the original tool raised it."""
+        queue = self.results.get(_key(name, arguments))
+        if not queue:
+            raise ToolRetry(f"the recording has no result for {name}({_args(arguments)})")
+        outcome = queue.popleft()
+        if outcome.status == "retry":
+            raise ToolRetry(outcome.content)
+        if outcome.status == "error":
+            raise _recorded_error(name, outcome.content)
+        return outcome.content
+
+
+_DENIED = "Permission denied: "
+
+
+def _key(name: str, arguments: Mapping[str, JsonValue]) -> tuple[str, str]:
+    return name, _args(arguments)
+
+
+def _args(arguments: Mapping[str, JsonValue]) -> str:
+    return json.dumps(arguments, sort_keys=True, default=repr)
+
+
+def _recorded_error(name: str, content: str) -> Exception:
+    """An exception the loop turns back into exactly the recorded error text."""
+    detail = content.removeprefix(f"Tool {name!r} failed: ")
+    type_name, _, message = detail.partition(": ")
+    kind: type[Exception] = type(
+        type_name if type_name.isidentifier() else "Error", (Exception,), {}
+    )
+    return kind(message)
+
+
+@dataclass(frozen=True, eq=False)
+class _RecordedTool(Tool):
+    """A tool that answers from the recording instead of running anything."""
+
+    recording: _Recording = field(default_factory=_Recording)
+
+    async def run(self, arguments: dict[str, JsonValue], ctx: ToolContext) -> str:
+        """The recorded answer."""
+        return self.recording.answer(self.name, arguments)
+
+
+def _recorded() -> None:
+    """Replays a recorded result."""
+
+
+def _recorded_agent(run: RunResult, snapshot: StepContext, store: RunStore) -> Agent:
+    recording = _Recording.of(run)
+    tools = [
+        _RecordedTool(
+            function=_recorded, name=name, description="", retries=1_000, recording=recording
+        )
+        for name in snapshot.tool_names
+    ]
+    return Agent(
+        model=ReplayModel([]),
+        name=run.state.agent_name,
+        tools=tools,
+        stop=_limits(snapshot.budget),
+        guards=[recording.guard],
+        store=store,
+    )
+
+
+def _limits(budget: Budget) -> StopCondition:
+    """The hard limits the original run had, read back from a snapshot's budget."""
+    found: list[StopCondition] = []
+    if budget.steps_left is not None:
+        found.append(MaxSteps(budget.steps_used + budget.steps_left))
+    if budget.tokens_left is not None:
+        found.append(MaxTokens(budget.tokens_used + budget.tokens_left))
+    if budget.seconds_left is not None:
+        found.append(Timeout(budget.seconds_used + budget.seconds_left))
+    if budget.cost_left is not None and budget.cost_used is not None:
+        found.append(MaxCost(budget.cost_used + budget.cost_left))
+    if not found:
+        return MaxSteps(10_000)
+    combined = found[0]
+    for condition in found[1:]:
+        combined = combined | condition
+    return combined
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _guarded(command: Callable[[], int]) -> int:
+    try:
+        return command()
+    except StoreError as exc:
+        print(f"workbench: {exc}")
+        return 2
+
+
+def _message_line(index: int, message: Message) -> str:
+    from workbench.models.replay import describe_part
+
+    parts = "; ".join(describe_part(p) for p in message.parts)
+    step = "-" if message.step is None else message.step
+    return f"{index:>4} {message.role:<9} step {step}: {parts}"
+
+
+def _table(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -1,0 +1,459 @@
+"""`diff(a, b)`: how two runs differ, step by step: messages, tool calls, stop reasons, timing.
+
+Built for the re-run question, "I changed this at step 5: what changed after?". Steps are matched
+by index. For each step the diff compares what the model was sent and what the step added to the
+conversation, message by message and part by part (provenance such as run ids is ignored: a
+re-run's inherited messages count as the same). A difference is reported once, at the first step
+where it shows: a changed answer at step 5 is not reported again in what step 6 was sent. Steps a
+re-run inherited from the run it was made from are marked ``inherited``. Timing is shown but never
+makes a step "changed", since no two runs take the same time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from workbench.messages import Message, Part, RetryPrompt, TextPart, ToolCall, ToolResult
+from workbench.models.replay import describe_part
+from workbench.records import StepRecord, Timing
+from workbench.state import AgentState, StopReason
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["MessageChange", "PartChange", "RunDiff", "StepDiff", "diff"]
+
+ChangeKind = Literal["added", "removed", "changed"]
+StepStatus = Literal["same", "changed", "only_a", "only_b", "inherited"]
+
+
+class _Run(Protocol):
+    @property
+    def state(self) -> AgentState: ...
+
+    @property
+    def steps(self) -> Sequence[StepRecord]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PartChange:
+    """One part of a message added, removed or changed (``before``/``after`` describe it)."""
+
+    index: int
+    kind: ChangeKind
+    before: str | None
+    after: str | None
+
+    def __str__(self) -> str:
+        if self.kind == "changed":
+            return f"part {self.index}: {self.before} → {self.after}"
+        return f"part {self.index} {self.kind}: {self.after or self.before}"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageChange:
+    """A message that differs: in what the model was ``sent``, or in what the step ``added``."""
+
+    where: Literal["sent", "added"]
+    index: int
+    """Position in that list of messages."""
+    kind: ChangeKind
+    role: str
+    parts: tuple[PartChange, ...] = ()
+
+    def __str__(self) -> str:
+        head = f"message {self.index} ({self.role}) {self.kind}"
+        return f"{head}: " + "; ".join(str(p) for p in self.parts) if self.parts else head
+
+
+@dataclass(frozen=True, slots=True)
+class StepDiff:
+    """How one step differs between the two runs."""
+
+    step: int
+    status: StepStatus
+    messages: tuple[MessageChange, ...] = ()
+    calls_a: tuple[str, ...] = ()
+    calls_b: tuple[str, ...] = ()
+    stop_a: StopReason | None = None
+    stop_b: StopReason | None = None
+    timing_a: Timing | None = None
+    timing_b: Timing | None = None
+
+    @property
+    def changed(self) -> bool:
+        """True when messages, tool calls or the stop reason differ (timing never counts)."""
+        return self.status in ("changed", "only_a", "only_b")
+
+    @property
+    def time_delta(self) -> float | None:
+        """Seconds the step took in b minus in a (None unless both ran it)."""
+        if self.timing_a is None or self.timing_b is None:
+            return None
+        return self.timing_b.total - self.timing_a.total
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """The per-step differences between run ``a`` and run ``b``; `to_text` and `to_df` show them."""
+
+    a_id: str
+    b_id: str
+    steps: tuple[StepDiff, ...]
+    a_final: tuple[str, str | None, str | None]
+    """Status, stop reason and output of run a."""
+    b_final: tuple[str, str | None, str | None]
+    note: str = ""
+
+    @property
+    def first_divergence(self) -> int | None:
+        """The first step that differs, or None if the runs agree on every step."""
+        return next((s.step for s in self.steps if s.changed), None)
+
+    @property
+    def changed_steps(self) -> tuple[int, ...]:
+        """The steps that differ."""
+        return tuple(s.step for s in self.steps if s.changed)
+
+    def to_text(self) -> str:
+        """A readable report: unchanged steps folded into ranges, changed ones in detail."""
+        return "\n".join(_text_lines(self))
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def to_df(self) -> pd.DataFrame:
+        """One row per step: status, message changes, tool calls, stop reasons and timing (ms)."""
+        import pandas as pd
+
+        return pd.DataFrame([_row(s) for s in self.steps], columns=_COLUMNS)
+
+
+def diff(a: _Run, b: _Run) -> RunDiff:
+    """Compare two runs (results of `Agent.run`, `Agent.rerun` or `RunStore.load`) step by step."""
+    views_a, views_b = _views(a.steps), _views(b.steps)
+    inherited_b = _inherited(b.state, a.state.run_id)
+    inherited_a = _inherited(a.state, b.state.run_id)
+    fingerprints = _Fingerprints()
+    reported: set[tuple[str | None, str | None]] = set()
+    out = []
+    for index in sorted(views_a.keys() | views_b.keys()):
+        va, vb = views_a.get(index), views_b.get(index)
+        if va is None or vb is None:
+            only: StepStatus = "only_a" if vb is None else "only_b"
+            if (vb is None and index < inherited_b) or (va is None and index < inherited_a):
+                only = "inherited"
+            timing_a = None if va is None else va.timing
+            timing_b = None if vb is None else vb.timing
+            out.append(StepDiff(index, only, timing_a=timing_a, timing_b=timing_b))
+            continue
+        out.append(_step_diff(index, va, vb, fingerprints, reported))
+    note = ""
+    if a.state.rerun_of is not None and a.state.rerun_of.run_id == b.state.run_id:
+        note = f"a is a re-run of b from step {a.state.rerun_of.step}"
+    if b.state.rerun_of is not None and b.state.rerun_of.run_id == a.state.run_id:
+        note = f"b is a re-run of a from step {b.state.rerun_of.step}"
+    return RunDiff(
+        a.state.run_id, b.state.run_id, tuple(out), _final(a.state), _final(b.state), note
+    )
+
+
+@dataclass
+class _View:
+    """One step of a run, with the records of a paused-and-resumed step merged."""
+
+    sent: tuple[Message, ...]
+    added: list[Message] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    stop: StopReason | None = None
+    timing: Timing = field(default_factory=Timing)
+
+
+def _views(steps: Sequence[StepRecord]) -> dict[int, _View]:
+    views: dict[int, _View] = {}
+    for record in steps:
+        view = views.setdefault(record.index, _View(record.messages_in))
+        view.added.extend(record.new_messages)
+        view.calls.extend(record.tool_calls)
+        view.stop = record.stop_reason
+        view.timing = _add(view.timing, record.timing)
+    return views
+
+
+def _add(a: Timing, b: Timing) -> Timing:
+    return Timing(
+        prepare=a.prepare + b.prepare,
+        inference=a.inference + b.inference,
+        tools=a.tools + b.tools,
+        hooks=a.hooks + b.hooks,
+        continuation=a.continuation + b.continuation,
+        telemetry=a.telemetry + b.telemetry,
+    )
+
+
+def _inherited(state: AgentState, other_run: str) -> int:
+    """Steps below this index were inherited from ``other_run`` (0 when not a re-run of it)."""
+    rerun = state.rerun_of
+    return rerun.step if rerun is not None and rerun.run_id == other_run else 0
+
+
+class _Fingerprints:
+    """Role and parts of a message as JSON, computed once per message object."""
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[Message, str]] = {}
+
+    def of(self, messages: Sequence[Message]) -> list[str]:
+        out = []
+        for message in messages:
+            hit = self._cache.get(id(message))
+            if hit is None or hit[0] is not message:
+                hit = (message, message.model_dump_json(include={"role", "parts"}))
+                self._cache[id(message)] = hit
+            out.append(hit[1])
+        return out
+
+
+def _step_diff(
+    index: int,
+    va: _View,
+    vb: _View,
+    fingerprints: _Fingerprints,
+    reported: set[tuple[str | None, str | None]],
+) -> StepDiff:
+    changes = [
+        *_message_changes("sent", va.sent, vb.sent, fingerprints, reported),
+        *_message_changes("added", va.added, vb.added, fingerprints, reported),
+    ]
+    calls_a, calls_b = _calls(va.calls), _calls(vb.calls)
+    differs = bool(changes) or calls_a != calls_b or va.stop != vb.stop
+    return StepDiff(
+        index,
+        "changed" if differs else "same",
+        tuple(changes),
+        calls_a,
+        calls_b,
+        va.stop,
+        vb.stop,
+        va.timing,
+        vb.timing,
+    )
+
+
+def _message_changes(
+    where: Literal["sent", "added"],
+    a: Sequence[Message],
+    b: Sequence[Message],
+    fingerprints: _Fingerprints,
+    reported: set[tuple[str | None, str | None]],
+) -> list[MessageChange]:
+    """Changes between two message lists not already reported at an earlier step.
+
+    The lists are aligned by their common head and tail; what lies between is paired by position
+    (changed) and the rest is added or removed. That is exact for the usual edits (one message
+    changed, messages appended) and never slower than linear.
+    """
+    fa, fb = fingerprints.of(a), fingerprints.of(b)
+    if fa == fb:
+        return []
+    head = 0
+    while head < min(len(fa), len(fb)) and fa[head] == fb[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(fa), len(fb)) - head and fa[-1 - tail] == fb[-1 - tail]:
+        tail += 1
+    out = []
+    for i in range(head, max(len(fa), len(fb)) - tail):
+        ma = a[i] if i < len(a) - tail else None
+        mb = b[i] if i < len(b) - tail else None
+        key = (fa[i] if ma is not None else None, fb[i] if mb is not None else None)
+        if key in reported:
+            continue
+        reported.add(key)
+        out.append(_change(where, i, ma, mb))
+    return out
+
+
+def _change(
+    where: Literal["sent", "added"], i: int, a: Message | None, b: Message | None
+) -> MessageChange:
+    if a is None or b is None:
+        return _whole(where, i, a, b)
+    if a.role != b.role:
+        part = PartChange(0, "changed", f"a {a.role} message", f"a {b.role} message")
+        return MessageChange(where, i, "changed", b.role, (part,))
+    return MessageChange(where, i, "changed", b.role, _part_changes(a, b))
+
+
+def _whole(
+    where: Literal["sent", "added"], i: int, a: Message | None, b: Message | None
+) -> MessageChange:
+    """A message only one side has: every part added (or removed)."""
+    present = b if b is not None else a
+    assert present is not None
+    kind: ChangeKind = "added" if a is None else "removed"
+    parts = tuple(
+        PartChange(j, kind, None, describe_part(p))
+        if kind == "added"
+        else PartChange(j, kind, describe_part(p), None)
+        for j, p in enumerate(present.parts)
+    )
+    return MessageChange(where, i, kind, present.role, parts)
+
+
+def _part_changes(a: Message, b: Message) -> tuple[PartChange, ...]:
+    out = []
+    for j in range(max(len(a.parts), len(b.parts))):
+        pa = a.parts[j] if j < len(a.parts) else None
+        pb = b.parts[j] if j < len(b.parts) else None
+        if pa == pb:
+            continue
+        if pa is None or pb is None:
+            kind: ChangeKind = "added" if pa is None else "removed"
+            out.append(PartChange(j, kind, _maybe(pa), _maybe(pb)))
+            continue
+        before, after = describe_part(pa), describe_part(pb)
+        text_a, text_b = _text(pa), _text(pb)
+        if before == after and text_a is not None and text_b is not None:
+            before, after = _around(text_a, text_b)  # the difference is past the clipped part
+        out.append(PartChange(j, "changed", before, after))
+    return tuple(out)
+
+
+def _maybe(part: Part | None) -> str | None:
+    return None if part is None else describe_part(part)
+
+
+def _text(part: Part) -> str | None:
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, ToolResult | RetryPrompt):
+        return part.content
+    return None
+
+
+def _around(a: str, b: str, context: int = 24) -> tuple[str, str]:
+    """The two texts around their first difference, e.g. ``…cost is 42 dollars…``."""
+    i = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    lo = max(0, i - context)
+
+    def show(text: str) -> str:
+        piece = text[lo : i + context]
+        return f"{'…' if lo else ''}{piece!r}{'…' if i + context < len(text) else ''}"
+
+    return f"text at {i}: {show(a)}", f"{show(b)}"
+
+
+def _calls(calls: Sequence[ToolCall]) -> tuple[str, ...]:
+    return tuple(describe_part(c).rsplit(" [", 1)[0].removeprefix("call ") for c in calls)
+
+
+def _final(state: AgentState) -> tuple[str, str | None, str | None]:
+    return (
+        state.status.value,
+        state.stop_reason.value if state.stop_reason else None,
+        state.output,
+    )
+
+
+# -- presentation -----------------------------------------------------------------------------
+
+_COLUMNS = [
+    "step",
+    "status",
+    "changes",
+    "calls_a",
+    "calls_b",
+    "stop_a",
+    "stop_b",
+    "total_ms_a",
+    "total_ms_b",
+    "delta_ms",
+    "inference_ms_a",
+    "inference_ms_b",
+    "tools_ms_a",
+    "tools_ms_b",
+]
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else value * 1e3
+
+
+def _row(s: StepDiff) -> list[object]:
+    ta, tb = s.timing_a, s.timing_b
+    return [
+        s.step,
+        s.status,
+        "; ".join(f"{m.where} {m}" for m in s.messages),
+        ", ".join(s.calls_a),
+        ", ".join(s.calls_b),
+        s.stop_a.value if s.stop_a else None,
+        s.stop_b.value if s.stop_b else None,
+        _ms(None if ta is None else ta.total),
+        _ms(None if tb is None else tb.total),
+        _ms(s.time_delta),
+        _ms(None if ta is None else ta.inference),
+        _ms(None if tb is None else tb.inference),
+        _ms(None if ta is None else ta.tools),
+        _ms(None if tb is None else tb.tools),
+    ]
+
+
+def _text_lines(d: RunDiff) -> list[str]:
+    lines = [f"diff {d.a_id} (a) → {d.b_id} (b)" + (f": {d.note}" if d.note else "")]
+    quiet: list[StepDiff] = []
+    for s in d.steps:
+        if s.status in ("same", "inherited"):
+            quiet.append(s)
+            continue
+        lines.extend(_quiet_lines(quiet))
+        quiet = []
+        lines.extend(_step_lines(s))
+    lines.extend(_quiet_lines(quiet))
+    for label, (status, stop, output) in (("a", d.a_final), ("b", d.b_final)):
+        shown = output if output is None or len(output) <= 80 else f"{output[:80]}…"
+        lines.append(f"end {label}: {status}, stop reason {stop or '-'}, output {shown!r}")
+    first = d.first_divergence
+    lines.append(
+        "the runs agree on every step" if first is None else f"first divergence: step {first}"
+    )
+    return lines
+
+
+def _quiet_lines(quiet: list[StepDiff]) -> list[str]:
+    """Consecutive unchanged steps as one line per status."""
+    out = []
+    start = 0
+    while start < len(quiet):
+        end = start
+        while end + 1 < len(quiet) and quiet[end + 1].status == quiet[start].status:
+            end += 1
+        first, last = quiet[start].step, quiet[end].step
+        span = f"step {first}" if first == last else f"steps {first}–{last}"
+        out.append(f"{span}: {quiet[start].status}")
+        start = end + 1
+    return out
+
+
+def _step_lines(s: StepDiff) -> list[str]:
+    if s.status in ("only_a", "only_b"):
+        who = "a" if s.status == "only_a" else "b"
+        calls = s.calls_a or s.calls_b
+        return [f"step {s.step}: only in {who}" + (f" (calls {', '.join(calls)})" if calls else "")]
+    lines = [f"step {s.step}: changed"]
+    lines.extend(f"  {m.where:<6} {m}" for m in s.messages)
+    if s.calls_a != s.calls_b:
+        lines.append(f"  calls  {', '.join(s.calls_a) or '-'} → {', '.join(s.calls_b) or '-'}")
+    if s.stop_a != s.stop_b:
+        stop_a = s.stop_a.value if s.stop_a else "-"
+        stop_b = s.stop_b.value if s.stop_b else "-"
+        lines.append(f"  stop   {stop_a} → {stop_b}")
+    if s.time_delta is not None and s.timing_a is not None and s.timing_b is not None:
+        lines.append(
+            f"  time   {s.timing_a.total * 1e3:.2f} ms → {s.timing_b.total * 1e3:.2f} ms "
+            f"({s.time_delta * 1e3:+.2f} ms)"
+        )
+    return lines
