@@ -63,6 +63,7 @@ from workbench.state import (
     StopReason,
 )
 from workbench.store import RunNotFound, RunStore, RunSummary, StoreError
+from workbench.telemetry import Telemetry, TelemetryExportWarning
 from workbench.tools import (
     ArgumentError,
     RunFatalError,
@@ -133,6 +134,8 @@ __all__ = [
     "StopCondition",
     "StopReason",
     "StoreError",
+    "Telemetry",
+    "TelemetryExportWarning",
     "TextPart",
     "Timeout",
     "Timing",

@@ -153,6 +153,7 @@ def _replay(args: argparse.Namespace) -> int:
     snapshot = _snapshot_at(original, args.from_step)
     if args.agent:
         agent = _import_agent(args.agent)
+        agent.store = store  # the replay is stored beside the original, whatever the agent says
         tools: list[Tool] | None = list(agent.tools.values())
         how = f"tools of {args.agent}"
     else:

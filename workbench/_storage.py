@@ -131,7 +131,10 @@ def open_connection(path: str, *, create: bool, busy_timeout: float) -> sqlite3.
                 return None
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         else:
-            _check_header(path)
+            try:
+                _check_header(path)
+            except OSError as exc:
+                raise StoreError(f"run store {path} cannot be read: {exc}") from None
     conn = sqlite3.connect(
         path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from workbench._sync import run_sync
 from workbench.conditions import MaxSteps, StopCondition
@@ -25,6 +25,9 @@ from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall,
 from workbench.store import RunStore
 from workbench.tools import Tool, tool
 
+if TYPE_CHECKING:
+    from workbench.telemetry import Telemetry
+
 __all__ = ["Agent", "AgentRun", "RunResult"]
 
 
@@ -36,6 +39,11 @@ class RunResult:
     steps: tuple[StepRecord, ...]
     snapshots: tuple[StepContext, ...]
     trace_id: str | None = None
+    """The trace of this execution when the agent has telemetry (taken from the state)."""
+
+    def __post_init__(self) -> None:
+        if self.trace_id is None and self.state.trace is not None:
+            object.__setattr__(self, "trace_id", self.state.trace.trace_id)
 
     @property
     def status(self) -> ExecutionStatus:
@@ -243,6 +251,7 @@ class Agent:
         response_retries: int = 1,
         observers: Sequence[RunObserver] = (),
         store: RunStore | Literal[False] | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         if not isinstance(model, Model):
             raise TypeError(f"model must implement the Model protocol, got {type(model).__name__}")
@@ -262,6 +271,8 @@ class Agent:
         self.grace_tool = grace_tool
         self.response_retries = response_retries
         self.observers = tuple(observers)
+        self.telemetry = telemetry
+        """Spans of every run (`workbench.Telemetry`), or None: then no spans and no cost."""
         self.store = RunStore.default() if store is None else (None if store is False else store)
         """Where runs are recorded: ``store=`` or the default store (`RunStore.default`);
         ``store=False`` records nothing."""
@@ -426,10 +437,17 @@ class Agent:
             wrap_up_message=self.wrap_up_message,
             grace_tool=self.grace_tool,
             response_retries=self.response_retries,
-            observers=(*self.observers, self.store) if self.store else self.observers,
+            observers=self._observers(model or self.model),
             on_text_delta=on_text_delta,
         )
         return AgentRun(Execution(config, state))
+
+    def _observers(self, model: Model) -> tuple[RunObserver, ...]:
+        """The user's observers, the store, and a fresh telemetry observer for this execution."""
+        observers = [*self.observers, *([self.store] if self.store else [])]
+        if self.telemetry is not None:
+            observers.append(self.telemetry.observer(model))
+        return tuple(observers)
 
 
 def _tool_table(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]:

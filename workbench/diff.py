@@ -142,12 +142,8 @@ def diff(a: _Run, b: _Run) -> RunDiff:
     for index in sorted(views_a.keys() | views_b.keys()):
         va, vb = views_a.get(index), views_b.get(index)
         if va is None or vb is None:
-            only: StepStatus = "only_a" if vb is None else "only_b"
-            if (vb is None and index < inherited_b) or (va is None and index < inherited_a):
-                only = "inherited"
-            timing_a = None if va is None else va.timing
-            timing_b = None if vb is None else vb.timing
-            out.append(StepDiff(index, only, timing_a=timing_a, timing_b=timing_b))
+            inherited = (vb is None and index < inherited_b) or (va is None and index < inherited_a)
+            out.append(_one_sided(index, va, vb, inherited))
             continue
         out.append(_step_diff(index, va, vb, fingerprints, reported))
     note = ""
@@ -214,6 +210,21 @@ class _Fingerprints:
                 self._cache[id(message)] = hit
             out.append(hit[1])
         return out
+
+
+def _one_sided(index: int, va: _View | None, vb: _View | None, inherited: bool) -> StepDiff:
+    """A step only one run has (or that a re-run inherited from the other)."""
+    status: StepStatus = "inherited" if inherited else "only_a" if vb is None else "only_b"
+    return StepDiff(
+        index,
+        status,
+        calls_a=() if va is None else _calls(va.calls),
+        calls_b=() if vb is None else _calls(vb.calls),
+        stop_a=None if va is None else va.stop,
+        stop_b=None if vb is None else vb.stop,
+        timing_a=None if va is None else va.timing,
+        timing_b=None if vb is None else vb.timing,
+    )
 
 
 def _step_diff(

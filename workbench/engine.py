@@ -286,7 +286,6 @@ class Execution:
         ctx = self._tool_context()
         concurrent = [c for c in calls if not self._is_sequential(c)]
         results: dict[str, _CallResult] = {}
-        started = time.perf_counter()
         if len(concurrent) == 1:
             results[concurrent[0].call_id] = await self._run_call(concurrent[0], ctx)
         elif concurrent:
@@ -295,8 +294,7 @@ class Execution:
         for call in calls:
             if call.call_id not in results:
                 results[call.call_id] = await self._run_call(call, ctx)
-        self._add_time("tools", time.perf_counter() - started)
-        return [results[c.call_id] for c in calls]
+        return [results[c.call_id] for c in calls]  # their time counts in the TOOLS phase's
 
     async def _run_call(self, call: ToolCall, ctx: ToolContext) -> _CallResult:
         """Guards, approval, validation and execution of one call, as an outcome for the model."""
@@ -391,6 +389,9 @@ class Execution:
         self.state = self.state.with_status(ExecutionStatus.RUNNING)
         self._clock_start = time.perf_counter()
         self._notify(lambda o: o.run_started(self.state))
+        trace = next((t for o in self.config.observers if (t := o.trace_context())), None)
+        if trace != self.state.trace:
+            self.state = self.state.evolve(trace=trace)
 
     def _view(self, steps_completed: int) -> RunView:
         return RunView(self.state, self.elapsed(), steps_completed)

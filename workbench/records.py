@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.conditions import Budget
 from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, Usage
-from workbench.state import AgentState, ExecutionStatus, Phase, StopReason, new_id
+from workbench.state import AgentState, ExecutionStatus, Phase, StopReason, TraceRef, new_id
 from workbench.tools import ToolDefinition
 
 __all__ = [
@@ -183,3 +183,10 @@ class RunObserver:
 
     def run_ended(self, state: AgentState) -> None:
         """The execution ended or paused."""
+
+    def trace_context(self) -> TraceRef | None:
+        """The trace this observer records the execution in, if it does (asked after `run_started`).
+
+        The loop keeps it in `AgentState.trace`, so a resumed execution can link to this one.
+        """
+        return None

@@ -29,6 +29,7 @@ __all__ = [
     "RerunOf",
     "StateFormatError",
     "StopReason",
+    "TraceRef",
     "new_id",
 ]
 
@@ -176,6 +177,19 @@ class RerunOf(_Frozen):
     snapshot_id: str
 
 
+class TraceRef(_Frozen):
+    """Where an execution's telemetry went: its trace and run span (hex ids, W3C format).
+
+    Kept in the state so that a resumed execution, in this process or another one, can link its
+    trace to the paused one's.
+    """
+
+    trace_id: str
+    span_id: str
+    run_id: str
+    execution_id: str
+
+
 class AgentState(_Frozen):
     """Everything about a run at one point in time. Frozen: every change makes a new state."""
 
@@ -206,6 +220,8 @@ class AgentState(_Frozen):
     created_at: float = Field(default_factory=time.time)
     rerun_of: RerunOf | None = None
     """Set on a run made by `Agent.rerun`: the original run and step (``workbench.rerun.of``)."""
+    trace: TraceRef | None = None
+    """The trace of the execution that made this state (None without telemetry)."""
 
     def with_status(self, status: ExecutionStatus, **changes: object) -> AgentState:
         """A copy with a new status; raises `InvalidTransition` if the lifecycle forbids it."""

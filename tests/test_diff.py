@@ -1,0 +1,125 @@
+"""wb.diff: a re-run with an edited message diverges from that step on; the diff says exactly so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import workbench as wb
+from tests._counting import PROMPT, content, counting_agent
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> wb.RunStore:
+    with wb.RunStore(tmp_path / "runs.sqlite") as s:
+        yield s
+
+
+def _edited_fork(store: wb.RunStore) -> tuple[wb.RunResult, wb.RunResult, int]:
+    """A 10-step run and a re-run from step 5 whose last tool result was changed to 1000."""
+    agent = counting_agent(10, store)
+    original = agent.run_sync(PROMPT)
+    snapshot = original.snapshots[4]
+    assert snapshot.step == 5
+    messages = list(snapshot.state.messages)
+    edited = len(messages) - 1
+    assert messages[edited].parts[0] == wb.ToolResult(call_id="c4", name="add", content="10")
+    messages[edited] = wb.Message.tool_result("c4", "1000", name="add")
+    fork = agent.rerun_sync(snapshot, messages=messages)
+    return original, fork, edited
+
+
+def test_rerun_with_an_edited_message_diverges_from_that_step_on(store: wb.RunStore) -> None:
+    original, fork, edited = _edited_fork(store)
+    assert fork.status is wb.ExecutionStatus.COMPLETED
+    assert [s.index for s in fork.steps] == [5, 6, 7, 8, 9, 10]
+    assert content(fork.messages[:edited]) == content(original.messages[:edited])
+    assert fork.steps[0].tool_calls[0].arguments == {"a": 1000, "b": 5}
+    assert fork.output == f"total {1000 + 5 + 6 + 7 + 8 + 9}"
+    assert original.output == f"total {sum(range(1, 10))}"
+    assert store.load(original.run_id).state == original.state  # the original is untouched
+
+
+def test_diff_shows_exactly_the_divergence(store: wb.RunStore) -> None:
+    original, fork, edited = _edited_fork(store)
+    changes = wb.diff(original, fork)
+    assert changes.first_divergence == 5
+    assert changes.changed_steps == (5, 6, 7, 8, 9, 10)
+    assert [s.status for s in changes.steps[:4]] == ["inherited"] * 4
+    step5 = changes.steps[4]
+    assert [str(m) for m in step5.messages if m.where == "sent"] == [
+        f"message {edited} (tool) changed: part 0: result of c4 '10' → result of c4 '1000'"
+    ]
+    added = [str(m) for m in step5.messages if m.where == "added"]
+    assert added == [
+        'message 0 (assistant) changed: part 0: call add({"a": 10, "b": 5}) [c5] → '
+        'call add({"a": 1000, "b": 5}) [c5]',
+        "message 1 (tool) changed: part 0: result of c5 '15' → result of c5 '1005'",
+    ]
+    assert step5.calls_a == ('add({"a": 10, "b": 5})',)
+    assert step5.calls_b == ('add({"a": 1000, "b": 5})',)
+    step6 = changes.steps[5]  # what step 5 changed is not reported again as "sent" at step 6
+    assert [m.where for m in step6.messages] == ["added", "added"]
+    last = changes.steps[-1]
+    assert last.stop_a is last.stop_b is wb.StopReason.COMPLETED
+    assert [str(m) for m in last.messages] == [
+        "message 0 (assistant) changed: part 0: text 'total 45' → text 'total 1035'"
+    ]
+
+
+def test_diff_text_and_dataframe(store: wb.RunStore) -> None:
+    original, fork, _ = _edited_fork(store)
+    changes = wb.diff(original, fork)
+    text = changes.to_text()
+    assert str(changes) == text
+    lines = text.splitlines()
+    assert lines[0] == (
+        f"diff {original.run_id} (a) → {fork.run_id} (b): b is a re-run of a from step 5"
+    )
+    assert lines[1] == "steps 1–4: inherited"
+    assert lines[2] == "step 5: changed"
+    assert "  sent   message 8 (tool) changed: part 0: result of c4 '10' → result of c4 '1000'" in (
+        lines
+    )
+    assert lines[-1] == "first divergence: step 5"
+    frame = changes.to_df()
+    assert list(frame["step"]) == list(range(1, 11))
+    assert list(frame["status"]) == ["inherited"] * 4 + ["changed"] * 6
+    assert frame.loc[4, "calls_b"] == 'add({"a": 1000, "b": 5})'
+    assert frame["total_ms_b"].isna().tolist() == [True] * 4 + [False] * 6
+
+
+def test_identical_runs_agree_and_timing_never_counts(store: wb.RunStore) -> None:
+    a = counting_agent(6, store).run_sync(PROMPT)
+    b = counting_agent(6, store).run_sync(PROMPT)
+    changes = wb.diff(a, b)
+    assert changes.first_divergence is None and changes.changed_steps == ()
+    assert all(s.status == "same" and s.time_delta is not None for s in changes.steps)
+    assert changes.to_text().splitlines()[1:] == [
+        "steps 1–6: same",
+        "end a: completed, stop reason completed, output 'total 15'",
+        "end b: completed, stop reason completed, output 'total 15'",
+        "the runs agree on every step",
+    ]
+
+
+def test_unrelated_runs_of_different_length(store: wb.RunStore) -> None:
+    short = counting_agent(3, store).run_sync(PROMPT)
+    long = counting_agent(5, store).run_sync(PROMPT)
+    changes = wb.diff(short, long)
+    assert [s.status for s in changes.steps] == ["same", "same", "changed", "only_b", "only_b"]
+    step3 = changes.steps[2]
+    assert step3.calls_a == () and step3.calls_b == ('add({"a": 3, "b": 3})',)
+    assert "step 4: only in b (calls add" in changes.to_text()
+
+
+def test_long_texts_show_where_they_differ() -> None:
+    a = wb.Message.user("x" * 100 + "cat" + "y" * 50)
+    b = wb.Message.user("x" * 100 + "dog" + "y" * 50)
+    from workbench.diff import _change
+
+    change = _change("sent", 0, a, b)
+    (part,) = change.parts
+    assert part.before is not None and "cat" in part.before and "text at 100" in part.before
+    assert part.after is not None and "dog" in part.after

@@ -1,0 +1,105 @@
+"""The ``runs``, ``show`` and ``replay`` verbs, and ``demo`` recording to the default store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import workbench as wb
+from workbench.cli import main
+from workbench.demo import demo_agent, run_demo
+
+
+@pytest.fixture
+def demo_run(tmp_path: Path) -> tuple[Path, wb.RunResult]:
+    path = tmp_path / "runs.sqlite"
+    with wb.RunStore(path) as store:
+        return path, run_demo(demo_agent(store=store))[-1]
+
+
+def test_runs_lists_stored_runs(
+    demo_run: tuple[Path, wb.RunResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, run = demo_run
+    assert main(["runs", "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert run.run_id in out and "calculator" in out and "scripted-calculator" in out
+    assert out.rstrip().endswith(f"1 of 1 runs in {path}")
+
+
+def test_runs_of_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", "--store", str(tmp_path / "x.sqlite")]) == 0
+    assert capsys.readouterr().out.startswith("no runs in")
+
+
+def test_show_prints_steps_and_conversation(
+    demo_run: tuple[Path, wb.RunResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, run = demo_run
+    assert main(["show", run.run_id[:12], "--messages", "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"run {run.run_id} (calculator): completed, stop reason completed")
+    assert "save_result:pending" in out and "save_result:ok" in out
+    assert "   6 assistant step 3: call multiply(" in out
+    assert out.rstrip().endswith(f"output: {run.output}")
+
+
+def test_replay_from_a_step_is_exact_and_stored(
+    demo_run: tuple[Path, wb.RunResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, run = demo_run
+    assert main(["replay", run.run_id, "--from-step", "2", "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"replayed {run.run_id} from step 2 (recorded tools)" in out
+    assert "same as the original at every step" in out
+    with wb.RunStore(path) as store:
+        (original, replayed) = store.runs()
+    assert original.run_id == run.run_id
+    assert replayed.rerun_of == run.run_id and replayed.rerun_of_step == 2
+    assert replayed.output == run.output and replayed.status == "completed"
+
+
+def test_replay_with_the_real_agent_tools(
+    demo_run: tuple[Path, wb.RunResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, run = demo_run
+    argv = ["replay", run.run_id, "--from-step", "1", "--agent", "workbench.demo:demo_agent"]
+    status = main([*argv, "--store", str(path)])
+    out = capsys.readouterr().out
+    assert "(tools of workbench.demo:demo_agent)" in out
+    # the real save_result needs approval again, so the replay pauses where the original did
+    assert status == 1 and "paused" in out
+
+
+def test_errors_are_one_clear_line(
+    demo_run: tuple[Path, wb.RunResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, run = demo_run
+    assert main(["replay", run.run_id, "--from-step", "9", "--store", str(path)]) == 2
+    assert capsys.readouterr().out == (
+        f"workbench: run {run.run_id} has no snapshot for step 9 (it has: 1, 2, 3, 4)\n"
+    )
+    assert main(["show", "run_nope", "--store", str(path)]) == 2
+    assert capsys.readouterr().out == f"workbench: no run 'run_nope' in {path}\n"
+
+
+def test_demo_records_its_run_in_the_default_store(tmp_path: Path) -> None:
+    env = {**os.environ, "WORKBENCH_STORE": str(tmp_path / "default.sqlite")}
+    run = [sys.executable, "-m", "workbench.cli"]
+    subprocess.run(
+        [*run, "demo"], cwd=tmp_path, env=env, capture_output=True, check=True, timeout=120
+    )
+    listed = subprocess.run(
+        [*run, "runs"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert "calculator  completed" in listed and "1 of 1 runs" in listed
