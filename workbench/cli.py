@@ -9,12 +9,21 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench._runs_cli import run_replay, run_runs, run_show, setup_replay, setup_runs, setup_show
 from workbench.agent import RunResult
 from workbench.records import StepRecord
+from workbench.telemetry.commands import run_export, run_push, setup_export, setup_push
 
-__all__ = ["main", "step_table"]
+if TYPE_CHECKING:
+    from workbench.telemetry import Telemetry
+
+__all__ = ["DEMO_DIR", "main", "step_table"]
+
+DEMO_DIR = Path("workbench-demo")
+"""Where ``workbench demo`` writes its files."""
 
 
 def step_table(steps: Sequence[StepRecord]) -> str:
@@ -44,9 +53,10 @@ def step_table(steps: Sequence[StepRecord]) -> str:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from workbench.demo import run_demo
+    from workbench.demo import demo_agent, run_demo
 
-    results = run_demo()
+    telemetry = _demo_telemetry()
+    results = run_demo(demo_agent(telemetry=telemetry) if telemetry is not None else None)
     steps = [s for r in results for s in r.steps]
     final: RunResult = results[-1]
     print(step_table(steps))
@@ -55,7 +65,23 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"run {final.run_id}: {final.status.value}, stop reason {final.stop_reason}")
     print(f"approvals granted: {paused}; tokens: {final.usage.total_tokens}")
     print(f"output: {final.output}")
+    if telemetry is not None:
+        from workbench.telemetry.commands import write_demo_traces
+
+        written = write_demo_traces(telemetry, DEMO_DIR)
+        print(f"traces: {', '.join(str(p) for p in written)} (trace {final.trace_id})")
     return 0 if final.status.value == "completed" else 1
+
+
+def _demo_telemetry() -> Telemetry | None:
+    """In-memory telemetry for the demo, or None when OpenTelemetry is not installed."""
+    try:
+        from workbench.telemetry import Telemetry
+
+        return Telemetry(capture_content=True)
+    except ImportError as exc:
+        print(f"(no trace files: {exc})")
+        return None
 
 
 _VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[..., int]]] = {
@@ -63,6 +89,8 @@ _VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable
     "runs": ("list the runs in the run store", setup_runs, run_runs),
     "show": ("show a stored run: steps, timing, output", setup_show, run_show),
     "replay": ("re-run a stored run exactly from a step (--from-step N)", setup_replay, run_replay),
+    "export": ("write a stored run's trace as Jaeger or OTLP JSON", setup_export, run_export),
+    "push": ("send a stored run's trace to an OTLP/HTTP endpoint", setup_push, run_push),
 }
 
 

@@ -1,0 +1,626 @@
+"""Telemetry: the golden span tree, attributes, timing, content, redaction, files and DataFrames.
+
+Export over OTLP (endpoints up, down and hanging) and the CLI verbs are in
+``test_telemetry_export.py``; the end-to-end run against Arize Phoenix is ``test_phoenix_e2e.py``.
+Hooks: the loop does not call hooks yet, so the golden run has no hook spans; hook spans are
+checked through the observer directly (`test_hook_spans_under_step_and_run`).
+"""
+
+from __future__ import annotations
+
+import doctest
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
+
+import workbench as wb
+from workbench.telemetry import names as n
+from workbench.telemetry import spans_from_run
+from workbench.telemetry.frames import SPAN_COLUMNS, STEP_COLUMNS, TIMING_COLUMNS
+
+R = wb.ModelResponse
+SECRET = "sk-proj-Abc123Def456Ghi789Jkl012"
+
+
+@wb.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@wb.tool
+def multiply(a: int, b: int) -> int:
+    """Multiply two integers."""
+    return a * b
+
+
+@wb.tool(requires_approval=True)
+def save(name: str, value: int) -> str:
+    """Save a named value (needs approval)."""
+    return f"saved {name}"
+
+
+def calculator(
+    telemetry: wb.Telemetry | None, responses: Sequence[R | str] | None = None
+) -> wb.Agent:
+    script = responses or [
+        R.tool_call("add", {"a": 17, "b": "twenty-five"}),
+        R.tool_call("add", {"a": 17, "b": 25}),
+        R.tool_calls([("multiply", {"a": 42, "b": 2}), ("save", {"name": "x", "value": 84})]),
+        R.text("84, saved."),
+    ]
+    return wb.Agent(
+        model=wb.ScriptedModel(script, name="scripted"),
+        name="calc",
+        system_prompt="You are a calculator.",
+        tools=[add, multiply, save],
+        telemetry=telemetry,
+        store=False,
+    )
+
+
+def run_with_pause(telemetry: wb.Telemetry | None) -> tuple[wb.RunResult, wb.RunResult]:
+    """A run with a retry, parallel tools and an approval; resumed from its state as JSON."""
+    agent = calculator(telemetry)
+    paused = agent.run_sync("What is 17 + 25, doubled? Save it.")
+    state = wb.AgentState.from_json(paused.state.to_json())  # as if in another process
+    done = agent.resume_sync(state, approvals={p.call_id: True for p in state.pending})
+    return paused, done
+
+
+_LABEL_KEYS = (n.RUN_STATUS, n.STEP_STATUS, n.TOOL_STATUS, n.ERROR_TYPE)
+
+
+def _label(span: ReadableSpan) -> str:
+    attributes = span.attributes or {}
+    extra = [f"{k.rsplit('.', 1)[-1]}={attributes[k]}" for k in _LABEL_KEYS if k in attributes]
+    return " ".join([span.name, span.kind.name, *extra])
+
+
+def fold(spans: Sequence[ReadableSpan]) -> list[Any]:
+    """Spans as ``{label: [children]}`` trees (leaves are labels), ids and times stripped."""
+    children: dict[int | None, list[ReadableSpan]] = {}
+    for span in spans:
+        children.setdefault(span.parent.span_id if span.parent else None, []).append(span)
+
+    def node(span: ReadableSpan) -> Any:
+        assert span.context is not None
+        kids = sorted(children.get(span.context.span_id, []), key=lambda s: (s.start_time, s.name))
+        return {_label(span): [node(k) for k in kids]} if kids else _label(span)
+
+    return [node(s) for s in sorted(children[None], key=lambda s: s.start_time or 0)]
+
+
+def by_name(spans: Sequence[ReadableSpan], prefix: str) -> list[ReadableSpan]:
+    return [s for s in spans if s.name.startswith(prefix)]
+
+
+@dataclass
+class StoredRun:
+    """A run's records across executions, as a store gives them back."""
+
+    state: wb.AgentState
+    steps: tuple[wb.StepRecord, ...]
+    snapshots: tuple[wb.StepContext, ...]
+
+
+GOLDEN = [
+    {
+        "invoke_agent calc INTERNAL status=paused": [
+            {
+                "workbench.step 1 INTERNAL status=running": [
+                    "workbench.prepare INTERNAL",
+                    "chat scripted CLIENT",
+                    "execute_tool add INTERNAL status=retry type=tool_retry",
+                    "workbench.continuation INTERNAL",
+                ]
+            },
+            {
+                "workbench.step 2 INTERNAL status=running": [
+                    "workbench.prepare INTERNAL",
+                    "chat scripted CLIENT",
+                    "execute_tool add INTERNAL status=ok",
+                    "workbench.continuation INTERNAL",
+                ]
+            },
+            {
+                "workbench.step 3 INTERNAL status=paused": [
+                    "workbench.prepare INTERNAL",
+                    "chat scripted CLIENT",
+                    "execute_tool multiply INTERNAL status=ok",
+                    "execute_tool save INTERNAL status=pending",
+                ]
+            },
+        ]
+    },
+    {
+        "invoke_agent calc INTERNAL status=completed": [
+            {
+                "workbench.step 3 INTERNAL status=running": [
+                    "execute_tool save INTERNAL status=ok",
+                    "workbench.continuation INTERNAL",
+                ]
+            },
+            {
+                "workbench.step 4 INTERNAL status=completed": [
+                    "workbench.prepare INTERNAL",
+                    "chat scripted CLIENT",
+                    "workbench.continuation INTERNAL",
+                ]
+            },
+        ]
+    },
+]
+
+
+def test_golden_span_tree_with_retry_tools_pause_and_resume() -> None:
+    telemetry = wb.Telemetry()
+    paused, done = run_with_pause(telemetry)
+    assert (paused.status, done.status) == (wb.ExecutionStatus.PAUSED, wb.ExecutionStatus.COMPLETED)
+    assert fold(telemetry.spans) == GOLDEN
+
+
+def test_resume_links_to_the_paused_run_and_shares_the_conversation() -> None:
+    telemetry = wb.Telemetry()
+    paused, done = run_with_pause(telemetry)
+    first, second = by_name(telemetry.spans, "invoke_agent")
+    assert first.context is not None and second.context is not None
+    assert paused.trace_id == format(first.context.trace_id, "032x")
+    assert done.trace_id == format(second.context.trace_id, "032x")
+    assert paused.trace_id != done.trace_id
+    (link,) = second.links
+    assert (link.context.trace_id, link.context.span_id) == (
+        first.context.trace_id,
+        first.context.span_id,
+    )
+    assert link.attributes is not None and link.attributes[n.LINK_REASON] == "resume"
+    conversation = {s.attributes[n.CONVERSATION_ID] for s in (first, second) if s.attributes}
+    assert conversation == {paused.run_id}
+    assert first.attributes is not None and second.attributes is not None
+    assert first.attributes[n.EXECUTION_ID] != second.attributes[n.EXECUTION_ID]
+    assert done.state.trace is not None and done.state.trace.execution_id == done.state.execution_id
+
+
+def test_rerun_links_to_the_original_run() -> None:
+    telemetry = wb.Telemetry()
+    agent = calculator(telemetry, [R.tool_call("add", {"a": 1, "b": 2}), "3", "three"])
+    original = agent.run_sync("1 + 2?")
+    fork = agent.rerun_sync(original.snapshots[1])
+    run_span = by_name(telemetry.spans, "invoke_agent")[-1]
+    assert run_span.attributes is not None
+    assert run_span.attributes[n.RERUN_OF] == original.run_id
+    assert run_span.attributes[n.RERUN_STEP] == 2
+    (link,) = run_span.links
+    assert link.attributes is not None and link.attributes[n.LINK_REASON] == "origin"
+    assert format(link.context.trace_id, "032x") == original.trace_id
+    assert fork.trace_id not in (None, original.trace_id)
+
+
+def test_correlation_ids_on_every_span_and_event() -> None:
+    telemetry = wb.Telemetry(capture_content=True)
+    paused, done = run_with_pause(telemetry)
+    snapshots = {s.id for s in (*paused.snapshots, *done.snapshots)}
+    events = 0
+    for span in telemetry.spans:
+        attributes = span.attributes or {}
+        assert attributes[n.RUN_ID] == done.run_id, span.name
+        assert attributes[n.EXECUTION_ID] in (paused.state.execution_id, done.state.execution_id)
+        assert isinstance(attributes[n.STEP_INDEX], int), span.name
+        resumed_step = (attributes[n.EXECUTION_ID], attributes[n.STEP_INDEX]) == (
+            done.state.execution_id,
+            3,
+        )
+        if not span.name.startswith("invoke_agent") and not resumed_step:
+            assert attributes[n.SNAPSHOT_ID] in snapshots, span.name
+        for event in span.events:
+            events += 1
+            assert event.attributes is not None
+            assert event.attributes[n.RUN_ID] == done.run_id
+            assert event.attributes[n.EXECUTION_ID] == attributes[n.EXECUTION_ID]
+            assert n.STEP_INDEX in event.attributes
+    assert events >= 3  # the retry's exception event, the pending call, the pause
+
+
+def test_only_semantic_convention_gen_ai_keys() -> None:
+    known = {
+        value
+        for name, value in vars(gen_ai_attributes).items()
+        if name.startswith("GEN_AI_") and isinstance(value, str)
+    }
+    telemetry = wb.Telemetry(capture_content=True)
+    run_with_pause(telemetry)
+    used = {
+        key
+        for span in telemetry.spans
+        for key in [*(span.attributes or {}), *(k for e in span.events for k in e.attributes or {})]
+        if key.startswith("gen_ai.")
+    }
+    assert used - known == set()
+    assert {n.INPUT_MESSAGES, n.TOOL_CALL_ARGUMENTS, n.CONVERSATION_ID} <= used
+
+
+def test_chat_tool_and_run_attributes() -> None:
+    telemetry = wb.Telemetry()
+    paused, done = run_with_pause(telemetry)
+    chat = by_name(telemetry.spans, "chat")[0].attributes or {}
+    assert chat[n.OPERATION] == "chat"
+    assert chat[n.PROVIDER] == "workbench"
+    assert (chat[n.REQUEST_MODEL], chat[n.RESPONSE_MODEL]) == ("scripted", "scripted")
+    assert chat[n.RESPONSE_FINISH_REASONS] == ("tool_calls",)
+    assert chat[n.USAGE_INPUT_TOKENS] == paused.steps[0].usage.input_tokens
+    assert chat[n.USAGE_OUTPUT_TOKENS] == paused.steps[0].usage.output_tokens
+    tool = by_name(telemetry.spans, "execute_tool add")[1].attributes or {}
+    call = paused.steps[1].tool_calls[0]
+    assert (tool[n.OPERATION], tool[n.TOOL_NAME], tool[n.TOOL_CALL_ID], tool[n.TOOL_TYPE]) == (
+        "execute_tool",
+        "add",
+        call.call_id,
+        "function",
+    )
+    run = by_name(telemetry.spans, "invoke_agent")[-1].attributes or {}
+    assert run[n.OPERATION] == "invoke_agent" and run[n.AGENT_NAME] == "calc"
+    assert run[n.USAGE_TOTAL_INPUT] == done.usage.input_tokens
+    assert run[n.USAGE_TOTAL_TOKENS] == done.usage.total_tokens
+    assert run[n.RUN_STOP_REASON] == "completed"
+    assert not any(k.startswith("gen_ai.usage.") for k in run)
+    paused_run = by_name(telemetry.spans, "invoke_agent")[0].attributes or {}
+    assert paused_run[n.RUN_PENDING] == (paused.pending[0].call_id,)
+
+
+def test_content_is_captured_in_the_conventions_shape() -> None:
+    telemetry = wb.Telemetry(capture_content=True)
+    run_with_pause(telemetry)
+    second_chat = by_name(telemetry.spans, "chat")[1].attributes or {}
+    assert json.loads(str(second_chat[n.SYSTEM_INSTRUCTIONS])) == [
+        {"type": "text", "content": "You are a calculator."}
+    ]
+    inputs = json.loads(str(second_chat[n.INPUT_MESSAGES]))
+    assert [m["role"] for m in inputs] == ["user", "assistant", "tool"]
+    call = inputs[1]["parts"][0]
+    assert (call["type"], call["name"], call["arguments"]) == (
+        "tool_call",
+        "add",
+        {"a": 17, "b": "twenty-five"},
+    )
+    answer = inputs[2]["parts"][0]
+    assert answer["type"] == "tool_call_response" and answer["id"] == call["id"]
+    outputs = json.loads(str(second_chat[n.OUTPUT_MESSAGES]))
+    assert outputs[0]["role"] == "assistant" and outputs[0]["finish_reason"] == "tool_call"
+    tool = by_name(telemetry.spans, "execute_tool multiply")[0].attributes or {}
+    assert json.loads(str(tool[n.TOOL_CALL_ARGUMENTS])) == {"a": 42, "b": 2}
+    assert tool[n.TOOL_CALL_RESULT] == "84"
+
+
+def test_no_content_without_capture() -> None:
+    telemetry = wb.Telemetry()
+    run_with_pause(telemetry)
+    content = {n.INPUT_MESSAGES, n.OUTPUT_MESSAGES, n.SYSTEM_INSTRUCTIONS}
+    content |= {n.TOOL_CALL_ARGUMENTS, n.TOOL_CALL_RESULT}
+    assert not any(content & set(s.attributes or {}) for s in telemetry.spans)
+
+
+def test_content_cost_grows_with_new_messages_not_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded: list[str] = []
+    original = wb.telemetry.Redactor.value
+
+    def counting(self: wb.telemetry.Redactor, value: Any) -> Any:
+        if isinstance(value, dict) and "role" in value:
+            encoded.append(value["role"])
+        return original(self, value)
+
+    monkeypatch.setattr(wb.telemetry.Redactor, "value", counting)
+    steps = 30
+    script = [R.tool_call("add", {"a": i, "b": 1}) for i in range(steps)] + [R.text("done")]
+    agent = calculator(wb.Telemetry(capture_content=True), script)
+    agent.stop = wb.MaxSteps(steps + 5)
+    result = agent.run_sync("count")
+    messages = len(result.messages)
+    assert result.status is wb.ExecutionStatus.COMPLETED and messages == 2 * steps + 3
+    # each message is encoded once as input and each answer once as output: linear, not quadratic
+    assert len(encoded) <= 2 * messages
+
+
+def test_timing_numbers_agree_with_span_durations() -> None:
+    telemetry = wb.Telemetry()
+    paused, done = run_with_pause(telemetry)
+    spans = telemetry.spans
+    records = [*paused.steps, *done.steps]
+
+    def seconds(span: ReadableSpan) -> float:
+        return ((span.end_time or 0) - (span.start_time or 0)) / 1e9
+
+    def child(step: ReadableSpan, prefix: str) -> list[ReadableSpan]:
+        assert step.context is not None
+        return [
+            s
+            for s in spans
+            if s.parent and s.parent.span_id == step.context.span_id and s.name.startswith(prefix)
+        ]
+
+    step_spans = by_name(spans, "workbench.step")
+    assert len(step_spans) == len(records)
+    for record, step in zip(records, step_spans, strict=True):
+        timing = record.timing
+        attributes = step.attributes or {}
+        for key, value in [
+            (n.TIMING_PREPARE, timing.prepare),
+            (n.TIMING_INFERENCE, timing.inference),
+            (n.TIMING_TOOLS, timing.tools),
+            (n.TIMING_CONTINUATION, timing.continuation),
+            (n.TIMING_TELEMETRY, timing.telemetry),
+        ]:
+            assert attributes[key] == value
+        for prefix, phase in [
+            ("workbench.prepare", timing.prepare),
+            ("workbench.continuation", timing.continuation),
+        ]:
+            assert sum(seconds(s) for s in child(step, prefix)) == pytest.approx(phase, abs=2e-6)
+        for chat in child(step, "chat"):
+            assert seconds(chat) <= timing.inference + 1e-6
+        tools = {
+            (s.attributes or {})[n.TOOL_CALL_ID]: seconds(s) for s in child(step, "execute_tool")
+        }
+        for call_id, _, duration in timing.per_tool:
+            assert tools[call_id] == pytest.approx(duration, abs=2e-6)
+        assert timing.telemetry > 0
+        assert seconds(step) >= timing.total - 1e-5
+
+
+def test_without_telemetry_no_spans_and_no_cost() -> None:
+    agent = calculator(None)
+    assert agent.telemetry is None and agent._observers(agent.model) == ()
+    paused, done = run_with_pause(None)
+    assert paused.trace_id is None and done.trace_id is None and done.state.trace is None
+    assert all(s.timing.telemetry == 0.0 for s in [*paused.steps, *done.steps])
+    assert all(s.timing.prepare > 0 for s in done.steps if s.snapshot_id)
+
+
+def test_import_workbench_loads_neither_opentelemetry_nor_pandas() -> None:
+    code = (
+        "import sys, workbench\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'opentelemetry', 'pandas'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_tracer_provider_is_used_not_installed_globally() -> None:
+    from opentelemetry import trace
+
+    before = trace.get_tracer_provider()
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry = wb.Telemetry(provider)
+    run_with_pause(telemetry)
+    assert trace.get_tracer_provider() is before
+    assert len(exporter.get_finished_spans()) == len(telemetry.spans) > 0
+
+
+@wb.tool
+def leaky(token: str, api_key: str = "") -> str:
+    """Echo a token, and fail loudly when asked to."""
+    if token.startswith("fail"):
+        raise RuntimeError(f"upstream refused Authorization: Bearer {SECRET}")
+    return f"used {token} with api_key={SECRET}"
+
+
+def test_secrets_never_reach_spans_events_or_files(tmp_path: Path) -> None:
+    telemetry = wb.Telemetry(capture_content=True, redact=[r"acct-\d{6}"])
+    agent = wb.Agent(
+        model=wb.ScriptedModel(
+            [
+                R.tool_call("leaky", {"token": SECRET}),
+                R.tool_call("leaky", {"token": "fail", "api_key": "acct-123456"}),
+                R.text(f"done; the key was {SECRET} for acct-123456"),
+            ]
+        ),
+        system_prompt=f"Use header Authorization: Bearer {SECRET}",
+        tools=[leaky],
+        telemetry=telemetry,
+        store=False,
+    )
+    agent.run_sync(f"use {SECRET}")
+    jaeger = telemetry.write_jaeger_json(tmp_path / "t.jaeger.json").read_text()
+    otlp = telemetry.write_otlp_json(tmp_path / "t.otlp.json").read_text()
+    frame = telemetry.spans_df().to_json(date_format="iso")
+    texts = [jaeger, otlp, frame]
+    for span in telemetry.spans:
+        texts.append(json.dumps(dict(span.attributes or {}), default=str))
+        texts.extend(json.dumps(dict(e.attributes or {}), default=str) for e in span.events)
+        texts.append(span.status.description or "")
+    assert [t for t in texts if SECRET in t or "acct-123456" in t or "Abc123Def456" in t] == []
+    assert "[REDACTED]" in jaeger and "[REDACTED]" in otlp
+    failing = by_name(telemetry.spans, "execute_tool leaky")[1]
+    assert (
+        failing.status.description is not None and "Bearer [REDACTED]" in failing.status.description
+    )
+
+
+def test_redactor_patterns() -> None:
+    redact = wb.telemetry.Redactor([r"acct-\d+"]).text
+    assert redact("x sk-ant-api03-abcdefghijklmnopqrstuvwx y") == "x [REDACTED] y"
+    assert redact("Authorization: Bearer eyJhbGciOi.abc.def") == "Authorization: Bearer [REDACTED]"
+    assert redact('{"api_key": "hunter2hunter2"}') == '{"api_key": "[REDACTED]"}'
+    assert redact("password=swordfish&user=bob") == "password=[REDACTED]&user=bob"
+    assert redact("acct-42 AKIAABCDEFGHIJKLMNOP") == "[REDACTED] [REDACTED]"
+    assert redact("nothing secret here: 42 tokens") == "nothing secret here: 42 tokens"
+    assert wb.telemetry.Redactor().value({"api_key": "short", "n": ["sk-" + "a" * 20]}) == {
+        "api_key": "[REDACTED]",
+        "n": ["[REDACTED]"],
+    }
+
+
+def test_jaeger_json_matches_the_ui_model(tmp_path: Path) -> None:
+    telemetry = wb.Telemetry(capture_content=True)
+    paused, done = run_with_pause(telemetry)
+    document = json.loads(telemetry.write_jaeger_json(tmp_path / "run.json").read_text())
+    assert {t["traceID"] for t in document["data"]} == {paused.trace_id, done.trace_id}
+    spans_seen = 0
+    for trace in document["data"]:
+        ids = {s["spanID"] for s in trace["spans"]}
+        assert all(len(t) == 32 and int(t, 16) >= 0 for t in [trace["traceID"]])
+        for span in trace["spans"]:
+            spans_seen += 1
+            assert span["traceID"] == trace["traceID"] and len(span["spanID"]) == 16
+            int(span["spanID"], 16)
+            assert isinstance(span["operationName"], str) and span["operationName"]
+            assert isinstance(span["startTime"], int) and isinstance(span["duration"], int)
+            assert 1.5e15 < span["startTime"] < 1e17  # microseconds since the epoch
+            for ref in span["references"]:
+                assert ref["refType"] in ("CHILD_OF", "FOLLOWS_FROM")
+                if ref["refType"] == "CHILD_OF":
+                    assert ref["traceID"] == trace["traceID"] and ref["spanID"] in ids
+            for tag in span["tags"]:
+                expected = {"string": str, "bool": bool, "int64": int, "float64": float}[
+                    tag["type"]
+                ]
+                assert isinstance(tag["value"], expected), tag
+            for log in span["logs"]:
+                assert isinstance(log["timestamp"], int) and log["fields"]
+            assert trace["processes"][span["processID"]]["serviceName"] == "workbench"
+        roots = [
+            s
+            for s in trace["spans"]
+            if not any(r["refType"] == "CHILD_OF" for r in s["references"])
+        ]
+        assert [r["operationName"] for r in roots] == ["invoke_agent calc"]
+    assert spans_seen == len(telemetry.spans)
+    resumed_root = next(
+        s for s in document["data"][1]["spans"] if s["operationName"] == "invoke_agent calc"
+    )
+    assert resumed_root["references"] == [
+        {
+            "refType": "FOLLOWS_FROM",
+            "traceID": paused.trace_id,
+            "spanID": paused.state.trace.span_id,
+        }  # type: ignore[union-attr]
+    ]
+    kinds = {
+        t["value"]
+        for s in document["data"][0]["spans"]
+        for t in s["tags"]
+        if t["key"] == "span.kind"
+    }
+    assert kinds == {"internal", "client"}
+
+
+def test_otlp_json_file(tmp_path: Path) -> None:
+    telemetry = wb.Telemetry()
+    paused, _ = run_with_pause(telemetry)
+    document = json.loads(telemetry.write_otlp_json(tmp_path / "run.otlp.json").read_text())
+    (resource,) = document["resourceSpans"]
+    service = {a["key"]: a["value"] for a in resource["resource"]["attributes"]}["service.name"]
+    assert service == {"stringValue": "workbench"}
+    (scope,) = resource["scopeSpans"]
+    assert scope["scope"]["name"] == "workbench"
+    spans = scope["spans"]
+    assert len(spans) == len(telemetry.spans)
+    chat = next(s for s in spans if s["name"] == "chat scripted")
+    assert chat["kind"] == 3 and chat["traceId"] == paused.trace_id
+    assert int(chat["endTimeUnixNano"]) >= int(chat["startTimeUnixNano"]) > 0
+    tokens = next(a for a in chat["attributes"] if a["key"] == n.USAGE_INPUT_TOKENS)
+    assert tokens["value"]["intValue"] == str(paused.steps[0].usage.input_tokens)
+    retry = next(s for s in spans if s["name"] == "execute_tool add")
+    assert retry["status"]["code"] == 2 and retry["events"][0]["name"] == "exception"
+
+
+def test_dataframes_have_the_documented_columns() -> None:
+    telemetry = wb.Telemetry()
+    paused, done = run_with_pause(telemetry)
+    spans = telemetry.spans_df()
+    assert tuple(spans.columns) == SPAN_COLUMNS and len(spans) == len(telemetry.spans)
+    assert set(spans["operation"].dropna()) == {"invoke_agent", "chat", "execute_tool"}
+    steps = telemetry.steps_df()
+    assert tuple(steps.columns) == STEP_COLUMNS
+    assert list(steps["step"]) == [s.index for s in [*paused.steps, *done.steps]]
+    assert list(steps["inference_ms"]) == pytest.approx(
+        [s.timing.inference * 1e3 for s in [*paused.steps, *done.steps]]
+    )
+    timing = telemetry.timing_df()
+    assert tuple(timing.columns) == TIMING_COLUMNS
+    assert set(timing["component"]) == {"prepare", "inference", "tool", "continuation", "telemetry"}
+    tools = timing[timing["component"] == "tool"]
+    assert len(tools) == sum(len(s.tool_outcomes) for s in [*paused.steps, *done.steps])
+
+
+def test_spans_rebuilt_from_records_match_the_live_trace() -> None:
+    telemetry = wb.Telemetry()
+    paused, done = run_with_pause(telemetry)
+    stored = StoredRun(
+        done.state, (*paused.steps, *done.steps), (*paused.snapshots, *done.snapshots)
+    )
+    rebuilt = spans_from_run(stored)
+    assert fold(rebuilt) == GOLDEN
+    live_ids = {
+        (s.context.trace_id, s.name) for s in by_name(telemetry.spans, "invoke_agent") if s.context
+    }
+    assert {
+        (s.context.trace_id, s.name) for s in by_name(rebuilt, "invoke_agent") if s.context
+    } == live_ids
+    (link,) = by_name(rebuilt, "invoke_agent")[1].links
+    assert format(link.context.trace_id, "032x") == paused.trace_id
+
+
+def test_hook_spans_under_step_and_run() -> None:
+    telemetry = wb.Telemetry()
+    observer = telemetry.observer(wb.ScriptedModel([], name="m"))
+    state = wb.AgentState(agent_name="hooked").with_status(wb.ExecutionStatus.RUNNING)
+    observer.run_started(state)
+    observer.hook_called(0, wb.HookTiming("SessionStart", "greet", 0.001), 1e9, None)
+    snapshot = wb.StepContext(
+        run_id=state.run_id,
+        execution_id=state.execution_id,
+        parent_run_id=None,
+        step=1,
+        model_name="m",
+        model_settings={},
+        tool_names=(),
+        tool_schema_hash="0",
+        system_prompt_hash=None,
+        budget=wb.Budget(steps_used=0, tokens_used=0, seconds_used=0.0, cost_used=0.0),
+        message_count=0,
+        state=state,
+    )
+    observer.step_started(snapshot)
+    observer.phase_ended(wb.PhaseEvent(wb.Phase.PREPARE, 1, state, 0.001), 1e9 + 0.01)
+    observer.hook_called(1, wb.HookTiming("PreToolUse", "check.sh", 0.002), 1e9 + 0.02, "exit 3")
+    observer.run_ended(
+        state.with_status(wb.ExecutionStatus.ABORTED, stop_reason=wb.StopReason.ABORTED)
+    )
+    assert fold(telemetry.spans) == [
+        {
+            "invoke_agent hooked INTERNAL status=aborted": [
+                "workbench.hook SessionStart INTERNAL",
+                {
+                    "workbench.step 1 INTERNAL": [
+                        "workbench.prepare INTERNAL",
+                        "workbench.hook PreToolUse INTERNAL type=hook_error",
+                    ]
+                },
+            ]
+        }
+    ]
+    hook = by_name(telemetry.spans, "workbench.hook PreToolUse")[0]
+    assert hook.attributes is not None and hook.attributes[n.HOOK_NAME] == "check.sh"
+    assert (hook.end_time or 0) - (hook.start_time or 0) == 2_000_000
+    assert hook.events[0].attributes is not None
+    assert hook.events[0].attributes[n.SNAPSHOT_ID] == snapshot.id
+
+
+def test_docstring_examples_run() -> None:
+    from workbench.telemetry import core, redact
+
+    for module in (redact, core):
+        failed, tried = doctest.testmod(module)
+        assert tried > 0 and failed == 0, module.__name__

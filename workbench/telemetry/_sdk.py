@@ -1,0 +1,170 @@
+"""The OpenTelemetry SDK pieces: in-memory collection and a counted, bounded OTLP/HTTP pipe.
+
+Imported only when a `Telemetry` is made, so ``import workbench`` works without the ``otlp`` extra.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from opentelemetry.context import Context
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from workbench.telemetry.names import SCOPE
+
+__all__ = ["Collector", "ExportPipe", "ExportStats"]
+
+log = logging.getLogger("workbench.telemetry")
+
+
+def _ours(span: ReadableSpan) -> bool:
+    scope = span.instrumentation_scope
+    return scope is not None and scope.name == SCOPE
+
+
+class Collector(SpanProcessor):
+    """Keeps the workbench's finished spans in memory (other instrumentations' are ignored)."""
+
+    def __init__(self) -> None:
+        self.spans: list[ReadableSpan] = []
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        """Nothing to do when a span starts."""
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Keep the span if the workbench made it."""
+        if _ours(span):
+            self.spans.append(span)
+
+    def shutdown(self) -> None:
+        """Nothing to release."""
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing is buffered."""
+        return True
+
+
+@dataclass(frozen=True)
+class ExportStats:
+    """How the OTLP export went: spans handed to the exporter, sent, and failed to send."""
+
+    endpoint: str
+    queued: int
+    exported: int
+    failed: int
+
+    @property
+    def unconfirmed(self) -> int:
+        """Spans not (yet) known to be exported: failed, still queued, or dropped from the queue."""
+        return self.queued - self.exported
+
+
+class _CountingExporter(SpanExporter):
+    def __init__(self, inner: SpanExporter, endpoint: str) -> None:
+        self.inner = inner
+        self.endpoint = endpoint
+        self.exported = 0
+        self.failed = 0
+        self._lock = threading.Lock()
+        self._shut = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self.inner.export(spans)
+        except Exception:
+            log.exception("workbench telemetry: exporting %d spans raised", len(spans))
+            result = SpanExportResult.FAILURE
+        with self._lock:
+            if result is SpanExportResult.SUCCESS:
+                self.exported += len(spans)
+            else:
+                self.failed += len(spans)
+                failed = self.failed
+        if result is not SpanExportResult.SUCCESS:
+            log.warning(
+                "workbench telemetry: could not export %d spans to %s (%d dropped so far)",
+                len(spans),
+                self.endpoint,
+                failed,
+            )
+        return result
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._shut:
+                return
+            self._shut = True
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+class ExportPipe(SpanProcessor):
+    """OTLP/HTTP protobuf export off the loop's thread: a batch processor with a bounded queue.
+
+    ``on_end`` only appends to the queue; a worker thread sends batches. When the queue is full the
+    oldest spans are dropped (and counted as not exported), never waited for.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        headers: dict[str, str] | None,
+        timeout: float | None,
+        max_queue_size: int,
+        max_export_batch_size: int,
+        schedule_delay: float,
+    ) -> None:
+        exporter = OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=timeout)
+        self.endpoint = endpoint
+        self._exporter = _CountingExporter(exporter, endpoint)
+        self._batch = BatchSpanProcessor(
+            self._exporter,
+            max_queue_size=max_queue_size,
+            max_export_batch_size=min(max_export_batch_size, max_queue_size),
+            schedule_delay_millis=schedule_delay * 1000,
+        )
+        self._queued = 0
+        self._closed = False
+
+    @property
+    def stats(self) -> ExportStats:
+        """The counts so far."""
+        exporter = self._exporter
+        return ExportStats(self.endpoint, self._queued, exporter.exported, exporter.failed)
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        """Nothing to do when a span starts."""
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Queue a workbench span for export; never blocks."""
+        if _ours(span) and not self._closed:
+            self._queued += 1
+            self._batch.on_end(span)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Send what is queued, waiting at most ``timeout_millis`` (the send goes on after that)."""
+        if self._closed:
+            return False
+        worker = threading.Thread(target=self._batch.force_flush, daemon=True)
+        worker.start()
+        worker.join(timeout_millis / 1000)
+        return not worker.is_alive()
+
+    def shutdown(self, timeout_millis: int = 3000) -> None:
+        """Flush within the bound, then stop the worker; what did not make it is counted."""
+        if self._closed:
+            return
+        self._closed = True
+        worker = threading.Thread(target=self._batch.shutdown, daemon=True)
+        worker.start()
+        worker.join(timeout_millis / 1000)
+        if worker.is_alive():  # stop retrying; a send in flight ends at its own timeout
+            self._exporter.shutdown()

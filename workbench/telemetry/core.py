@@ -1,0 +1,275 @@
+"""`Telemetry`: where a run's spans go, and what you can get back from them.
+
+``Telemetry()`` collects spans in memory (notebooks, tests). With ``otlp_endpoint=`` (or the
+standard ``OTEL_EXPORTER_OTLP_*`` variables) it also sends them over OTLP/HTTP protobuf, batched on
+a worker thread with a bounded queue: a slow or dead endpoint never slows the loop, and whatever
+could not be sent is counted and reported by `Telemetry.shutdown` (and at interpreter exit). A
+tracer provider passed in is used as it is, never installed globally.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import warnings
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from workbench.records import StepContext, StepRecord
+from workbench.state import AgentState
+from workbench.telemetry import names
+from workbench.telemetry.observer import Instruments, SpanObserver
+from workbench.telemetry.redact import Redactor
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+
+    from workbench.models.base import Model
+    from workbench.telemetry._sdk import ExportStats
+
+__all__ = ["RunLike", "Telemetry", "TelemetryExportWarning", "otlp_traces_endpoint"]
+
+
+class TelemetryExportWarning(UserWarning):
+    """Spans could not be delivered to the OTLP endpoint (it is down, slow, or refused them)."""
+
+
+class RunLike(Protocol):
+    """What rebuilding a run's spans needs of it: a `RunResult`, or a run loaded from a store."""
+
+    @property
+    def state(self) -> AgentState:
+        """The final state."""
+        ...
+
+    @property
+    def steps(self) -> Sequence[StepRecord]:
+        """The step records, in order (all executions of the run)."""
+        ...
+
+    @property
+    def snapshots(self) -> Sequence[StepContext]:
+        """The step snapshots."""
+        ...
+
+
+def otlp_traces_endpoint(endpoint: str | None = None) -> str | None:
+    """The OTLP/HTTP traces URL to send to, or None when none is configured.
+
+    The argument, else ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, else ``OTEL_EXPORTER_OTLP_ENDPOINT``
+    plus ``/v1/traces``. A bare ``http://host:4318`` argument gets the ``/v1/traces`` path.
+
+    >>> otlp_traces_endpoint("http://localhost:4318")
+    'http://localhost:4318/v1/traces'
+    """
+    if endpoint:
+        return (
+            endpoint if re.search(r"//[^/]+/.", endpoint) else endpoint.rstrip("/") + "/v1/traces"
+        )
+    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if traces:
+        return traces
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    return base.rstrip("/") + "/v1/traces" if base else None
+
+
+def _require_sdk() -> Any:
+    try:
+        from opentelemetry.sdk import trace as sdk_trace
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            "workbench telemetry needs OpenTelemetry: pip install 'workbench[otlp]'"
+        ) from exc
+    return sdk_trace
+
+
+class Telemetry:
+    """OpenTelemetry spans for every run of an `Agent` (``Agent(telemetry=Telemetry())``).
+
+    Args:
+        tracer_provider: an SDK ``TracerProvider`` to use; None makes one of its own (with a
+            ``service.name`` resource). It is never set as the global provider.
+        capture_content: record messages, system instructions and tool arguments/results
+            (``gen_ai.input.messages`` and friends). Secrets are redacted either way.
+        otlp_endpoint: send spans over OTLP/HTTP protobuf to this URL (``/v1/traces`` is added to
+            a bare ``http://host:port``). None uses ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or
+            ``OTEL_EXPORTER_OTLP_ENDPOINT`` when set; headers come from ``otlp_headers`` or
+            ``OTEL_EXPORTER_OTLP_(TRACES_)HEADERS``.
+        service_name: the ``service.name`` of a provider made here (``OTEL_SERVICE_NAME`` wins
+            over the default).
+        redact: extra regular expressions to redact, on top of the built-in secret patterns.
+
+    Spans are always collected in memory as well (`spans`, the DataFrames, the file writers).
+
+    """
+
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        capture_content: bool = False,
+        otlp_endpoint: str | None = None,
+        service_name: str = "workbench",
+        redact: Iterable[str | re.Pattern[str]] = (),
+        *,
+        otlp_headers: Mapping[str, str] | None = None,
+        export_timeout: float | None = None,
+        max_queue_size: int = 2048,
+        max_export_batch_size: int = 512,
+        schedule_delay: float = 1.0,
+        flush_timeout: float = 3.0,
+    ) -> None:
+        sdk_trace = _require_sdk()
+        from workbench.telemetry._sdk import Collector, ExportPipe
+
+        if tracer_provider is None:
+            tracer_provider = sdk_trace.TracerProvider(
+                resource=_resource(service_name), shutdown_on_exit=False
+            )
+        self.tracer_provider = tracer_provider
+        self.capture_content = capture_content
+        self.redactor = Redactor(redact)
+        self.flush_timeout = flush_timeout
+        self._collector = Collector()
+        tracer_provider.add_span_processor(self._collector)
+        self.endpoint = otlp_traces_endpoint(otlp_endpoint)
+        self._pipe: ExportPipe | None = None
+        if self.endpoint is not None:
+            self._pipe = ExportPipe(
+                self.endpoint,
+                headers=dict(otlp_headers) if otlp_headers else None,
+                timeout=export_timeout,
+                max_queue_size=max_queue_size,
+                max_export_batch_size=max_export_batch_size,
+                schedule_delay=schedule_delay,
+            )
+            tracer_provider.add_span_processor(self._pipe)
+            atexit.register(_shutdown_at_exit, weakref.ref(self))
+        version = _version()
+        tracer = tracer_provider.get_tracer(names.SCOPE, version)
+        self._instruments = Instruments(tracer, self.redactor, capture_content)
+
+    def __repr__(self) -> str:
+        where = f", otlp_endpoint={self.endpoint!r}" if self.endpoint else ""
+        return f"Telemetry(capture_content={self.capture_content}{where}, spans={len(self.spans)})"
+
+    def __enter__(self) -> Telemetry:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown()
+
+    # -- recording ------------------------------------------------------------------------------
+
+    def observer(self, model: Model) -> SpanObserver:
+        """A fresh observer for one execution of a run on ``model`` (the `Agent` calls this)."""
+        return SpanObserver(self._instruments, getattr(model, "provider", None), model.name)
+
+    @property
+    def spans(self) -> list[ReadableSpan]:
+        """The finished spans collected so far, in the order they ended."""
+        return list(self._collector.spans)
+
+    def clear(self) -> None:
+        """Forget the spans collected in memory (exports are not affected)."""
+        self._collector.spans.clear()
+
+    # -- exports --------------------------------------------------------------------------------
+
+    def write_jaeger_json(self, path: str | Path, *, trace_id: str | None = None) -> Path:
+        """Write the spans as a Jaeger UI upload file (``{"data": [trace, ...]}``); redacted."""
+        from workbench.telemetry.files import write_jaeger_json
+
+        return write_jaeger_json(self._select(trace_id), path, self.redactor)
+
+    def write_otlp_json(self, path: str | Path, *, trace_id: str | None = None) -> Path:
+        """Write the spans as an OTLP/JSON ``ExportTraceServiceRequest``; redacted."""
+        from workbench.telemetry.files import write_otlp_json
+
+        return write_otlp_json(self._select(trace_id), path, self.redactor)
+
+    def spans_df(self) -> pd.DataFrame:
+        """One row per span; columns in `workbench.telemetry.frames.SPAN_COLUMNS`."""
+        from workbench.telemetry.frames import spans_frame
+
+        return spans_frame(self.spans)
+
+    def steps_df(self) -> pd.DataFrame:
+        """One row per step span; columns in `workbench.telemetry.frames.STEP_COLUMNS`."""
+        from workbench.telemetry.frames import steps_frame
+
+        return steps_frame(self.spans)
+
+    def timing_df(self) -> pd.DataFrame:
+        """Where the time went, one row per timed part; columns in `frames.TIMING_COLUMNS`."""
+        from workbench.telemetry.frames import timing_frame
+
+        return timing_frame(self.spans)
+
+    # -- delivery -------------------------------------------------------------------------------
+
+    @property
+    def export_stats(self) -> ExportStats | None:
+        """Counts of the OTLP export (None without an endpoint)."""
+        return self._pipe.stats if self._pipe is not None else None
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Send what is queued, waiting at most ``timeout`` seconds; True if all got through."""
+        if self._pipe is None:
+            return True
+        done = self._pipe.force_flush(int((timeout or self.flush_timeout) * 1000))
+        return done and self._pipe.stats.unconfirmed == 0
+
+    def shutdown(self, timeout: float | None = None) -> ExportStats | None:
+        """Flush (bounded by ``timeout``) and stop exporting; warns with the count of lost spans.
+
+        Returns the final export counts (None without an endpoint). Safe to call twice.
+        """
+        pipe = self._pipe
+        if pipe is None:
+            return None
+        pipe.shutdown(int((timeout or self.flush_timeout) * 1000))
+        stats = pipe.stats
+        if stats.unconfirmed and not getattr(self, "_warned", False):
+            self._warned = True
+            warnings.warn(
+                f"workbench telemetry: {stats.unconfirmed} of {stats.queued} spans were dropped: "
+                f"not delivered to {stats.endpoint} ({stats.failed} failed to send, the rest "
+                "still queued at shutdown). Is the endpoint up?",
+                TelemetryExportWarning,
+                stacklevel=2,
+            )
+        return stats
+
+    def _select(self, trace_id: str | None) -> list[ReadableSpan]:
+        spans = self.spans
+        if trace_id is None:
+            return spans
+        wanted = int(trace_id, 16)
+        return [s for s in spans if s.context is not None and s.context.trace_id == wanted]
+
+
+def _shutdown_at_exit(ref: weakref.ReferenceType[Telemetry]) -> None:
+    telemetry = ref()
+    if telemetry is not None:
+        telemetry.shutdown()
+
+
+def _resource(service_name: str) -> Any:
+    from opentelemetry.sdk.resources import Resource
+
+    if service_name == "workbench" and os.environ.get("OTEL_SERVICE_NAME"):
+        service_name = os.environ["OTEL_SERVICE_NAME"]
+    return Resource.create({"service.name": service_name, "service.version": _version()})
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("workbench")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0"

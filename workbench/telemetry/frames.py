@@ -1,0 +1,218 @@
+"""pandas DataFrames of collected spans: spans, steps, and where the time went.
+
+Columns (times are UTC ``datetime64``; durations are milliseconds):
+
+``spans_df``  (`SPAN_COLUMNS`)
+    trace_id, span_id, parent_span_id, name, kind, operation (``gen_ai.operation.name``),
+    start, end, duration_ms, status (UNSET / OK / ERROR), error_type, run_id, execution_id,
+    step, snapshot_id, model, tool, input_tokens, output_tokens, attributes (dict of all).
+``steps_df``  (`STEP_COLUMNS`), one row per ``workbench.step`` span
+    trace_id, run_id, execution_id, step, snapshot_id, status, stop_reason, start, duration_ms,
+    prepare_ms, inference_ms, tools_ms, hooks_ms, continuation_ms, telemetry_ms, ttft_ms,
+    input_tokens, output_tokens, tool_calls.
+``timing_df`` (`TIMING_COLUMNS`), one row per timed part of a step, ready to stack
+    trace_id, run_id, execution_id, step, component (prepare / inference / tool / hook /
+    continuation / telemetry), name (span name, or ``telemetry``), start, duration_ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from workbench.telemetry import names as n
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from opentelemetry.sdk.trace import ReadableSpan
+
+__all__ = [
+    "SPAN_COLUMNS",
+    "STEP_COLUMNS",
+    "TIMING_COLUMNS",
+    "spans_frame",
+    "steps_frame",
+    "timing_frame",
+]
+
+SPAN_COLUMNS = (
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "name",
+    "kind",
+    "operation",
+    "start",
+    "end",
+    "duration_ms",
+    "status",
+    "error_type",
+    "run_id",
+    "execution_id",
+    "step",
+    "snapshot_id",
+    "model",
+    "tool",
+    "input_tokens",
+    "output_tokens",
+    "attributes",
+)
+STEP_COLUMNS = (
+    "trace_id",
+    "run_id",
+    "execution_id",
+    "step",
+    "snapshot_id",
+    "status",
+    "stop_reason",
+    "start",
+    "duration_ms",
+    "prepare_ms",
+    "inference_ms",
+    "tools_ms",
+    "hooks_ms",
+    "continuation_ms",
+    "telemetry_ms",
+    "ttft_ms",
+    "input_tokens",
+    "output_tokens",
+    "tool_calls",
+)
+TIMING_COLUMNS = (
+    "trace_id",
+    "run_id",
+    "execution_id",
+    "step",
+    "component",
+    "name",
+    "start",
+    "duration_ms",
+)
+_COMPONENTS = {
+    n.SPAN_PREPARE: "prepare",
+    n.SPAN_CHAT: "inference",
+    n.SPAN_TOOL: "tool",
+    n.SPAN_HOOK: "hook",
+    n.SPAN_CONTINUATION: "continuation",
+}
+_STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError("DataFrames need pandas: pip install 'workbench[notebook]'") from exc
+    return pandas
+
+
+def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    pandas = _pandas()
+    frame = pandas.DataFrame(rows, columns=list(columns))
+    for column in ("start", "end"):
+        if column in frame:
+            frame[column] = pandas.to_datetime(frame[column], unit="ns", utc=True)
+    return frame
+
+
+def _ms(ns: int) -> float:
+    return ns / 1e6
+
+
+def _seconds_ms(value: Any) -> float | None:
+    return None if value is None else float(value) * 1e3
+
+
+def _common(span: ReadableSpan) -> dict[str, Any]:
+    attributes = span.attributes or {}
+    context = span.context
+    return {
+        "trace_id": format(context.trace_id, "032x") if context is not None else None,
+        "run_id": attributes.get(n.RUN_ID),
+        "execution_id": attributes.get(n.EXECUTION_ID),
+        "step": attributes.get(n.STEP_INDEX),
+    }
+
+
+def _span_row(span: ReadableSpan) -> dict[str, Any]:
+    attributes = dict(span.attributes or {})
+    start, end = span.start_time or 0, span.end_time or span.start_time or 0
+    return {
+        **_common(span),
+        "span_id": format(span.context.span_id, "016x") if span.context is not None else None,
+        "parent_span_id": format(span.parent.span_id, "016x") if span.parent else None,
+        "name": span.name,
+        "kind": span.kind.name,
+        "operation": attributes.get(n.OPERATION),
+        "start": start,
+        "end": end,
+        "duration_ms": _ms(end - start),
+        "status": _STATUS[int(span.status.status_code.value)],
+        "error_type": attributes.get(n.ERROR_TYPE),
+        "snapshot_id": attributes.get(n.SNAPSHOT_ID),
+        "model": attributes.get(n.RESPONSE_MODEL, attributes.get(n.REQUEST_MODEL)),
+        "tool": attributes.get(n.TOOL_NAME),
+        "input_tokens": attributes.get(n.USAGE_INPUT_TOKENS),
+        "output_tokens": attributes.get(n.USAGE_OUTPUT_TOKENS),
+        "attributes": attributes,
+    }
+
+
+def spans_frame(spans: Sequence[ReadableSpan]) -> pd.DataFrame:
+    """One row per span, in start order."""
+    rows = sorted((_span_row(s) for s in spans), key=lambda r: r["start"])
+    return _frame(rows, SPAN_COLUMNS)
+
+
+def _is_step(span: ReadableSpan) -> bool:
+    return span.name.startswith(n.SPAN_STEP + " ")
+
+
+def _step_row(span: ReadableSpan) -> dict[str, Any]:
+    a = span.attributes or {}
+    start, end = span.start_time or 0, span.end_time or span.start_time or 0
+    return {
+        **_common(span),
+        "snapshot_id": a.get(n.SNAPSHOT_ID),
+        "status": a.get(n.STEP_STATUS),
+        "stop_reason": a.get(n.STEP_STOP_REASON),
+        "start": start,
+        "duration_ms": _ms(end - start),
+        "prepare_ms": _seconds_ms(a.get(n.TIMING_PREPARE)),
+        "inference_ms": _seconds_ms(a.get(n.TIMING_INFERENCE)),
+        "tools_ms": _seconds_ms(a.get(n.TIMING_TOOLS)),
+        "hooks_ms": _seconds_ms(a.get(n.TIMING_HOOKS)),
+        "continuation_ms": _seconds_ms(a.get(n.TIMING_CONTINUATION)),
+        "telemetry_ms": _seconds_ms(a.get(n.TIMING_TELEMETRY)),
+        "ttft_ms": _seconds_ms(a.get(n.TIMING_TTFT)),
+        "input_tokens": a.get(n.STEP_INPUT_TOKENS),
+        "output_tokens": a.get(n.STEP_OUTPUT_TOKENS),
+        "tool_calls": a.get(n.STEP_TOOL_CALLS),
+    }
+
+
+def steps_frame(spans: Sequence[ReadableSpan]) -> pd.DataFrame:
+    """One row per step span, in start order, with the step's timing breakdown."""
+    rows = sorted((_step_row(s) for s in spans if _is_step(s)), key=lambda r: r["start"])
+    return _frame(rows, STEP_COLUMNS)
+
+
+def _timing_rows(span: ReadableSpan) -> list[dict[str, Any]]:
+    start, end = span.start_time or 0, span.end_time or span.start_time or 0
+    if _is_step(span):
+        overhead = (span.attributes or {}).get(n.TIMING_TELEMETRY)
+        if overhead is None:
+            return []
+        row = {"component": "telemetry", "name": "telemetry", "start": start}
+        return [{**_common(span), **row, "duration_ms": _seconds_ms(overhead)}]
+    component = _COMPONENTS.get(span.name.split(" ", 1)[0])
+    if component is None:
+        return []
+    row = {"component": component, "name": span.name, "start": start}
+    return [{**_common(span), **row, "duration_ms": _ms(end - start)}]
+
+
+def timing_frame(spans: Sequence[ReadableSpan]) -> pd.DataFrame:
+    """The timed parts of every step (phases, model calls, tools, hooks, telemetry overhead)."""
+    rows = sorted((r for s in spans for r in _timing_rows(s)), key=lambda r: r["start"])
+    return _frame(rows, TIMING_COLUMNS)

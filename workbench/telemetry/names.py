@@ -1,0 +1,134 @@
+"""Span names and attribute keys: the one table every span the workbench makes is written from.
+
+GenAI keys are the OpenTelemetry GenAI semantic conventions' own (``gen_ai.*``, ``error.type``);
+nothing here invents a ``gen_ai.*`` key. What the conventions do not cover lives under
+``workbench.*``. Run totals go under ``workbench.usage.*`` on the run span, because backends sum
+``gen_ai.usage.*`` over a trace and would count every token twice.
+
+Durations in ``workbench.timing.*`` attributes are seconds (floats), like `workbench.Timing`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# -- span names (the variable part, if any, follows after a space) ------------------------------
+
+SPAN_RUN: Final = "invoke_agent"
+"""``invoke_agent {agent name}``: one per execution of a run; the root of its trace."""
+SPAN_STEP: Final = "workbench.step"
+"""``workbench.step {n}``: one per step (a resumed step gets its own in the resumed trace)."""
+SPAN_PREPARE: Final = "workbench.prepare"
+SPAN_CHAT: Final = "chat"
+"""``chat {model}``: one model call."""
+SPAN_HOOK: Final = "workbench.hook"
+"""``workbench.hook {event}``: one hook invocation."""
+SPAN_TOOL: Final = "execute_tool"
+"""``execute_tool {tool}``: one tool call (also calls that were denied or wait for approval)."""
+SPAN_CONTINUATION: Final = "workbench.continuation"
+
+# -- GenAI semantic conventions -----------------------------------------------------------------
+
+OPERATION: Final = "gen_ai.operation.name"
+OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_CHAT: Final = "chat"
+OP_EXECUTE_TOOL: Final = "execute_tool"
+PROVIDER: Final = "gen_ai.provider.name"
+AGENT_NAME: Final = "gen_ai.agent.name"
+CONVERSATION_ID: Final = "gen_ai.conversation.id"
+REQUEST_MODEL: Final = "gen_ai.request.model"
+REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+REQUEST_TOP_P: Final = "gen_ai.request.top_p"
+REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+REQUEST_SEED: Final = "gen_ai.request.seed"
+REQUEST_STOP_SEQUENCES: Final = "gen_ai.request.stop_sequences"
+REQUEST_STREAM: Final = "gen_ai.request.stream"
+RESPONSE_MODEL: Final = "gen_ai.response.model"
+RESPONSE_ID: Final = "gen_ai.response.id"
+RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+TOOL_NAME: Final = "gen_ai.tool.name"
+TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+TOOL_TYPE: Final = "gen_ai.tool.type"
+TOOL_TYPE_FUNCTION: Final = "function"
+INPUT_MESSAGES: Final = "gen_ai.input.messages"
+OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+ERROR_TYPE: Final = "error.type"
+
+# -- correlation: on every span and every span event --------------------------------------------
+
+RUN_ID: Final = "workbench.run.id"
+EXECUTION_ID: Final = "workbench.execution.id"
+STEP_INDEX: Final = "workbench.step.index"
+PARENT_RUN_ID: Final = "workbench.parent_run.id"
+SNAPSHOT_ID: Final = "workbench.snapshot.id"
+
+# -- workbench: run, step, tool and hook details ------------------------------------------------
+
+RUN_STATUS: Final = "workbench.run.status"
+RUN_STOP_REASON: Final = "workbench.run.stop_reason"
+RUN_STEPS: Final = "workbench.run.steps"
+RUN_PENDING: Final = "workbench.run.pending"
+"""Call ids waiting for approval or results when the execution paused."""
+RERUN_OF: Final = "workbench.rerun.of"
+"""On the run span of a re-run: the original run's id (its step and snapshot follow)."""
+RERUN_STEP: Final = "workbench.rerun.step"
+RERUN_SNAPSHOT_ID: Final = "workbench.rerun.snapshot.id"
+LINK_REASON: Final = "workbench.link.reason"
+"""On a span link: ``resume`` (the paused execution) or ``origin`` (the run a re-run forked)."""
+USAGE_PREFIX: Final = "workbench.usage."
+USAGE_TOTAL_INPUT: Final = "workbench.usage.input_tokens"
+USAGE_TOTAL_OUTPUT: Final = "workbench.usage.output_tokens"
+USAGE_TOTAL_TOKENS: Final = "workbench.usage.total_tokens"
+USAGE_TOTAL_REQUESTS: Final = "workbench.usage.requests"
+USAGE_TOTAL_COST: Final = "workbench.usage.cost_usd"
+STEP_STATUS: Final = "workbench.step.status"
+STEP_STOP_REASON: Final = "workbench.step.stop_reason"
+STEP_INPUT_TOKENS: Final = "workbench.step.input_tokens"
+STEP_OUTPUT_TOKENS: Final = "workbench.step.output_tokens"
+STEP_TOOL_CALLS: Final = "workbench.step.tool_calls"
+STEP_MESSAGE_COUNT: Final = "workbench.step.message_count"
+STEP_RESUMED: Final = "workbench.step.resumed"
+"""True on the step span of a resumed execution: the step began in the paused one."""
+BUDGET_STEPS_LEFT: Final = "workbench.budget.steps_left"
+BUDGET_TOKENS_LEFT: Final = "workbench.budget.tokens_left"
+BUDGET_SECONDS_LEFT: Final = "workbench.budget.seconds_left"
+TIMING_PREFIX: Final = "workbench.timing."
+TIMING_PREPARE: Final = "workbench.timing.prepare"
+TIMING_INFERENCE: Final = "workbench.timing.inference"
+TIMING_TOOLS: Final = "workbench.timing.tools"
+TIMING_HOOKS: Final = "workbench.timing.hooks"
+TIMING_CONTINUATION: Final = "workbench.timing.continuation"
+TIMING_TELEMETRY: Final = "workbench.timing.telemetry"
+TIMING_TTFT: Final = "workbench.timing.time_to_first_token"
+TOOL_STATUS: Final = "workbench.tool.status"
+"""``ok``, ``error``, ``retry``, ``denied``, ``pending`` or ``dropped`` (`ToolOutcome.status`)."""
+HOOK_EVENT: Final = "workbench.hook.event"
+HOOK_NAME: Final = "workbench.hook.name"
+HOOK_ERROR: Final = "workbench.hook.error"
+
+# -- span events --------------------------------------------------------------------------------
+
+EVENT_EXCEPTION: Final = "exception"
+EXCEPTION_TYPE: Final = "exception.type"
+EXCEPTION_MESSAGE: Final = "exception.message"
+EVENT_FIRST_TOKEN: Final = "workbench.first_token"
+EVENT_TOOL_PENDING: Final = "workbench.tool.pending"
+EVENT_PAUSED: Final = "workbench.run.paused"
+EVENT_STOPPED: Final = "workbench.run.stopped"
+EVENT_HOOK_ERROR: Final = "workbench.hook.error"
+
+# -- error.type values for failures that are not Python exceptions ------------------------------
+
+ERROR_TOOL: Final = "tool_error"
+ERROR_TOOL_RETRY: Final = "tool_retry"
+ERROR_TOOL_DENIED: Final = "tool_denied"
+ERROR_HOOK: Final = "hook_error"
+
+SCOPE: Final = "workbench"
+"""The instrumentation scope of every span the workbench makes."""
