@@ -1,0 +1,154 @@
+"""Run data for the views: whatever the user has, turned into step records, a table and spans.
+
+`run_view_data` accepts a result, a stepped run, the results of a paused and resumed run, a run
+loaded from a `RunStore`, step records, or a `Telemetry`; `trace_figures` builds the figures from
+what it returns. No widgets here: the report uses this module too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from workbench.agent import RunResult
+from workbench.notebook.spans import spans_from_steps, waterfall_figure
+from workbench.notebook.tables import step_table, timing_figure, tokens_figure
+from workbench.records import StepRecord
+
+__all__ = [
+    "RunViewData",
+    "SpanSource",
+    "StepSource",
+    "as_result",
+    "combine_results",
+    "run_view_data",
+    "trace_figures",
+]
+
+
+@runtime_checkable
+class StepSource(Protocol):
+    """Anything with step records: `RunResult`, `AgentRun`, a run from `RunStore.load`."""
+
+    @property
+    def steps(self) -> Sequence[StepRecord]:
+        """The step records, in order."""
+        ...
+
+
+@runtime_checkable
+class SpanSource(Protocol):
+    """Anything that gives a span table: `workbench.Telemetry`."""
+
+    def spans_df(self) -> pd.DataFrame:
+        """One row per span."""
+        ...
+
+    def steps_df(self) -> pd.DataFrame:
+        """One row per step span, with ``*_ms`` timing and token columns."""
+        ...
+
+
+Source: TypeAlias = StepSource | SpanSource | Sequence[StepSource] | Sequence[StepRecord]
+Spans: TypeAlias = pd.DataFrame | Iterable[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class RunViewData:
+    """What the views draw: a step table, the step records if known, and spans."""
+
+    table: pd.DataFrame
+    steps: tuple[StepRecord, ...]
+    spans: Spans
+    synthesized: bool
+    """True when the spans were rebuilt from step records (the run had no telemetry)."""
+
+
+def _collect_steps(source: Source) -> tuple[StepRecord, ...]:
+    if isinstance(source, StepSource):
+        return tuple(source.steps)
+    items: list[object] = list(source)  # type: ignore[arg-type]
+    records = [item for item in items if isinstance(item, StepRecord)]
+    runs = [item for item in items if isinstance(item, StepSource)]
+    if len(records) == len(items):
+        return tuple(records)
+    if len(runs) == len(items):
+        return tuple(step for run in runs for step in run.steps)
+    raise TypeError(
+        "TraceView needs a run result, an AgentRun, a list of results, step records or a "
+        f"Telemetry; got {type(source).__name__}"
+    )
+
+
+def _run_spans(telemetry: SpanSource, run_ids: set[str]) -> pd.DataFrame:
+    frame = telemetry.spans_df()
+    if "run_id" in frame.columns and run_ids:
+        frame = frame[frame["run_id"].isin(run_ids)]
+    return frame
+
+
+def run_view_data(
+    source: Source, *, telemetry: SpanSource | None = None, spans: Spans | None = None
+) -> RunViewData:
+    """Plain run data for the views.
+
+    Spans come from ``spans`` if given, else from ``telemetry`` (only this run's), else from a
+    `Telemetry` passed as the source; a run without any gets spans rebuilt from its step records.
+    """
+    if isinstance(source, SpanSource) and not isinstance(source, StepSource):
+        return RunViewData(
+            source.steps_df(), (), spans if spans is not None else source.spans_df(), False
+        )
+    steps = _collect_steps(source)
+    if spans is None and telemetry is not None:
+        spans = _run_spans(telemetry, {s.run_id for s in steps})
+    synthesized = spans is None or (isinstance(spans, pd.DataFrame) and spans.empty)
+    if synthesized:
+        spans = spans_from_steps(steps)
+    assert spans is not None
+    return RunViewData(step_table(steps), steps, spans, synthesized)
+
+
+def trace_figures(data: RunViewData) -> dict[str, go.Figure]:
+    """The waterfall, the timing breakdown and the tokens per step, by name."""
+    per_step = data.steps if data.steps else data.table
+    note = " (rebuilt from step timings)" if data.synthesized else ""
+    return {
+        "waterfall": waterfall_figure(data.spans, title=f"Spans{note}"),
+        "timing": timing_figure(per_step),
+        "tokens": tokens_figure(per_step),
+    }
+
+
+def combine_results(results: Sequence[RunResult]) -> RunResult:
+    """One result for a run made of several executions (paused, then resumed)."""
+    if not results:
+        raise ValueError("no results to combine")
+    return RunResult(
+        state=results[-1].state,
+        steps=tuple(s for r in results for s in r.steps),
+        snapshots=tuple(s for r in results for s in r.snapshots),
+    )
+
+
+@runtime_checkable
+class ResultSource(Protocol):
+    """Anything that has a `RunResult` so far: `AgentRun`, the `Stepper`."""
+
+    @property
+    def result(self) -> RunResult:
+        """The result so far."""
+        ...
+
+
+def as_result(source: RunResult | ResultSource | Sequence[RunResult]) -> RunResult:
+    """One `RunResult` for a result, a stepped run, or the results of each execution."""
+    if isinstance(source, RunResult):
+        return source
+    if isinstance(source, ResultSource):
+        return source.result
+    return combine_results(list(source))

@@ -1,0 +1,320 @@
+"""HTML for messages, steps, diffs and run status (the Stepper, the report, the re-run panel).
+
+Every function returns a self-contained HTML fragment (inline styles, no scripts), so the same
+output works in an ipywidgets ``HTML``, a notebook cell and the standalone report. All text from
+the run is escaped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Sequence
+from html import escape
+
+from workbench.conditions import Budget
+from workbench.messages import Message, RetryPrompt, TextPart, ToolCall, ToolResult
+from workbench.records import StepRecord, ToolOutcome
+from workbench.state import AgentState, PendingCall, Phase
+
+__all__ = [
+    "ROLE_COLOURS",
+    "calls_html",
+    "message_html",
+    "message_lines",
+    "messages_diff_html",
+    "messages_html",
+    "outcomes_html",
+    "pending_html",
+    "status_html",
+    "step_html",
+]
+
+ROLE_COLOURS: dict[str, tuple[str, str]] = {
+    "system": ("#f1f2f6", "#747d8c"),
+    "user": ("#e3f2fd", "#1e88e5"),
+    "assistant": ("#e8f5e9", "#43a047"),
+    "tool": ("#fff3e0", "#fb8c00"),
+}
+"""Background and border colour of each role's messages."""
+
+_STATUS_COLOURS = {
+    "ok": "#2e7d32",
+    "error": "#c62828",
+    "retry": "#f9a825",
+    "denied": "#c62828",
+    "pending": "#6a1b9a",
+    "dropped": "#757575",
+}
+_PRE = (
+    "margin:2px 0;white-space:pre-wrap;word-break:break-word;max-height:16em;overflow:auto;"
+    "font-family:ui-monospace,monospace;font-size:12px"
+)
+_BOX = (
+    "border-left:4px solid {border};background:{bg};padding:4px 8px;margin:4px 0;border-radius:3px"
+)
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _badge(text: str, colour: str) -> str:
+    return (
+        f'<span style="background:{colour};color:white;border-radius:3px;padding:0 5px;'
+        f'font-size:11px;margin-right:4px">{escape(text)}</span>'
+    )
+
+
+def _part_html(part: TextPart | ToolCall | ToolResult | RetryPrompt) -> str:
+    if isinstance(part, TextPart):
+        return f'<pre style="{_PRE}">{escape(part.text)}</pre>'
+    if isinstance(part, ToolCall):
+        args = (
+            part.invalid_arguments if part.invalid_arguments is not None else _json(part.arguments)
+        )
+        bad = _badge("invalid JSON", "#c62828") if part.invalid_arguments is not None else ""
+        return (
+            f'<div class="wb-tool-call">{_badge("call", "#43a047")}{bad}<b>{escape(part.name)}</b>'
+            f'<code style="font-size:11px;color:#666"> {escape(part.call_id)}</code>'
+            f'<pre style="{_PRE}">{escape(args)}</pre></div>'
+        )
+    if isinstance(part, ToolResult):
+        badge = _badge("error", "#c62828") if part.is_error else _badge("result", "#fb8c00")
+        return (
+            f'<div class="wb-tool-result">{badge}<b>{escape(part.name)}</b>'
+            f'<code style="font-size:11px;color:#666"> {escape(part.call_id)}</code>'
+            f'<pre style="{_PRE}">{escape(part.content)}</pre></div>'
+        )
+    about = f" <b>{escape(part.name)}</b>" if part.name else ""
+    return (
+        f'<div class="wb-retry">{_badge("retry", "#f9a825")}{about}'
+        f'<pre style="{_PRE}">{escape(part.content)}</pre></div>'
+    )
+
+
+def message_html(message: Message) -> str:
+    """One message as a role-coloured box: text, tool calls with arguments, results, retries."""
+    bg, border = ROLE_COLOURS.get(message.role, ("#ffffff", "#999999"))
+    is_retry = any(isinstance(p, RetryPrompt) for p in message.parts)
+    if is_retry:
+        bg, border = "#fffde7", "#f9a825"
+    where = f" · step {message.step}" if message.step is not None else ""
+    parts = "".join(_part_html(p) for p in message.parts)
+    return (
+        f'<div class="wb-msg wb-role-{message.role}" style="{_BOX.format(bg=bg, border=border)}">'
+        f'<div style="font-size:11px;color:{border};font-weight:600">{message.role}{where}</div>'
+        f"{parts}</div>"
+    )
+
+
+def messages_html(messages: Sequence[Message], *, empty: str = "no messages") -> str:
+    """Messages in order, each by `message_html`."""
+    if not messages:
+        return f'<div style="color:#888;font-style:italic">{escape(empty)}</div>'
+    return "".join(message_html(m) for m in messages)
+
+
+def outcomes_html(outcomes: Sequence[ToolOutcome]) -> str:
+    """A table of the step's tool calls: tool, arguments, status, what the model got, duration."""
+    if not outcomes:
+        return ""
+    rows = "".join(
+        f"<tr><td><b>{escape(o.name)}</b></td>"
+        f'<td><code style="font-size:11px">{escape(_json(o.arguments))}</code></td>'
+        f"<td>{_badge(o.status, _STATUS_COLOURS.get(o.status, '#555'))}</td>"
+        f'<td><pre style="{_PRE}">{escape(o.content)}</pre></td>'
+        f"<td style='text-align:right'>{o.duration * 1e3:.2f} ms</td></tr>"
+        for o in outcomes
+    )
+    return (
+        '<table class="wb-outcomes" style="border-collapse:collapse;font-size:12px;width:100%">'
+        "<tr style='text-align:left'><th>tool</th><th>arguments</th><th>status</th>"
+        f"<th>result</th><th>time</th></tr>{rows}</table>"
+    )
+
+
+def calls_html(calls: Sequence[ToolCall]) -> str:
+    """The tool calls the next TOOLS phase will run (they can still be edited or dropped)."""
+    if not calls:
+        return ""
+    items = "".join(
+        f"<li><b>{escape(c.name)}</b> <code>{escape(_json(c.arguments))}</code> "
+        f'<code style="color:#666;font-size:11px">{escape(c.call_id)}</code></li>'
+        for c in calls
+    )
+    return (
+        '<div class="wb-next-calls"><b>The next phase runs these calls</b> '
+        "(<code>run.edit_call</code> / <code>run.drop_call</code> can change them first):"
+        f"<ul>{items}</ul></div>"
+    )
+
+
+def message_lines(message: Message) -> list[str]:
+    """A message as plain text lines, one per part: the unit of the step diffs."""
+    lines = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            lines.append(f"[{message.role}] {part.text}")
+        elif isinstance(part, ToolCall):
+            args = part.invalid_arguments or _json(part.arguments)
+            lines.append(f"[{message.role}] call {part.name}({args}) #{part.call_id}")
+        elif isinstance(part, ToolResult):
+            flag = " (error)" if part.is_error else ""
+            lines.append(f"[{message.role}] result{flag} #{part.call_id}: {part.content}")
+        else:
+            lines.append(f"[{message.role}] retry {part.name}: {part.content}")
+    return lines
+
+
+def messages_diff_html(
+    before: Sequence[Message], after: Sequence[Message], *, context: int = 1
+) -> str:
+    """What changed between two message lists, line by line.
+
+    Added lines are green, removed ones red; long unchanged stretches are folded to a count.
+    """
+    old = [line for m in before for line in message_lines(m)]
+    new = [line for m in after for line in message_lines(m)]
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    out: list[str] = []
+    for group in matcher.get_grouped_opcodes(context):
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out.extend(_diff_line(" ", line, "#666", "transparent") for line in old[i1:i2])
+                continue
+            out.extend(_diff_line("-", line, "#b71c1c", "#ffebee") for line in old[i1:i2])
+            out.extend(_diff_line("+", line, "#1b5e20", "#e8f5e9") for line in new[j1:j2])
+    if not out:
+        return '<div class="wb-diff" style="color:#888;font-style:italic">no change</div>'
+    unchanged = sum(i2 - i1 for tag, i1, i2, _, _ in matcher.get_opcodes() if tag == "equal")
+    note = f'<div style="color:#888;font-size:11px">{unchanged} unchanged lines</div>'
+    return f'<div class="wb-diff">{note}{"".join(out)}</div>'
+
+
+def _diff_line(sign: str, text: str, colour: str, bg: str) -> str:
+    if len(text) > 400:
+        text = text[:400] + f"… ({len(text):,} characters)"
+    return (
+        f'<div style="font-family:ui-monospace,monospace;font-size:12px;white-space:pre-wrap;'
+        f'color:{colour};background:{bg}">{sign} {escape(text)}</div>'
+    )
+
+
+def _previous_model_step(step: StepRecord, steps: Sequence[StepRecord]) -> StepRecord | None:
+    """The last record before ``step`` that made a model call (None if there is none)."""
+    previous = None
+    for candidate in steps:
+        if candidate is step:
+            return previous
+        if candidate.messages_in:
+            previous = candidate
+    return None
+
+
+def step_html(step: StepRecord, steps: Sequence[StepRecord] = ()) -> str:
+    """One step: header, what it added, its tool calls, hooks, and a diff of the model's input.
+
+    The diff is against the previous record that made a model call (``steps`` gives the run's
+    records, in order), so it shows exactly what changed in what the model saw.
+    """
+    t = step.timing
+    stop = f" · stop: {step.stop_reason.value}" if step.stop_reason is not None else ""
+    head = (
+        f'<div class="wb-step-head" style="font-weight:600">Step {step.index} · '
+        f"{step.status.value}{stop} · {t.total * 1e3:.2f} ms · "
+        f"{step.usage.input_tokens} in / {step.usage.output_tokens} out tokens</div>"
+    )
+    sections = [head, "<h4 style='margin:6px 0 2px'>What this step added</h4>"]
+    sections.append(messages_html(step.new_messages, empty="nothing (the run stopped)"))
+    if step.tool_outcomes:
+        sections += [
+            "<h4 style='margin:6px 0 2px'>Tool calls</h4>",
+            outcomes_html(step.tool_outcomes),
+        ]
+    sections.append(_hooks_html(step))
+    if step.messages_in:
+        previous = _previous_model_step(step, steps)
+        title = (
+            f"What the model saw, against step {previous.index}"
+            if previous is not None
+            else "What the model saw"
+        )
+        diff = messages_diff_html(previous.messages_in if previous else (), step.messages_in)
+        sections += [f"<h4 style='margin:6px 0 2px'>{title}</h4>", diff]
+    else:
+        sections.append(
+            "<div style='color:#888'>No model call in this part of the step (it resumed after "
+            "a pause).</div>"
+        )
+    return f'<div class="wb-step">{"".join(sections)}</div>'
+
+
+def _hooks_html(step: StepRecord) -> str:
+    items = [
+        f"<li>{escape(h.event)} · {escape(h.hook)} · {h.duration * 1e3:.2f} ms</li>"
+        for h in step.timing.per_hook
+    ]
+    items += [f"<li>{_badge('hook', '#00897b')}{escape(m)}</li>" for m in step.hook_messages]
+    items += [
+        f"<li style='color:#c62828'>{_badge('hook error', '#c62828')}{escape(e)}</li>"
+        for e in step.hook_errors
+    ]
+    if not items:
+        return ""
+    return f"<h4 style='margin:6px 0 2px'>Hooks</h4><ul class='wb-hooks'>{''.join(items)}</ul>"
+
+
+def pending_html(pending: Sequence[PendingCall]) -> str:
+    """The calls a paused run waits on: tool, arguments and why."""
+    if not pending:
+        return ""
+    items = "".join(
+        f"<li>{_badge(p.kind, '#6a1b9a')}<b>{escape(p.tool)}</b> "
+        f"<code>{escape(_json(p.arguments))}</code> · {escape(p.reason)}</li>"
+        for p in pending
+    )
+    return f'<ul class="wb-pending">{items}</ul>'
+
+
+def _budget_text(budget: Budget | None) -> str:
+    if budget is None:
+        return "budget: not started"
+    left = []
+    if budget.steps_left is not None:
+        left.append(f"{budget.steps_left} steps")
+    if budget.tokens_left is not None:
+        left.append(f"{budget.tokens_left:,} tokens")
+    if budget.seconds_left is not None:
+        left.append(f"{budget.seconds_left:.1f} s")
+    if budget.cost_left is not None:
+        left.append(f"${budget.cost_left:.4f}")
+    return "budget left: " + (", ".join(left) if left else "unlimited")
+
+
+def status_html(
+    state: AgentState, next_phase: Phase | None, budget: Budget | None, *, note: str = ""
+) -> str:
+    """The Stepper's status line: status, stop reason, step, next phase, budget left, errors."""
+    colour = {
+        "completed": "#2e7d32",
+        "failed": "#c62828",
+        "aborted": "#757575",
+        "paused": "#6a1b9a",
+    }.get(state.status.value, "#1565c0")
+    parts = [
+        _badge(state.status.value, colour),
+        f"step <b>{state.step}</b>",
+        f"next phase <b>{next_phase.value if next_phase else '—'}</b>",
+        f"stop reason <b>{state.stop_reason.value if state.stop_reason else '—'}</b>",
+        escape(_budget_text(budget)),
+        f"tokens {state.usage.total_tokens:,}",
+    ]
+    error = ""
+    if state.error is not None:
+        error = (
+            f'<div class="wb-error" style="color:#c62828">{escape(state.error.type)}: '
+            f"{escape(state.error.message)}</div>"
+        )
+    extra = f'<div style="color:#555">{escape(note)}</div>' if note else ""
+    return f'<div class="wb-status">{" · ".join(parts)}{error}{extra}</div>'

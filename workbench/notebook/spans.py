@@ -1,0 +1,387 @@
+"""Spans for the views: normalise a span table, synthesise spans from steps, draw the waterfall.
+
+The views take spans as a pandas DataFrame or a list of dicts, with the columns a span naturally
+has (``span_id``, ``parent_id``, ``name``, ``start``, ``end``, ``kind``, ``attributes``; common
+aliases such as ``id``, ``parent``, ``start_time`` are accepted). They never import the telemetry
+module, so they draw spans from `Telemetry.spans_df`, from a file, or from `spans_from_steps` for a
+run that had no telemetry at all: its step records carry the timing breakdown, which is enough for
+an approximate waterfall.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from workbench.records import StepRecord
+
+__all__ = [
+    "CATEGORY_COLOURS",
+    "SPAN_VIEW_COLUMNS",
+    "hook_phase",
+    "normalize_spans",
+    "span_category",
+    "spans_from_steps",
+    "waterfall_figure",
+]
+
+SPAN_VIEW_COLUMNS = (
+    "span_id",
+    "parent_id",
+    "name",
+    "category",
+    "start",
+    "end",
+    "duration",
+    "attributes",
+)
+"""Columns of `normalize_spans`: times in seconds from the earliest span's start."""
+
+CATEGORY_COLOURS: dict[str, str] = {
+    "agent": "#6c5ce7",
+    "step": "#a4b0be",
+    "phase": "#dfe4ea",
+    "model": "#0984e3",
+    "tool": "#e17055",
+    "hook": "#00b894",
+    "other": "#636e72",
+}
+"""Waterfall colour of each span category (the legend names them)."""
+
+_PREFIX_CATEGORY = {
+    "invoke_agent": "agent",
+    "workbench.step": "step",
+    "workbench.prepare": "phase",
+    "workbench.continuation": "phase",
+    "chat": "model",
+    "execute_tool": "tool",
+    "workbench.hook": "hook",
+}
+_ALIASES = {
+    "span_id": ("span_id", "id", "spanID", "context.span_id"),
+    "parent_id": ("parent_id", "parent", "parent_span_id", "parentSpanId"),
+    "name": ("name", "operation", "operationName"),
+    "start": ("start", "start_time", "start_ns", "startTime"),
+    "end": ("end", "end_time", "end_ns", "endTime"),
+    "duration": ("duration", "duration_s"),
+    "kind": ("kind", "span_kind"),
+    "attributes": ("attributes", "attrs", "tags"),
+}
+_NS_THRESHOLD = 1e14
+"""Times above this are nanoseconds (1e14 seconds is three million years)."""
+_HOVER_ATTRIBUTES = 14
+_HOVER_VALUE_CHARS = 90
+
+
+def span_category(name: str) -> str:
+    """The view category of a span, from its name: agent, step, phase, model, tool, hook, other.
+
+    >>> span_category("execute_tool add"), span_category("chat gpt-4o")
+    ('tool', 'model')
+    """
+    return _PREFIX_CATEGORY.get(name.split(" ", 1)[0], "other")
+
+
+def normalize_spans(spans: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Spans as a DataFrame with `SPAN_VIEW_COLUMNS`, sorted by start.
+
+    Times become seconds from the earliest start, whatever they were (seconds, nanoseconds or
+    timestamps). A span without an end gets its ``duration`` added to its start; a span without
+    an id gets its row number.
+    """
+    frame = spans.copy() if isinstance(spans, pd.DataFrame) else pd.DataFrame(list(spans))
+    frame = frame.rename(columns=_alias_map(frame.columns))
+    if frame.empty:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in SPAN_VIEW_COLUMNS})
+    n = len(frame)
+    out = pd.DataFrame(index=range(n))
+    out["span_id"] = _column(frame, "span_id", pd.Series(range(n))).astype(str).to_numpy()
+    parent = _column(frame, "parent_id", pd.Series([None] * n))
+    out["parent_id"] = pd.Series([None if _missing(p) else str(p) for p in parent], dtype=object)
+    out["name"] = _column(frame, "name", pd.Series(["span"] * n)).astype(str).to_numpy()
+    out["category"] = [span_category(name) for name in out["name"]]
+    start, end = _relative_times(frame, n)
+    out["start"] = start
+    out["end"] = np.maximum(end, start)
+    out["duration"] = out["end"] - out["start"]
+    attributes = _column(frame, "attributes", pd.Series([None] * n))
+    out["attributes"] = [dict(a) if isinstance(a, Mapping) else {} for a in attributes]
+    return out.sort_values("start", kind="stable").reset_index(drop=True)
+
+
+def _alias_map(columns: Iterable[str]) -> dict[str, str]:
+    present = set(columns)
+    renames: dict[str, str] = {}
+    for canonical, aliases in _ALIASES.items():
+        if canonical in present:
+            continue
+        found = next((a for a in aliases if a in present), None)
+        if found is not None:
+            renames[found] = canonical
+    return renames
+
+
+def _column(frame: pd.DataFrame, name: str, default: pd.Series) -> pd.Series:
+    return frame[name].reset_index(drop=True) if name in frame.columns else default
+
+
+def _missing(value: object) -> bool:
+    return value is None or value == "" or (isinstance(value, float) and np.isnan(value))
+
+
+def _relative_times(frame: pd.DataFrame, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end in seconds from the earliest start.
+
+    Timestamps and integer nanoseconds are subtracted as integers first: as floats, times since
+    1970 in nanoseconds would lose everything under a quarter of a microsecond.
+    """
+    start_raw = _column(frame, "start", pd.Series(np.zeros(n)))
+    end_raw = frame["end"].reset_index(drop=True) if "end" in frame.columns else None
+    start_ns = _nanoseconds(start_raw)
+    end_ns = _nanoseconds(end_raw) if end_raw is not None else None
+    if start_ns is not None and (end_raw is None or end_ns is not None):
+        origin = start_ns.min()
+        start = (start_ns - origin) / 1e9
+        end = (end_ns - origin) / 1e9 if end_ns is not None else None
+    else:
+        seconds = pd.to_numeric(start_raw, errors="coerce").astype(float).to_numpy()
+        origin = np.nanmin(seconds)
+        start = seconds - origin
+        end = None
+        if end_raw is not None:
+            end = pd.to_numeric(end_raw, errors="coerce").astype(float).to_numpy() - origin
+    if end is None:
+        end = start + _column(frame, "duration", pd.Series(np.zeros(n))).astype(float).to_numpy()
+    return start, end
+
+
+def _nanoseconds(values: pd.Series) -> np.ndarray | None:
+    """Times as int64 nanoseconds if they are timestamps or integer nanoseconds, else None."""
+    if pd.api.types.is_datetime64_any_dtype(values):
+        result: np.ndarray = values.dt.as_unit("ns").astype("int64").to_numpy()
+        return result
+    if pd.api.types.is_integer_dtype(values) and values.abs().max() > _NS_THRESHOLD:
+        integers: np.ndarray = values.to_numpy(dtype=np.int64)
+        return integers
+    return None
+
+
+def spans_from_steps(steps: Sequence[StepRecord]) -> list[dict[str, Any]]:
+    """Approximate spans rebuilt from step records, for runs that had no telemetry.
+
+    Each execution gets an agent span, each step record a step span and, laid end to end as the
+    loop ran them, its prepare, model, tools and continuation parts. Tool calls all start where
+    the TOOLS phase starts (they may have run in parallel) and hooks are placed in the phase
+    their event belongs to; every synthesised span says so in its ``workbench.synthesized``
+    attribute.
+    """
+    spans: list[dict[str, Any]] = []
+    agent: dict[str, Any] = {}
+    for position, step in enumerate(steps):
+        if step.execution_id != agent.get("attributes", {}).get("workbench.execution.id"):
+            attrs = {"workbench.execution.id": step.execution_id}
+            agent = _span(f"agent-{position}", None, "invoke_agent", step.started_at, 0.0, attrs)
+            spans.append(agent)
+        step_spans = _step_spans(step, f"step-{position}", agent["span_id"])
+        agent["end"] = max(agent["end"], *(s["end"] for s in step_spans))
+        spans.extend(step_spans)
+    return spans
+
+
+def _step_spans(step: StepRecord, step_id: str, parent: str) -> list[dict[str, Any]]:
+    t = step.timing
+    start = step.started_at
+    attrs = {"workbench.step.index": step.index, "workbench.step.status": step.status.value}
+    out = [_span(step_id, parent, f"workbench.step {step.index}", start, t.total, attrs)]
+    cursor = start
+    model = step.response.model_name if step.response is not None else ""
+    usage = {
+        "gen_ai.usage.input_tokens": step.usage.input_tokens,
+        "gen_ai.usage.output_tokens": step.usage.output_tokens,
+    }
+    parts = [
+        ("workbench.prepare", t.prepare, {}),
+        (f"chat {model}".strip(), t.inference, usage if step.response is not None else None),
+    ]
+    for name, seconds, extra in parts:
+        if seconds > 0 and extra is not None:
+            out.append(_span(f"{step_id}-{name}", step_id, name, cursor, seconds, dict(extra)))
+        cursor += seconds
+    outcomes = {o.call_id: o for o in step.tool_outcomes}
+    for call_id, tool_name, seconds in t.per_tool:
+        status = outcomes[call_id].status if call_id in outcomes else ""
+        tool_attrs = {"gen_ai.tool.call.id": call_id, "workbench.tool.status": status}
+        out.append(
+            _span(
+                f"{step_id}-{call_id}",
+                step_id,
+                f"execute_tool {tool_name}",
+                cursor,
+                seconds,
+                tool_attrs,
+            )
+        )
+    end = start + t.total
+    hook_start = {"prepare": start, "tools": cursor, "continuation": cursor + t.tools}
+    for i, hook in enumerate(t.per_hook):
+        phase = hook_phase(hook.event)
+        at = hook_start.get(phase, end if hook.event == "SessionEnd" else start - hook.duration)
+        name = f"workbench.hook {hook.event}"
+        out.append(
+            _span(
+                f"{step_id}-hook{i}",
+                step_id,
+                name,
+                at,
+                hook.duration,
+                {"workbench.hook.name": hook.hook},
+            )
+        )
+    cursor += t.tools
+    if t.continuation > 0:
+        name = "workbench.continuation"
+        out.append(_span(f"{step_id}-cont", step_id, name, cursor, t.continuation, {}))
+    return out
+
+
+_HOOK_PHASES = {
+    "PreToolUse": "tools",
+    "PostToolUse": "tools",
+    "PostToolUseFailure": "tools",
+    "Notification": "tools",
+    "SubagentStart": "tools",
+    "SubagentStop": "tools",
+    "Stop": "continuation",
+    "PreCompact": "prepare",
+}
+
+
+def hook_phase(event: str) -> str:
+    """The phase whose time includes a hook event's: prepare, tools, continuation or outside.
+
+    SessionStart, UserPromptSubmit and SessionEnd run between phases ("outside").
+
+    >>> hook_phase("PreToolUse"), hook_phase("SessionEnd")
+    ('tools', 'outside')
+    """
+    return _HOOK_PHASES.get(event, "outside")
+
+
+def _span(
+    span_id: str,
+    parent: str | None,
+    name: str,
+    start: float,
+    duration: float,
+    attributes: dict[str, Any],
+) -> dict[str, Any]:
+    attributes["workbench.synthesized"] = True
+    return {
+        "span_id": span_id,
+        "parent_id": parent,
+        "name": name,
+        "start": start,
+        "end": start + duration,
+        "attributes": attributes,
+    }
+
+
+def _tree_order(frame: pd.DataFrame) -> tuple[list[int], list[int]]:
+    """Row positions in depth-first order (children by start time) and each row's depth."""
+    ids = frame["span_id"].tolist()
+    known = set(ids)
+    children: dict[str | None, list[int]] = {}
+    for row, parent in enumerate(frame["parent_id"].tolist()):
+        key = parent if parent in known else None
+        children.setdefault(key, []).append(row)
+    order: list[int] = []
+    depths: list[int] = []
+    stack = [(row, 0) for row in reversed(children.get(None, []))]
+    while stack:
+        row, depth = stack.pop()
+        order.append(row)
+        depths.append(depth)
+        stack.extend((child, depth + 1) for child in reversed(children.get(ids[row], [])))
+    return order, depths
+
+
+def _hover(name: str, category: str, start: float, duration: float, attrs: dict[str, Any]) -> str:
+    lines = [f"<b>{name}</b> ({category})", f"start {start * 1e3:.2f} ms, {duration * 1e3:.3f} ms"]
+    for key, value in list(attrs.items())[:_HOVER_ATTRIBUTES]:
+        text = str(value)
+        if len(text) > _HOVER_VALUE_CHARS:
+            text = text[:_HOVER_VALUE_CHARS] + "…"
+        lines.append(f"{key} = {text}")
+    if len(attrs) > _HOVER_ATTRIBUTES:
+        lines.append(f"… {len(attrs) - _HOVER_ATTRIBUTES} more attributes")
+    return "<br>".join(lines)
+
+
+def waterfall_figure(
+    spans: pd.DataFrame | Iterable[Mapping[str, Any]],
+    *,
+    title: str = "Spans",
+    max_labels: int = 300,
+) -> go.Figure:
+    """A nested waterfall of spans, coloured by category, attributes on hover.
+
+    One bar per span, children under their parent (a label's dots say how deep it is); the
+    categories are agent, step, phase, model, tool and hook.
+
+    Rows are labelled with indented span names while there are at most ``max_labels`` of them;
+    a bigger trace keeps its bars and hovers but drops the labels, which would be unreadable.
+    """
+    frame = normalize_spans(spans)
+    order, depths = _tree_order(frame)
+    frame = frame.iloc[order].reset_index(drop=True)
+    frame["row"] = np.arange(len(frame))
+    frame["depth"] = depths
+    fig = go.Figure()
+    for category, colour in CATEGORY_COLOURS.items():
+        part = frame[frame["category"] == category]
+        if part.empty:
+            continue
+        hover = [
+            _hover(n, category, s, d, a)
+            for n, s, d, a in zip(
+                part["name"], part["start"], part["duration"], part["attributes"], strict=True
+            )
+        ]
+        fig.add_trace(
+            go.Bar(
+                name=category,
+                orientation="h",
+                y=part["row"].to_numpy(),
+                x=part["duration"].to_numpy() * 1e3,
+                base=part["start"].to_numpy() * 1e3,
+                width=0.75,
+                marker={"color": colour, "line": {"width": 0}},
+                hovertext=hover,
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
+    labelled = len(frame) <= max_labels
+    labels = ["·" * d + " " + n for d, n in zip(frame["depth"], frame["name"], strict=True)]
+    fig.update_layout(
+        title=title,
+        barmode="overlay",
+        bargap=0.25,
+        height=min(max(260, 22 * len(frame) + 120), 1400),
+        xaxis={"title": "ms since the first span", "zeroline": False},
+        yaxis={
+            "range": [len(frame) - 0.5, -0.5],  # first span on top
+            "tickmode": "array" if labelled else "auto",
+            "tickvals": frame["row"].tolist() if labelled else None,
+            "ticktext": labels if labelled else None,
+            "showticklabels": labelled,
+            "title": None if labelled else f"{len(frame):,} spans",
+        },
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        template="plotly_white",
+    )
+    return fig

@@ -1,0 +1,262 @@
+"""`Stepper`: drive an agent run from buttons, phase by phase, like a debugger.
+
+The widget keeps one `AgentRun` and a few child widgets; everything it shows is built by the plain
+functions of `workbench.notebook.html`, `.spans` and `.tables`. Button callbacks schedule the run's
+async methods on the kernel's event loop (`_output.schedule`), so a slow model call leaves the
+kernel and the page responsive, and streamed tokens appear in the widget as they arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from html import escape
+from typing import Literal
+
+import ipywidgets as widgets
+
+from workbench.agent import Agent, AgentRun, RunResult
+from workbench.messages import Message
+from workbench.models.base import ModelSettings
+from workbench.notebook._output import figure_output, schedule, show
+from workbench.notebook.html import (
+    calls_html,
+    messages_html,
+    pending_html,
+    status_html,
+    step_html,
+)
+from workbench.notebook.spans import spans_from_steps, waterfall_figure
+from workbench.notebook.tables import step_labels
+from workbench.records import PhaseEvent
+from workbench.state import PendingCall, Phase
+
+__all__ = ["ApprovalRow", "Stepper"]
+
+Action = Literal["phase", "step", "end"]
+LIVE = -1
+"""The step picker's value for the step under way."""
+
+
+class ApprovalRow(widgets.HBox):  # type: ignore[misc]  # ipywidgets is untyped
+    """One pending tool call: what it is, a reason box, Approve and Deny buttons."""
+
+    def __init__(self, pending: PendingCall, decide: Callable[[str, bool | str], None]) -> None:
+        self.pending = pending
+        self.label = widgets.HTML(pending_html([pending]))
+        self.reason = widgets.Text(placeholder="reason (sent to the model if denied)")
+        self.approve_button = widgets.Button(description="Approve", button_style="success")
+        self.deny_button = widgets.Button(description="Deny", button_style="danger")
+        self.approve_button.on_click(lambda _: decide(pending.call_id, True))
+        self.deny_button.on_click(
+            lambda _: decide(pending.call_id, self.reason.value.strip() or False)
+        )
+        super().__init__([self.label, self.reason, self.approve_button, self.deny_button])
+
+
+class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+    """Step an agent's run with buttons: next phase, next step, run to end, stop.
+
+    Shows the status, stop reason, step and budget left; approve/deny rows for calls waiting on
+    approval; the messages of the selected step (role-coloured, with tool calls, results, retry
+    prompts, hook errors) and a diff of what the model saw against the previous step; tokens as
+    they stream; and a live waterfall of the run so far.
+
+    The run itself is `run` (an `AgentRun`): anything the buttons do can also be done on it.
+    In a kernel, button work runs as a task on the kernel's loop; ``await stepper.wait()`` waits
+    for it (tests and scripts use this instead of sleeping).
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        prompt: str | None = None,
+        *,
+        history: Sequence[Message] = (),
+        settings: ModelSettings | None = None,
+    ) -> None:
+        self.agent = agent
+        self.run: AgentRun = agent.start(
+            prompt, history=history, settings=settings, on_text_delta=self._on_delta
+        )
+        self.events: list[PhaseEvent] = []
+        self.errors: list[str] = []
+        self.decisions: dict[str, bool | str] = {}
+        self.task: asyncio.Task[None] | None = None
+        self._busy = False
+        self._stop_requested = False
+        self._note = ""
+        self._shown_records = -1
+        self._live_from = len(self.run.state.messages)
+
+        self.next_phase_button = widgets.Button(description="Next phase", icon="step-forward")
+        self.next_step_button = widgets.Button(description="Next step", icon="forward")
+        self.run_button = widgets.Button(description="Run to end", icon="fast-forward")
+        self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
+        self.next_phase_button.on_click(lambda _: self._start("phase"))
+        self.next_step_button.on_click(lambda _: self._start("step"))
+        self.run_button.on_click(lambda _: self._start("end"))
+        self.stop_button.on_click(lambda _: self.stop())
+        self.status = widgets.HTML()
+        self.approval_rows: list[ApprovalRow] = []
+        self.approvals = widgets.VBox()
+        self.step_picker = widgets.Dropdown(description="Step", options=[("live", LIVE)])
+        self.step_picker.observe(lambda _: self._show_messages(), names="value")
+        self.stream = widgets.HTML()
+        self.messages = widgets.HTML()
+        self.timeline = widgets.Output()
+        buttons = widgets.HBox(
+            [self.next_phase_button, self.next_step_button, self.run_button, self.stop_button]
+        )
+        super().__init__(
+            [
+                buttons,
+                self.status,
+                self.approvals,
+                self.stream,
+                self.step_picker,
+                self.messages,
+                self.timeline,
+            ]
+        )
+        self.refresh()
+
+    @property
+    def result(self) -> RunResult:
+        """The run's result so far (for `TraceView`, `RerunPanel`, the report)."""
+        return self.run.result
+
+    # -- actions --------------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """True while button work is under way."""
+        return self._busy
+
+    async def wait(self) -> None:
+        """Wait until the work started by the last button is finished (errors are shown)."""
+        if self.task is not None and not self.task.done():
+            await asyncio.wait({self.task})
+
+    def stop(self) -> None:
+        """End the run as ABORTED: now when idle, after the current phase when busy."""
+        if self.busy:
+            self._stop_requested = True
+            self._note = "stopping after the current phase…"
+            self.refresh()
+            return
+        pending = self.run.state.pending
+        if pending:  # a paused run: deny what waits, then end it
+            self.run.resume(approvals={p.call_id: "the run was stopped" for p in pending})
+            self.run.abort()
+            self._start("phase")
+            return
+        self.run.abort()
+        self._note = "stopped"
+        self.refresh()
+
+    def _start(self, action: Action) -> None:
+        if self._busy or self.run.done:
+            return
+        self._busy = True
+        self._set_buttons()
+        self.task = schedule(lambda: self._drive(action), self._failed)
+
+    async def _drive(self, action: Action) -> None:
+        try:
+            while (event := await self.run.anext_phase()) is not None:
+                self._phase_done(event)
+                if self._stop_requested:
+                    self._stop_requested = False
+                    self.run.abort()
+                    self._note = "stopped"
+                    break
+                if action == "phase" or (action == "step" and event.phase is Phase.CONTINUATION):
+                    break
+        finally:
+            self._busy = False
+            self.refresh()
+
+    def _phase_done(self, event: PhaseEvent) -> None:
+        self.events.append(event)
+        ms = event.duration * 1e3
+        self._note = f"ran {event.phase.value} of step {event.step} in {ms:.1f} ms"
+        if event.phase is Phase.PREPARE:
+            self.stream.value = ""
+        self.refresh()
+
+    def _failed(self, exc: BaseException) -> None:
+        self.errors.append(f"{type(exc).__name__}: {exc}")
+        self._note = f"error: {self.errors[-1]}"
+        self.refresh()
+
+    def _on_delta(self, text: str) -> None:
+        if not self.stream.value:
+            self.stream.value = "<div style='color:#888;font-size:11px'>streaming…</div>"
+        self.stream.value += escape(text)
+
+    def _decide(self, call_id: str, decision: bool | str) -> None:
+        self.decisions[call_id] = decision
+        waiting = [p for p in self.run.state.pending if p.call_id not in self.decisions]
+        if not waiting:
+            decisions, self.decisions = self.decisions, {}
+            self.run.resume(approvals=decisions)
+            approved = sum(1 for d in decisions.values() if d is True)
+            self._note = (
+                f"{approved} approved, {len(decisions) - approved} denied: press a button to go on"
+            )
+        self.refresh()
+
+    # -- display --------------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Redraw everything from the run's current state."""
+        run = self.run
+        budget = run.snapshots[-1].budget if run.snapshots else None
+        self.status.value = status_html(run.state, run.next_phase_name, budget, note=self._note)
+        self._set_buttons()
+        self._show_approvals()
+        if len(run.steps) != self._shown_records:
+            self._records_changed()
+        self._show_messages()
+
+    def _records_changed(self) -> None:
+        """A step record closed: new picker entries (following the newest), a new timeline."""
+        run, steps = self.run, self.run.steps
+        follow = self.step_picker.value in (LIVE, self._shown_records - 1)
+        self._shown_records = len(steps)
+        self._live_from = len(run.state.messages)
+        options = [(f"step {label}", i) for i, label in enumerate(step_labels(steps))]
+        self.step_picker.options = [*options, ("live", LIVE)]
+        if follow:
+            self.step_picker.value = len(steps) - 1 if run.done and steps else LIVE
+        title = f"Timeline: {len(steps)} step records"
+        figure = waterfall_figure(spans_from_steps(steps), title=title)
+        show(self.timeline, figure_output(figure))
+
+    def _set_buttons(self) -> None:
+        blocked = self._busy or self.run.done
+        for button in (self.next_phase_button, self.next_step_button, self.run_button):
+            button.disabled = blocked
+        self.stop_button.disabled = self.run.state.status.is_terminal
+
+    def _show_approvals(self) -> None:
+        pending = self.run.state.pending if self.run.done else ()
+        if [r.pending for r in self.approval_rows] == list(pending):
+            return
+        self.approval_rows = [ApprovalRow(p, self._decide) for p in pending]
+        self.approvals.children = tuple(self.approval_rows)
+
+    def _show_messages(self) -> None:
+        steps = self.run.steps
+        chosen = self.step_picker.value
+        if chosen is not None and 0 <= chosen < len(steps):
+            self.messages.value = step_html(steps[chosen], steps)
+            return
+        state = self.run.state
+        live = state.messages[self._live_from :]
+        head = f"<b>Step {state.step} so far</b> (next phase: {self.run.next_phase_name or '—'})"
+        if not steps and not self.events:
+            head, live = "<b>The run has not started</b>: its first messages", state.messages
+        waiting = calls_html(self.run.pending_calls)
+        self.messages.value = head + messages_html(live, empty="no new messages yet") + waiting

@@ -1,0 +1,39 @@
+"""`TraceView`: one run's step table, span waterfall, timing breakdown and tokens.
+
+The figures come from `workbench.notebook.data.trace_figures`; the widget only lays them out.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+
+from workbench.notebook._output import figure_output, show, table_output
+from workbench.notebook.data import Source, Spans, SpanSource, run_view_data, trace_figures
+
+__all__ = ["TraceView"]
+
+
+class TraceView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+    """A run at a glance: the step table, a span waterfall, time and tokens per step.
+
+    ``TraceView(result)`` works for any run; give ``telemetry=agent.telemetry`` to draw the real
+    spans instead of ones rebuilt from the step timings. ``table`` and ``figures`` are the
+    DataFrame and plotly figures shown, for further use.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        telemetry: SpanSource | None = None,
+        spans: Spans | None = None,
+    ) -> None:
+        self.data = run_view_data(source, telemetry=telemetry, spans=spans)
+        self.table = self.data.table
+        self.figures = trace_figures(self.data)
+        self.outputs = {name: widgets.Output() for name in ("table", *self.figures)}
+        show(self.outputs["table"], table_output(self.table))
+        for name, figure in self.figures.items():
+            show(self.outputs[name], figure_output(figure))
+        heading = widgets.HTML(f"<b>{len(self.table)} step records</b>")
+        super().__init__([heading, *self.outputs.values()])

@@ -1,0 +1,138 @@
+"""A run as one standalone HTML file: summary, step table, waterfall, timing, every step's messages.
+
+plotly.js is embedded in the file, so it opens anywhere with no network. The content is built by
+the notebook builders (`workbench.notebook`), so the report shows what the notebook views show.
+Needs the ``notebook`` extra (plotly, pandas).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workbench.agent import AgentRun, RunResult
+    from workbench.notebook.data import Spans, SpanSource
+
+__all__ = ["report_html", "run_report", "setup_report", "write_report"]
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto;
+       max-width: 1200px; color: #222; padding: 0 16px; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ddd; }
+table.wb-summary td { padding: 2px 12px 2px 0; vertical-align: top; }
+table.dataframe { border-collapse: collapse; font-size: 12px; }
+table.dataframe td, table.dataframe th { border: 1px solid #e0e0e0; padding: 2px 6px; }
+section.wb-step-section { border: 1px solid #e0e0e0; border-radius: 6px; padding: 8px 12px;
+                          margin: 12px 0; }
+nav a { margin-right: 8px; }
+"""
+
+
+def report_html(
+    source: RunResult | AgentRun | Sequence[RunResult],
+    *,
+    telemetry: SpanSource | None = None,
+    spans: Spans | None = None,
+    title: str | None = None,
+) -> str:
+    """The report as an HTML string (see the module docstring)."""
+    from workbench.notebook.data import as_result, run_view_data, trace_figures
+    from workbench.notebook.html import step_html
+
+    result = as_result(source)
+    data = run_view_data(result, telemetry=telemetry, spans=spans)
+    figures = trace_figures(data)
+    title = title or f"Run {result.run_id}"
+    plots = []
+    for i, (name, figure) in enumerate(figures.items()):
+        div = figure.to_html(
+            full_html=False,
+            include_plotlyjs=i == 0,
+            div_id=f"wb-{name}",
+            config={"displaylogo": False, "responsive": True},
+        )
+        plots.append(f'<h2 id="{name}">{escape(figure.layout.title.text or name)}</h2>{div}')
+    steps = "".join(
+        f'<section class="wb-step-section" id="step-{i}">{step_html(step, data.steps)}</section>'
+        for i, step in enumerate(data.steps)
+    )
+    nav = " ".join(f'<a href="#step-{i}">{s.index}</a>' for i, s in enumerate(data.steps))
+    table = data.table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="")
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{escape(title)}</h1>{_summary(result)}"
+        f'<h2 id="steps">Steps</h2>{table}{"".join(plots)}'
+        f'<h2 id="messages">Messages, step by step</h2><nav>steps: {nav}</nav>{steps}'
+        "</body></html>"
+    )
+
+
+def _summary(result: RunResult) -> str:
+    state = result.state
+    usage = result.usage
+    cost = "unknown" if usage.cost is None else f"${usage.cost:.6f}"
+    rows = {
+        "agent": state.agent_name,
+        "run": state.run_id,
+        "status": state.status.value,
+        "stop reason": state.stop_reason.value if state.stop_reason else "—",
+        "step records": str(len(result.steps)),
+        "tokens": f"{usage.input_tokens:,} in / {usage.output_tokens:,} out ({cost})",
+        "output": result.output or "—",
+    }
+    if state.error is not None:
+        rows["error"] = f"{state.error.type}: {state.error.message}"
+    if state.rerun_of is not None:
+        rows["re-run of"] = f"{state.rerun_of.run_id} from step {state.rerun_of.step}"
+    cells = "".join(f"<tr><td><b>{k}</b></td><td>{escape(v)}</td></tr>" for k, v in rows.items())
+    return f'<table class="wb-summary">{cells}</table>'
+
+
+def write_report(
+    source: RunResult | AgentRun | Sequence[RunResult],
+    path: str | Path,
+    *,
+    telemetry: SpanSource | None = None,
+    spans: Spans | None = None,
+    title: str | None = None,
+) -> Path:
+    """Write the report to ``path`` (folders are made); returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    html = report_html(source, telemetry=telemetry, spans=spans, title=title)
+    target.write_text(html, encoding="utf-8")
+    return target
+
+
+def setup_report(parser: argparse.ArgumentParser) -> None:
+    """``workbench report RUN -o FILE.html [--store PATH]``."""
+    parser.add_argument("run", help="a run id, a unique prefix of one, or 'last'")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE.html", help="where to write")
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        default=None,
+        help="the run store (default: $WORKBENCH_STORE or .workbench/runs.sqlite)",
+    )
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """Write the standalone HTML report of a stored run."""
+    from workbench.store import RunStore, StoreError
+
+    try:
+        store = RunStore(args.store) if args.store else RunStore.default()
+        if store is None:
+            raise StoreError("no default store (WORKBENCH_STORE=off): pass --store PATH")
+        run = store.load(store.resolve(args.run))
+    except (StoreError, LookupError) as exc:
+        print(f"workbench report: {exc}")
+        return 2
+    path = write_report(run, args.output)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB, opens offline): run {run.run_id}")
+    return 0
