@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from workbench._runs_cli import run_replay, run_runs, run_show, setup_replay, setup_runs, setup_show
 from workbench.agent import RunResult
 from workbench.records import StepRecord
+from workbench.report import run_report, setup_report
 from workbench.telemetry.commands import run_export, run_push, setup_export, setup_push
 
 if TYPE_CHECKING:
@@ -70,7 +71,19 @@ def _demo(args: argparse.Namespace) -> int:
 
         written = write_demo_traces(telemetry, DEMO_DIR)
         print(f"traces: {', '.join(str(p) for p in written)} (trace {final.trace_id})")
+    print(_demo_report(results, telemetry))
     return 0 if final.status.value == "completed" else 1
+
+
+def _demo_report(results: Sequence[RunResult], telemetry: Telemetry | None) -> str:
+    """Write the demo's standalone HTML report; says where, or why there is none."""
+    try:
+        from workbench.report import write_report
+
+        path = write_report(results, DEMO_DIR / "report.html", telemetry=telemetry)
+    except ImportError as exc:
+        return f"(no HTML report: {exc}; pip install 'workbench[notebook]')"
+    return f"report: {path} (opens offline in a browser)"
 
 
 def _demo_telemetry() -> Telemetry | None:
@@ -86,11 +99,12 @@ def _demo_telemetry() -> Telemetry | None:
 
 _VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[..., int]]] = {
     "demo": ("run the built-in scripted agent offline", lambda p: None, _demo),
-    "runs": ("list the runs in the run store", setup_runs, run_runs),
-    "show": ("show a stored run: steps, timing, output", setup_show, run_show),
-    "replay": ("re-run a stored run exactly from a step (--from-step N)", setup_replay, run_replay),
     "export": ("write a stored run's trace as Jaeger or OTLP JSON", setup_export, run_export),
     "push": ("send a stored run's trace to an OTLP/HTTP endpoint", setup_push, run_push),
+    "runs": ("list the runs in the run store", setup_runs, run_runs),
+    "show": ("show a stored run: steps, timing, output", setup_show, run_show),
+    "report": ("write a stored run as one standalone HTML file", setup_report, run_report),
+    "replay": ("re-run a stored run exactly from a step (--from-step N)", setup_replay, run_replay),
 }
 
 

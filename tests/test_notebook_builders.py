@@ -1,0 +1,440 @@
+"""The notebook builders without a browser or a kernel: tables, figures, HTML, editing, the report.
+
+The widgets are thin layers over these functions; they are driven end to end in a real kernel in
+``test_widgets_kernel.py`` and in a browser in ``test_browser.py``.
+"""
+
+from __future__ import annotations
+
+import doctest
+import re
+from dataclasses import replace
+from html import escape
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import workbench as wb
+from workbench.cli import main
+from workbench.demo import DEMO_PROMPT, demo_agent, run_demo
+from workbench.notebook import (
+    MessageFormatError,
+    as_result,
+    combine_results,
+    message_html,
+    messages_diff_html,
+    messages_from_json,
+    messages_from_text,
+    messages_to_json,
+    messages_to_text,
+    normalize_spans,
+    run_view_data,
+    spans_from_steps,
+    status_html,
+    step_html,
+    step_table,
+    timing_breakdown,
+    timing_figure,
+    tokens_figure,
+    trace_figures,
+    waterfall_figure,
+)
+from workbench.notebook import edit as edit_module
+from workbench.notebook import spans as spans_module
+from workbench.notebook import tables as tables_module
+from workbench.notebook.edit import keep_provenance
+from workbench.notebook.tables import STEP_COLUMNS, TIMING_PARTS
+from workbench.report import report_html
+
+
+@pytest.fixture(scope="module")
+def demo() -> wb.RunResult:
+    """The demo run (paused for approval, then resumed), as one result."""
+    return combine_results(run_demo(demo_agent(store=False)))
+
+
+@pytest.fixture(scope="module")
+def traced() -> tuple[wb.RunResult, wb.Telemetry]:
+    """The demo run with telemetry, and the telemetry."""
+    telemetry = wb.Telemetry(capture_content=True)
+    return combine_results(run_demo(demo_agent(store=False, telemetry=telemetry))), telemetry
+
+
+@pytest.mark.parametrize("module", [spans_module, tables_module, edit_module])
+def test_docstring_examples_run(module: object) -> None:
+    failures, tried = doctest.testmod(module, raise_on_error=False)  # type: ignore[arg-type]
+    assert tried > 0 and failures == 0
+
+
+# -- step table, timing, tokens -------------------------------------------------------------------
+
+
+def test_step_table_has_a_row_per_record_with_resumed_label(demo: wb.RunResult) -> None:
+    table = step_table(demo.steps)
+    assert tuple(table.columns) == STEP_COLUMNS
+    assert list(table["label"]) == ["1", "2", "3", "3 (resumed)", "4"]
+    assert list(table["status"]) == ["running", "running", "paused", "running", "completed"]
+    assert table["tool_calls"].iloc[0] == "add:retry"
+    assert table["tool_calls"].iloc[2] == "multiply:ok, save_result:pending"
+    assert table["stop_reason"].iloc[-1] == "completed"
+    assert list(table["input_tokens"]) == [s.usage.input_tokens for s in demo.steps]
+    totals = [s.timing.total * 1e3 for s in demo.steps]
+    assert table["total_ms"].tolist() == pytest.approx(totals)
+
+
+def test_timing_breakdown_adds_up_to_each_steps_time(demo: wb.RunResult) -> None:
+    frame = timing_breakdown(demo.steps)
+    assert list(frame.columns) == list(TIMING_PARTS)
+    assert frame.sum(axis=1).tolist() == pytest.approx([s.timing.total * 1e3 for s in demo.steps])
+
+
+def _with_hooks(step: wb.StepRecord, *hooks: tuple[str, float]) -> wb.StepRecord:
+    per_hook = tuple(wb.HookTiming(event, "h", seconds) for event, seconds in hooks)
+    timing = replace(step.timing, tools=0.004, continuation=0.002, per_hook=per_hook)
+    return replace(step, timing=timing)
+
+
+def test_hook_time_is_taken_out_of_the_phase_it_ran_in(demo: wb.RunResult) -> None:
+    step = _with_hooks(
+        demo.steps[1], ("PreToolUse", 0.001), ("Stop", 0.0005), ("SessionStart", 0.002)
+    )
+    row = timing_breakdown([step]).iloc[0]
+    assert row["tools"] == pytest.approx(3.0)
+    assert row["continuation"] == pytest.approx(1.5)
+    assert row["hooks"] == pytest.approx(3.5)  # the SessionStart hook ran outside the phases
+    assert row["prepare"] == pytest.approx(step.timing.prepare * 1e3)
+
+
+def test_timing_breakdown_from_a_step_table_takes_hooks_out_of_tools() -> None:
+    table = pd.DataFrame(
+        {
+            "step": [1, 2],
+            "prepare_ms": [1.0, 1.0],
+            "inference_ms": [10.0, 20.0],
+            "tools_ms": [5.0, 0.5],
+            "hooks_ms": [2.0, 1.0],
+            "continuation_ms": [1.0, 1.0],
+        }
+    )
+    frame = timing_breakdown(table)
+    assert frame.loc["1"].tolist() == pytest.approx([1.0, 10.0, 3.0, 2.0, 1.0])
+    assert frame.loc["2"].tolist() == pytest.approx([1.0, 20.0, 0.0, 1.0, 0.5])
+
+
+def test_timing_figure_stacks_the_parts(demo: wb.RunResult) -> None:
+    fig = timing_figure(demo.steps)
+    assert [t.name for t in fig.data] == list(TIMING_PARTS)
+    assert fig.layout.barmode == "stack"
+    inference = next(t for t in fig.data if t.name == "inference")
+    assert list(inference.x) == ["1", "2", "3", "3 (resumed)", "4"]
+    assert list(inference.y) == pytest.approx([s.timing.inference * 1e3 for s in demo.steps])
+
+
+def test_tokens_figure_has_tokens_and_a_cost_line_only_when_there_is_a_cost(
+    demo: wb.RunResult,
+) -> None:
+    free = tokens_figure(demo.steps)
+    assert [t.name for t in free.data] == ["input tokens", "output tokens"]
+    assert list(free.data[1].y) == [s.usage.output_tokens for s in demo.steps]
+    priced = [replace(s, usage=s.usage.model_copy(update={"cost": 0.01})) for s in demo.steps[:3]]
+    priced[2] = replace(priced[2], usage=priced[2].usage.model_copy(update={"cost": None}))
+    fig = tokens_figure(priced)
+    cost = fig.data[2]
+    assert cost.name == "cost so far (USD)"
+    assert list(cost.y) == [pytest.approx(0.01), pytest.approx(0.02), None]
+
+
+# -- spans and the waterfall ----------------------------------------------------------------------
+
+
+def test_normalize_spans_accepts_aliases_nanoseconds_and_durations() -> None:
+    spans = [
+        {
+            "id": "b",
+            "parent": "a",
+            "name": "chat m",
+            "start_time": 2_000_000_000_000_000_100,
+            "end_time": 2_000_000_000_500_000_100,
+        },
+        {
+            "id": "a",
+            "parent": None,
+            "name": "invoke_agent x",
+            "start_time": 2_000_000_000_000_000_000,
+            "end_time": 2_000_000_001_000_000_000,
+            "attributes": {"k": 1},
+        },
+    ]
+    frame = normalize_spans(spans)
+    assert list(frame["span_id"]) == ["a", "b"]  # sorted by start
+    assert list(frame["category"]) == ["agent", "model"]
+    assert frame["duration"].tolist() == pytest.approx([1.0, 0.5])
+    assert frame["parent_id"].tolist() == [None, "a"]
+    assert frame["attributes"].iloc[0] == {"k": 1}
+    with_durations = normalize_spans(
+        pd.DataFrame({"name": ["x", "y"], "start": [5.0, 6.0], "duration": [1.0, 2.0]})
+    )
+    assert with_durations["end"].tolist() == pytest.approx([1.0, 3.0])
+
+
+def test_normalize_spans_reads_timestamps() -> None:
+    start = pd.to_datetime(["2026-01-01T00:00:00", "2026-01-01T00:00:01"], utc=True)
+    frame = normalize_spans(
+        pd.DataFrame(
+            {
+                "span_id": ["1", "2"],
+                "parent_span_id": [None, "1"],
+                "name": ["a", "b"],
+                "start": start,
+                "end": start + pd.Timedelta(milliseconds=250),
+            }
+        )
+    )
+    assert frame["start"].tolist() == pytest.approx([0.0, 1.0])
+    assert frame["duration"].tolist() == pytest.approx([0.25, 0.25])
+    assert normalize_spans([]).empty
+
+
+def test_spans_from_steps_nest_steps_under_one_agent_span_per_execution(
+    demo: wb.RunResult,
+) -> None:
+    spans = spans_from_steps(demo.steps)
+    by_id = {s["span_id"]: s for s in spans}
+    agents = [s for s in spans if s["name"] == "invoke_agent"]
+    assert len(agents) == 2  # paused, then resumed
+    steps = [s for s in spans if s["name"].startswith("workbench.step")]
+    assert [s["name"] for s in steps] == [f"workbench.step {s.index}" for s in demo.steps]
+    assert all(by_id[s["parent_id"]]["name"] == "invoke_agent" for s in steps)
+    tools = [s["name"] for s in spans if s["name"].startswith("execute_tool")]
+    assert tools == [
+        "execute_tool add",
+        "execute_tool add",
+        "execute_tool multiply",
+        "execute_tool save_result",
+    ]
+    for span in spans:
+        assert span["end"] >= span["start"]
+        assert span["attributes"]["workbench.synthesized"] is True
+        if span["parent_id"] is not None:
+            parent = by_id[span["parent_id"]]
+            assert parent["start"] <= span["start"] + 1e-9
+
+
+def test_waterfall_orders_children_under_parents_and_colours_by_category(
+    demo: wb.RunResult,
+) -> None:
+    fig = waterfall_figure(spans_from_steps(demo.steps), title="demo")
+    assert fig.layout.title.text == "demo"
+    names = {t.name for t in fig.data}
+    assert names == {"agent", "step", "phase", "model", "tool"}
+    labels = list(fig.layout.yaxis.ticktext)
+    assert labels[0] == " invoke_agent"
+    assert labels[1] == "· workbench.step 1"
+    assert labels[2] == "·· workbench.prepare"
+    tool = next(t for t in fig.data if t.name == "tool")
+    assert any("gen_ai.tool.call.id" in h for h in tool.hovertext)
+    assert all(w == 0.75 for w in [tool.width])
+
+
+def test_waterfall_of_a_big_trace_drops_row_labels() -> None:
+    spans = [
+        {
+            "span_id": str(i),
+            "parent_id": None,
+            "name": f"execute_tool t{i}",
+            "start": float(i),
+            "end": i + 0.5,
+        }
+        for i in range(400)
+    ]
+    fig = waterfall_figure(spans)
+    assert fig.layout.yaxis.showticklabels is False
+    assert fig.layout.yaxis.title.text == "400 spans"
+    assert len(fig.data[0].y) == 400
+
+
+def test_waterfall_draws_telemetry_spans(traced: tuple[wb.RunResult, wb.Telemetry]) -> None:
+    result, telemetry = traced
+    data = run_view_data(result, telemetry=telemetry)
+    assert not data.synthesized
+    frame = normalize_spans(data.spans)
+    categories = set(frame["category"])
+    assert {"agent", "step", "model", "tool", "phase"} <= categories
+    ids = dict(zip(frame["span_id"], frame["name"], strict=True))
+    chat_parents = [
+        ids[p] for p, c in zip(frame["parent_id"], frame["category"], strict=True) if c == "model"
+    ]
+    assert chat_parents and all(p.startswith("workbench.step") for p in chat_parents)
+    figures = trace_figures(data)
+    assert set(figures) == {"waterfall", "timing", "tokens"}
+    assert "rebuilt" not in figures["waterfall"].layout.title.text
+
+
+def test_run_view_data_from_a_telemetry_alone(traced: tuple[wb.RunResult, wb.Telemetry]) -> None:
+    _, telemetry = traced
+    data = run_view_data(telemetry)
+    assert data.steps == ()
+    figures = trace_figures(data)
+    bars = figures["timing"].data[0]
+    assert len(bars.x) == len(telemetry.steps_df())
+
+
+def test_run_view_data_refuses_what_it_cannot_read() -> None:
+    with pytest.raises(TypeError, match="TraceView needs"):
+        run_view_data([1, 2, 3])  # type: ignore[list-item]
+
+
+def test_as_result_combines_executions() -> None:
+    results = run_demo(demo_agent(store=False))
+    combined = as_result(results)
+    assert combined.state == results[-1].state
+    assert len(combined.steps) == sum(len(r.steps) for r in results)
+    with pytest.raises(ValueError, match="no results"):
+        combine_results([])
+
+
+# -- HTML -----------------------------------------------------------------------------------------
+
+
+def test_message_html_colours_roles_and_escapes() -> None:
+    html = message_html(wb.Message.user("<script>alert(1)</script>"))
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "wb-role-user" in html and "#e3f2fd" in html
+    retry = wb.Message(role="tool", parts=(wb.RetryPrompt(content="fix b", name="add"),))
+    assert "wb-retry" in message_html(retry) and "#fffde7" in message_html(retry)
+    error = wb.Message(role="tool", parts=(wb.ToolResult(call_id="c", content="x", is_error=True),))
+    assert ">error<" in message_html(error)
+
+
+def test_step_html_shows_calls_results_retries_and_a_diff(demo: wb.RunResult) -> None:
+    first = step_html(demo.steps[0], demo.steps)
+    assert "Step 1" in first and "wb-retry" in first and "twenty-five" in first
+    assert "What the model saw</h4>" in first
+    second = step_html(demo.steps[1], demo.steps)
+    assert "against step 1" in second
+    added = re.findall(r"\+ \[(\w+)\]", second)
+    assert added == ["assistant", "tool"]  # step 1's call and its retry prompt
+    resumed = step_html(demo.steps[3], demo.steps)
+    assert "resumed after a pause" in resumed and "saved double = 84" in resumed
+
+
+def test_step_html_shows_hook_errors_and_messages(demo: wb.RunResult) -> None:
+    step = replace(
+        _with_hooks(demo.steps[1], ("PreToolUse", 0.001)),
+        hook_errors=("hook 'x' timed out",),
+        hook_messages=("a Stop hook ended the run",),
+    )
+    html = step_html(step, demo.steps)
+    assert "PreToolUse" in html and "timed out" in html and "a Stop hook ended the run" in html
+
+
+def test_messages_diff_html_marks_added_and_removed_lines() -> None:
+    before = [wb.Message.user("a"), wb.Message.assistant("b")]
+    after = [wb.Message.user("a"), wb.Message.assistant("c")]
+    html = messages_diff_html(before, after)
+    assert "- [assistant] b" in html and "+ [assistant] c" in html
+    assert "no change" in messages_diff_html(before, before)
+
+
+def test_status_html_shows_status_step_budget_and_errors(demo: wb.RunResult) -> None:
+    snapshot = demo.snapshots[0]
+    html = status_html(demo.state, None, snapshot.budget, note="hello")
+    assert "completed" in html and "stop reason <b>completed</b>" in html
+    assert "10 steps" in html and "hello" in html
+    failed = demo.state.model_copy(update={"error": wb.ErrorInfo(type="Boom", message="bad")})
+    assert "Boom: bad" in status_html(failed, None, None)
+    assert "not started" in status_html(failed, None, None)
+
+
+# -- editing messages -----------------------------------------------------------------------------
+
+
+def test_text_form_round_trips_every_kind_of_part(demo: wb.RunResult) -> None:
+    messages = list(demo.messages)
+    back = messages_from_text(messages_to_text(messages))
+    assert [(m.role, m.parts) for m in back] == [(m.role, m.parts) for m in messages]
+    kept = keep_provenance(messages, back)
+    assert all(k is m for k, m in zip(kept, messages, strict=True))
+
+
+def test_json_form_round_trips(demo: wb.RunResult) -> None:
+    back = messages_from_json(messages_to_json(demo.messages))
+    assert [(m.role, m.parts) for m in back] == [(m.role, m.parts) for m in demo.messages]
+    assert all(m.run_id is None for m in back)
+
+
+def test_edited_messages_lose_provenance_only_where_edited(demo: wb.RunResult) -> None:
+    text = messages_to_text(demo.messages).replace("What is 17 + 25", "What is 18 + 25")
+    kept = keep_provenance(demo.messages, messages_from_text(text))
+    assert kept[0] is demo.messages[0]
+    assert kept[1] is not demo.messages[1] and kept[1].run_id is None
+    assert "18 + 25" in kept[1].text
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("hello\n## user\nhi", "line 1: text before the first message"),
+        ("## robot\nhi", "line 1: unknown role 'robot'"),
+        ('## assistant\n@call add #c1\n{"a": 1,', "line 3: the arguments of @call add are not"),
+        ("## assistant\n@call add #c1\n[1]", "line 3: the arguments of @call add must be a JSON"),
+        ("## assistant\n@call add\n{}", "line 2: @call needs a call id"),
+        ("## tool\n@frobnicate x", "line 2: '@frobnicate x' is not a part"),
+        ("## user\n\n## user\nhi", "line 1: the user message is empty"),
+        ("", "no messages"),
+    ],
+)
+def test_text_form_errors_say_where(text: str, error: str) -> None:
+    with pytest.raises(MessageFormatError, match=re.escape(error)):
+        messages_from_text(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("[1,", "not valid JSON at line 1"),
+        ('{"role": "user"}', "expected a JSON list of messages, got dict"),
+        ('[{"role": "user", "parts": []}, {"role": "bot", "parts": []}]', "message 1: role"),
+        ('[{"role": "user", "parts": [{"kind": "text"}]}]', "message 0: parts.0.text.text"),
+    ],
+)
+def test_json_form_errors_say_which_message(text: str, error: str) -> None:
+    with pytest.raises(MessageFormatError, match=re.escape(error)):
+        messages_from_json(text)
+
+
+# -- the report and the CLI -----------------------------------------------------------------------
+
+
+def test_report_is_standalone_with_every_step(traced: tuple[wb.RunResult, wb.Telemetry]) -> None:
+    result, telemetry = traced
+    html = report_html(result, telemetry=telemetry)
+    assert html.startswith("<!DOCTYPE html>")
+    assert html.count('class="wb-step-section"') == len(result.steps)
+    for name in ("wb-waterfall", "wb-timing", "wb-tokens"):
+        assert f'id="{name}"' in html
+    assert "Plotly.newPlot" in html and "plotly.js v" in html  # the library itself is inline
+    assert not re.search(r"<script[^>]+src=", html)  # nothing is loaded from elsewhere
+    assert result.output is not None and escape(result.output) in html
+
+
+def test_cli_report_writes_a_stored_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store_path = tmp_path / "runs.sqlite"
+    with wb.RunStore(store_path) as store:
+        result = demo_agent(store=store).run_sync(DEMO_PROMPT)
+    out = tmp_path / "run.html"
+    assert main(["report", result.run_id[:10], "-o", str(out), "--store", str(store_path)]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert result.run_id in html and html.count('class="wb-step-section"') == len(result.steps)
+    assert "opens offline" in capsys.readouterr().out
+    assert main(["report", "run_nope", "-o", str(out), "--store", str(store_path)]) == 2
+    assert "no run 'run_nope'" in capsys.readouterr().out
+
+
+def test_cli_demo_writes_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WORKBENCH_STORE", "off")
+    assert main(["demo"]) == 0
+    html = (tmp_path / "workbench-demo" / "report.html").read_text(encoding="utf-8")
+    assert "Messages, step by step" in html and "saved double = 84" in html
