@@ -1,0 +1,50 @@
+"""Hooks: watch and steer a run without touching the loop, compatible with Claude Code hooks.
+
+Events fire at fixed points of the loop (see `HookEvent` and docs in `workbench.engine`). A hook
+is an in-process `Hook` (a Python callable) or a `CommandHook` (a shell command speaking Claude
+Code's JSON protocol); `hooks_from_settings` reads them from a Claude Code settings file.
+"""
+
+from workbench.hooks.command import CommandHook, hooks_from_settings
+from workbench.hooks.events import (
+    EVENT_RIGHTS,
+    EventRights,
+    HookEvent,
+    HookInput,
+    HookResult,
+    NotificationInput,
+    PostToolUseFailureInput,
+    PostToolUseInput,
+    PreCompactInput,
+    PreToolUseInput,
+    SessionEndInput,
+    SessionStartInput,
+    StopInput,
+    SubagentStartInput,
+    SubagentStopInput,
+    UserPromptSubmitInput,
+)
+from workbench.hooks.runner import Hook, HookFunction
+
+__all__ = [
+    "EVENT_RIGHTS",
+    "CommandHook",
+    "EventRights",
+    "Hook",
+    "HookEvent",
+    "HookFunction",
+    "HookInput",
+    "HookResult",
+    "NotificationInput",
+    "PostToolUseFailureInput",
+    "PostToolUseInput",
+    "PreCompactInput",
+    "PreToolUseInput",
+    "SessionEndInput",
+    "SessionStartInput",
+    "StopInput",
+    "SubagentStartInput",
+    "SubagentStopInput",
+    "UserPromptSubmitInput",
+    "hooks_from_settings",
+]

@@ -1,0 +1,339 @@
+"""`CommandHook`: a shell command that speaks Claude Code's hook protocol.
+
+The hook input goes to the command's stdin as JSON. Exit 0: stdout is read as JSON (``continue``,
+``stopReason``, ``systemMessage``, ``decision``/``reason``, ``hookSpecificOutput`` with
+``permissionDecision``, ``permissionDecisionReason``, ``updatedInput``, ``additionalContext``);
+plain text on stdout is added context for UserPromptSubmit and SessionStart. Exit 2: block, with
+stderr as the reason. Any other exit code is a non-blocking error.
+
+The command runs in its own session (process group); at its timeout, or when it prints more than
+``max_output`` bytes, the whole group is killed, so children it spawned do not outlive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from workbench.hooks.events import (
+    EVENT_RIGHTS,
+    HookEvent,
+    HookInput,
+    HookResult,
+    compile_matcher,
+)
+from workbench.messages import JsonValue, Message
+
+__all__ = ["CommandHook", "HookFailure", "Transcript", "hooks_from_settings"]
+
+_EVENT_NAMES = frozenset(e.value for e in HookEvent)
+_PLAIN_TEXT_CONTEXT = frozenset({HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START})
+
+
+class HookFailure(Exception):
+    """A hook that did not give a usable answer; recorded on the step, the run goes on."""
+
+
+@dataclass(frozen=True)
+class CommandHook:
+    """Run ``command`` (through ``/bin/sh``) for ``event``, Claude Code style.
+
+    ``matcher`` is a regex matched in full against the tool name for tool events (the source for
+    SessionStart, the trigger for PreCompact, the agent name for subagent events); empty or
+    ``*`` matches everything. ``timeout`` is in seconds.
+    """
+
+    event: HookEvent
+    command: str
+    matcher: str | None = None
+    timeout: float = 60.0
+    max_output: int = 1 << 20
+    """Bytes of stdout (and of stderr) read at most; a hook that prints more is killed."""
+    pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "event", HookEvent.parse(self.event))
+        object.__setattr__(self, "pattern", compile_matcher(self.matcher))
+        if not self.command.strip():
+            raise ValueError("CommandHook needs a command")
+        if self.timeout <= 0:
+            raise ValueError(f"CommandHook timeout must be positive, got {self.timeout}")
+
+    @property
+    def name(self) -> str:
+        """The command, shortened for records and spans."""
+        return self.command if len(self.command) <= 80 else f"{self.command[:77]}..."
+
+    async def invoke(self, data: HookInput) -> HookResult | None:
+        """Run the command with ``data`` on stdin and read its answer."""
+        payload = data.model_dump_json().encode()
+        code, out, err = await _run(self, payload, data.cwd or None)
+        if code == 0:
+            return parse_output(data.event, out.decode(errors="replace"))
+        reason = err.decode(errors="replace").strip()
+        if code == 2:
+            return _blocking(data.event, reason or f"blocked by hook {self.name!r} (exit 2)")
+        raise HookFailure(f"exit {code}: {_clip(reason) or 'no stderr'}")
+
+
+def _blocking(event: HookEvent, reason: str) -> HookResult:
+    """Exit 2: a block where the event can block; elsewhere stderr is only a note for the user."""
+    if EVENT_RIGHTS[event].decisions:
+        decision = "deny" if event is HookEvent.PRE_TOOL_USE else "block"
+        return HookResult(decision=decision, reason=reason)
+    return HookResult(system_message=reason)
+
+
+async def _run(hook: CommandHook, payload: bytes, cwd: str | None) -> tuple[int, bytes, bytes]:
+    env = {**os.environ}
+    env.setdefault("CLAUDE_PROJECT_DIR", cwd or os.getcwd())
+    process = await asyncio.create_subprocess_shell(
+        hook.command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        env=env,
+        cwd=cwd,
+    )
+    kill = _group_killer(process.pid)
+    out, err = _Capture(hook.max_output), _Capture(hook.max_output)
+    try:
+        async with asyncio.timeout(hook.timeout):
+            assert process.stdin is not None
+            assert process.stdout is not None
+            assert process.stderr is not None
+            await asyncio.gather(
+                _feed(process.stdin, payload),
+                out.drain(process.stdout, kill),
+                err.drain(process.stderr, kill),
+            )
+            code = await process.wait()
+    except TimeoutError:
+        killed = f"timed out after {hook.timeout:g}s; its process group was killed"
+        raise HookFailure(killed) from None
+    finally:
+        if process.returncode is None:
+            kill()
+            await process.wait()
+    if out.overflow or err.overflow:
+        which = "stdout" if out.overflow else "stderr"
+        raise HookFailure(f"printed more than {hook.max_output:,} bytes on {which}; killed")
+    return code, bytes(out.data), bytes(err.data)
+
+
+def _group_killer(pid: int) -> Callable[[], None]:
+    """Kill the hook's whole process group (it leads its own session, so the group id is pid)."""
+
+    def kill() -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+    return kill
+
+
+@dataclass
+class _Capture:
+    limit: int
+    data: bytearray = field(default_factory=bytearray)
+    overflow: bool = False
+
+    async def drain(self, stream: asyncio.StreamReader, kill: Callable[[], None]) -> None:
+        while chunk := await stream.read(1 << 16):
+            if len(self.data) + len(chunk) > self.limit:
+                self.overflow = True
+                kill()
+                return
+            self.data += chunk
+
+
+async def _feed(stdin: asyncio.StreamWriter, payload: bytes) -> None:
+    """Write the input; a hook that exits without reading it is not an error."""
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        stdin.write(payload)
+        await stdin.drain()
+    stdin.close()
+
+
+# -- Claude Code's output JSON ------------------------------------------------------------------
+
+
+class _Specific(BaseModel):
+    """``hookSpecificOutput``, with Claude Code's field names."""
+
+    model_config = ConfigDict(extra="allow")
+
+    hookEventName: str | None = None
+    permissionDecision: Literal["allow", "deny", "ask"] | None = None
+    permissionDecisionReason: str | None = None
+    updatedInput: dict[str, JsonValue] | None = None
+    additionalContext: str | None = None
+
+
+class _Output(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    continue_: bool = Field(True, alias="continue")
+    stopReason: str | None = None
+    suppressOutput: bool = False
+    systemMessage: str | None = None
+    decision: Literal["approve", "allow", "block", "deny", "ask"] | None = None
+    reason: str | None = None
+    hookSpecificOutput: _Specific | None = None
+
+
+def parse_output(event: HookEvent, stdout: str) -> HookResult | None:
+    """A hook's stdout (exit 0) as a `HookResult`; raises `HookFailure` for garbage."""
+    text = stdout.strip()
+    if not text:
+        return None
+    if not text.startswith("{"):
+        if event in _PLAIN_TEXT_CONTEXT:
+            return HookResult(additional_context=text)
+        raise HookFailure(f"stdout is not JSON: {_clip(text)!r}")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError:
+        raise HookFailure(f"stdout is not JSON: {_clip(text)!r}") from None
+    try:
+        output = _Output.model_validate(raw)
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in problem["loc"])
+        raise HookFailure(f"stdout is not a hook answer ({where}: {problem['msg']})") from None
+    specific = output.hookSpecificOutput or _Specific()
+    decision = specific.permissionDecision or output.decision
+    return HookResult(
+        continue_=output.continue_,
+        stop_reason=output.stopReason,
+        decision="allow" if decision == "approve" else decision,
+        reason=specific.permissionDecisionReason or output.reason,
+        updated_input=specific.updatedInput,
+        additional_context=specific.additionalContext,
+        system_message=output.systemMessage,
+    )
+
+
+def _clip(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+# -- the transcript -----------------------------------------------------------------------------
+
+
+class Transcript:
+    """The conversation as a JSONL file for command hooks (``transcript_path``).
+
+    Written only when a command hook is about to run, and only the new messages are appended
+    while the history just grows; removed when the execution ends.
+    """
+
+    def __init__(self) -> None:
+        self._dir: str | None = None
+        self._written: tuple[Message, ...] = ()
+
+    def write(self, messages: Sequence[Message]) -> str:
+        """Bring the file up to date with ``messages``; its path ("" if it cannot be written)."""
+        try:
+            return self._write(messages)
+        except OSError:
+            self._written = ()
+            return ""
+
+    def _write(self, messages: Sequence[Message]) -> str:
+        if self._dir is None:
+            self._dir = tempfile.mkdtemp(prefix="workbench-hooks-")
+        path = Path(self._dir) / "transcript.jsonl"
+        written = self._written
+        grows = len(messages) >= len(written) and all(
+            a is b for a, b in zip(written, messages, strict=False)
+        )
+        start = len(written) if grows else 0
+        with path.open("a" if grows else "w", encoding="utf-8") as file:
+            file.writelines(m.model_dump_json() + "\n" for m in messages[start:])
+        self._written = tuple(messages)
+        return str(path)
+
+    def remove(self) -> None:
+        """Delete the file (hooks that still hold the path find it gone)."""
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir, self._written = None, ()
+
+
+# -- settings files -----------------------------------------------------------------------------
+
+
+class _CommandSpec(BaseModel):
+    type: str
+    command: str = ""
+    timeout: float = 60.0
+
+
+class _MatcherGroup(BaseModel):
+    matcher: str = ""
+    hooks: list[_CommandSpec]
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    hooks: dict[str, list[_MatcherGroup]] = Field(default_factory=dict)
+
+
+def hooks_from_settings(path: str | os.PathLike[str], *, strict: bool = True) -> list[CommandHook]:
+    """The command hooks of a Claude-Code-style settings file (``.claude/settings.json``).
+
+    Other settings in the file are ignored. Events and hook types workbench does not run (for
+    example ``PermissionRequest``, or ``"type": "prompt"``) raise ValueError, or are skipped
+    with ``strict=False``.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        settings = _Settings.model_validate_json(text)
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in problem["loc"]) or "<root>"
+        raise ValueError(f"{path}: not a hooks settings file ({where}: {problem['msg']})") from None
+    hooks: list[CommandHook] = []
+    for name, groups in settings.hooks.items():
+        if name not in _EVENT_NAMES:
+            if strict:
+                raise ValueError(f"{path}: {_unknown(name)}")
+            continue
+        for group in groups:
+            hooks.extend(_group_hooks(path, HookEvent(name), group, strict))
+    return hooks
+
+
+def _group_hooks(
+    path: str | os.PathLike[str], event: HookEvent, group: _MatcherGroup, strict: bool
+) -> list[CommandHook]:
+    made = []
+    for spec in group.hooks:
+        if spec.type != "command" or not spec.command:
+            if strict:
+                raise ValueError(
+                    f"{path}: {event.value} hook of type {spec.type!r} is not supported "
+                    '(only "command" hooks with a command)'
+                )
+            continue
+        made.append(CommandHook(event, spec.command, group.matcher or None, spec.timeout))
+    return made
+
+
+def _unknown(name: str) -> str:
+    known = ", ".join(e.value for e in HookEvent)
+    return f"unknown hook event {name!r}; known events: {known}"
