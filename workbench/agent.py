@@ -17,12 +17,14 @@ from workbench.conditions import MaxSteps, StopCondition
 from workbench.engine import DEFAULT_WRAP_UP, Execution, LoopConfig, resume_state
 from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
+from workbench.hooks import CommandHook, Hook
 from workbench.messages import JsonValue, Message, ToolCall, ToolResult, Usage
 from workbench.models.base import Model, ModelSettings
 from workbench.records import PhaseEvent, RunObserver, StepContext, StepRecord
 from workbench.rerun import rerun_state
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase, StopReason
 from workbench.store import RunStore
+from workbench.subagent import subagent_tool
 from workbench.tools import Tool, tool
 
 if TYPE_CHECKING:
@@ -244,6 +246,8 @@ class Agent:
         tools: Iterable[Tool | Callable[..., Any]] = (),
         stop: StopCondition | None = None,
         guards: Sequence[ToolGuard] = (),
+        hooks: Sequence[Hook | CommandHook] = (),
+        max_hook_turns: int = 3,
         history_processors: Sequence[HistoryProcessor] = (),
         settings: ModelSettings | None = None,
         wrap_up_message: str | None = DEFAULT_WRAP_UP,
@@ -261,6 +265,10 @@ class Agent:
         self.tools = _tool_table(tools)
         self.stop = stop if stop is not None else MaxSteps(50)
         self.guards = tuple(guards)
+        self.hooks = _hook_tuple(hooks)
+        """In-process `Hook`s and `CommandHook`s; see `workbench.hooks` for where each fires."""
+        self.max_hook_turns = max_hook_turns
+        """How many extra turns Stop (and SubagentStop) hooks may force in one execution."""
         self.history_processors = tuple(history_processors)
         self.settings: ModelSettings = settings or ModelSettings()
         self.wrap_up_message = wrap_up_message
@@ -280,6 +288,15 @@ class Agent:
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model.name!r}, tools={list(self.tools)})"
 
+    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+        """A tool that runs this agent, for another agent: each call runs it on one task.
+
+        The sub-run's ``parent_run_id`` is the calling run, and the calling run's SubagentStart
+        and SubagentStop hooks fire around it.
+        """
+        about = description or f"Give the {self.name} agent a task; it answers with its result."
+        return subagent_tool(self, name or self.name, about)
+
     def start(
         self,
         prompt: str | None = None,
@@ -287,9 +304,10 @@ class Agent:
         history: Sequence[Message] = (),
         settings: ModelSettings | None = None,
         on_text_delta: Callable[[str], None] | None = None,
+        parent_run_id: str | None = None,
     ) -> AgentRun:
         """A new run, ready to be stepped; nothing is executed yet."""
-        state = AgentState(agent_name=self.name)
+        state = AgentState(agent_name=self.name, parent_run_id=parent_run_id)
 
         def ours(message: Message) -> Message:  # made by this run, before its first step
             return message.stamped(state.run_id, state.execution_id, 0)
@@ -431,6 +449,8 @@ class Agent:
             tools=self.tools if tools is None else tools,
             stop=self.stop,
             guards=self.guards,
+            hooks=self.hooks,
+            max_hook_turns=self.max_hook_turns,
             history_processors=self.history_processors,
             settings=ModelSettings(**{**self.settings, **(settings or {})}),
             system_prompt=self.system_prompt,
@@ -458,3 +478,10 @@ def _tool_table(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]:
             raise ValueError(f"two tools are named {made.name!r}")
         table[made.name] = made
     return table
+
+
+def _hook_tuple(hooks: Sequence[Hook | CommandHook]) -> tuple[Hook | CommandHook, ...]:
+    for hook in hooks:
+        if not isinstance(hook, Hook | CommandHook):
+            raise TypeError(f"hooks must be Hook or CommandHook objects, got {hook!r}")
+    return tuple(hooks)

@@ -19,6 +19,8 @@ from typing import Any
 from workbench.conditions import Budget, RunView, StopCondition
 from workbench.guards import ToolGuard, ToolPermission, check_guards
 from workbench.history import HistoryProcessor
+from workbench.hooks.loop import LoopHooks, with_arguments
+from workbench.hooks.runner import AnyHook, HookReport, parent_hooks
 from workbench.messages import (
     JsonValue,
     Message,
@@ -30,6 +32,7 @@ from workbench.messages import (
 )
 from workbench.models.base import Model, ModelRequest, ModelSettings
 from workbench.records import (
+    HookTiming,
     PhaseEvent,
     RunObserver,
     StepContext,
@@ -66,6 +69,9 @@ DEFAULT_WRAP_UP = (
 GRACE_MESSAGE = "The run reached its limit. Call the tool {tool!r} now to finish the task."
 EMPTY_RESPONSE = "Your response was empty. Answer the question or call one of the tools."
 _GRACE_LIMITS = (StopReason.STEP_LIMIT, StopReason.TIME_LIMIT)
+_STOPPABLE = (ExecutionStatus.RUNNING, ExecutionStatus.COMPLETED)
+_MODEL_STOPS = (StopReason.COMPLETED, StopReason.TASK_COMPLETE)
+"""Stop reasons where the model ended the run itself: Stop hooks may ask for another turn."""
 
 
 class ToolRetriesExceeded(RuntimeError):
@@ -89,6 +95,9 @@ class LoopConfig:
     response_retries: int = 1
     observers: tuple[RunObserver, ...] = ()
     on_text_delta: Callable[[str], None] | None = None
+    hooks: tuple[AnyHook, ...] = ()
+    max_hook_turns: int = 3
+    """How many extra turns Stop hooks may force in one execution."""
 
 
 @dataclass
@@ -115,6 +124,8 @@ class _CallResult:
     pending: PendingCall | None = None
     counts_as_error: bool = False
     retry_of: str | None = None
+    rewritten: bool = False
+    """A PreToolUse hook changed the arguments; the history is updated to show them."""
 
 
 class Execution:
@@ -132,6 +143,9 @@ class Execution:
         prompt = config.system_prompt
         self._prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()[:16] if prompt else None
         self._abort_requested = False
+        self._hooks = LoopHooks(
+            config.hooks, lambda: self.state, self._hook_called, config.max_hook_turns
+        )
 
     @property
     def done(self) -> bool:
@@ -146,32 +160,43 @@ class Execution:
 
     async def phases(self) -> AsyncIterator[PhaseEvent]:
         """The loop: run the next phase, yield what happened, until the run ends or pauses."""
-        self._begin()
+        await self._begin()
         while not self.done:
             phase = self.state.next_phase
             started, wall = time.perf_counter(), time.time()
-            try:
-                match phase:
-                    case _ if self._abort_requested:
-                        self._end(StopReason.ABORTED)
-                    case Phase.PREPARE:
-                        await self._prepare()
-                    case Phase.INFERENCE:
-                        await self._inference()
-                    case Phase.TOOLS:
-                        await self._tools()
-                    case Phase.CONTINUATION:
-                        await self._continuation()
-            except Exception as exc:
-                self._fail(exc, phase)
+            await self._run_phase(phase)
             event = PhaseEvent(phase, self.state.step, self.state, time.perf_counter() - started)
             self._add_time(phase.value, event.duration)
             self._notify(functools.partial(_phase_ended, event=event, started_at=wall))
-            if self.done or phase is Phase.CONTINUATION:
-                self._close_step()
-            if self.done:
-                self._finish()
+            await self._settle(phase)
             yield event
+
+    async def _run_phase(self, phase: Phase) -> None:
+        """Run one phase: an unrecovered error fails the run, a hook's stop ends it."""
+        try:
+            match phase:
+                case _ if self._abort_requested:
+                    self._end(StopReason.ABORTED)
+                case Phase.PREPARE:
+                    await self._prepare()
+                case Phase.INFERENCE:
+                    await self._inference()
+                case Phase.TOOLS:
+                    await self._tools()
+                case Phase.CONTINUATION:
+                    await self._continuation()
+        except Exception as exc:
+            self._fail(exc, phase)
+        self._honour_hook_stop()
+
+    async def _settle(self, phase: Phase | None) -> None:
+        """Close the step after CONTINUATION; once done, fire SessionEnd and end the execution."""
+        if self.done:
+            await self._hooks.session_end()
+        if self.done or phase is Phase.CONTINUATION:
+            self._close_step()
+        if self.done:
+            self._finish()
 
     def request_abort(self) -> None:
         """End the run as ABORTED before its next phase starts."""
@@ -182,8 +207,9 @@ class Execution:
         if self.state.status.is_terminal:
             return
         self._end(StopReason.ABORTED)
-        self._close_step()
+        self._close_step()  # no SessionEnd here: hooks are awaited and this is a sync call
         self._finish()
+        self._hooks.close()
 
     def replace_state(self, state: AgentState) -> None:
         """Swap in an edited state between phases (edited or dropped tool calls, a resume)."""
@@ -198,6 +224,8 @@ class Execution:
         snapshot = self._snapshot()  # the state as the step starts: what a re-run starts from
         first_new = len(self.state.messages)
         self.state = self.state.evolve(step=snapshot.step, next_phase=Phase.INFERENCE)
+        if context := self._hooks.take_context():
+            self._append(Message.user(context))
         last_step = self._budget().steps_left == 1 and not self.state.grace_turn
         if last_step and self.config.wrap_up_message and self._definitions:
             self._append(Message.user(self.config.wrap_up_message))
@@ -205,6 +233,8 @@ class Execution:
         messages: Sequence[Message] = self.state.messages
         for process in self.config.history_processors:
             messages = process(messages)
+        if len(messages) < len(self.state.messages):
+            await self._hooks.pre_compact(len(self.state.messages), len(messages))
         self._draft = _Draft(
             index=snapshot.step,
             started_at=time.time(),
@@ -254,10 +284,16 @@ class Execution:
         self.state = self.state.evolve(next_phase=Phase.CONTINUATION)
         if not calls or self._stop_now(self._view(self.state.step - 1)):
             return
-        results = await self._run_calls(calls)
+        scope = parent_hooks.set(self._hooks.for_subagents())
+        try:
+            results = await self._run_calls(calls)
+        finally:
+            parent_hooks.reset(scope)
         self._apply(results)
         pending = tuple(r.pending for r in results if r.pending is not None)
         if pending:
+            await self._hooks.notification(pending)
+        if pending and self._hooks.stop_reason is None:
             self.state = self.state.with_status(
                 ExecutionStatus.PAUSED, pending=pending, next_phase=Phase.TOOLS
             )
@@ -277,8 +313,18 @@ class Execution:
             self._append(Message.user(GRACE_MESSAGE.format(tool=self.config.grace_tool)))
             self.state = self.state.evolve(grace_turn=True)
             return
-        if reason is not None:
-            self._end(reason)
+        if reason is None or await self._stop_hooks_continue(reason):
+            return
+        self._end(reason)
+
+    async def _stop_hooks_continue(self, reason: StopReason) -> bool:
+        """When the model ended the run itself, Stop hooks may force one more turn (bounded)."""
+        if reason not in _MODEL_STOPS or self.state.grace_turn:
+            return False
+        message = await self._hooks.stop()
+        if message is not None:
+            self._append(Message.user(message))
+        return message is not None
 
     # -- tools ----------------------------------------------------------------------------------
 
@@ -310,28 +356,55 @@ class Execution:
         if refusal is not None:
             return refusal
         assert tool is not None
-        if call.call_id not in self.state.approved:
-            permission, reason = await check_guards(self.config.guards, call, ctx)
-            if permission is ToolPermission.DENY:
-                return _result(call, "denied", f"Permission denied: {reason}", is_error=True)
-            if permission is ToolPermission.ASK or tool.requires_approval:
-                return _pending(
-                    call,
-                    reason if permission is ToolPermission.ASK else "tool requires approval",
-                    "approval",
-                )
-        if tool.deferred:
-            return _pending(call, "deferred: the result comes from outside the run", "deferred")
+        effective, result = call, None
+        if call.call_id not in self.state.approved:  # approved calls were decided before the pause
+            effective, result = await self._permit(call, tool, ctx)
+        if result is None and tool.deferred:
+            why = "deferred: the result comes from outside the run"
+            result = _pending(effective, why, "deferred")
+        if result is None:
+            result = await self._execute(effective, tool, ctx)
+        return replace(result, rewritten=effective is not call)
+
+    async def _permit(
+        self, call: ToolCall, tool: Tool, ctx: ToolContext
+    ) -> tuple[ToolCall, _CallResult | None]:
+        """Guards, then PreToolUse hooks: the call to run (maybe rewritten), and a refusal or pause.
+
+        Hooks only restrict: a hook's allow does not lift a guard's ask or a required approval.
+        """
+        permission, reason = await check_guards(self.config.guards, call, ctx)
+        if permission is ToolPermission.DENY:
+            return call, _result(call, "denied", f"Permission denied: {reason}", is_error=True)
+        verdict = await self._hooks.pre_tool_use(call)
+        if verdict.blocked or self._hooks.stop_reason is not None:
+            why = verdict.reason or self._hooks.stop_reason or "refused by a PreToolUse hook"
+            return call, _result(call, "denied", f"Permission denied: {why}", is_error=True)
+        if verdict.updated_input is not None:
+            call = call.model_copy(update={"arguments": verdict.updated_input})
+        if permission is ToolPermission.ASK:
+            return call, _pending(call, reason, "approval")
+        if verdict.decision == "ask":
+            return call, _pending(call, verdict.reason or "a PreToolUse hook asks", "approval")
+        if tool.requires_approval:
+            return call, _pending(call, "tool requires approval", "approval")
+        return call, None
+
+    async def _execute(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> _CallResult:
+        """Run the call; PostToolUse(Failure) hooks may add to what the model reads."""
         try:
             content = await tool.run(call.arguments, ctx)
         except (ArgumentError, ToolRetry, ToolTimeout) as exc:
-            return _retry(call, _feedback(call.name, exc))
+            result = _retry(call, _feedback(call.name, exc))
         except RunFatalError:
             raise
         except Exception as exc:
             message = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
-            return _result(call, "error", message, is_error=True)
-        return _result(call, "ok", content)
+            result = _result(call, "error", message, is_error=True)
+        else:
+            result = _result(call, "ok", content)
+        feedback = await self._hooks.after_tool(call, result.outcome)
+        return _with_feedback(result, feedback) if feedback else result
 
     def _refuse(self, call: ToolCall, tool: Tool | None) -> _CallResult | None:
         """A retry prompt for calls that cannot run at all, else None."""
@@ -355,6 +428,9 @@ class Execution:
     def _apply(self, results: list[_CallResult]) -> None:
         """Record outcomes, count retries and errors, and add the answers to the conversation."""
         draft = self._current_draft()
+        rewritten = {r.outcome.call_id: r.outcome.arguments for r in results if r.rewritten}
+        if rewritten:  # the history shows the arguments hooks gave, so a resume runs them too
+            self.state = self.state.evolve(messages=with_arguments(self.state.messages, rewritten))
         for result in results:
             draft.outcomes.append(result.outcome)
             if result.retry_of is not None:
@@ -383,7 +459,7 @@ class Execution:
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _begin(self) -> None:
+    async def _begin(self) -> None:
         if self.state.status.is_terminal:
             return
         self.state = self.state.with_status(ExecutionStatus.RUNNING)
@@ -392,6 +468,22 @@ class Execution:
         trace = next((t for o in self.config.observers if (t := o.trace_context())), None)
         if trace != self.state.trace:
             self.state = self.state.evolve(trace=trace)
+        if not await self._hooks.session_start(self.config.model.name):
+            self._end(StopReason.HOOK_STOP)
+        self._honour_hook_stop()
+        if self.done:
+            await self._settle(None)
+
+    def _honour_hook_stop(self) -> None:
+        """End the run once a hook said ``continue: false`` (HOOK_STOP outranks limits)."""
+        if self._hooks.stop_reason is None or self.state.status not in _STOPPABLE:
+            return
+        if StopReason.pick([self.state.stop_reason, StopReason.HOOK_STOP]) is StopReason.HOOK_STOP:
+            self._end(StopReason.HOOK_STOP)
+
+    def _hook_called(self, report: HookReport) -> None:
+        timing, step = HookTiming(report.event, report.hook, report.duration), self.state.step
+        self._notify(lambda o: o.hook_called(step, timing, report.started_at, report.error))
 
     def _view(self, steps_completed: int) -> RunView:
         return RunView(self.state, self.elapsed(), steps_completed)
@@ -503,8 +595,9 @@ class Execution:
     def _close_step(self) -> None:
         draft, self._draft = self._draft, None
         if draft is None:
+            self._record_late_hooks()
             return
-        timing = draft.timing
+        timing, hooks = draft.timing, self._hooks.take()
         record = StepRecord(
             index=draft.index,
             run_id=self.state.run_id,
@@ -520,6 +613,8 @@ class Execution:
                 tools=timing.get("tools", 0.0),
                 continuation=timing.get("continuation", 0.0),
                 telemetry=timing.get("telemetry", 0.0),
+                hooks=hooks.seconds,
+                per_hook=hooks.timings,
                 time_to_first_token=draft.ttft,
                 per_tool=tuple(
                     (o.call_id, o.name, o.duration)
@@ -532,9 +627,25 @@ class Execution:
             tools_offered=draft.tools_offered,
             snapshot_id=draft.snapshot_id,
             started_at=draft.started_at,
+            hook_errors=hooks.errors,
+            hook_messages=hooks.notes,
         )
         self.steps.append(record)
         self._notify(lambda o: o.step_ended(record))
+
+    def _record_late_hooks(self) -> None:
+        """Hooks that ran with no step open (SessionEnd after a stop between steps).
+
+        They go on this execution's last step record, or on a record of their own if there is
+        none; observers already got each invocation through `RunObserver.hook_called`.
+        """
+        if not self._hooks.unrecorded:
+            return
+        if self.steps:
+            self.steps[-1] = self._hooks.take().added_to(self.steps[-1])
+        else:
+            self._current_draft()
+            self._close_step()
 
     def _finish(self) -> None:
         self.state = self.state.evolve(elapsed=self.elapsed_at_stop())
@@ -553,6 +664,13 @@ def _result(call: ToolCall, status: Any, content: str, *, is_error: bool = False
     part = ToolResult(call_id=call.call_id, name=call.name, content=content, is_error=is_error)
     outcome = ToolOutcome(call.call_id, call.name, call.arguments, status, content)
     return _CallResult(outcome, part, counts_as_error=is_error)
+
+
+def _with_feedback(result: _CallResult, feedback: str) -> _CallResult:
+    """The result with hook feedback added to the text the model reads."""
+    content = f"{result.outcome.content}\n\n{feedback}"
+    part = result.part.model_copy(update={"content": content}) if result.part else None
+    return replace(result, outcome=replace(result.outcome, content=content), part=part)
 
 
 def _retry(call: ToolCall, feedback: str) -> _CallResult:

@@ -64,6 +64,7 @@ class Timing:
     inference: float = 0.0
     tools: float = 0.0
     hooks: float = 0.0
+    """Wall time spent waiting for hooks; part of the phase they ran in (SessionEnd: none)."""
     continuation: float = 0.0
     telemetry: float = 0.0
     """The observers' own cost (spans, store writes) during this step."""
@@ -99,6 +100,9 @@ class StepRecord:
     snapshot_id: str | None
     started_at: float
     hook_errors: tuple[str, ...] = ()
+    """Hooks that failed (timeout, crash, bad output) or answered what their event cannot do."""
+    hook_messages: tuple[str, ...] = ()
+    """What hooks told the user (``systemMessage``), and why a hook stopped the run."""
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
