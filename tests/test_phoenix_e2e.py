@@ -1,0 +1,207 @@
+"""End to end against a real OTLP trace backend: Arize Phoenix, started here on loopback.
+
+``phoenix serve`` runs as a subprocess (free ports, a temporary working directory, no outside
+requests); a run is sent to its ``/v1/traces`` over OTLP/HTTP protobuf and read back through
+its REST API (``GET /v1/projects/default/spans``). Startup is awaited on the server's own
+"Uvicorn running" line, not on a timer. Phoenix ingests in the background, so reading back polls
+the REST API (bounded) until every span sent is there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import workbench as wb
+from tests.test_telemetry import GOLDEN, run_with_pause
+from workbench.telemetry import names as n
+
+STARTUP_LIMIT = 180.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _phoenix_command() -> list[str]:
+    beside = Path(sys.executable).with_name("phoenix")
+    found = str(beside) if beside.exists() else shutil.which("phoenix")
+    if found is None:
+        pytest.skip("arize-phoenix is not installed (pip install -e '.[dev]')")
+    return [found, "serve"]
+
+
+class Phoenix:
+    """A ``phoenix serve`` subprocess; ``url`` is its HTTP root."""
+
+    def __init__(self, workdir: Path) -> None:
+        port = _free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        env = {
+            **os.environ,
+            "PHOENIX_HOST": "127.0.0.1",
+            "PHOENIX_PORT": str(port),
+            "PHOENIX_GRPC_PORT": str(_free_port()),
+            "PHOENIX_WORKING_DIR": str(workdir),
+            "PHOENIX_TELEMETRY_ENABLED": "false",
+            "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false",
+        }
+        self.log = workdir / "phoenix.log"
+        self.ready = threading.Event()
+        self.started = time.perf_counter()
+        self.startup_seconds = float("nan")
+        self.process = subprocess.Popen(
+            _phoenix_command(),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        with self.log.open("w") as log:
+            for line in self.process.stdout:
+                log.write(line)
+                if "Uvicorn running on" in line and not self.ready.is_set():
+                    self.startup_seconds = time.perf_counter() - self.started
+                    self.ready.set()
+        self.ready.set()  # the process ended: let the waiter look at why
+
+    def wait_ready(self) -> None:
+        if not self.ready.wait(STARTUP_LIMIT) or self.process.poll() is not None:
+            tail = self.log.read_text()[-3000:] if self.log.exists() else ""
+            self.stop()
+            pytest.fail(f"phoenix did not start within {STARTUP_LIMIT:.0f}s:\n{tail}")
+        assert httpx.get(f"{self.url}/healthz", timeout=10).status_code == 200
+
+    def spans(self, trace_id: str) -> list[dict[str, Any]]:
+        answer = httpx.get(
+            f"{self.url}/v1/projects/default/spans",
+            params={"trace_id": trace_id, "limit": 1000},
+            timeout=10,
+        )
+        answer.raise_for_status()
+        return list(answer.json()["data"])
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self._reader.join(10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
+    server = Phoenix(tmp_path_factory.mktemp("phoenix"))
+    try:
+        server.wait_ready()
+        print(f"phoenix started in {server.startup_seconds:.1f}s")
+        yield server
+    finally:
+        server.stop()
+
+
+def _read_back(phoenix: Phoenix, trace_id: str, expected: int) -> list[dict[str, Any]]:
+    """Phoenix's spans of a trace, once all ``expected`` are ingested (bounded poll)."""
+    deadline = time.monotonic() + 60
+    spans = phoenix.spans(trace_id)
+    pause = threading.Event()
+    while len(spans) < expected and time.monotonic() < deadline:
+        pause.wait(0.2)  # Phoenix ingests in batches and offers nothing to wait on
+        spans = phoenix.spans(trace_id)
+    return spans
+
+
+def _fold(spans: list[dict[str, Any]]) -> list[Any]:
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for span in spans:
+        children.setdefault(span["parent_id"], []).append(span)
+
+    def label(span: dict[str, Any]) -> str:
+        attributes = span["attributes"]
+        keys = (n.RUN_STATUS, n.STEP_STATUS, n.TOOL_STATUS, n.ERROR_TYPE)
+        return " ".join(
+            [
+                span["name"],
+                *(f"{k.rsplit('.', 1)[-1]}={attributes[k]}" for k in keys if k in attributes),
+            ]
+        )
+
+    def node(span: dict[str, Any]) -> Any:
+        kids = sorted(
+            children.get(span["context"]["span_id"], []), key=lambda s: (s["start_time"], s["name"])
+        )
+        return {label(span): [node(k) for k in kids]} if kids else label(span)
+
+    return [node(s) for s in children.get(None, [])]
+
+
+def _without_kinds(tree: Any) -> Any:
+    if isinstance(tree, str):
+        return tree.replace(" INTERNAL", "").replace(" CLIENT", "")
+    if isinstance(tree, list):
+        return [_without_kinds(t) for t in tree]
+    return {_without_kinds(k): _without_kinds(v) for k, v in tree.items()}
+
+
+def test_a_run_sent_over_otlp_reads_back_from_phoenix(phoenix: Phoenix) -> None:
+    telemetry = wb.Telemetry(capture_content=True, otlp_endpoint=phoenix.url)
+    paused, done = run_with_pause(telemetry)
+    stats = telemetry.shutdown(timeout=30)
+    assert stats is not None and stats.exported == stats.queued == len(telemetry.spans)
+    assert paused.trace_id is not None and done.trace_id is not None
+    per_trace = {
+        trace: sum(
+            1 for s in telemetry.spans if s.context and format(s.context.trace_id, "032x") == trace
+        )
+        for trace in (paused.trace_id, done.trace_id)
+    }
+    first = _read_back(phoenix, paused.trace_id, per_trace[paused.trace_id])
+    second = _read_back(phoenix, done.trace_id, per_trace[done.trace_id])
+    assert [len(first), len(second)] == list(per_trace.values())
+    assert _fold(first) + _fold(second) == _without_kinds(GOLDEN)
+
+    run = next(s for s in second if s["parent_id"] is None)
+    attributes = run["attributes"]
+    assert attributes[n.CONVERSATION_ID] == done.run_id == attributes[n.RUN_ID]
+    assert attributes[n.USAGE_TOTAL_TOKENS] == done.usage.total_tokens
+    assert attributes[n.OPERATION] == "invoke_agent" and run["span_kind"] == "AGENT"
+
+    chat = min((s for s in first if s["name"] == "chat scripted"), key=lambda s: s["start_time"])
+    attributes = chat["attributes"]
+    assert attributes[n.REQUEST_MODEL] == "scripted" and attributes[n.PROVIDER] == "workbench"
+    assert attributes[n.USAGE_INPUT_TOKENS] == paused.steps[0].usage.input_tokens
+    assert json.loads(attributes[n.INPUT_MESSAGES])[0]["role"] == "user"
+    # Phoenix understood our GenAI message JSON: it derived its own message attributes from it
+    assert attributes["llm.input_messages.0.message.role"] == "system"  # our system_instructions
+    assert attributes["llm.input_messages.1.message.role"] == "user"
+    assert attributes["llm.output_messages.0.message.tool_calls.0.tool_call.function.name"] == "add"
+
+    retry = next(s for s in first if s["attributes"].get(n.TOOL_STATUS) == "retry")
+    assert retry["status_code"] == "ERROR" and retry["span_kind"] == "TOOL"
+    assert retry["attributes"][n.TOOL_CALL_ID] == paused.steps[0].tool_calls[0].call_id
+    assert [e["name"] for e in retry["events"]] == ["exception"]
