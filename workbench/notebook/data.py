@@ -20,6 +20,7 @@ from workbench.notebook.tables import step_table, timing_figure, tokens_figure
 from workbench.records import StepRecord
 
 __all__ = [
+    "ResultSource",
     "RunViewData",
     "SpanSource",
     "StepSource",
@@ -53,7 +54,19 @@ class SpanSource(Protocol):
         ...
 
 
-Source: TypeAlias = StepSource | SpanSource | Sequence[StepSource] | Sequence[StepRecord]
+@runtime_checkable
+class ResultSource(Protocol):
+    """Anything that has a `RunResult` so far: `AgentRun`, the `Stepper`."""
+
+    @property
+    def result(self) -> RunResult:
+        """The result so far."""
+        ...
+
+
+Source: TypeAlias = (
+    StepSource | ResultSource | SpanSource | Sequence[StepSource] | Sequence[StepRecord]
+)
 Spans: TypeAlias = pd.DataFrame | Iterable[Mapping[str, Any]]
 
 
@@ -71,6 +84,8 @@ class RunViewData:
 def _collect_steps(source: Source) -> tuple[StepRecord, ...]:
     if isinstance(source, StepSource):
         return tuple(source.steps)
+    if isinstance(source, ResultSource):
+        return tuple(source.result.steps)
     items: list[object] = list(source)  # type: ignore[arg-type]
     records = [item for item in items if isinstance(item, StepRecord)]
     runs = [item for item in items if isinstance(item, StepSource)]
@@ -133,16 +148,6 @@ def combine_results(results: Sequence[RunResult]) -> RunResult:
         steps=tuple(s for r in results for s in r.steps),
         snapshots=tuple(s for r in results for s in r.snapshots),
     )
-
-
-@runtime_checkable
-class ResultSource(Protocol):
-    """Anything that has a `RunResult` so far: `AgentRun`, the `Stepper`."""
-
-    @property
-    def result(self) -> RunResult:
-        """The result so far."""
-        ...
 
 
 def as_result(source: RunResult | ResultSource | Sequence[RunResult]) -> RunResult:

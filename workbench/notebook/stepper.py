@@ -80,6 +80,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             prompt, history=history, settings=settings, on_text_delta=self._on_delta
         )
         self.events: list[PhaseEvent] = []
+        self.streamed = ""
+        """The text streamed by the model call of the current step so far."""
         self.errors: list[str] = []
         self.decisions: dict[str, bool | str] = {}
         self.task: asyncio.Task[None] | None = None
@@ -88,6 +90,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._note = ""
         self._shown_records = -1
         self._live_from = len(self.run.state.messages)
+        self._auto_picked = LIVE
 
         self.next_phase_button = widgets.Button(description="Next phase", icon="step-forward")
         self.next_step_button = widgets.Button(description="Next step", icon="forward")
@@ -182,7 +185,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         ms = event.duration * 1e3
         self._note = f"ran {event.phase.value} of step {event.step} in {ms:.1f} ms"
         if event.phase is Phase.PREPARE:
-            self.stream.value = ""
+            self.streamed = self.stream.value = ""
         self.refresh()
 
     def _failed(self, exc: BaseException) -> None:
@@ -191,9 +194,12 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.refresh()
 
     def _on_delta(self, text: str) -> None:
-        if not self.stream.value:
-            self.stream.value = "<div style='color:#888;font-size:11px'>streaming…</div>"
-        self.stream.value += escape(text)
+        self.streamed += text
+        text = escape(self.streamed)
+        self.stream.value = (
+            "<div style='color:#888;font-size:11px'>streamed</div>"
+            f"<pre class='wb-stream' style='white-space:pre-wrap;margin:0'>{text}</pre>"
+        )
 
     def _decide(self, call_id: str, decision: bool | str) -> None:
         self.decisions[call_id] = decision
@@ -218,21 +224,30 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._show_approvals()
         if len(run.steps) != self._shown_records:
             self._records_changed()
+        self._follow()
         self._show_messages()
 
     def _records_changed(self) -> None:
-        """A step record closed: new picker entries (following the newest), a new timeline."""
+        """A step record closed: new picker entries and a new timeline."""
         run, steps = self.run, self.run.steps
-        follow = self.step_picker.value in (LIVE, self._shown_records - 1)
+        picked = self.step_picker.value
         self._shown_records = len(steps)
         self._live_from = len(run.state.messages)
         options = [(f"step {label}", i) for i, label in enumerate(step_labels(steps))]
         self.step_picker.options = [*options, ("live", LIVE)]
-        if follow:
-            self.step_picker.value = len(steps) - 1 if run.done and steps else LIVE
+        self.step_picker.value = picked
         title = f"Timeline: {len(steps)} step records"
         figure = waterfall_figure(spans_from_steps(steps), title=title)
         show(self.timeline, figure_output(figure))
+
+    def _follow(self) -> None:
+        """Unless the user picked a step, show the step under way, or the last one between steps."""
+        if self.step_picker.value != self._auto_picked:
+            return
+        run, steps = self.run, self.run.steps
+        between = run.done or run.state.next_phase is Phase.PREPARE
+        self._auto_picked = len(steps) - 1 if steps and between else LIVE
+        self.step_picker.value = self._auto_picked
 
     def _set_buttons(self) -> None:
         blocked = self._busy or self.run.done

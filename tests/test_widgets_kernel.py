@@ -1,0 +1,194 @@
+"""The Stepper in a real Jupyter kernel, driven by its buttons through a whole run with an approval.
+
+Each step clicks a button in the kernel (``.click()`` runs the same callback a browser click
+does), waits for the work the click scheduled on the kernel's event loop, and reads back what the
+widget shows. Besides the Python-side state, the test collects the ``comm_msg`` updates the kernel
+sent on iopub: that is what a browser would receive, so it proves the display is synced, not only
+computed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager, start_new_kernel
+
+SETUP = """
+import json
+from workbench.demo import DEMO_PROMPT, demo_agent
+from workbench.notebook import RerunPanel, Stepper, TraceView
+
+stepper = Stepper(demo_agent(store=False), DEMO_PROMPT)
+ids = {name: getattr(stepper, name).model_id
+       for name in ("status", "messages", "timeline", "step_picker", "next_phase_button")}
+
+def shown():
+    s = stepper
+    outputs = s.timeline.outputs
+    figure = outputs[0]["data"]["application/vnd.plotly.v1+json"] if outputs else None
+    return {
+        "status": s.run.state.status.value,
+        "step": s.run.state.step,
+        "next_phase": s.run.next_phase_name and s.run.next_phase_name.value,
+        "pending": [p.tool for p in s.run.state.pending],
+        "approval_rows": [r.pending.tool for r in s.approval_rows],
+        "disabled": [b.disabled for b in (s.next_phase_button, s.next_step_button,
+                                          s.run_button, s.stop_button)],
+        "picker": [label for label, _ in s.step_picker.options],
+        "picked": s.step_picker.value,
+        "status_html": s.status.value,
+        "messages_html": s.messages.value,
+        "timeline_traces": [t["name"] for t in figure["data"]] if figure else [],
+        "busy": s.busy,
+        "errors": s.errors,
+    }
+
+print(json.dumps(ids))
+"""
+
+
+class Kernel:
+    """A real IPython kernel; `run` executes code and returns its stdout and the comm updates."""
+
+    def __init__(self, manager: KernelManager, client: BlockingKernelClient) -> None:
+        self.manager = manager
+        self.client = client
+
+    def run(self, code: str) -> tuple[str, list[dict[str, Any]]]:
+        stdout: list[str] = []
+        updates: list[dict[str, Any]] = []
+        errors: list[str] = []
+
+        def hook(msg: dict[str, Any]) -> None:
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream" and content["name"] == "stdout":
+                stdout.append(content["text"])
+            elif kind == "error":
+                errors.append("\n".join(content["traceback"]))
+            elif kind == "comm_msg" and content["data"].get("method") == "update":
+                updates.append({"id": content["comm_id"], **content["data"]["state"]})
+
+        reply = self.client.execute_interactive(code, output_hook=hook, timeout=120)
+        assert reply["content"]["status"] == "ok", "\n".join(errors)
+        return "".join(stdout), updates
+
+    def shown(self, code: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        out, updates = self.run(f"{code}\nprint(json.dumps(shown()))")
+        return json.loads(out.strip().splitlines()[-1]), updates
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[Kernel]:
+    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=60)
+    try:
+        yield Kernel(manager, client)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def last_value(updates: list[dict[str, Any]], model_id: str, key: str = "value") -> Any:
+    values = [u[key] for u in updates if u["id"] == model_id and key in u]
+    assert values, f"no {key!r} update was sent for {model_id}"
+    return values[-1]
+
+
+def test_stepper_buttons_drive_a_whole_run_with_an_approval(kernel: Kernel) -> None:
+    out, _ = kernel.run(SETUP)
+    ids = json.loads(out.strip().splitlines()[-1])
+    before, _ = kernel.shown("")
+    assert before["status"] == "pending" and before["next_phase"] == "prepare"
+    assert before["disabled"] == [False, False, False, False]
+    assert "has not started" in before["messages_html"]
+    assert "What is 17 + 25" in before["messages_html"]
+
+    # Next phase: PREPARE of step 1. The click only schedules the work on the kernel's loop.
+    shown, updates = kernel.shown(
+        "stepper.next_phase_button.click()\nscheduled = stepper.busy\nawait stepper.wait()\n"
+        "assert scheduled, 'the click should run as a task on the kernel loop'"
+    )
+    assert shown["status"] == "running" and shown["step"] == 1
+    assert shown["next_phase"] == "inference" and not shown["busy"]
+    assert "step <b>1</b>" in last_value(updates, ids["status"])
+    assert "next phase <b>inference</b>" in last_value(updates, ids["status"])
+    disabled = [u["disabled"] for u in updates if u["id"] == ids["next_phase_button"]]
+    assert disabled[:1] == [True] and disabled[-1] is False  # disabled while busy, then back
+
+    # Next phase again: INFERENCE; the model's bad call shows in the live message panel.
+    shown, updates = kernel.shown("stepper.next_phase_button.click()\nawait stepper.wait()")
+    assert shown["next_phase"] == "tools"
+    assert "twenty-five" in last_value(updates, ids["messages"])
+    assert "The next phase runs these calls" in shown["messages_html"]
+
+    # Next step: TOOLS (a retry prompt) and CONTINUATION; step 1's record is picked and drawn.
+    shown, updates = kernel.shown("stepper.next_step_button.click()\nawait stepper.wait()")
+    assert shown["step"] == 1 and shown["next_phase"] == "prepare"
+    assert shown["picker"] == ["step 1", "live"]
+    assert "wb-retry" in shown["messages_html"] and "Invalid arguments" in shown["messages_html"]
+    assert {"agent", "step", "model", "tool"} <= set(shown["timeline_traces"])
+    timeline = last_value(updates, ids["timeline"], "outputs")
+    assert timeline[0]["data"]["application/vnd.plotly.v1+json"]["data"]
+
+    # Run to end: steps 2 and 3; the run pauses for the approval of save_result.
+    shown, updates = kernel.shown("stepper.run_button.click()\nawait stepper.wait()")
+    assert shown["status"] == "paused" and shown["pending"] == ["save_result"]
+    assert shown["approval_rows"] == ["save_result"]
+    assert shown["disabled"] == [True, True, True, False]  # only Stop while it waits
+    assert shown["picker"] == ["step 1", "step 2", "step 3", "live"]
+    assert shown["picked"] == 2  # the paused step is shown, with the call waiting
+    assert (
+        ">pending<" in shown["messages_html"] and "tool requires approval" in shown["messages_html"]
+    )
+    assert "paused" in last_value(updates, ids["status"])
+
+    # Approve: the run takes the answer in place; the buttons come back.
+    shown, updates = kernel.shown("stepper.approval_rows[0].approve_button.click()")
+    assert shown["status"] == "paused" and shown["pending"] == []
+    assert shown["approval_rows"] == [] and shown["disabled"] == [False, False, False, False]
+    assert "1 approved, 0 denied" in last_value(updates, ids["status"])
+
+    # Run to end: the approved call runs, then the final answer.
+    shown, updates = kernel.shown("stepper.run_button.click()\nawait stepper.wait()")
+    assert shown["status"] == "completed" and shown["errors"] == []
+    assert "stop reason <b>completed</b>" in shown["status_html"]
+    assert shown["picker"] == ["step 1", "step 2", "step 3", "step 3 (resumed)", "step 4", "live"]
+    assert shown["picked"] == 4
+    assert "doubled that is 84" in last_value(updates, ids["messages"])
+    assert shown["disabled"] == [True, True, True, True]
+
+    # Picking an earlier step shows it, with the diff against the step before.
+    shown, updates = kernel.shown("stepper.step_picker.value = 1")
+    assert "Step 2" in shown["messages_html"] and "against step 1" in shown["messages_html"]
+    assert "against step 1" in last_value(updates, ids["messages"])
+
+
+def test_stop_button_ends_a_paused_run_as_aborted(kernel: Kernel) -> None:
+    shown, _ = kernel.shown(
+        "stepper = Stepper(demo_agent(store=False), DEMO_PROMPT)\n"
+        "stepper.run_button.click()\nawait stepper.wait()\n"
+        "assert stepper.run.state.status.value == 'paused'\n"
+        "stepper.stop_button.click()\nawait stepper.wait()"
+    )
+    assert shown["status"] == "aborted" and shown["pending"] == []
+    assert "stop reason <b>aborted</b>" in shown["status_html"]
+    assert shown["disabled"] == [True, True, True, True]
+
+
+def test_trace_view_and_rerun_panel_in_the_kernel(kernel: Kernel) -> None:
+    out, _ = kernel.run(
+        "view = TraceView(stepper)\n"
+        "panel = RerunPanel(stepper)\n"
+        "panel.editor.value = panel.editor.value.replace('## user', '## nobody', 1)\n"
+        "panel.rerun_button.click()\n"
+        "print(json.dumps({'outputs': {k: len(o.outputs) for k, o in view.outputs.items()},\n"
+        "                  'rows': len(view.table), 'error': panel.error.value,\n"
+        "                  'task': panel.task is not None}))"
+    )
+    shown = json.loads(out.strip().splitlines()[-1])
+    assert shown["outputs"] == {"table": 1, "waterfall": 1, "timing": 1, "tokens": 1}
+    assert shown["rows"] == 3  # aborted while paused: steps 1-3, the abort adds no step
+    assert "unknown role &#x27;nobody&#x27;" in shown["error"] and not shown["task"]
