@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from workbench.hooks.events import (
+    HookEvent,
     HookInput,
     NotificationInput,
     PostToolUseFailureInput,
@@ -33,7 +34,14 @@ from workbench.hooks.events import (
     StopInput,
     UserPromptSubmitInput,
 )
-from workbench.hooks.runner import AnyHook, HookDispatch, HookReport, HookVerdict, ParentHooks
+from workbench.hooks.runner import (
+    NO_VERDICT,
+    AnyHook,
+    HookDispatch,
+    HookReport,
+    HookVerdict,
+    ParentHooks,
+)
 from workbench.messages import JsonValue, Message, ToolCall
 from workbench.records import ToolOutcome
 from workbench.state import AgentState, PendingCall
@@ -58,9 +66,14 @@ class LoopHooks(HookDispatch):
         """How many extra turns Stop hooks may force in one execution."""
         self.turns = 0
         self._context: list[str] = []
+        self._parent = ParentHooks(
+            fire=self.fire, note=lambda text: self.note(text, error=True), max_turns=max_turns
+        )
 
     async def session_start(self, model: str) -> bool:
         """SessionStart, then UserPromptSubmit for a new run; False if the prompt was refused."""
+        if not self.hooks:
+            return True
         state = self._state()
         fresh = state.step == 0
         source = "startup" if fresh else "resume"
@@ -77,15 +90,21 @@ class LoopHooks(HookDispatch):
 
     def take_context(self) -> str:
         """Context hooks added since the last step, for the model; empty if none."""
+        if not self._context:
+            return ""
         text, self._context = "\n\n".join(self._context), []
         return text
 
     async def pre_compact(self, before: int, after: int) -> None:
         """History processors cut ``before`` messages down to ``after``."""
+        if not self.wants(HookEvent.PRE_COMPACT):
+            return
         await self.fire(PreCompactInput(messages_before=before, messages_after=after))
 
     async def pre_tool_use(self, call: ToolCall) -> HookVerdict:
         """The hooks' answer for a call about to run."""
+        if not self.wants(HookEvent.PRE_TOOL_USE):
+            return NO_VERDICT
         data = PreToolUseInput(
             tool_name=call.name, tool_input=call.arguments, tool_use_id=call.call_id
         )
@@ -93,9 +112,12 @@ class LoopHooks(HookDispatch):
 
     async def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> str:
         """PostToolUse or PostToolUseFailure; the text to add to what the model reads."""
+        ok = outcome.status == "ok"
+        if not self.wants(HookEvent.POST_TOOL_USE if ok else HookEvent.POST_TOOL_USE_FAILURE):
+            return ""
         name, arguments, call_id = call.name, call.arguments, call.call_id
         data: HookInput
-        if outcome.status == "ok":
+        if ok:
             response = outcome.content
             data = PostToolUseInput(
                 tool_name=name, tool_input=arguments, tool_use_id=call_id, tool_response=response
@@ -129,6 +151,8 @@ class LoopHooks(HookDispatch):
 
     async def session_end(self) -> None:
         """The execution ended or paused; the transcript file goes."""
+        if not self.hooks:
+            return
         state = self._state()
         reason = state.stop_reason.value if state.stop_reason else state.status.value
         await self.fire(SessionEndInput(reason=reason))
@@ -136,9 +160,7 @@ class LoopHooks(HookDispatch):
 
     def for_subagents(self) -> ParentHooks:
         """What a subagent tool run during this execution uses to fire subagent events."""
-        return ParentHooks(
-            fire=self.fire, note=lambda text: self.note(text, error=True), max_turns=self.max_turns
-        )
+        return self._parent
 
     def _keep_context(self, verdict: HookVerdict) -> None:
         if verdict.additional_context:

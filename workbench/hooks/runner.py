@@ -9,7 +9,6 @@ notes until the step record takes them.
 from __future__ import annotations
 
 import asyncio
-import copy
 import inspect
 import os
 import re
@@ -33,6 +32,7 @@ from workbench.records import HookTiming, StepRecord
 from workbench.state import AgentState
 
 __all__ = [
+    "NO_VERDICT",
     "Hook",
     "HookDispatch",
     "HookFunction",
@@ -89,10 +89,23 @@ class Hook:
 AnyHook = Hook | CommandHook
 
 
+_MUTABLE_FIELDS = ("tool_input", "tool_response")
+
+
 def _private(data: HookInput) -> HookInput:
     """A copy whose dicts a hook may change without touching the run."""
-    mutable = {k: copy.deepcopy(v) for k, v in vars(data).items() if isinstance(v, dict | list)}
+    fields = vars(data)
+    mutable = {k: _copied(fields[k]) for k in _MUTABLE_FIELDS if k in fields}
     return data.model_copy(update=mutable) if mutable else data
+
+
+def _copied(value: JsonValue) -> JsonValue:
+    """A deep copy of JSON data (much cheaper than `copy.deepcopy`)."""
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copied(v) for v in value]
+    return value
 
 
 def matches(hook: AnyHook, data: HookInput) -> bool:
@@ -141,7 +154,7 @@ class HookVerdict:
         return "\n\n".join(p for p in parts if p)
 
 
-_NOTHING = HookVerdict()
+NO_VERDICT = HookVerdict()
 _RANK = {None: 0, "allow": 1, "ask": 2, "block": 3, "deny": 3}
 
 
@@ -213,6 +226,9 @@ class _Combined:
 
 def combine(event: HookEvent, outcomes: Sequence[_Outcome], duration: float) -> HookVerdict:
     """One verdict from the hooks' answers, with a report per invocation."""
+    if all(o.result is None and o.error is None for o in outcomes):  # observers: nothing to add
+        quiet = (HookReport(event.value, o.hook.name, o.started_at, o.duration) for o in outcomes)
+        return HookVerdict(reports=tuple(quiet), duration=duration)
     combined = _Combined(event)
     reports = []
     for outcome in outcomes:
@@ -264,6 +280,9 @@ class HookLog:
         )
 
 
+_NO_LOG = HookLog()
+
+
 class HookDispatch:
     """The hooks of one execution, and what they did since the last step record."""
 
@@ -285,17 +304,17 @@ class HookDispatch:
         self._errors: list[str] = []
         self._notes: list[str] = []
 
-    def wants(self, event: HookEvent) -> bool:
+    def wants(self, event: HookEvent | str) -> bool:
         """True if any hook is registered for ``event``."""
-        return event in self._events
+        return event in self._events  # a StrEnum: its members and their names hash alike
 
     async def fire(self, data: HookInput) -> HookVerdict:
         """Run the hooks matching ``data`` (completed from the run state) and combine answers."""
-        if not self.wants(data.event):
-            return _NOTHING
+        if data.hook_event_name not in self._events:
+            return NO_VERDICT
         hooks = [h for h in self.hooks if matches(h, data)]
         if not hooks:
-            return _NOTHING
+            return NO_VERDICT
         data = self._complete(self._state(), data, hooks)
         started = time.perf_counter()
         if len(hooks) == 1:
@@ -317,6 +336,8 @@ class HookDispatch:
 
     def take(self) -> HookLog:
         """What hooks did since the last call, for the step record being closed."""
+        if not self.unrecorded:
+            return _NO_LOG
         log = HookLog(
             seconds=self._seconds,
             timings=tuple(HookTiming(r.event, r.hook, r.duration) for r in self._log),
