@@ -88,7 +88,6 @@ class SpanObserver(RunObserver):
         self._step_ctx: Context | None = None
         self._step_index = 0
         self._step_attrs: Attributes = {}
-        self._steps_opened = 0
         self._snapshot: StepContext | None = None
         self._ref: TraceRef | None = None
 
@@ -331,7 +330,6 @@ class SpanObserver(RunObserver):
         if self._step is not None:
             self._step.end(end_time=start)
         self._step_index = index
-        self._steps_opened += 1
         self._step_attrs = {**self._base, n.STEP_INDEX: index}
         attributes: Attributes = {}
         if snapshot is not None:
@@ -356,9 +354,12 @@ class SpanObserver(RunObserver):
         self._step_ctx = self._trace.set_span_in_context(self._step)
 
     def _ensure_step(self, index: int, start: int) -> Context | None:
-        """The step span's context, opening the span if the step began in a paused execution."""
+        """The step span's context, opening the span if the step began in a paused execution.
+
+        Such a step (a resumed one) starts with its first recorded activity.
+        """
         if self._step is None or self._step_index != index:
-            self._open_step(index, start if self._steps_opened else self._run_start, None)
+            self._open_step(index, start, None)
         return self._step_ctx
 
     def _stopped_before_step(self, event: PhaseEvent, started_at: float) -> None:

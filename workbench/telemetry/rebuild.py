@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from workbench.records import PhaseEvent, StepContext, StepRecord
+from workbench.records import HookTiming, PhaseEvent, StepContext, StepRecord
 from workbench.state import (
     AgentState,
     ExecutionStatus,
@@ -32,7 +32,11 @@ if TYPE_CHECKING:
 
 __all__ = ["rebuild_telemetry", "spans_from_run"]
 
-_TOOL_HOOKS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+_BEFORE_STEP = ("SessionStart", "UserPromptSubmit", "PreCompact")
+"""Hooks that fire before the step opens: children of the run span, as they are live."""
+_IN_TOOLS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+_IN_TOOLS += ("SubagentStart", "SubagentStop", "Notification")
+_IN_CONTINUATION = ("Stop",)
 
 
 def rebuild_telemetry(
@@ -131,7 +135,7 @@ class _Replay:
         model = snapshot.model_name if snapshot else self._model_name(steps)
         observer = SpanObserver(self.telemetry._instruments, None, model, clock=self.clock)
         self._choose_ids(steps, final, last)
-        start = first.started_at - (0.0 if resumed else first.timing.prepare)
+        start = self._step_start(first) - sum(h.duration for h in _hooks(first, _BEFORE_STEP))
         self.clock.set(start)
         observer.run_started(
             final.model_copy(
@@ -153,9 +157,10 @@ class _Replay:
         timing = record.timing
         state = self.run_.state
         snapshot = self.snapshots.get(record.snapshot_id or "")
-        t = record.started_at
+        t = self._step_start(record)
+        before = _hooks(record, _BEFORE_STEP)
+        self._fire(observer, record.index, before, t - sum(h.duration for h in before))
         if snapshot is not None:
-            t -= timing.prepare
             observer.step_started(snapshot)
             observer.phase_ended(PhaseEvent(Phase.PREPARE, record.index, state, timing.prepare), t)
             t += timing.prepare
@@ -168,29 +173,39 @@ class _Replay:
             t += duration
         for outcome in record.tool_outcomes:
             observer.tool_called(record.index, outcome, t)
-        self._hooks(observer, record, t, _TOOL_HOOKS, inside=True)
+        self._fire(observer, record.index, _hooks(record, _IN_TOOLS), t, together=True)
         t += timing.tools
-        self._hooks(observer, record, t, _TOOL_HOOKS, inside=False)
+        self._fire(observer, record.index, _hooks(record, _IN_CONTINUATION), t)
         if timing.continuation:
             event = PhaseEvent(Phase.CONTINUATION, record.index, state, timing.continuation)
             observer.phase_ended(event, t)
             t += timing.continuation
+        known = (*_BEFORE_STEP, *_IN_TOOLS, *_IN_CONTINUATION)
+        late = [h for h in record.timing.per_hook if h.event not in known]
+        t = self._fire(observer, record.index, late, t)  # SessionEnd: before the step closes
         self.clock.set(t)
         observer.step_ended(record)
         return t
 
-    def _hooks(
-        self,
+    def _step_start(self, record: StepRecord) -> float:
+        """When the step began: PREPARE's start, or its first activity for a resumed step."""
+        resumed = record.snapshot_id not in self.snapshots
+        return record.started_at - (0.0 if resumed else record.timing.prepare)
+
+    @staticmethod
+    def _fire(
         observer: SpanObserver,
-        record: StepRecord,
+        step: int,
+        hooks: Sequence[HookTiming],
         at: float,
-        events: tuple[str, ...],
         *,
-        inside: bool,
-    ) -> None:
-        for timing in record.timing.per_hook:
-            if (timing.event in events) == inside:
-                observer.hook_called(record.index, timing, at, None)
+        together: bool = False,
+    ) -> float:
+        """Replay hook invocations from ``at``, one after another (or all at once)."""
+        for timing in hooks:
+            observer.hook_called(step, timing, at, None)
+            at += 0.0 if together else timing.duration
+        return at
 
     def _error(self, record: StepRecord, phase: Phase) -> BaseException | None:
         info = self.run_.state.error
@@ -245,3 +260,7 @@ class _Replay:
             if step.response is not None and step.response.model_name:
                 return step.response.model_name
         return "unknown"
+
+
+def _hooks(record: StepRecord, events: tuple[str, ...]) -> list[HookTiming]:
+    return [h for h in record.timing.per_hook if h.event in events]
