@@ -1,0 +1,237 @@
+"""The notebook workbench and the HTML report in a real browser: headless Debian chromium.
+
+JupyterLab serves a copy of ``notebooks/01_quickstart.ipynb``; Playwright (from PyPI, driving the
+system ``/usr/bin/chromium`` through ``executable_path``: its own browser download does not work
+here) runs every cell, clicks the last Stepper's buttons through a run with an approval, and checks
+that the widgets and the plotly figures rendered in the page. Then it opens the ``run.html`` that
+``workbench report`` wrote, with every request that would leave the file refused, and checks that
+the figures and messages are there. Screenshots go to ``test-artifacts/``.
+
+Chromium comes from ``scripts/install-browser``; the tests skip, saying why, only when it cannot
+be installed. Waiting is on page conditions (Playwright's ``expect``), never on sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TIMEOUT_MS = 90_000
+
+
+def _chromium() -> Path:
+    """The system chromium, installed by scripts/install-browser if it is missing."""
+    if not CHROMIUM.exists():
+        done = subprocess.run(
+            [str(ROOT / "scripts" / "install-browser")],
+            capture_output=True,
+            text=True,
+            timeout=540,
+            check=False,
+        )
+        if not CHROMIUM.exists():
+            why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            pytest.skip(f"chromium could not be installed by scripts/install-browser: {why[0]}")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A headless chromium with an empty profile, driven by Playwright."""
+    executable = _chromium()
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=str(executable),
+            headless=True,
+            args=FLAGS,
+            viewport={"width": 1400, "height": 1000},
+        )
+        context.set_default_timeout(TIMEOUT_MS)
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """JupyterLab on loopback serving a copy of 01_quickstart; yields the notebook's URL."""
+    home = tmp_path_factory.mktemp("jupyterlab")
+    shutil.copy(ROOT / "notebooks" / "01_quickstart.ipynb", home)
+    settings = home / ".settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)  # no "get Jupyter news?" toast over the page (and no fetching)
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(home / ".config"),
+        "JUPYTER_RUNTIME_DIR": str(home / ".runtime"),
+        "WORKBENCH_STORE": "off",
+    }
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+        "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={home}", "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        f"--LabApp.user_settings_dir={home / '.settings'}",
+        f"--LabApp.workspaces_dir={home / '.workspaces'}",
+        "--LabApp.expose_app_in_browser=True", "--LabApp.extension_manager=readonly",
+        "--allow-root",  # CI and the dev machines run as root
+    ]  # fmt: skip
+    log = (home / "jupyterlab.log").open("w")
+    server = subprocess.Popen(command, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(f"{base}/api/status?token={token}", server, home / "jupyterlab.log")
+        yield f"{base}/lab/tree/01_quickstart.ipynb?token={token}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def _wait_until_up(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
+    """Poll the server's status (bounded) until it answers."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            tail = "\n".join(log.read_text().splitlines()[-5:])
+            raise RuntimeError(f"JupyterLab exited with {server.returncode}:\n{tail}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)  # a bounded poll for a server to come up, not synchronisation
+    raise TimeoutError(f"JupyterLab did not answer {url} within 60 s")
+
+
+def test_quickstart_in_jupyterlab(browser_context: Any, jupyterlab: str) -> None:
+    from playwright.sync_api import expect
+
+    page = browser_context.new_page()
+    page.goto(jupyterlab)
+    page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')")
+    expect(page.locator(".jp-Notebook .jp-Cell").first).to_be_visible()
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel"
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+    last = page.locator(".jp-Notebook .jp-CodeCell").last
+    status = last.locator(".wb-status")
+    expect(status).to_contain_text("pending")
+    plots = page.locator(".jp-OutputArea .js-plotly-plot")
+    expect(plots).to_have_count(5)  # the TraceView's three figures and two Stepper timelines
+    expect(page.locator(".wb-status").first).to_contain_text("completed")
+    page.screenshot(path=str(ARTIFACTS / "browser-quickstart-ran.png"), full_page=False)
+
+    last.scroll_into_view_if_needed()
+    last.get_by_role("button", name="Next phase").click()
+    expect(status).to_contain_text("next phase inference")
+    last.get_by_role("button", name="Run to end").click()
+    expect(status).to_contain_text("paused")
+    approve = last.get_by_role("button", name="Approve")
+    expect(approve).to_be_visible()
+    expect(last.locator(".wb-pending")).to_contain_text("save_result")
+    last.screenshot(path=str(ARTIFACTS / "browser-stepper-paused.png"))
+
+    approve.click()
+    expect(status).to_contain_text("1 approved, 0 denied")
+    last.get_by_role("button", name="Run to end").click()
+    expect(status).to_contain_text("completed")
+    expect(last.locator(".wb-step")).to_contain_text("doubled that is 84")
+    expect(last.get_by_role("button", name="Next phase")).to_be_disabled()
+
+    timeline = last.locator(".js-plotly-plot")
+    expect(timeline).to_have_count(1)
+    expect(timeline.locator(".barlayer .point").first).to_be_attached()
+    assert timeline.locator(".barlayer .point").count() >= 20  # a bar per span of the run
+    expect(timeline.locator(".legendtext", has_text="tool")).to_have_count(1)
+    last.screenshot(path=str(ARTIFACTS / "browser-stepper-completed.png"))
+
+    waterfall = plots.nth(1)  # the TraceView's waterfall (after the first Stepper's timeline)
+    waterfall.scroll_into_view_if_needed()
+    expect(waterfall.locator(".gtitle")).to_contain_text("Spans")
+    assert waterfall.locator(".barlayer .point").count() >= 20
+    page.screenshot(path=str(ARTIFACTS / "browser-traceview-waterfall.png"))
+    page.close()
+
+
+def test_report_opens_offline(browser_context: Any, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    store = tmp_path / "runs.sqlite"
+    demo = [sys.executable, "-c", "from workbench.demo import run_demo; run_demo()"]
+    env = {**os.environ, "WORKBENCH_STORE": str(store)}
+    subprocess.run(demo, env=env, check=True, timeout=120)
+    report = tmp_path / "run.html"
+    subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "report", "last", "-o", str(report)],
+        env=env,
+        check=True,
+        timeout=120,
+    )
+
+    page = browser_context.new_page()
+    leaving: list[str] = []
+
+    def only_the_file(route: Any) -> None:
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            leaving.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_the_file)
+    page.goto(report.as_uri())
+    figures = page.locator(".js-plotly-plot")
+    expect(figures).to_have_count(3)
+    for name in ("wb-waterfall", "wb-timing", "wb-tokens"):
+        expect(page.locator(f"#{name} .main-svg").first).to_be_attached()
+    assert page.locator("#wb-waterfall .barlayer .point").count() >= 20
+    expect(page.locator("section.wb-step-section")).to_have_count(5)
+    expect(page.locator("body")).to_contain_text("doubled that is 84")
+    page.screenshot(path=str(ARTIFACTS / "browser-report.png"), full_page=True)
+    assert leaving == []
+    page.close()
