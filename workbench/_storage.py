@@ -97,7 +97,7 @@ _V1 = (
         PRIMARY KEY (run_id, seq)
     ) WITHOUT ROWID""",
     """CREATE TABLE snapshots (
-        id TEXT PRIMARY KEY,
+        id TEXT NOT NULL,
         run_id TEXT NOT NULL,
         step INTEGER NOT NULL,
         body TEXT NOT NULL,

@@ -97,6 +97,7 @@ class _RunLog:
     prefix_ranges: tuple[st.Range, ...] = ()
     rows: list[tuple[str, int, str, str]] = field(default_factory=list)
     latest: AgentState | None = None
+    model_name: str | None = None
 
     def refs(self, messages: Sequence[Message], *, full: bool = False) -> list[st.Range]:
         """The ranges of ``messages``, queueing rows for the messages not stored yet.
@@ -147,6 +148,7 @@ class _RunLog:
             self.known = {k: v for k, v in self.known.items() if v[1] < first}
             self.rows.clear()
         self.prefix, self.prefix_ranges = (), ()
+        self.model_name = None
 
 
 class RunStore(RunObserver):
@@ -464,13 +466,15 @@ class RunStore(RunObserver):
     def _put_snapshot(self, log: _RunLog, conn: sqlite3.Connection, snapshot: StepContext) -> None:
         ranges = st.dump_ranges(log.refs(snapshot.state.messages, full=True))
         conn.execute(
-            "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO snapshots VALUES (?, ?, ?, ?, ?)",
             (snapshot.id, snapshot.run_id, snapshot.step, st.dump_snapshot(snapshot), ranges),
         )
-        conn.execute(
-            "UPDATE runs SET model_name = ? WHERE run_id = ?",
-            (snapshot.model_name, snapshot.run_id),
-        )
+        if snapshot.model_name != log.model_name:  # once per execution: one page less a step
+            conn.execute(
+                "UPDATE runs SET model_name = ? WHERE run_id = ?",
+                (snapshot.model_name, snapshot.run_id),
+            )
+            log.model_name = snapshot.model_name
 
     def _put_step(self, log: _RunLog, conn: sqlite3.Connection, record: StepRecord) -> None:
         sent = st.dump_ranges(log.refs(record.messages_in))
