@@ -90,9 +90,16 @@ def test_errors_are_one_clear_line(
 def test_demo_records_its_run_in_the_default_store(tmp_path: Path) -> None:
     env = {**os.environ, "WORKBENCH_STORE": str(tmp_path / "default.sqlite")}
     run = [sys.executable, "-m", "workbench.cli"]
-    subprocess.run(
-        [*run, "demo"], cwd=tmp_path, env=env, capture_output=True, check=True, timeout=120
-    )
+    demo = subprocess.run(
+        [*run, "demo"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert f"recorded in {tmp_path / 'default.sqlite'}: workbench show run_" in demo
     listed = subprocess.run(
         [*run, "runs"],
         cwd=tmp_path,

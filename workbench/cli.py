@@ -16,6 +16,7 @@ from workbench._runs_cli import run_replay, run_runs, run_show, setup_replay, se
 from workbench.agent import RunResult
 from workbench.records import StepRecord
 from workbench.report import run_report, setup_report
+from workbench.store import RunStore
 from workbench.telemetry.commands import run_export, run_push, setup_export, setup_push
 
 if TYPE_CHECKING:
@@ -66,6 +67,9 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"run {final.run_id}: {final.status.value}, stop reason {final.stop_reason}")
     print(f"approvals granted: {paused}; tokens: {final.usage.total_tokens}")
     print(f"output: {final.output}")
+    store = RunStore.default()  # the demo agent records to the default store
+    if store is not None:
+        print(f"recorded in {store.path}: workbench show {final.run_id}")
     if telemetry is not None:
         from workbench.telemetry.commands import write_demo_traces
 
