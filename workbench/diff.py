@@ -137,7 +137,7 @@ def diff(a: _Run, b: _Run) -> RunDiff:
     inherited_b = _inherited(b.state, a.state.run_id)
     inherited_a = _inherited(a.state, b.state.run_id)
     fingerprints = _Fingerprints()
-    reported: set[tuple[str | None, str | None]] = set()
+    reported: set[tuple[int | None, int | None]] = set()
     out = []
     for index in sorted(views_a.keys() | views_b.keys()):
         va, vb = views_a.get(index), views_b.get(index)
@@ -196,20 +196,37 @@ def _inherited(state: AgentState, other_run: str) -> int:
 
 
 class _Fingerprints:
-    """Role and parts of a message as JSON, computed once per message object."""
+    """Each message's role and parts as a small int: equal content, equal int, across both runs.
+
+    A message object is serialized once. A run's lists of messages mostly extend the previous
+    list of the same kind (the same objects plus new ones), so a list's fingerprints are the
+    previous list's plus those of the new messages, found with one identity check in C.
+    """
 
     def __init__(self) -> None:
-        self._cache: dict[int, tuple[Message, str]] = {}
+        self._cache: dict[int, tuple[Message, int]] = {}
+        self._ids: dict[str, int] = {}
+        self._last: dict[str, tuple[tuple[Message, ...], list[int]]] = {}
 
-    def of(self, messages: Sequence[Message]) -> list[str]:
-        out = []
-        for message in messages:
-            hit = self._cache.get(id(message))
-            if hit is None or hit[0] is not message:
-                hit = (message, message.model_dump_json(include={"role", "parts"}))
-                self._cache[id(message)] = hit
-            out.append(hit[1])
+    def of(self, messages: Sequence[Message], lane: str) -> list[int]:
+        """Fingerprints of ``messages``; ``lane`` names the sequence it probably extends."""
+        messages = tuple(messages)
+        prev, prev_fps = self._last.get(lane, ((), []))
+        n = len(prev)
+        if n and len(messages) >= n and messages[:n] == prev:
+            out = prev_fps + [self._one(m) for m in messages[n:]]
+        else:
+            out = [self._one(m) for m in messages]
+        self._last[lane] = (messages, out)
         return out
+
+    def _one(self, message: Message) -> int:
+        hit = self._cache.get(id(message))
+        if hit is None or hit[0] is not message:
+            text = message.model_dump_json(include={"role", "parts"})
+            hit = (message, self._ids.setdefault(text, len(self._ids)))
+            self._cache[id(message)] = hit
+        return hit[1]
 
 
 def _one_sided(index: int, va: _View | None, vb: _View | None, inherited: bool) -> StepDiff:
@@ -232,7 +249,7 @@ def _step_diff(
     va: _View,
     vb: _View,
     fingerprints: _Fingerprints,
-    reported: set[tuple[str | None, str | None]],
+    reported: set[tuple[int | None, int | None]],
 ) -> StepDiff:
     changes = [
         *_message_changes("sent", va.sent, vb.sent, fingerprints, reported),
@@ -258,7 +275,7 @@ def _message_changes(
     a: Sequence[Message],
     b: Sequence[Message],
     fingerprints: _Fingerprints,
-    reported: set[tuple[str | None, str | None]],
+    reported: set[tuple[int | None, int | None]],
 ) -> list[MessageChange]:
     """Changes between two message lists not already reported at an earlier step.
 
@@ -266,7 +283,7 @@ def _message_changes(
     (changed) and the rest is added or removed. That is exact for the usual edits (one message
     changed, messages appended) and never slower than linear.
     """
-    fa, fb = fingerprints.of(a), fingerprints.of(b)
+    fa, fb = fingerprints.of(a, f"a-{where}"), fingerprints.of(b, f"b-{where}")
     if fa == fb:
         return []
     head = 0
