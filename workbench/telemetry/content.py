@@ -52,29 +52,43 @@ class ContentEncoder:
         self._redactor = redactor
         self._fragments: dict[int, tuple[Message, str]] = {}
         self._system: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
+        self._sent: tuple[Message, ...] = ()
+        self._inputs: list[str] = []
+        self._instructions: list[dict[str, Any]] = []
+        self._instructions_json: str | None = None
 
     def request(self, messages: Sequence[Message]) -> tuple[str | None, str]:
         """``(gen_ai.system_instructions, gen_ai.input.messages)`` for one model request.
 
-        System messages become the system instructions; the rest are the input messages.
+        System messages become the system instructions; the rest are the input messages. When
+        the request extends the previous one (the loop only appends), only the new messages are
+        looked at.
         """
-        fragments: list[str] = []
-        system: list[dict[str, Any]] = []
-        for message in messages:
+        messages = tuple(messages)
+        known = len(self._sent)
+        if not known or messages[:known] != self._sent:
+            known, self._inputs, self._instructions = 0, [], []
+            self._instructions_json = None
+        system_before = len(self._instructions)
+        for message in messages[known:]:
             if message.role == "system":
-                system.extend(self._system_parts(message))
+                self._instructions.extend(self._system_parts(message))
             else:
-                fragments.append(self._fragment(message))
+                self._inputs.append(self._fragment(message))
+        if len(self._instructions) != system_before or self._instructions_json is None:
+            self._instructions_json = (
+                json.dumps(self._instructions, ensure_ascii=False) if self._instructions else None
+            )
+        self._sent = messages
         if len(self._fragments) > 2 * len(messages) + 16:
             self._forget_except(messages)
-        instructions = json.dumps(system, ensure_ascii=False) if system else None
-        return instructions, "[" + ",".join(fragments) + "]"
+        return self._instructions_json, "[" + ",".join(self._inputs) + "]"
 
     def response(self, response: ModelResponse) -> str:
         """``gen_ai.output.messages`` for one model response."""
-        message = _message_dict("assistant", response.parts)
+        message = _message_dict("assistant", response.parts, self._redactor)
         message["finish_reason"] = _FINISH[response.finish_reason]
-        return json.dumps([self._redactor.value(message)], ensure_ascii=False)
+        return json.dumps([message], ensure_ascii=False, default=str)
 
     def arguments(self, arguments: dict[str, JsonValue]) -> str:
         """``gen_ai.tool.call.arguments``."""
@@ -89,7 +103,7 @@ class ContentEncoder:
         if cached is not None and cached[0] is message:
             return cached[1]
         encoded = json.dumps(
-            self._redactor.value(_message_dict(message.role, message.parts)),
+            _message_dict(message.role, message.parts, self._redactor),
             ensure_ascii=False,
             default=str,
         )
@@ -114,18 +128,20 @@ class ContentEncoder:
         self._fragments = {k: v for k, v in self._fragments.items() if k in keep}
 
 
-def _message_dict(role: str, parts: Sequence[Part]) -> dict[str, Any]:
-    return {"role": role, "parts": [_part_dict(p) for p in parts]}
+def _message_dict(role: str, parts: Sequence[Part], redactor: Redactor) -> dict[str, Any]:
+    return {"role": role, "parts": [_part_dict(p, redactor) for p in parts]}
 
 
-def _part_dict(part: Part) -> dict[str, Any]:
+def _part_dict(part: Part, redactor: Redactor) -> dict[str, Any]:
+    """One part in the conventions' shape; only what carries content goes through the redactor."""
+    text = redactor.text
     match part:
         case TextPart():
-            return {"type": "text", "content": part.text}
+            return {"type": "text", "content": text(part.text)}
         case ToolCall():
-            arguments: Any = part.arguments
+            arguments: Any = redactor.value(part.arguments)
             if part.invalid_arguments is not None:
-                arguments = part.invalid_arguments
+                arguments = text(part.invalid_arguments)
             return {
                 "type": "tool_call",
                 "id": part.call_id,
@@ -133,9 +149,17 @@ def _part_dict(part: Part) -> dict[str, Any]:
                 "arguments": arguments,
             }
         case ToolResult():
-            return {"type": "tool_call_response", "id": part.call_id, "response": part.content}
+            return {
+                "type": "tool_call_response",
+                "id": part.call_id,
+                "response": text(part.content),
+            }
         case RetryPrompt() if part.call_id is not None:
-            return {"type": "tool_call_response", "id": part.call_id, "response": part.content}
+            return {
+                "type": "tool_call_response",
+                "id": part.call_id,
+                "response": text(part.content),
+            }
         case RetryPrompt():
-            return {"type": "text", "content": part.content}
+            return {"type": "text", "content": text(part.content)}
     raise TypeError(f"unknown message part {type(part).__name__}")  # pragma: no cover

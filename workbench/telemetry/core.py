@@ -10,6 +10,7 @@ tracer provider passed in is used as it is, never installed globally.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import re
 import warnings
@@ -266,6 +267,7 @@ def _resource(service_name: str) -> Any:
     return Resource.create({"service.name": service_name, "service.version": _version()})
 
 
+@functools.cache
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 

@@ -190,7 +190,7 @@ class SpanObserver(RunObserver):
         start = _ns(started_at)
         parent = self._ensure_step(event.step, start)
         span = self._tracer.start_span(
-            name, context=parent, attributes=dict(self._step_attrs), start_time=start
+            name, context=parent, attributes=self._step_attrs, start_time=start
         )
         span.end(end_time=start + _ns(event.duration))
 

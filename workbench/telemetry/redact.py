@@ -76,7 +76,7 @@ class Redactor:
         if isinstance(value, dict):
             return {
                 k: REDACTED
-                if isinstance(k, str) and _KEY_NAME.match(k) and isinstance(v, str)
+                if isinstance(v, str) and isinstance(k, str) and _KEY_NAME.match(k)
                 else self.value(v)
                 for k, v in value.items()
             }
