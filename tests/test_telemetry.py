@@ -647,3 +647,37 @@ def test_docstring_examples_run() -> None:
     for module in (redact, core):
         failed, tried = doctest.testmod(module)
         assert tried > 0 and failed == 0, module.__name__
+
+
+def test_time_to_first_token_on_the_chat_span_and_the_step() -> None:
+    def streamed(messages: Any, request: wb.ModelRequest) -> R:
+        return R.text("hi").model_copy(update={"time_to_first_token": 0.025})
+
+    telemetry = wb.Telemetry()
+    agent = wb.Agent(model=wb.FunctionModel(streamed), telemetry=telemetry, store=False)
+    result = agent.run_sync("hello")
+    chat = by_name(telemetry.spans, "chat")[0]
+    assert chat.attributes is not None and chat.attributes[n.RESPONSE_TIME_TO_FIRST_CHUNK] == 0.025
+    (event,) = chat.events
+    assert event.name == n.EVENT_FIRST_TOKEN
+    assert event.timestamp - (chat.start_time or 0) == 25_000_000
+    step = by_name(telemetry.spans, "workbench.step")[0].attributes or {}
+    assert step[n.TIMING_TTFT] == result.steps[0].timing.time_to_first_token == 0.025
+
+
+def test_a_failing_model_call_marks_the_chat_and_run_spans() -> None:
+    def broken(messages: Any, request: wb.ModelRequest) -> R:
+        raise wb.ModelError(f"upstream said 401 for key {SECRET}")
+
+    telemetry = wb.Telemetry()
+    agent = wb.Agent(model=wb.FunctionModel(broken), telemetry=telemetry, store=False)
+    result = agent.run_sync("hello")
+    assert result.status is wb.ExecutionStatus.FAILED
+    chat = by_name(telemetry.spans, "chat")[0]
+    assert chat.attributes is not None and chat.attributes[n.ERROR_TYPE] == "ModelError"
+    assert chat.status.status_code.name == "ERROR" and SECRET not in (chat.status.description or "")
+    assert chat.events[0].attributes is not None
+    assert chat.events[0].attributes[n.EXCEPTION_TYPE] == "ModelError"
+    run = by_name(telemetry.spans, "invoke_agent")[0]
+    assert run.attributes is not None and run.attributes[n.ERROR_TYPE] == "ModelError"
+    assert run.attributes[n.RUN_STATUS] == "failed" and run.status.status_code.name == "ERROR"
