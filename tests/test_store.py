@@ -323,6 +323,12 @@ def test_unknown_part_kind_is_a_clear_error_and_other_runs_still_load(tmp_path: 
         (lambda raw: raw["state"].update(status="dancing"), "state.status: Input should be"),
         (lambda raw: raw["state"].update(schema_version=7), "state schema version 7"),
         (lambda raw: raw.update(extra_field=1), "extra_field: Extra inputs are not permitted"),
+        (
+            lambda raw: raw["state"].update(
+                pending=[{"call_id": "c", "tool": "t", "arguments": {}, "reason": "", "kind": "x"}]
+            ),
+            "state.pending.0.kind: Input should be 'approval' or 'deferred'",
+        ),
     ],
 )
 def test_snapshot_with_wrong_types_is_a_clear_error(
