@@ -25,8 +25,6 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 
 import workbench as wb
 from workbench.telemetry import names as n
-from workbench.telemetry import spans_from_run
-from workbench.telemetry.frames import SPAN_COLUMNS, STEP_COLUMNS, TIMING_COLUMNS
 
 R = wb.ModelResponse
 SECRET = "sk-proj-Abc123Def456Ghi789Jkl012"
@@ -481,118 +479,6 @@ def test_redactor_patterns() -> None:
         "api_key": "[REDACTED]",
         "n": ["[REDACTED]"],
     }
-
-
-def test_jaeger_json_matches_the_ui_model(tmp_path: Path) -> None:
-    telemetry = wb.Telemetry(capture_content=True)
-    paused, done = run_with_pause(telemetry)
-    document = json.loads(telemetry.write_jaeger_json(tmp_path / "run.json").read_text())
-    assert {t["traceID"] for t in document["data"]} == {paused.trace_id, done.trace_id}
-    spans_seen = 0
-    for trace in document["data"]:
-        ids = {s["spanID"] for s in trace["spans"]}
-        assert all(len(t) == 32 and int(t, 16) >= 0 for t in [trace["traceID"]])
-        for span in trace["spans"]:
-            spans_seen += 1
-            assert span["traceID"] == trace["traceID"] and len(span["spanID"]) == 16
-            int(span["spanID"], 16)
-            assert isinstance(span["operationName"], str) and span["operationName"]
-            assert isinstance(span["startTime"], int) and isinstance(span["duration"], int)
-            assert 1.5e15 < span["startTime"] < 1e17  # microseconds since the epoch
-            for ref in span["references"]:
-                assert ref["refType"] in ("CHILD_OF", "FOLLOWS_FROM")
-                if ref["refType"] == "CHILD_OF":
-                    assert ref["traceID"] == trace["traceID"] and ref["spanID"] in ids
-            for tag in span["tags"]:
-                expected = {"string": str, "bool": bool, "int64": int, "float64": float}[
-                    tag["type"]
-                ]
-                assert isinstance(tag["value"], expected), tag
-            for log in span["logs"]:
-                assert isinstance(log["timestamp"], int) and log["fields"]
-            assert trace["processes"][span["processID"]]["serviceName"] == "workbench"
-        roots = [
-            s
-            for s in trace["spans"]
-            if not any(r["refType"] == "CHILD_OF" for r in s["references"])
-        ]
-        assert [r["operationName"] for r in roots] == ["invoke_agent calc"]
-    assert spans_seen == len(telemetry.spans)
-    resumed_root = next(
-        s for s in document["data"][1]["spans"] if s["operationName"] == "invoke_agent calc"
-    )
-    assert resumed_root["references"] == [
-        {
-            "refType": "FOLLOWS_FROM",
-            "traceID": paused.trace_id,
-            "spanID": paused.state.trace.span_id,
-        }  # type: ignore[union-attr]
-    ]
-    kinds = {
-        t["value"]
-        for s in document["data"][0]["spans"]
-        for t in s["tags"]
-        if t["key"] == "span.kind"
-    }
-    assert kinds == {"internal", "client"}
-
-
-def test_otlp_json_file(tmp_path: Path) -> None:
-    telemetry = wb.Telemetry()
-    paused, _ = run_with_pause(telemetry)
-    document = json.loads(telemetry.write_otlp_json(tmp_path / "run.otlp.json").read_text())
-    (resource,) = document["resourceSpans"]
-    service = {a["key"]: a["value"] for a in resource["resource"]["attributes"]}["service.name"]
-    assert service == {"stringValue": "workbench"}
-    (scope,) = resource["scopeSpans"]
-    assert scope["scope"]["name"] == "workbench"
-    spans = scope["spans"]
-    assert len(spans) == len(telemetry.spans)
-    chat = next(s for s in spans if s["name"] == "chat scripted")
-    assert chat["kind"] == 3 and chat["traceId"] == paused.trace_id
-    assert int(chat["endTimeUnixNano"]) >= int(chat["startTimeUnixNano"]) > 0
-    tokens = next(a for a in chat["attributes"] if a["key"] == n.USAGE_INPUT_TOKENS)
-    assert tokens["value"]["intValue"] == str(paused.steps[0].usage.input_tokens)
-    retry = next(s for s in spans if s["name"] == "execute_tool add")
-    assert retry["status"]["code"] == 2 and retry["events"][0]["name"] == "exception"
-
-
-def test_dataframes_have_the_documented_columns() -> None:
-    telemetry = wb.Telemetry()
-    paused, done = run_with_pause(telemetry)
-    spans = telemetry.spans_df()
-    assert tuple(spans.columns) == SPAN_COLUMNS and len(spans) == len(telemetry.spans)
-    assert set(spans["operation"].dropna()) == {"invoke_agent", "chat", "execute_tool"}
-    steps = telemetry.steps_df()
-    assert tuple(steps.columns) == STEP_COLUMNS
-    assert list(steps["step"]) == [s.index for s in [*paused.steps, *done.steps]]
-    assert list(steps["inference_ms"]) == pytest.approx(
-        [s.timing.inference * 1e3 for s in [*paused.steps, *done.steps]]
-    )
-    timing = telemetry.timing_df()
-    assert tuple(timing.columns) == TIMING_COLUMNS
-    components = {"prepare", "inference", "tool", "hook", "continuation", "telemetry"}
-    assert set(timing["component"]) == components
-    tools = timing[timing["component"] == "tool"]
-    assert len(tools) == sum(len(s.tool_outcomes) for s in [*paused.steps, *done.steps])
-
-
-def test_spans_rebuilt_from_records_match_the_live_trace() -> None:
-    telemetry = wb.Telemetry()
-    paused, done = run_with_pause(telemetry)
-    stored = StoredRun(
-        done.state, (*paused.steps, *done.steps), (*paused.snapshots, *done.snapshots)
-    )
-    rebuilt = spans_from_run(stored)
-    assert fold(rebuilt) == GOLDEN
-    live_ids = {
-        (s.context.trace_id, s.name) for s in by_name(telemetry.spans, "invoke_agent") if s.context
-    }
-    assert {
-        (s.context.trace_id, s.name) for s in by_name(rebuilt, "invoke_agent") if s.context
-    } == live_ids
-    (link,) = by_name(rebuilt, "invoke_agent")[1].links
-    assert format(link.context.trace_id, "032x") == paused.trace_id
 
 
 def test_hook_spans_under_step_and_run() -> None:
