@@ -1,6 +1,6 @@
-"""Telemetry: the golden span tree, attributes, timing, content, redaction, files and DataFrames.
+"""Telemetry: the golden span tree, attributes, timing, content capture and redaction.
 
-Export over OTLP (endpoints up, down and hanging) and the CLI verbs are in
+Files, DataFrames and rebuilt spans are in ``test_telemetry_files.py``; OTLP export and the CLI in
 ``test_telemetry_export.py``; the end-to-end run against Arize Phoenix is ``test_phoenix_e2e.py``.
 The golden run has hooks (SessionStart, and a PreToolUse hook on the call that needs approval);
 a failing hook is checked through the observer directly (`test_hook_spans_under_step_and_run`).
