@@ -47,6 +47,13 @@ class RunResult:
         if self.trace_id is None and self.state.trace is not None:
             object.__setattr__(self, "trace_id", self.state.trace.trace_id)
 
+    def __repr__(self) -> str:  # short: a long run's messages would fill a notebook
+        return (
+            f"RunResult(run_id={self.run_id!r}, status={self.status.value}, "
+            f"stop_reason={self.stop_reason}, steps={len(self.steps)}, "
+            f"tokens={self.usage.total_tokens}, output={_clip(self.output)})"
+        )
+
     @property
     def status(self) -> ExecutionStatus:
         """COMPLETED, FAILED, ABORTED or PAUSED."""
@@ -485,3 +492,9 @@ def _hook_tuple(hooks: Sequence[Hook | CommandHook]) -> tuple[Hook | CommandHook
         if not isinstance(hook, Hook | CommandHook):
             raise TypeError(f"hooks must be Hook or CommandHook objects, got {hook!r}")
     return tuple(hooks)
+
+
+def _clip(text: str | None, limit: int = 60) -> str:
+    if text is None or len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit] + "…")

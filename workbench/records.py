@@ -104,6 +104,15 @@ class StepRecord:
     hook_messages: tuple[str, ...] = ()
     """What hooks told the user (``systemMessage``), and why a hook stopped the run."""
 
+    def __repr__(self) -> str:  # short: the full messages are one attribute away
+        calls = ", ".join(f"{o.name}:{o.status}" for o in self.tool_outcomes)
+        return (
+            f"StepRecord(index={self.index}, status={self.status.value}, "
+            f"stop_reason={self.stop_reason}, messages_in={len(self.messages_in)}, "
+            f"calls=[{calls}], tokens={self.usage.total_tokens}, "
+            f"seconds={self.timing.total:.4f})"
+        )
+
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The tool calls the model made in this step."""
