@@ -567,3 +567,18 @@ def test_a_failing_model_call_marks_the_chat_and_run_spans() -> None:
     run = by_name(telemetry.spans, "invoke_agent")[0]
     assert run.attributes is not None and run.attributes[n.ERROR_TYPE] == "ModelError"
     assert run.attributes[n.RUN_STATUS] == "failed" and run.status.status_code.name == "ERROR"
+
+
+def test_a_telemetry_failure_never_breaks_the_run(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    telemetry = wb.Telemetry()
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("exporter exploded")
+
+    monkeypatch.setattr(telemetry._instruments.tracer, "start_span", broken)
+    _, done = run_with_pause(telemetry)
+    assert done.status is wb.ExecutionStatus.COMPLETED and done.output == "84, saved."
+    assert telemetry.spans == []
+    assert "workbench telemetry: run_started failed; the run goes on" in caplog.text
