@@ -37,15 +37,15 @@ def figure_output(fig: go.Figure) -> dict[str, Any]:
     }
 
 
-def table_output(frame: pd.DataFrame, *, max_rows: int = 200) -> dict[str, Any]:
-    """A ``display_data`` output for a DataFrame (HTML and text)."""
+def table_output(frame: pd.DataFrame, *, max_rows: int = 100) -> dict[str, Any]:
+    """A ``display_data`` output for a DataFrame: its first ``max_rows`` rows as HTML."""
     shown = frame.head(max_rows)
     note = f"<p>first {max_rows} of {len(frame):,} rows</p>" if len(frame) > max_rows else ""
     return {
         "output_type": "display_data",
         "data": {
             "text/html": shown.to_html(index=False, float_format=_fmt, na_rep="") + note,
-            "text/plain": shown.to_string(index=False),
+            "text/plain": f"<table: {len(frame):,} rows × {len(frame.columns)} columns>",
         },
         "metadata": {},
     }

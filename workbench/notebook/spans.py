@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from workbench.notebook._style import TEMPLATE
 from workbench.records import StepRecord
 
 __all__ = [
@@ -309,15 +310,24 @@ def _tree_order(frame: pd.DataFrame) -> tuple[list[int], list[int]]:
     return order, depths
 
 
+_HOVER_SKIP = frozenset({"workbench.run.id", "workbench.execution.id", "workbench.synthesized"})
+"""Attributes left out of hovers: the same on every span of a run."""
+
+
 def _hover(name: str, category: str, start: float, duration: float, attrs: dict[str, Any]) -> str:
-    lines = [f"<b>{name}</b> ({category})", f"start {start * 1e3:.2f} ms, {duration * 1e3:.3f} ms"]
-    for key, value in list(attrs.items())[:_HOVER_ATTRIBUTES]:
-        text = str(value)
+    lines = [f"<b>{name}</b> ({category})<br>start {start * 1e3:.2f} ms, {duration * 1e3:.3f} ms"]
+    shown = 0
+    for key, value in attrs.items():
+        if key in _HOVER_SKIP:
+            continue
+        if shown == _HOVER_ATTRIBUTES:
+            lines.append("… more attributes")
+            break
+        text = value if isinstance(value, str) else str(value)
         if len(text) > _HOVER_VALUE_CHARS:
             text = text[:_HOVER_VALUE_CHARS] + "…"
         lines.append(f"{key} = {text}")
-    if len(attrs) > _HOVER_ATTRIBUTES:
-        lines.append(f"… {len(attrs) - _HOVER_ATTRIBUTES} more attributes")
+        shown += 1
     return "<br>".join(lines)
 
 
@@ -340,33 +350,36 @@ def waterfall_figure(
     frame = frame.iloc[order].reset_index(drop=True)
     frame["row"] = np.arange(len(frame))
     frame["depth"] = depths
-    fig = go.Figure()
+    traces: list[dict[str, Any]] = []
     for category, colour in CATEGORY_COLOURS.items():
         part = frame[frame["category"] == category]
         if part.empty:
             continue
+        columns = (part["name"], part["start"], part["duration"], part["attributes"])
         hover = [
             _hover(n, category, s, d, a)
-            for n, s, d, a in zip(
-                part["name"], part["start"], part["duration"], part["attributes"], strict=True
-            )
+            for n, s, d, a in zip(*(c.tolist() for c in columns), strict=True)
         ]
-        fig.add_trace(
-            go.Bar(
-                name=category,
-                orientation="h",
-                y=part["row"].to_numpy(),
-                x=part["duration"].to_numpy() * 1e3,
-                base=part["start"].to_numpy() * 1e3,
-                width=0.75,
-                marker={"color": colour, "line": {"width": 0}},
-                hovertext=hover,
-                hovertemplate="%{hovertext}<extra></extra>",
-            )
+        traces.append(
+            {
+                "type": "bar",
+                "name": category,
+                "orientation": "h",
+                "y": part["row"].to_numpy(),
+                "x": part["duration"].to_numpy() * 1e3,
+                "base": part["start"].to_numpy() * 1e3,
+                "width": 0.75,
+                "marker": {"color": colour, "line": {"width": 0}},
+                "hovertext": hover,
+                "hovertemplate": "%{hovertext}<extra></extra>",
+            }
         )
     labelled = len(frame) <= max_labels
-    labels = ["·" * d + " " + n for d, n in zip(frame["depth"], frame["name"], strict=True)]
-    fig.update_layout(
+    labels = [
+        "·" * d + " " + n
+        for d, n in zip(frame["depth"].tolist(), frame["name"].tolist(), strict=True)
+    ]
+    layout = dict(
         title=title,
         barmode="overlay",
         bargap=0.25,
@@ -375,13 +388,15 @@ def waterfall_figure(
         yaxis={
             "range": [len(frame) - 0.5, -0.5],  # first span on top
             "tickmode": "array" if labelled else "auto",
-            "tickvals": frame["row"].tolist() if labelled else None,
-            "ticktext": labels if labelled else None,
+            "tickvals": frame["row"].to_numpy() if labelled else None,
+            "ticktext": np.array(labels, dtype=object) if labelled else None,
             "showticklabels": labelled,
             "title": None if labelled else f"{len(frame):,} spans",
         },
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
         margin={"l": 10, "r": 10, "t": 60, "b": 40},
-        template="plotly_white",
+        template=TEMPLATE,
     )
-    return fig
+    # The traces go in unvalidated: plotly's checks and copies of thousands of hover texts cost
+    # more than the rest of the view (the browser test proves they render); the layout is checked.
+    return go.Figure(data=traces, layout=go.Layout(layout), _validate=False)

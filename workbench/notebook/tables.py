@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from workbench.notebook._style import TEMPLATE
 from workbench.notebook.spans import hook_phase
 from workbench.records import StepRecord
 
@@ -170,32 +171,31 @@ def _table_labels(table: pd.DataFrame) -> list[str]:
 def timing_figure(steps: StepsOrFrame, *, title: str = "Time per step") -> go.Figure:
     """A stacked bar per step: prepare, inference, tools, hooks, continuation (ms)."""
     frame = timing_breakdown(steps)
-    labels = list(frame.index)
-    fig = go.Figure()
-    for part, colour in TIMING_PARTS.items():
-        fig.add_trace(
-            go.Bar(
-                name=part,
-                x=labels,
-                y=frame[part].to_numpy(),
-                marker={"color": colour},
-                hovertemplate=f"step %{{x}}<br>{part}: %{{y:.3f}} ms<extra></extra>",
-            )
+    labels = np.array(frame.index, dtype=object)  # arrays: plotly checks lists item by item
+    traces = [
+        go.Bar(
+            name=part,
+            x=labels,
+            y=frame[part].to_numpy(),
+            marker={"color": colour},
+            hovertemplate=f"step %{{x}}<br>{part}: %{{y:.3f}} ms<extra></extra>",
         )
-    fig.update_layout(
+        for part, colour in TIMING_PARTS.items()
+    ]
+    layout = dict(
         title=title,
         barmode="stack",
         xaxis={"title": "step", "type": "category"},
         yaxis={"title": "ms"},
         **_LAYOUT,
     )
-    return fig
+    return go.Figure(data=traces, layout=layout)  # the layout at once: update_layout is slow
 
 
 _LAYOUT = {
     "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"},
     "margin": {"l": 10, "r": 10, "t": 60, "b": 40},
-    "template": "plotly_white",
+    "template": TEMPLATE,
     "height": 360,
 }
 
@@ -226,26 +226,28 @@ def tokens_figure(steps: StepsOrFrame, *, title: str = "Tokens per step") -> go.
     rather than pretending it was free; with no cost at all the line is left out.
     """
     labels, inputs, outputs, costs = _token_columns(steps)
-    fig = go.Figure()
-    fig.add_trace(go.Bar(name="input tokens", x=labels, y=inputs, marker={"color": "#74b9ff"}))
-    fig.add_trace(go.Bar(name="output tokens", x=labels, y=outputs, marker={"color": "#0984e3"}))
+    x = np.array(labels, dtype=object)  # arrays: plotly checks lists item by item
+    traces = [
+        go.Bar(name="input tokens", x=x, y=np.array(inputs), marker={"color": "#74b9ff"}),
+        go.Bar(name="output tokens", x=x, y=np.array(outputs), marker={"color": "#0984e3"}),
+    ]
     cumulative: list[float | None] = []
     total: float | None = 0.0
     for cost in costs:
         total = None if total is None or cost is None else total + cost
         cumulative.append(total)
     if any(c for c in cumulative):
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 name="cost so far (USD)",
-                x=labels,
-                y=cumulative,
+                x=x,
+                y=np.array(cumulative, dtype=object),
                 yaxis="y2",
                 mode="lines+markers",
                 line={"color": "#d63031"},
             )
         )
-    fig.update_layout(
+    layout = dict(
         title=title,
         barmode="stack",
         xaxis={"title": "step", "type": "category"},
@@ -253,4 +255,4 @@ def tokens_figure(steps: StepsOrFrame, *, title: str = "Tokens per step") -> go.
         yaxis2={"title": "USD", "overlaying": "y", "side": "right", "showgrid": False},
         **_LAYOUT,
     )
-    return fig
+    return go.Figure(data=traces, layout=layout)
