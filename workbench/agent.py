@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from workbench._sync import run_sync
 from workbench.conditions import MaxSteps, StopCondition
-from workbench.engine import DEFAULT_WRAP_UP, Execution, LoopConfig, resume_state
+from workbench.engine import DEFAULT_WRAP_UP, Execution, LoopConfig
 from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks import CommandHook, Hook
@@ -25,6 +25,7 @@ from workbench.rerun import rerun_state
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase, StopReason
 from workbench.store import RunStore
 from workbench.subagent import subagent_tool
+from workbench.toolcalls import resume_state
 from workbench.tools import Tool, tool
 
 if TYPE_CHECKING:

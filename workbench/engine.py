@@ -13,21 +13,18 @@ import functools
 import hashlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.conditions import Budget, RunView, StopCondition
-from workbench.guards import ToolGuard, ToolPermission, check_guards
+from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks.loop import LoopHooks, with_arguments
-from workbench.hooks.runner import AnyHook, HookReport, parent_hooks
+from workbench.hooks.runner import AnyHook, HookReport
 from workbench.messages import (
-    JsonValue,
     Message,
     ModelResponse,
     RetryPrompt,
-    ToolCall,
-    ToolResult,
     Usage,
 )
 from workbench.models.base import Model, ModelRequest, ModelSettings
@@ -45,19 +42,13 @@ from workbench.state import (
     AgentState,
     ErrorInfo,
     ExecutionStatus,
-    PendingCall,
     Phase,
     StopReason,
-    new_id,
 )
+from workbench.toolcalls import CallResult, ToolRunner
 from workbench.tools import (
-    ArgumentError,
-    RunFatalError,
     Tool,
     ToolContext,
-    ToolRetry,
-    ToolTimeout,
-    result_text,
 )
 
 __all__ = ["DEFAULT_WRAP_UP", "Execution", "LoopConfig", "ToolRetriesExceeded"]
@@ -117,17 +108,6 @@ class _Draft:
     snapshot_id: str | None = None
 
 
-@dataclass
-class _CallResult:
-    outcome: ToolOutcome
-    part: ToolResult | RetryPrompt | None
-    pending: PendingCall | None = None
-    counts_as_error: bool = False
-    retry_of: str | None = None
-    rewritten: bool = False
-    """A PreToolUse hook changed the arguments; the history is updated to show them."""
-
-
 class Execution:
     """One execution of a run: from a new or resumed state until it ends or pauses."""
 
@@ -146,6 +126,7 @@ class Execution:
         self._hooks = LoopHooks(
             config.hooks, lambda: self.state, self._hook_called, config.max_hook_turns
         )
+        self._runner = ToolRunner(config, self._hooks, self._notify)
 
     @property
     def done(self) -> bool:
@@ -284,11 +265,10 @@ class Execution:
         self.state = self.state.evolve(next_phase=Phase.CONTINUATION)
         if not calls or self._stop_now(self._view(self.state.step - 1)):
             return
-        scope = parent_hooks.set(self._hooks.for_subagents())
-        try:
-            results = await self._run_calls(calls)
-        finally:
-            parent_hooks.reset(scope)
+        draft = self._current_draft()
+        results = await self._runner.run(
+            calls, self._tool_context(), draft.tools_offered, self.state.approved
+        )
         self._apply(results)
         pending = tuple(r.pending for r in results if r.pending is not None)
         if pending:
@@ -326,106 +306,7 @@ class Execution:
             self._append(Message.user(message))
         return message is not None
 
-    # -- tools ----------------------------------------------------------------------------------
-
-    async def _run_calls(self, calls: tuple[ToolCall, ...]) -> list[_CallResult]:
-        ctx = self._tool_context()
-        concurrent = [c for c in calls if not self._is_sequential(c)]
-        results: dict[str, _CallResult] = {}
-        if len(concurrent) == 1:
-            results[concurrent[0].call_id] = await self._run_call(concurrent[0], ctx)
-        elif concurrent:
-            done = await asyncio.gather(*(self._run_call(c, ctx) for c in concurrent))
-            results.update((c.call_id, r) for c, r in zip(concurrent, done, strict=True))
-        for call in calls:
-            if call.call_id not in results:
-                results[call.call_id] = await self._run_call(call, ctx)
-        return [results[c.call_id] for c in calls]  # their time counts in the TOOLS phase's
-
-    async def _run_call(self, call: ToolCall, ctx: ToolContext) -> _CallResult:
-        """Guards, approval, validation and execution of one call, as an outcome for the model."""
-        started, wall = time.perf_counter(), time.time()
-        result = await self._decide_and_run(call, ctx)
-        outcome = replace(result.outcome, duration=time.perf_counter() - started)
-        self._notify(lambda o: o.tool_called(ctx.step, outcome, wall))
-        return replace(result, outcome=outcome)
-
-    async def _decide_and_run(self, call: ToolCall, ctx: ToolContext) -> _CallResult:
-        tool = self.config.tools.get(call.name)
-        refusal = self._refuse(call, tool)
-        if refusal is not None:
-            return refusal
-        assert tool is not None
-        effective, result = call, None
-        if call.call_id not in self.state.approved:  # approved calls were decided before the pause
-            effective, result = await self._permit(call, tool, ctx)
-        if result is None and tool.deferred:
-            why = "deferred: the result comes from outside the run"
-            result = _pending(effective, why, "deferred")
-        if result is None:
-            result = await self._execute(effective, tool, ctx)
-        return replace(result, rewritten=effective is not call)
-
-    async def _permit(
-        self, call: ToolCall, tool: Tool, ctx: ToolContext
-    ) -> tuple[ToolCall, _CallResult | None]:
-        """Guards, then PreToolUse hooks: the call to run (maybe rewritten), and a refusal or pause.
-
-        Hooks only restrict: a hook's allow does not lift a guard's ask or a required approval.
-        """
-        permission, reason = await check_guards(self.config.guards, call, ctx)
-        if permission is ToolPermission.DENY:
-            return call, _result(call, "denied", f"Permission denied: {reason}", is_error=True)
-        verdict = await self._hooks.pre_tool_use(call)
-        if verdict.blocked or self._hooks.stop_reason is not None:
-            why = verdict.reason or self._hooks.stop_reason or "refused by a PreToolUse hook"
-            return call, _result(call, "denied", f"Permission denied: {why}", is_error=True)
-        if verdict.updated_input is not None:
-            call = call.model_copy(update={"arguments": verdict.updated_input})
-        if permission is ToolPermission.ASK:
-            return call, _pending(call, reason, "approval")
-        if verdict.decision == "ask":
-            return call, _pending(call, verdict.reason or "a PreToolUse hook asks", "approval")
-        if tool.requires_approval:
-            return call, _pending(call, "tool requires approval", "approval")
-        return call, None
-
-    async def _execute(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> _CallResult:
-        """Run the call; PostToolUse(Failure) hooks may add to what the model reads."""
-        try:
-            content = await tool.run(call.arguments, ctx)
-        except (ArgumentError, ToolRetry, ToolTimeout) as exc:
-            result = _retry(call, _feedback(call.name, exc))
-        except RunFatalError:
-            raise
-        except Exception as exc:
-            message = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
-            result = _result(call, "error", message, is_error=True)
-        else:
-            result = _result(call, "ok", content)
-        feedback = await self._hooks.after_tool(call, result.outcome)
-        return _with_feedback(result, feedback) if feedback else result
-
-    def _refuse(self, call: ToolCall, tool: Tool | None) -> _CallResult | None:
-        """A retry prompt for calls that cannot run at all, else None."""
-        draft = self._current_draft()
-        if tool is None:
-            known = ", ".join(self.config.tools) or "none"
-            return _retry(call, f"Unknown tool {call.name!r}. Available tools: {known}.")
-        if call.name not in draft.tools_offered:
-            return _result(
-                call, "denied", f"Tool {call.name!r} is not available in this step.", is_error=True
-            )
-        if call.invalid_arguments is not None:
-            raw = _clip(call.invalid_arguments, 200)
-            return _retry(
-                call,
-                f"The arguments for {call.name!r} are not a valid JSON object: {raw}. "
-                "Send them again as a JSON object.",
-            )
-        return None
-
-    def _apply(self, results: list[_CallResult]) -> None:
+    def _apply(self, results: list[CallResult]) -> None:
         """Record outcomes, count retries and errors, and add the answers to the conversation."""
         draft = self._current_draft()
         rewritten = {r.outcome.call_id: r.outcome.arguments for r in results if r.rewritten}
@@ -509,10 +390,6 @@ class Execution:
     def _grace_tool_ran(self) -> bool:
         outcomes = self._current_draft().outcomes
         return any(o.status == "ok" and o.name == self.config.grace_tool for o in outcomes)
-
-    def _is_sequential(self, call: ToolCall) -> bool:
-        tool = self.config.tools.get(call.name)
-        return tool is not None and tool.sequential
 
     def _tool_context(self) -> ToolContext:
         return ToolContext(
@@ -658,107 +535,3 @@ class Execution:
 
 def _phase_ended(observer: RunObserver, *, event: PhaseEvent, started_at: float) -> None:
     observer.phase_ended(event, started_at)
-
-
-def _result(call: ToolCall, status: Any, content: str, *, is_error: bool = False) -> _CallResult:
-    part = ToolResult(call_id=call.call_id, name=call.name, content=content, is_error=is_error)
-    outcome = ToolOutcome(call.call_id, call.name, call.arguments, status, content)
-    return _CallResult(outcome, part, counts_as_error=is_error)
-
-
-def _with_feedback(result: _CallResult, feedback: str) -> _CallResult:
-    """The result with hook feedback added to the text the model reads."""
-    content = f"{result.outcome.content}\n\n{feedback}"
-    part = result.part.model_copy(update={"content": content}) if result.part else None
-    return replace(result, outcome=replace(result.outcome, content=content), part=part)
-
-
-def _retry(call: ToolCall, feedback: str) -> _CallResult:
-    part = RetryPrompt(content=feedback, call_id=call.call_id, name=call.name)
-    outcome = ToolOutcome(call.call_id, call.name, call.arguments, "retry", feedback)
-    return _CallResult(outcome, part, counts_as_error=True, retry_of=call.name)
-
-
-def _pending(call: ToolCall, reason: str, kind: Any) -> _CallResult:
-    pending = PendingCall(
-        call_id=call.call_id, tool=call.name, arguments=call.arguments, reason=reason, kind=kind
-    )
-    outcome = ToolOutcome(call.call_id, call.name, call.arguments, "pending", reason)
-    return _CallResult(outcome, None, pending=pending)
-
-
-def _feedback(name: str, exc: Exception) -> str:
-    if isinstance(exc, ArgumentError):
-        return f"Invalid arguments for tool {name!r}: {exc}. Fix them and call the tool again."
-    if isinstance(exc, ToolTimeout):
-        return f"{exc}. Try again with a smaller request, or another approach."
-    return str(exc)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
-
-
-def resume_state(
-    state: AgentState,
-    approvals: Mapping[str, bool | str] | None,
-    results: Mapping[str, JsonValue] | None,
-) -> AgentState:
-    """A paused state with the outside world's answers applied, ready to run its TOOLS phase."""
-    if state.status is not ExecutionStatus.PAUSED:
-        raise ValueError(
-            f"run {state.run_id} is {state.status.value}, not paused: nothing to resume"
-        )
-    approvals, results = dict(approvals or {}), dict(results or {})
-    known = {p.call_id for p in state.pending}
-    unknown = sorted((set(approvals) | set(results)) - known)
-    if unknown:
-        raise ValueError(
-            f"no pending call with id {', '.join(unknown)}; pending: {', '.join(sorted(known))}"
-        )
-    answers: list[Message] = []
-    approved: list[str] = []
-    for pending in state.pending:
-        if pending.call_id in results:
-            content = result_text(results[pending.call_id])
-            answers.append(
-                Message(
-                    role="tool",
-                    parts=(
-                        ToolResult(call_id=pending.call_id, name=pending.tool, content=content),
-                    ),
-                )
-            )
-        elif pending.call_id in approvals:
-            decision = approvals[pending.call_id]
-            if decision is True:
-                if pending.kind == "deferred":
-                    raise ValueError(
-                        f"call {pending.call_id} is deferred: give its result in results=, "
-                        "not an approval"
-                    )
-                approved.append(pending.call_id)
-            else:
-                why = f": {decision}" if isinstance(decision, str) and decision else ""
-                answers.append(
-                    Message(
-                        role="tool",
-                        parts=(
-                            ToolResult(
-                                call_id=pending.call_id,
-                                name=pending.tool,
-                                content=f"The user denied this call{why}.",
-                                is_error=True,
-                            ),
-                        ),
-                    )
-                )
-    execution_id = new_id("exe")
-    stamp = [m.stamped(state.run_id, execution_id, state.step) for m in answers]
-    return state.evolve(
-        execution_id=execution_id,
-        messages=(*state.messages, *stamp),
-        pending=(),
-        approved=tuple(approved),
-        next_phase=Phase.TOOLS,
-    )
