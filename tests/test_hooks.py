@@ -12,6 +12,7 @@ import os
 import select
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -385,6 +386,33 @@ async def test_stop_hook_turns_are_bounded() -> None:
     ]
     assert hook_errors(result) == [
         "a Stop hook asked for another turn after 2 forced turns; the run ends"
+    ]
+
+
+async def test_stop_hook_bound_holds_across_a_pause() -> None:
+    @wb.tool(requires_approval=True)
+    def publish() -> str:
+        """Publish."""
+        return "published"
+
+    def respond(messages: Sequence[wb.Message], request: wb.ModelRequest) -> wb.ModelResponse:
+        if len(messages) == 3:  # after "Keep going." once: ask for something that pauses
+            return wb.ModelResponse.tool_call("publish", {}, call_id="p1")
+        return wb.ModelResponse.text(f"answer {len(messages)}")
+
+    hook = wb.Hook(E.STOP, lambda data: wb.HookResult(decision="block", reason="Keep going."))
+    agent = wb.Agent(
+        wb.FunctionModel(respond), tools=[publish], hooks=[hook], max_hook_turns=2, store=False
+    )
+    paused = await agent.run("Go.")
+    assert paused.status is wb.ExecutionStatus.PAUSED and paused.state.hook_turns == 1
+    restored = wb.AgentState.from_json(paused.state.to_json())
+    done = await agent.resume(restored, approvals={"p1": True})
+    assert done.state.hook_turns == 2  # one more forced turn after the resume, not two
+    assert [m.text for m in done.messages if m.role == "user"] == [
+        "Go.",
+        "Keep going.",
+        "Keep going.",
     ]
 
 

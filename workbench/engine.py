@@ -88,7 +88,7 @@ class LoopConfig:
     on_text_delta: Callable[[str], None] | None = None
     hooks: tuple[AnyHook, ...] = ()
     max_hook_turns: int = 3
-    """How many extra turns Stop hooks may force in one execution."""
+    """How many extra turns Stop hooks may force in one run (across pauses)."""
 
 
 @dataclass
@@ -303,6 +303,7 @@ class Execution:
             return False
         message = await self._hooks.stop()
         if message is not None:
+            self.state = self.state.evolve(hook_turns=self.state.hook_turns + 1)
             self._append(Message.user(message))
         return message is not None
 

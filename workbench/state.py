@@ -214,6 +214,8 @@ class AgentState(_Frozen):
     errors_consecutive: int = 0
     elapsed: float = 0.0
     """Seconds of running time in earlier executions (pauses do not count)."""
+    hook_turns: int = 0
+    """Extra turns Stop hooks have forced so far (bounded by the agent's ``max_hook_turns``)."""
     grace_turn: bool = False
     """True while the single grace turn after a limit is under way."""
     error: ErrorInfo | None = None

@@ -63,8 +63,7 @@ class LoopHooks(HookDispatch):
     ) -> None:
         super().__init__(hooks, state, on_report)
         self.max_turns = max_turns
-        """How many extra turns Stop hooks may force in one execution."""
-        self.turns = 0
+        """How many extra turns Stop hooks may force in one run (counted in the state)."""
         self._context: list[str] = []
         self._parent = ParentHooks(
             fire=self.fire, note=lambda text: self.note(text, error=True), max_turns=max_turns
@@ -136,17 +135,17 @@ class LoopHooks(HookDispatch):
 
     async def stop(self) -> str | None:
         """Ask the Stop hooks; the message for one more turn, or None to let the run end."""
-        verdict = await self.fire(StopInput(stop_hook_active=self.turns > 0))
+        turns = self._state().hook_turns
+        verdict = await self.fire(StopInput(stop_hook_active=turns > 0))
         if not verdict.blocked or self.stop_reason is not None:
             return None
-        if self.turns >= self.max_turns:
+        if turns >= self.max_turns:
             self.note(
                 f"a Stop hook asked for another turn after {self.max_turns} forced turns; "
                 "the run ends",
                 error=True,
             )
             return None
-        self.turns += 1
         return verdict.reason or CONTINUE_MESSAGE
 
     async def session_end(self) -> None:
