@@ -2,18 +2,44 @@
 
 from workbench.models.base import Model, ModelError, ModelRequest, ModelSettings
 from workbench.models.offline import FunctionModel, ScriptedModel, ScriptExhausted
+from workbench.models.openai import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    MalformedResponseError,
+    ModelConnectionError,
+    ModelTimeoutError,
+    OpenAIModel,
+    RateLimitError,
+    RetryPolicy,
+    ServerError,
+)
+from workbench.models.prices import PRICES, ModelPrice, price_for
 from workbench.models.replay import RecordedCall, ReplayDivergence, ReplayExhausted, ReplayModel
 
 __all__ = [
+    "PRICES",
+    "APIError",
+    "AuthenticationError",
+    "BadRequestError",
     "FunctionModel",
+    "MalformedResponseError",
     "Model",
+    "ModelConnectionError",
     "ModelError",
+    "ModelPrice",
     "ModelRequest",
     "ModelSettings",
+    "ModelTimeoutError",
+    "OpenAIModel",
+    "RateLimitError",
     "RecordedCall",
     "ReplayDivergence",
     "ReplayExhausted",
     "ReplayModel",
+    "RetryPolicy",
     "ScriptExhausted",
     "ScriptedModel",
+    "ServerError",
+    "price_for",
 ]

@@ -85,7 +85,7 @@ class WireMessage(TypedDict):
 
 
 def to_wire_messages(messages: Sequence[Message]) -> list[WireMessage]:
-    """Our conversation as Chat Completions messages.
+    """Convert our conversation to Chat Completions messages.
 
     A tool-role message may hold several results and retry prompts: each becomes its own ``tool``
     message answering its call. A retry prompt without a call id is a ``user`` message.
@@ -141,7 +141,7 @@ def _wire_tool(tool: ToolDefinition) -> dict[str, JsonValue]:
 
 
 def _tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
-    """``auto``/``none``/``required`` or a full object pass through; any other name forces it."""
+    """Pass ``auto``/``none``/``required`` or a full object through; force any other name."""
     if isinstance(choice, dict) or choice in ("auto", "none", "required"):
         return choice
     return {"type": "function", "function": {"name": choice}}
@@ -158,7 +158,7 @@ def build_body(
     *,
     stream: bool,
 ) -> dict[str, JsonValue]:
-    """The JSON body of one ``POST /chat/completions``."""
+    """Build the JSON body of one ``POST /chat/completions``."""
     body: dict[str, JsonValue] = {"model": model, "messages": to_wire_messages(messages)}
     for key in _PASSED_THROUGH:
         if key in settings:
@@ -252,7 +252,7 @@ class WireChunk(_Lenient):
 
 
 def finish_reason(raw: str | None) -> FinishReason:
-    """The wire finish reason as ours; anything unheard of is ``UNKNOWN``."""
+    """Map the wire finish reason to ours; anything unheard of is ``UNKNOWN``."""
     return _FINISH_REASONS.get(raw or "", FinishReason.UNKNOWN)
 
 
@@ -262,7 +262,7 @@ def _snippet(raw: bytes | str) -> str:
 
 
 def parse_completion(raw: bytes) -> WireCompletion:
-    """A complete response body, validated."""
+    """Validate a complete (non-streamed) response body."""
     try:
         completion = WireCompletion.model_validate_json(raw)
     except ValidationError as exc:
@@ -271,14 +271,16 @@ def parse_completion(raw: bytes) -> WireCompletion:
             f"{_snippet(raw)}"
         ) from None
     if completion.error is not None:
-        raise MalformedResponseError(f"the server answered with an error: {completion.error.message}")
+        raise MalformedResponseError(
+            f"the server answered with an error: {completion.error.message}"
+        )
     if not completion.choices:
         raise MalformedResponseError(f"the server's response has no choices: {_snippet(raw)}")
     return completion
 
 
 def completion_parts(message: WireMessageIn) -> tuple[TextPart | ToolCall, ...]:
-    """The parts of a complete response message: its text, then its tool calls."""
+    """Return the parts of a complete response message: its text, then its tool calls."""
     calls = [_call(c.id, c.function) for c in message.tool_calls or ()]
     return _parts(message.content or "", calls)
 
@@ -297,7 +299,7 @@ def _parts(text: str, calls: list[ToolCall]) -> tuple[TextPart | ToolCall, ...]:
 
 
 def parse_chunk(data: str) -> WireChunk:
-    """One stream event's data, validated."""
+    """Validate one stream event's data (an ``error`` in it is the caller's to raise)."""
     try:
         chunk = WireChunk.model_validate_json(data)
     except ValidationError as exc:
@@ -305,8 +307,6 @@ def parse_chunk(data: str) -> WireChunk:
             f"the server sent a stream event that is not a chat completion chunk "
             f"({exc.error_count()} problems): {_snippet(data)}"
         ) from None
-    if chunk.error is not None:
-        raise MalformedResponseError(f"the server's stream ended with an error: {chunk.error.message}")
     return chunk
 
 
@@ -336,7 +336,7 @@ class StreamAssembler:
     time_to_first_token: float | None = None
 
     def feed(self, chunk: WireChunk) -> None:
-        """Take one chunk."""
+        """Take in one chunk."""
         self.response_id = self.response_id or chunk.id
         self.model = self.model or chunk.model
         if chunk.usage is not None:
@@ -369,7 +369,7 @@ class StreamAssembler:
         partial.arguments.append(arguments or "")
 
     def parts(self) -> tuple[TextPart | ToolCall, ...]:
-        """The assembled text and tool calls."""
+        """Return the assembled text and tool calls."""
         calls = [
             _call(p.call_id, WireFunctionIn(name=p.name, arguments="".join(p.arguments)))
             for _, p in sorted(self.calls.items())

@@ -26,7 +26,7 @@ class ModelPrice:
     output_per_million: float
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
-        """The price of that many tokens, in US dollars."""
+        """Return the price of that many tokens, in US dollars."""
         return (
             input_tokens * self.input_per_million + output_tokens * self.output_per_million
         ) / 1_000_000
@@ -53,7 +53,7 @@ _DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
 
 def price_for(model: str, table: Mapping[str, ModelPrice] | None = None) -> ModelPrice | None:
-    """The price of ``model``, or ``None`` when it is unknown.
+    """Return the price of ``model``, or ``None`` when it is unknown.
 
     A dated snapshot (``gpt-4o-2024-08-06``) costs what its family (``gpt-4o``) costs. Nothing else
     is guessed: ``gpt-4o-audio-preview`` is not ``gpt-4o``.
@@ -65,5 +65,5 @@ def price_for(model: str, table: Mapping[str, ModelPrice] | None = None) -> Mode
 
 
 def cost_of(price: ModelPrice | None, input_tokens: int, output_tokens: int) -> float | None:
-    """The cost of a call, or ``None`` when the price is unknown."""
+    """Return the cost of a call, or ``None`` when the price is unknown."""
     return None if price is None else price.cost(input_tokens, output_tokens)
