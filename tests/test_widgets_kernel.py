@@ -167,6 +167,7 @@ def test_stepper_buttons_drive_a_whole_run_with_an_approval(kernel: Kernel) -> N
 
 
 def test_stop_button_ends_a_paused_run_as_aborted(kernel: Kernel) -> None:
+    kernel.run(SETUP)
     shown, _ = kernel.shown(
         "stepper = Stepper(demo_agent(store=False), DEMO_PROMPT)\n"
         "stepper.run_button.click()\nawait stepper.wait()\n"
@@ -179,7 +180,10 @@ def test_stop_button_ends_a_paused_run_as_aborted(kernel: Kernel) -> None:
 
 
 def test_trace_view_and_rerun_panel_in_the_kernel(kernel: Kernel) -> None:
+    kernel.run(SETUP)
     out, _ = kernel.run(
+        "stepper.run_button.click()\nawait stepper.wait()\nstepper.stop_button.click()\n"
+        "await stepper.wait()\n"
         "view = TraceView(stepper)\n"
         "panel = RerunPanel(stepper)\n"
         "panel.editor.value = panel.editor.value.replace('## user', '## nobody', 1)\n"
@@ -192,3 +196,53 @@ def test_trace_view_and_rerun_panel_in_the_kernel(kernel: Kernel) -> None:
     assert shown["outputs"] == {"table": 1, "waterfall": 1, "timing": 1, "tokens": 1}
     assert shown["rows"] == 3  # aborted while paused: steps 1-3, the abort adds no step
     assert "unknown role &#x27;nobody&#x27;" in shown["error"] and not shown["task"]
+
+
+SLOW_MODEL = """
+import asyncio
+import json
+import workbench as wb
+from workbench.notebook import Stepper
+
+release = asyncio.Event()
+streamed_before_release = asyncio.Event()
+
+async def slow(messages, request):
+    for token in ("The ", "answer ", "is "):
+        request.on_text_delta(token)
+    streamed_before_release.set()
+    await release.wait()  # the model call is in flight until the test lets it finish
+    request.on_text_delta("42.")
+    return "The answer is 42."
+
+slow_stepper = Stepper(wb.Agent(model=wb.FunctionModel(slow, name="slow"), store=False), "Q?")
+slow_stepper.next_step_button.click()
+await asyncio.wait_for(streamed_before_release.wait(), 30)
+"""
+
+
+def test_a_model_call_leaves_the_kernel_responsive_and_streams(kernel: Kernel) -> None:
+    kernel.run(SLOW_MODEL)
+    # A new request is served while the model call is still under way: the kernel is not blocked.
+    out, _ = kernel.run(
+        "print(json.dumps({'busy': slow_stepper.busy, 'streamed': slow_stepper.streamed,\n"
+        "  'disabled': slow_stepper.run_button.disabled, 'status': slow_stepper.status.value,\n"
+        "  'stream_html': slow_stepper.stream.value}))"
+    )
+    during = json.loads(out.strip().splitlines()[-1])
+    assert during["busy"] is True and during["disabled"] is True
+    assert during["streamed"] == "The answer is "
+    assert "The answer is " in during["stream_html"]
+    assert "next phase <b>inference</b>" in during["status"]
+    out, _ = kernel.run(
+        "release.set()\nawait slow_stepper.wait()\n"
+        "print(json.dumps({'busy': slow_stepper.busy, 'streamed': slow_stepper.streamed,\n"
+        "  'status': slow_stepper.run.state.status.value, 'output': slow_stepper.result.output}))"
+    )
+    after = json.loads(out.strip().splitlines()[-1])
+    assert after == {
+        "busy": False,
+        "streamed": "The answer is 42.",
+        "status": "completed",
+        "output": "The answer is 42.",
+    }
