@@ -246,3 +246,36 @@ def test_a_model_call_leaves_the_kernel_responsive_and_streams(kernel: Kernel) -
         "status": "completed",
         "output": "The answer is 42.",
     }
+
+
+def test_deny_with_a_reason_goes_back_to_the_model(kernel: Kernel) -> None:
+    kernel.run(SETUP)
+    shown, _ = kernel.shown(
+        "stepper.run_button.click()\nawait stepper.wait()\n"
+        "row = stepper.approval_rows[0]\nrow.reason.value = 'not today'\n"
+        "row.deny_button.click()\nstepper.run_button.click()\nawait stepper.wait()\n"
+        "stepper.step_picker.value = 3"
+    )
+    assert shown["status"] == "completed"
+    assert shown["picker"] == ["step 1", "step 2", "step 3", "step 4", "live"]
+    assert "result (error) #call_" in shown["messages_html"]  # what step 4's model saw
+    assert "The user denied this call: not today." in shown["messages_html"]
+
+
+def test_rerun_panel_switches_between_text_and_json(kernel: Kernel) -> None:
+    kernel.run(SETUP)
+    out, _ = kernel.run(
+        "stepper.run_button.click()\nawait stepper.wait()\n"
+        "panel = RerunPanel(stepper)\n"
+        "text = panel.editor.value\n"
+        "panel.format_picker.value = 'json'\n"
+        "as_json = json.loads(panel.editor.value)\n"
+        "panel.format_picker.value = 'text'\n"
+        "print(json.dumps({'roles': [m['role'] for m in as_json],\n"
+        "                  'back': panel.editor.value == text, 'first': text.splitlines()[0],\n"
+        "                  'steps': len(panel.step_picker.options)}))"
+    )
+    shown = json.loads(out.strip().splitlines()[-1])
+    assert shown["roles"] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assert shown["back"] is True and shown["first"] == "## system"
+    assert shown["steps"] == 3
