@@ -279,3 +279,20 @@ def test_rerun_panel_switches_between_text_and_json(kernel: Kernel) -> None:
     assert shown["roles"] == ["system", "user", "assistant", "tool", "assistant", "tool"]
     assert shown["back"] is True and shown["first"] == "## system"
     assert shown["steps"] == 3
+
+
+def test_stop_during_a_model_call_ends_the_run_after_that_phase(kernel: Kernel) -> None:
+    kernel.run(SLOW_MODEL.replace("next_step_button", "run_button"))
+    out, _ = kernel.run(
+        "slow_stepper.stop_button.click()\n"
+        "print(json.dumps({'busy': slow_stepper.busy, 'status': slow_stepper.status.value}))"
+    )
+    during = json.loads(out.strip().splitlines()[-1])
+    assert during["busy"] is True and "stopping after the current phase" in during["status"]
+    out, _ = kernel.run(
+        "release.set()\nawait slow_stepper.wait()\n"
+        "print(json.dumps({'status': slow_stepper.run.state.status.value,\n"
+        "  'phases': [e.phase.value for e in slow_stepper.events]}))"
+    )
+    after = json.loads(out.strip().splitlines()[-1])
+    assert after == {"status": "aborted", "phases": ["prepare", "inference"]}
