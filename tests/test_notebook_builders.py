@@ -438,3 +438,17 @@ def test_cli_demo_writes_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert main(["demo"]) == 0
     html = (tmp_path / "workbench-demo" / "report.html").read_text(encoding="utf-8")
     assert "Messages, step by step" in html and "saved double = 84" in html
+
+
+def test_notebook_all_is_what_the_package_exports() -> None:
+    import inspect
+
+    import workbench.notebook as package
+
+    exported = {
+        name
+        for name, value in vars(package).items()
+        if not name.startswith("_") and not inspect.ismodule(value)
+    }
+    assert set(package.__all__) == exported
+    assert {"Stepper", "TraceView", "RerunPanel"} <= exported
