@@ -504,3 +504,16 @@ def test_external_flag_stops_from_another_thread() -> None:
         result.stop_reason is wb.StopReason.ABORTED and result.status is wb.ExecutionStatus.ABORTED
     )
     assert len(result.steps) == 1 and not go_on.is_set()
+
+
+def test_abort_a_paused_run() -> None:
+    run = calculator([R.tool_call("delete_file", {"path": "/"}, call_id="d1")]).start("x")
+    run.run_to_end()
+    assert run.state.status is wb.ExecutionStatus.PAUSED
+    elapsed = run.state.elapsed
+    run.abort()
+    assert run.state.status is wb.ExecutionStatus.ABORTED
+    assert run.state.stop_reason is wb.StopReason.ABORTED
+    assert run.state.elapsed == elapsed  # time paused is not running time
+    assert run.state.pending == ()
+    assert run.next_phase() is None

@@ -105,7 +105,6 @@ class AgentRun:
 
     def __init__(self, execution: Execution) -> None:
         self._execution = execution
-        self._events: AsyncIterator[PhaseEvent] | None = None
 
     @property
     def state(self) -> AgentState:
@@ -142,9 +141,7 @@ class AgentRun:
 
     async def anext_phase(self) -> PhaseEvent | None:
         """Run one phase; None once the run is done."""
-        if self._events is None:
-            self._events = self._execution.phases()
-        return await anext(self._events, None)
+        return await self._execution.advance()
 
     async def anext_step(self) -> PhaseEvent | None:
         """Run phases up to the end of the current step (or of the run)."""
@@ -179,9 +176,10 @@ class AgentRun:
         return run_sync(self.arun_to_end())
 
     def abort(self) -> None:
-        """End the run as ABORTED (at once between phases; before the next phase otherwise)."""
-        self._execution.request_abort()
-        if not self._execution.done:
+        """End the run as ABORTED: now between phases or while paused, else after the phase."""
+        if self._execution.in_phase:
+            self._execution.request_abort()
+        else:
             self._execution.abort_now()
 
     def resume(
@@ -191,7 +189,6 @@ class AgentRun:
     ) -> None:
         """Answer the pending calls of a paused run; stepping then goes on from TOOLS."""
         self._execution.replace_state(resume_state(self.state, approvals, results))
-        self._events = None
 
     @property
     def pending_calls(self) -> tuple[ToolCall, ...]:

@@ -61,6 +61,7 @@ GRACE_MESSAGE = "The run reached its limit. Call the tool {tool!r} now to finish
 EMPTY_RESPONSE = "Your response was empty. Answer the question or call one of the tools."
 _GRACE_LIMITS = (StopReason.STEP_LIMIT, StopReason.TIME_LIMIT)
 _STOPPABLE = (ExecutionStatus.RUNNING, ExecutionStatus.COMPLETED)
+_STARTABLE = (ExecutionStatus.PENDING, ExecutionStatus.PAUSED)
 _MODEL_STOPS = (StopReason.COMPLETED, StopReason.TASK_COMPLETE)
 """Stop reasons where the model ended the run itself: Stop hooks may ask for another turn."""
 
@@ -117,12 +118,14 @@ class Execution:
         self.steps: list[StepRecord] = []
         self.snapshots: list[StepContext] = []
         self._draft: _Draft | None = None
-        self._clock_start = 0.0
+        self._clock_start: float | None = None
         self._definitions = tuple(t.definition for t in config.tools.values())
         self._schema_hash = schema_hash(self._definitions)
         prompt = config.system_prompt
         self._prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()[:16] if prompt else None
         self._abort_requested = False
+        self.in_phase = False
+        """True while a phase runs (an abort then waits for the phase to end)."""
         self._hooks = LoopHooks(
             config.hooks, lambda: self.state, self._hook_called, config.max_hook_turns
         )
@@ -134,23 +137,34 @@ class Execution:
         return self.state.status.is_terminal or self.state.status is ExecutionStatus.PAUSED
 
     def elapsed(self) -> float:
-        """Running time of the run so far, across executions."""
-        if self.state.status is not ExecutionStatus.RUNNING:
+        """Running time of the run so far, across executions (time paused does not count)."""
+        if self._clock_start is None:
             return self.state.elapsed
         return self.state.elapsed + (time.perf_counter() - self._clock_start)
 
     async def phases(self) -> AsyncIterator[PhaseEvent]:
         """The loop: run the next phase, yield what happened, until the run ends or pauses."""
-        await self._begin()
-        while not self.done:
-            phase = self.state.next_phase
-            started, wall = time.perf_counter(), time.time()
-            await self._run_phase(phase)
-            event = PhaseEvent(phase, self.state.step, self.state, time.perf_counter() - started)
-            self._add_time(phase.value, event.duration)
-            self._notify(functools.partial(_phase_ended, event=event, started_at=wall))
-            await self._settle(phase)
+        while (event := await self.advance()) is not None:
             yield event
+
+    async def advance(self) -> PhaseEvent | None:
+        """Run the next phase and say what happened; None once the run ended or paused."""
+        if self.state.status in _STARTABLE and not self.state.pending:
+            await self._begin()  # a new run, or a paused one whose calls were answered
+        if self.done:
+            return None
+        phase = self.state.next_phase
+        started, wall = time.perf_counter(), time.time()
+        self.in_phase = True
+        try:
+            await self._run_phase(phase)
+        finally:
+            self.in_phase = False
+        event = PhaseEvent(phase, self.state.step, self.state, time.perf_counter() - started)
+        self._add_time(phase.value, event.duration)
+        self._notify(functools.partial(_phase_ended, event=event, started_at=wall))
+        await self._settle(phase)
+        return event
 
     async def _run_phase(self, phase: Phase) -> None:
         """Run one phase: an unrecovered error fails the run, a hook's stop ends it."""
@@ -188,6 +202,7 @@ class Execution:
         if self.state.status.is_terminal:
             return
         self._end(StopReason.ABORTED)
+        self.state = self.state.evolve(pending=())  # nothing waits for an aborted run
         self._close_step()  # no SessionEnd here: hooks are awaited and this is a sync call
         self._finish()
         self._hooks.close()
@@ -526,12 +541,9 @@ class Execution:
             self._close_step()
 
     def _finish(self) -> None:
-        self.state = self.state.evolve(elapsed=self.elapsed_at_stop())
+        self.state = self.state.evolve(elapsed=self.elapsed())
+        self._clock_start = None  # this execution's time is now in the state
         self._notify(lambda o: o.run_ended(self.state))
-
-    def elapsed_at_stop(self) -> float:
-        """Running time including this execution, for a state that no longer runs."""
-        return self.state.elapsed + (time.perf_counter() - self._clock_start)
 
 
 def _phase_ended(observer: RunObserver, *, event: PhaseEvent, started_at: float) -> None:

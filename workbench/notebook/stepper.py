@@ -148,13 +148,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self._note = "stopping after the current phase…"
             self.refresh()
             return
-        pending = self.run.state.pending
-        if pending:  # a paused run: deny what waits, then end it
-            self.run.resume(approvals={p.call_id: "the run was stopped" for p in pending})
-            self.run.abort()
-            self._start("phase")
-            return
-        self.run.abort()
+        self.run.abort()  # a paused run ends too; its waiting calls are dropped
         self._note = "stopped"
         self.refresh()
 
