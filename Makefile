@@ -33,11 +33,18 @@ unit: $(VENV)/.dev-installed
 # The full check: lint, types, then every test. Live tests against the real local LLM server run
 # when scripts/llm-server can build and start it; otherwise they skip and say why.
 test: lint typecheck
+	scripts/install-browser || echo "chromium could not be installed: browser tests will be skipped"
 	scripts/llm-server start || echo "llm-server did not start: live tests will be skipped"
 	$(PY) -m pytest; status=$$?; scripts/llm-server stop; exit $$status
 
+# Benchmarks against peers, run side by side; each prints its figures and ratios.
 bench: $(VENV)/.dev-installed
 	$(PY) bench/loop_overhead.py
+	$(PY) bench/telemetry_overhead.py
+	$(PY) bench/snapshot_cost.py
+	$(PY) bench/hooks_overhead.py
+	$(PY) bench/client_overhead.py
+	$(PY) bench/view_build.py
 
 clean:
 	rm -rf $(VENV) .workbench .pytest_cache .mypy_cache .ruff_cache
