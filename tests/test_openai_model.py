@@ -552,6 +552,15 @@ async def test_connection_errors_exhausted() -> None:
     assert len(handler.requests) == 3
 
 
+async def test_a_connection_closed_under_the_request_is_retried_at_once() -> None:
+    dropped = httpx.RemoteProtocolError("Server disconnected without sending a response.")
+    handler = Recorder(dropped, httpx.Response(200, json=completion("ok")))
+    sleep = FakeSleep()
+    response = await make_model(handler, sleep=sleep).request(ask())
+    assert response.text_content == "ok"
+    assert sleep.delays == [0.0]  # the server never saw the request: no reason to wait
+
+
 async def test_read_timeout_is_a_timeout_error_and_not_retried() -> None:
     handler = Recorder(httpx.ReadTimeout("timed out"))
     with pytest.raises(ModelTimeoutError, match=r"did not answer within 2\.5s"):

@@ -150,6 +150,25 @@ async def test_cancelling_a_stream_leaves_the_server_usable(base_url: str) -> No
     assert response.calls[0].arguments == {"a": 2, "b": 2}
 
 
+async def test_a_request_right_after_a_stream_succeeds(base_url: str) -> None:
+    """llama-server closes the connection after a stream; the next request meets the close.
+
+    Without the immediate retry, every second request here failed with "Server disconnected
+    without sending a response" (httpx and the openai SDK alike).
+    """
+    logs: list[float] = []
+    async with httpx.AsyncClient() as client:
+        shared = model(base_url, http_client=client, sleep=lambda s: _record(logs, s))
+        for stream in (True, False, True, False):
+            settings = ModelSettings(max_tokens=2, stream=stream)
+            await shared.request(ModelRequest(messages=add_history(1, 1), settings=settings))
+    assert all(delay == 0.0 for delay in logs)  # only the at-once retries, never a backoff
+
+
+async def _record(logs: list[float], seconds: float) -> None:
+    logs.append(seconds)
+
+
 def test_an_owned_client_works_across_event_loops(base_url: str) -> None:
     """``run_sync`` may use a fresh event loop per call; the model's own client must follow."""
     shared = model(base_url)

@@ -100,6 +100,14 @@ class ModelConnectionError(ModelError):
     """The server could not be reached (refused, reset, DNS), still, after the retries."""
 
 
+class _StaleConnection(ModelConnectionError):
+    """The server closed a kept-alive connection as the request went out; it never saw it.
+
+    llama-server does this after a streamed answer: the next request, sent at once on the same
+    pooled connection, meets the close. Retried at once, without backoff.
+    """
+
+
 class ModelTimeoutError(ModelError):
     """The server did not answer (or stream the next piece) within the timeout."""
 
@@ -344,7 +352,8 @@ class OpenAIModel:
             if delay is None:
                 raise error
             attempt += 1
-            logger.warning(
+            logger.log(
+                logging.DEBUG if isinstance(error, _StaleConnection) else logging.WARNING,
                 "%s: %s; retry %d of %d in %.2fs",
                 self._model,
                 type(error).__name__,
@@ -364,10 +373,12 @@ class OpenAIModel:
         """Make one attempt: the response, or the error and how long the server asked to wait."""
         started = time.perf_counter()
         headers = self._headers()
+        answered = False
         try:
             async with client.stream(
                 "POST", self._url, json=body, headers=headers, timeout=limits
             ) as response:
+                answered = True
                 if response.is_success:
                     return await read(response, started)
                 await response.aread()
@@ -377,7 +388,9 @@ class OpenAIModel:
         except httpx.TimeoutException as exc:
             raise self._timeout_error(exc, limits) from None
         except httpx.TransportError as exc:
-            return self._connection_error(exc), None
+            # A pooled connection the server had just closed: it never saw the request.
+            stale = isinstance(exc, httpx.RemoteProtocolError) and not answered
+            return self._connection_error(exc, stale=stale), None
 
     @property
     def _url(self) -> str:
@@ -403,6 +416,8 @@ class OpenAIModel:
         )
         if not retryable or attempt >= self.retry.max_retries:
             return None
+        if isinstance(error, _StaleConnection):
+            return 0.0
         delay = retry_after if retry_after is not None else self.retry.backoff(attempt)
         spent = time.monotonic() - first_attempt
         if spent + delay > self.retry.max_total_seconds:
@@ -425,9 +440,12 @@ class OpenAIModel:
             return ServerError(f"{status} server error from {where}: {said}", status_code=status)
         return BadRequestError(f"{status} bad request to {where}: {said}", status_code=status)
 
-    def _connection_error(self, exc: httpx.TransportError) -> ModelConnectionError:
+    def _connection_error(
+        self, exc: httpx.TransportError, *, stale: bool = False
+    ) -> ModelConnectionError:
         detail = _redact(str(exc) or type(exc).__name__, self._api_key)
-        return ModelConnectionError(f"cannot reach {self.base_url}: {detail}")
+        kind = _StaleConnection if stale else ModelConnectionError
+        return kind(f"cannot reach {self.base_url}: {detail}")
 
     def _timeout_error(
         self, exc: httpx.TimeoutException, limits: httpx.Timeout
