@@ -1,0 +1,506 @@
+"""Per-step cost of the workbench loop against pydantic-ai and LangGraph (issue 2).
+
+Each framework does the same run: the model calls one trivial tool (``add(a, b)``) N-1 times, then
+answers ``"done"``; N is 25, 50, 200 and 400. The cost of a run divided by N is the loop's cost per
+step, since the model and the tool do (almost) nothing.
+
+- **ours**: ``wb.Agent`` with ``wb.FunctionModel`` (fixed ``Usage(input_tokens=10,
+  output_tokens=5)``, so nothing estimates tokens), ``stop=wb.MaxSteps(N + 10)`` (no wrap-up turn),
+  no telemetry, no observers, no hooks, no history processors, and no run store: the agent is
+  built with ``store=False`` (``store=None`` or no keyword means the default store) and checked to
+  have none.
+- **pydantic-ai**: ``Agent(FunctionModel(fn))`` with ``add`` registered by ``tool_plain``, run
+  with ``UsageLimits(request_limit=None)``; the response carries a fixed ``RequestUsage`` (else its
+  ``FunctionModel`` estimates tokens over the whole history on every request).
+- **LangGraph**: the canonical ReAct graph: ``StateGraph(MessagesState)`` with a model node (a plain
+  function answering ``AIMessage`` with ``tool_calls``), the prebuilt ``ToolNode`` and
+  ``tools_condition``; ``recursion_limit`` 2N + 10 (each step is two supersteps).
+
+The model functions are ``async def`` for ours and pydantic-ai (pydantic-ai runs a sync one in a
+worker thread). The tool is ``async def`` by default, which measures the loop alone; with
+``--sync-tool`` it is a plain ``def`` and ours and pydantic-ai hand each call to a worker thread,
+as they do for users' sync tools. LangGraph's nodes are sync and run with ``graph.invoke`` (a
+LangChain tool with only an async body cannot run under ``invoke``); its ToolNode uses a thread pool
+either way. Ours and pydantic-ai run on one event loop with ``loop.run_until_complete``.
+
+Method: warm-up runs first; then for each repetition, for each size, each framework runs once, in
+an order rotated every repetition, so machine noise hits all of them alike. Every timed run starts
+after ``gc.collect()`` (the collector stays on: its cost is part of the loop's). Every run is
+checked (N steps, answer ``"done"``). Figures are medians of the repetitions, in µs per step, of
+wall time and of the process's CPU time (steadier when other work shares the machine; the load
+average is printed and written with the figures).
+
+Targets (issue 2): ours at most 0.2× LangGraph and 0.05× pydantic-ai per step at every size, and
+flat: our per-step cost at 400 steps within 1.5× of that at 50.
+
+    .venv/bin/python bench/loop_overhead.py                  # full run (a couple of minutes)
+    .venv/bin/python bench/loop_overhead.py --quick          # smoke run (a few seconds)
+    .venv/bin/python bench/loop_overhead.py --json out.json  # also write the figures
+    .venv/bin/python bench/loop_overhead.py --profile 400    # cProfile of our loop at 400 steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import inspect
+import json
+import os
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import workbench as wb
+
+SIZES = (25, 50, 200, 400)
+QUICK_SIZES = (25, 50, 100)
+PROMPT = "Add numbers until you are done."
+ANSWER = "done"
+IN_TOKENS, OUT_TOKENS = 10, 5
+TARGET_VS_LANGGRAPH = 0.2
+TARGET_VS_PYDANTIC_AI = 0.05
+TARGET_FLAT = 1.5
+FLAT_BASE, FLAT_TOP = 50, 400
+
+OURS, LANGGRAPH, PYDANTIC_AI = "ours", "langgraph", "pydantic-ai"
+FRAMEWORKS = (OURS, LANGGRAPH, PYDANTIC_AI)
+
+Runner = Callable[[], None]
+"""Runs one whole agent run and checks it did what it should."""
+
+
+def _step_of(message_count: int) -> int:
+    """Which step the model is at: 1 prompt message, then 2 messages (call, result) per step."""
+    return (message_count + 1) // 2
+
+
+# -- ours -----------------------------------------------------------------------------------------
+
+
+def _no_store() -> dict[str, Any]:
+    """``store=False``: no run store (``Agent`` records every run in a default store otherwise)."""
+    if "store" not in inspect.signature(wb.Agent).parameters:  # trees from before the store
+        return {}
+    return {"store": False}
+
+
+def _check_no_store(agent: wb.Agent) -> None:
+    for name in ("store", "_store"):
+        store = getattr(agent, name, None)
+        if store is not None and store is not False:
+            raise SystemExit(f"the bench agent still has a store ({store!r}): update _no_store")
+
+
+def ours(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> Runner:
+    usage = wb.Usage(input_tokens=IN_TOKENS, output_tokens=OUT_TOKENS, requests=1)
+
+    async def respond(messages: Any, request: wb.ModelRequest) -> wb.ModelResponse:
+        step = _step_of(len(messages))
+        if step < n:
+            args = {"a": step, "b": 1}
+            return wb.ModelResponse.tool_call("add", args, call_id=f"c{step}", usage=usage)
+        return wb.ModelResponse.text(ANSWER, usage=usage)
+
+    def add_sync(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    async def add_async(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    add = wb.tool(name="add")(add_sync if sync_tool else add_async)
+    model = wb.FunctionModel(respond)
+    agent = wb.Agent(model, tools=[add], stop=wb.MaxSteps(n + 10), **_no_store())
+    _check_no_store(agent)
+
+    def run() -> None:
+        model.calls.clear()
+        result = loop.run_until_complete(agent.run(PROMPT))
+        ok = result.stop_reason is wb.StopReason.COMPLETED and result.output == ANSWER
+        _check(ok and len(result.steps) == n, OURS, n, result.status)
+
+    return run
+
+
+# -- pydantic-ai ----------------------------------------------------------------------------------
+
+
+def pydantic_ai(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> Runner:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.usage import RequestUsage, UsageLimits
+
+    async def respond(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        step = _step_of(len(messages))
+        usage = RequestUsage(input_tokens=IN_TOKENS, output_tokens=OUT_TOKENS)
+        if step < n:
+            call = ToolCallPart("add", {"a": step, "b": 1}, tool_call_id=f"c{step}")
+            return ModelResponse(parts=[call], usage=usage)
+        return ModelResponse(parts=[TextPart(ANSWER)], usage=usage)
+
+    def add_sync(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    async def add_async(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    agent = Agent(FunctionModel(respond))
+    agent.tool_plain(name="add")(add_sync if sync_tool else add_async)
+    limits = UsageLimits(request_limit=None)
+
+    def run() -> None:
+        result = loop.run_until_complete(agent.run(PROMPT, usage_limits=limits))
+        usage = result.usage
+        if not hasattr(usage, "requests"):  # a method before pydantic-ai 2
+            usage = usage()
+        _check(result.output == ANSWER and usage.requests == n, PYDANTIC_AI, n, usage)
+
+    return run
+
+
+# -- LangGraph ------------------------------------------------------------------------------------
+
+
+def langgraph(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> Runner:
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    usage = {"input_tokens": IN_TOKENS, "output_tokens": OUT_TOKENS, "total_tokens": 15}
+
+    def model(state: MessagesState) -> dict[str, list[AIMessage]]:
+        step = _step_of(len(state["messages"]))
+        if step < n:
+            call = {"name": "add", "args": {"a": step, "b": 1}, "id": f"c{step}"}
+            return {"messages": [AIMessage("", tool_calls=[call], usage_metadata=usage)]}
+        return {"messages": [AIMessage(ANSWER, usage_metadata=usage)]}
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", model)
+    graph.add_node("tools", ToolNode([add]))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", tools_condition)
+    graph.add_edge("tools", "model")
+    app = graph.compile()
+    config = {"recursion_limit": 2 * n + 10}
+
+    def run() -> None:
+        messages = app.invoke({"messages": [HumanMessage(PROMPT)]}, config)["messages"]
+        ok = len(messages) == 2 * n and messages[-1].content == ANSWER
+        _check(ok, LANGGRAPH, n, messages[-1])
+
+    return run
+
+
+BUILDERS = {OURS: ours, LANGGRAPH: langgraph, PYDANTIC_AI: pydantic_ai}
+PACKAGES = {OURS: "workbench", LANGGRAPH: "langgraph", PYDANTIC_AI: "pydantic-ai-slim"}
+
+
+def _check(ok: bool, framework: str, n: int, detail: object) -> None:
+    if not ok:
+        raise RuntimeError(f"{framework} did not do the {n}-step run as scripted: {detail!r}")
+
+
+# -- measuring ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Series:
+    """The per-step times (µs) of one framework at one size, one per repetition."""
+
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+
+Results = dict[str, dict[int, Series]]
+"""Per framework, per size."""
+
+CLOCKS = ("wall", "cpu")
+"""Wall time (`time.perf_counter_ns`) is what a user waits. CPU time (`time.process_time_ns`, all
+threads of the process) is steadier when other work shares the machine: time spent waiting for a
+core does not count."""
+
+
+def _time_once(run: Runner, n: int) -> dict[str, float]:
+    gc.collect()
+    wall, cpu = time.perf_counter_ns(), time.process_time_ns()
+    run()
+    wall, cpu = time.perf_counter_ns() - wall, time.process_time_ns() - cpu
+    return {"wall": wall / 1000 / n, "cpu": cpu / 1000 / n}
+
+
+def measure(
+    runners: dict[tuple[str, int], Runner],
+    frameworks: list[str],
+    sizes: tuple[int, ...],
+    repetitions: int,
+    warmup: int,
+) -> dict[str, Results]:
+    """Warm up, then time every (framework, size) once per repetition, interleaved."""
+    for framework in frameworks:
+        for _ in range(warmup):
+            runners[framework, sizes[0]]()
+        runners[framework, max(sizes)]()
+    results = {c: {f: {n: Series() for n in sizes} for f in frameworks} for c in CLOCKS}
+    for repetition in range(repetitions):
+        shift = repetition % len(frameworks)
+        order = frameworks[shift:] + frameworks[:shift]
+        for n in sizes:
+            for framework in order:
+                for clock, value in _time_once(runners[framework, n], n).items():
+                    results[clock][framework][n].samples.append(value)
+        print(f"  repetition {repetition + 1}/{repetitions} done", file=sys.stderr)
+    return results
+
+
+# -- reporting ------------------------------------------------------------------------------------
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def _fmt(value: float | None, spec: str, suffix: str = "") -> str:
+    return "—" if value is None else f"{value:{spec}}{suffix}"
+
+
+def summarize(results: Results, sizes: tuple[int, ...]) -> dict[str, Any]:
+    """Medians, ratios and the verdict on each target."""
+
+    def median(framework: str, n: int) -> float | None:
+        series = results.get(framework, {}).get(n)
+        return series.median if series else None
+
+    base = FLAT_BASE if FLAT_BASE in sizes else sizes[0]
+    top = FLAT_TOP if FLAT_TOP in sizes else max(sizes)
+    rows = [
+        {
+            "steps": n,
+            "us_per_step": {f: median(f, n) for f in FRAMEWORKS},
+            "ours_vs_langgraph": _ratio(median(OURS, n), median(LANGGRAPH, n)),
+            "ours_vs_pydantic_ai": _ratio(median(OURS, n), median(PYDANTIC_AI, n)),
+        }
+        for n in sizes
+    ]
+    flat = {f: _ratio(median(f, top), median(f, base)) for f in FRAMEWORKS}
+
+    def target(key: str, limit: float) -> dict[str, Any]:
+        values = [(r[key], r["steps"]) for r in rows if r[key] is not None]
+        if not values:
+            return {"limit": limit, "worst": None, "at_steps": None, "met": None}
+        worst, at = max(values)
+        return {"limit": limit, "worst": worst, "at_steps": at, "met": worst <= limit}
+
+    flat_ours = flat[OURS]
+    return {
+        "rows": rows,
+        "flatness": {"top": top, "base": base, "ratios": flat},
+        "targets": {
+            "ours_vs_langgraph": target("ours_vs_langgraph", TARGET_VS_LANGGRAPH),
+            "ours_vs_pydantic_ai": target("ours_vs_pydantic_ai", TARGET_VS_PYDANTIC_AI),
+            "ours_flat": {
+                "limit": TARGET_FLAT,
+                "worst": flat_ours,
+                "at_steps": top,
+                "met": None if flat_ours is None else flat_ours <= TARGET_FLAT,
+            },
+        },
+    }
+
+
+def print_report(clock: str, summary: dict[str, Any], results: Results) -> None:
+    print()
+    print(f"{clock} µs per step (median; ± (max - min) / median over the repetitions)")
+    header = f"{'steps':>6}  {'ours':>16}  {'LangGraph':>16}  {'pydantic-ai':>16}"
+    print(f"{header}  {'ours/LangGraph':>14}  {'ours/pydantic-ai':>16}")
+    for row in summary["rows"]:
+        n = row["steps"]
+        cells = []
+        for framework in FRAMEWORKS:
+            series = results.get(framework, {}).get(n)
+            if series is None:
+                cells.append(f"{'—':>16}")
+                continue
+            spread = (max(series.samples) - min(series.samples)) / series.median
+            cells.append(f"{series.median:>9.1f} ±{spread:>4.0%}")
+        vs_lg = _fmt(row["ours_vs_langgraph"], ".3f", "×")
+        vs_pai = _fmt(row["ours_vs_pydantic_ai"], ".3f", "×")
+        print(f"{n:>6}  {'  '.join(cells)}  {vs_lg:>14}  {vs_pai:>16}")
+    flat = summary["flatness"]
+    ratios = "  ".join(
+        f"{f} {_fmt(r, '.2f', '×')}" for f, r in flat["ratios"].items() if r is not None
+    )
+    print(f"\nper step at {flat['top']} / at {flat['base']} steps: {ratios}")
+    print("\ntargets:")
+    labels = {
+        "ours_vs_langgraph": "ours / LangGraph per step, every size",
+        "ours_vs_pydantic_ai": "ours / pydantic-ai per step, every size",
+        "ours_flat": f"ours per step at {flat['top']} / at {flat['base']}",
+    }
+    for key, verdict in summary["targets"].items():
+        met = {True: "MET", False: "MISSED", None: "not measured"}[verdict["met"]]
+        worst = _fmt(verdict["worst"], ".3f", "×")
+        where = f" (worst at {verdict['at_steps']} steps)" if key != "ours_flat" else ""
+        print(f"  {labels[key]:<42} ≤ {verdict['limit']}×: {worst}{where}  {met}")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _source() -> dict[str, str | None]:
+    """Where ``workbench`` was imported from, and its git commit (``+dirty`` with local edits)."""
+    path = os.path.dirname(os.path.dirname(os.path.abspath(wb.__file__)))
+    try:
+        git = ["git", "-C", path]
+        commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], **_QUIET).stdout.strip()
+        dirty = subprocess.run([*git, "status", "--porcelain", "workbench"], **_QUIET).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {"path": path, "commit": None}
+    return {"path": path, "commit": commit + ("+dirty" if dirty.strip() else "")}
+
+
+_QUIET: dict[str, Any] = {"capture_output": True, "text": True, "check": True, "timeout": 10}
+
+
+def environment(sync_tool: bool) -> dict[str, Any]:
+    """What the figures depend on: versions, machine, load, the tool kind and the store keyword."""
+    return {
+        "workbench_source": _source(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "versions": {p: _version(p) for p in (*PACKAGES.values(), "pydantic")},
+        "tool": "sync def (worker thread)" if sync_tool else "async def",
+        "ours_store_kwarg": {k: repr(v) for k, v in _no_store().items()},
+    }
+
+
+# -- profiling ------------------------------------------------------------------------------------
+
+
+def profile(n: int, *, sync_tool: bool, top: int) -> None:
+    """CProfile one run of our loop at ``n`` steps (after a warm-up) and print the top functions."""
+    loop = asyncio.new_event_loop()
+    run = ours(n, loop, sync_tool=sync_tool)
+    run()
+    gc.collect()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run()
+    profiler.disable()
+    loop.close()
+    stats = pstats.Stats(profiler)
+    print(f"cProfile of our loop, {n} steps (per-step cost = cumtime / {n}):")
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+
+
+# -- main -----------------------------------------------------------------------------------------
+
+
+def _available(frameworks: list[str]) -> list[str]:
+    present = []
+    for framework in frameworks:
+        if _version(PACKAGES[framework]) is None:
+            print(f"{framework} is not installed (pip install -e '.[bench]'): skipped")
+        else:
+            present.append(framework)
+    return present
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: small sizes, 2 runs each")
+    parser.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")))
+    parser.add_argument("--repetitions", type=int, help="timed runs per size (default 5)")
+    warmup = "warm-up runs at the smallest size (and one at the largest)"
+    parser.add_argument("--warmup", type=int, default=2, help=warmup)
+    parser.add_argument("--sync-tool", action="store_true", help="a plain def tool, not async def")
+    parser.add_argument("--frameworks", default=",".join(FRAMEWORKS), help="comma-separated")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a wall target is missed")
+    parser.add_argument("--profile", type=int, metavar="STEPS", help="only profile our loop")
+    parser.add_argument("--profile-top", type=int, default=30)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.profile:
+        profile(args.profile, sync_tool=args.sync_tool, top=args.profile_top)
+        return 0
+    sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
+    repetitions = args.repetitions or (2 if args.quick else 5)
+    frameworks = _available([f for f in args.frameworks.split(",") if f])
+    env = environment(args.sync_tool)
+    print(
+        f"loop overhead: {', '.join(frameworks)}; sizes {sizes}; {repetitions} repetitions; "
+        f"tool {env['tool']}; load {env['load_average']} on {env['cpus']} CPUs"
+    )
+    source = env["workbench_source"]
+    print(f"workbench from {source['path']} at {source['commit']}; versions {env['versions']}")
+    print(f"our agent: {env['ours_store_kwarg'] or 'no store keyword'}")
+    loop = asyncio.new_event_loop()
+    runners = {
+        (f, n): BUILDERS[f](n, loop, sync_tool=args.sync_tool) for f in frameworks for n in sizes
+    }
+    started = time.perf_counter()
+    results = measure(runners, frameworks, sizes, repetitions, args.warmup)
+    loop.close()
+    env["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    env["seconds"] = round(time.perf_counter() - started, 1)
+    summary = {clock: summarize(results[clock], sizes) for clock in CLOCKS}
+    for clock in CLOCKS:
+        print_report(clock, summary[clock], results[clock])
+    print(f"\nload average after: {env['load_average_after']}; took {env['seconds']} s")
+    if args.json:
+        figures = {
+            "environment": env,
+            "sizes": list(sizes),
+            "repetitions": repetitions,
+            "samples_us_per_step": {
+                clock: {
+                    f: {str(n): s.samples for n, s in by_size.items()}
+                    for f, by_size in by_framework.items()
+                }
+                for clock, by_framework in results.items()
+            },
+            "summary": summary,
+        }
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(figures, out, indent=2)
+            out.write("\n")
+        print(f"figures written to {args.json}")
+    missed = any(t["met"] is False for t in summary["wall"]["targets"].values())
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
