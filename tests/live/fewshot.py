@@ -16,7 +16,9 @@ from workbench.messages import Message
 from workbench.models import ModelSettings
 from workbench.tools import ToolDefinition
 
-BASE_URL = os.environ.get("WORKBENCH_LLM_BASE_URL", "http://127.0.0.1:8088/v1").rstrip("/")
+_PORT = os.environ.get("WORKBENCH_LLM_PORT", "8088")
+BASE_URL = os.environ.get("WORKBENCH_LLM_BASE_URL", f"http://127.0.0.1:{_PORT}/v1").rstrip("/")
+"""``$WORKBENCH_LLM_BASE_URL``, else where ``scripts/llm-server`` starts it."""
 MODEL = "gemma-3-270m"
 SETTINGS = ModelSettings(temperature=0, seed=1, max_tokens=64, stop=["\n"])
 MALFORMED = ModelSettings(temperature=0, seed=1, max_tokens=50)
