@@ -227,9 +227,7 @@ def _arguments_model(fn: ToolFunction, tool_name: str) -> tuple[type[BaseModel],
             )
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (annotation, Field(default, description=param_docs.get(param.name)))
-    model = create_model(
-        f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-    )
+    model = create_model(f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     return model, context_param
 
 
