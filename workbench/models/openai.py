@@ -22,6 +22,7 @@ from what the server said are scrubbed of it and of any ``Authorization`` value.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import logging
 import os
@@ -30,7 +31,6 @@ import re
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -117,7 +117,7 @@ class ModelTimeoutError(ModelError):
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How hard to try: exponential backoff with jitter, bounded in count and total time.
 
@@ -299,7 +299,7 @@ class OpenAIModel:
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         retry = retry or RetryPolicy()
         if max_retries is not None:
-            retry = RetryPolicy(**{**_fields(retry), "max_retries": max_retries})
+            retry = dataclasses.replace(retry, max_retries=max_retries)
         self.retry = retry
         self.price = price if price is not None else price_for(model)
         self._provider = provider
@@ -504,10 +504,6 @@ class OpenAIModel:
             requests=1,
             cost=cost_of(self.price, tokens_in, tokens_out),
         )
-
-
-def _fields(policy: RetryPolicy) -> dict[str, Any]:
-    return {name: getattr(policy, name) for name in policy.__slots__}
 
 
 async def _sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
