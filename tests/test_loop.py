@@ -347,7 +347,9 @@ async def test_tool_retry_limit_fails_the_run() -> None:
 
     responses = [R.tool_call("picky", {"x": i}) for i in range(3)]
     result = await wb.Agent(model=wb.ScriptedModel(responses), tools=[picky]).run("x")
+    # the third retry prompt is kept in the state: failing the run loses nothing that happened
     assert [m.parts[0].content for m in result.messages if m.role == "tool"] == [  # type: ignore[union-attr]
+        "try a bigger x",
         "try a bigger x",
         "try a bigger x",
     ]

@@ -121,6 +121,7 @@ class Execution:
         self._clock_start: float | None = None
         self._definitions = tuple(t.definition for t in config.tools.values())
         self._schema_hash = schema_hash(self._definitions)
+        self._limits = config.stop.limits()
         prompt = config.system_prompt
         self._prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()[:16] if prompt else None
         self._abort_requested = False
@@ -222,7 +223,7 @@ class Execution:
         self.state = self.state.evolve(step=snapshot.step, next_phase=Phase.INFERENCE)
         if context := self._hooks.take_context():
             self._append(Message.user(context))
-        last_step = self._budget().steps_left == 1 and not self.state.grace_turn
+        last_step = snapshot.budget.steps_left == 1 and not self.state.grace_turn
         if last_step and self.config.wrap_up_message and self._definitions:
             self._append(Message.user(self.config.wrap_up_message))
         offered = self._offered(last_step)
@@ -249,7 +250,9 @@ class Execution:
         request = ModelRequest(
             draft.messages_in, tools, self.config.settings, self.config.on_text_delta
         )
-        seconds_left = None if self.state.grace_turn else self._budget().seconds_left
+        seconds_left = None
+        if self._limits.timeout is not None and not self.state.grace_turn:
+            seconds_left = self._budget().seconds_left
         started, wall = time.perf_counter(), time.time()
         try:
             response = await asyncio.wait_for(self.config.model.request(request), seconds_left)
@@ -265,14 +268,13 @@ class Execution:
             response.usage,
             response.time_to_first_token,
         )
-        self.state = self.state.evolve(
-            usage=self.state.usage + response.usage, next_phase=Phase.TOOLS
-        )
+        usage = self.state.usage + response.usage
         if response.parts and (response.calls or response.text_content.strip()):
-            self._append(response.to_message())
-        else:
-            self._count_retry("<response>", self.config.response_retries)
-            self._append(Message(role="user", parts=(RetryPrompt(content=EMPTY_RESPONSE),)))
+            self._append(response.to_message(), usage=usage, next_phase=Phase.TOOLS)
+            return
+        retries = _count_retry(self.state.retries, "<response>", self.config.response_retries)
+        retry = Message(role="user", parts=(RetryPrompt(content=EMPTY_RESPONSE),))
+        self._append(retry, usage=usage, next_phase=Phase.TOOLS, retries=retries)
 
     async def _tools(self) -> None:
         """Run the last answer's unanswered tool calls; pause if any waits for the outside."""
@@ -324,35 +326,36 @@ class Execution:
 
     def _apply(self, results: list[CallResult]) -> None:
         """Record outcomes, count retries and errors, and add the answers to the conversation."""
-        draft = self._current_draft()
+        self._current_draft().outcomes.extend(r.outcome for r in results)
         rewritten = {r.outcome.call_id: r.outcome.arguments for r in results if r.rewritten}
         if rewritten:  # the history shows the arguments hooks gave, so a resume runs them too
             self.state = self.state.evolve(messages=with_arguments(self.state.messages, rewritten))
+        state, exceeded = self.state, None
+        retries, total, consecutive = state.retries, state.errors_total, state.errors_consecutive
         for result in results:
-            draft.outcomes.append(result.outcome)
+            name, ok = result.outcome.name, result.outcome.status == "ok"
             if result.retry_of is not None:
                 tool = self.config.tools.get(result.retry_of)
-                self._count_retry(result.retry_of, tool.retries if tool else 1)
-            elif result.outcome.status == "ok" and result.outcome.name in self.state.retries:
-                retries = {k: v for k, v in self.state.retries.items() if k != result.outcome.name}
-                self.state = self.state.evolve(retries=retries)
+                try:
+                    retries = _count_retry(retries, result.retry_of, tool.retries if tool else 1)
+                except ToolRetriesExceeded as exc:
+                    exceeded = exceeded or exc
+            elif ok and name in retries:  # a success resets the tool's count
+                retries = {k: v for k, v in retries.items() if k != name}
             if result.counts_as_error:
-                self.state = self.state.evolve(
-                    errors_total=self.state.errors_total + 1,
-                    errors_consecutive=self.state.errors_consecutive + 1,
-                )
-            elif result.outcome.status == "ok":
-                self.state = self.state.evolve(errors_consecutive=0)
-            if result.part is not None:
-                self._append(Message(role="tool", parts=(result.part,)))
-        self.state = self.state.evolve(approved=())
-
-    def _count_retry(self, key: str, limit: int) -> None:
-        count = self.state.retries.get(key, 0) + 1
-        if count > limit:
-            what = "the model's responses" if key == "<response>" else f"tool {key!r}"
-            raise ToolRetriesExceeded(f"{what} needed more than {limit} retries")
-        self.state = self.state.evolve(retries={**self.state.retries, key: count})
+                total, consecutive = total + 1, consecutive + 1
+            elif ok:
+                consecutive = 0
+        answers = [Message(role="tool", parts=(r.part,)) for r in results if r.part is not None]
+        self._append(
+            *answers,
+            retries=retries,
+            errors_total=total,
+            errors_consecutive=consecutive,
+            approved=(),
+        )
+        if exceeded is not None:  # raised only now, so the answers are kept in the state
+            raise exceeded
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -387,7 +390,7 @@ class Execution:
 
     def _budget(self) -> Budget:
         """The budget during a step: the step under way does not count as used yet."""
-        return Budget.of(self.config.stop.limits(), self._view(self.state.step - 1))
+        return Budget.of(self._limits, self._view(self.state.step - 1))
 
     def _stop_now(self, view: RunView) -> bool:
         """Check the stop conditions and end the run if one fires (not in the grace turn)."""
@@ -428,14 +431,16 @@ class Execution:
             tool_names=tuple(self.config.tools),
             tool_schema_hash=self._schema_hash,
             system_prompt_hash=self._prompt_hash,
-            budget=Budget.of(self.config.stop.limits(), self._view(state.step)),
+            budget=Budget.of(self._limits, self._view(state.step)),
             message_count=len(state.messages),
             state=state,
         )
 
-    def _append(self, message: Message) -> None:
-        stamped = message.stamped(self.state.run_id, self.state.execution_id, self.state.step)
-        self.state = self.state.evolve(messages=(*self.state.messages, stamped))
+    def _append(self, *messages: Message, **changes: object) -> None:
+        """Add messages made by this step, stamped with their provenance, and other changes."""
+        state = self.state
+        stamped = (m.stamped(state.run_id, state.execution_id, state.step) for m in messages)
+        self.state = state.evolve(messages=(*state.messages, *stamped), **changes)
 
     def _current_draft(self) -> _Draft:
         if self._draft is None:  # resumed mid-step: the step's record starts at TOOLS
@@ -544,6 +549,15 @@ class Execution:
         self.state = self.state.evolve(elapsed=self.elapsed())
         self._clock_start = None  # this execution's time is now in the state
         self._notify(lambda o: o.run_ended(self.state))
+
+
+def _count_retry(retries: dict[str, int], key: str, limit: int) -> dict[str, int]:
+    """The retry counts with one more for ``key``; raises once ``limit`` is passed."""
+    count = retries.get(key, 0) + 1
+    if count > limit:
+        what = "the model's responses" if key == "<response>" else f"tool {key!r}"
+        raise ToolRetriesExceeded(f"{what} needed more than {limit} retries")
+    return {**retries, key: count}
 
 
 def _phase_ended(observer: RunObserver, *, event: PhaseEvent, started_at: float) -> None:
