@@ -99,7 +99,8 @@ class ToolRunner:
         result = await self._decide_and_run(call, ctx)
         outcome = replace(result.outcome, duration=time.perf_counter() - started)
         self._notify(lambda o: o.tool_called(ctx.step, outcome, wall))
-        return replace(result, outcome=outcome)
+        result.outcome = outcome
+        return result
 
     async def _decide_and_run(self, call: ToolCall, ctx: ToolContext) -> CallResult:
         tool = self._config.tools.get(call.name)
@@ -115,7 +116,8 @@ class ToolRunner:
             result = _pending(effective, why, "deferred")
         if result is None:
             result = await self._execute(effective, tool, ctx)
-        return replace(result, rewritten=effective is not call)
+        result.rewritten = effective is not call
+        return result
 
     async def _permit(
         self, call: ToolCall, tool: Tool, ctx: ToolContext
