@@ -199,19 +199,21 @@ class SpanObserver(RunObserver):
     @_never_raises
     def phase_ended(self, event: PhaseEvent, started_at: float) -> None:
         """PREPARE opens the step span; PREPARE and CONTINUATION get their own spans."""
+        parent: Context | None
         if event.phase is Phase.PREPARE:
             snapshot = self._snapshot
             if snapshot is None or snapshot.step != event.step:
                 self._stopped_before_step(event, started_at)
                 return
-            self._open_step(event.step, _ns(started_at), snapshot)
+            start = _ns(started_at)
+            parent = self._open_step(event.step, start, snapshot)
             name = n.SPAN_PREPARE
         elif event.phase is Phase.CONTINUATION:
+            start = _ns(started_at)
+            parent = self._ensure_step(event.step, start)
             name = n.SPAN_CONTINUATION
         else:
             return
-        start = _ns(started_at)
-        parent = self._ensure_step(event.step, start)
         span = self._tracer.start_span(
             name, context=parent, attributes=self._step_attrs, start_time=start
         )
@@ -265,12 +267,12 @@ class SpanObserver(RunObserver):
         attributes = {**self._step_attrs, n.OPERATION: n.OP_CHAT, n.REQUEST_MODEL: model}
         if self._provider is not None:
             attributes[n.PROVIDER] = self._provider
-        if snapshot is not None:
-            attributes.update(_settings(snapshot.model_settings))
+        if snapshot is not None and snapshot.model_settings:
+            _add_settings(attributes, snapshot.model_settings)
         if response is not None:
-            attributes.update(_response(response))
+            _add_response(attributes, response)
         if self._content is not None:
-            attributes.update(self._request_content(request_messages, response))
+            self._add_content(attributes, request_messages, response)
         span = self._tracer.start_span(
             f"{n.SPAN_CHAT} {model}",
             context=parent,
@@ -353,32 +355,29 @@ class SpanObserver(RunObserver):
         }
         return [trace.Link(context, attributes)]
 
-    def _open_step(self, index: int, start: int, snapshot: StepContext | None) -> None:
+    def _open_step(self, index: int, start: int, snapshot: StepContext | None) -> Context:
+        """Open the step span; its correlation ids become those of the spans under it."""
         if self._step is not None:
             self._step.end(end_time=start)
         self._step_index = index
         self._step_attrs = {**self._base, n.STEP_INDEX: index}
-        attributes: Attributes = {}
         if snapshot is not None:
             self._step_attrs[n.SNAPSHOT_ID] = snapshot.id
+            attributes = {**self._step_attrs, n.STEP_MESSAGE_COUNT: snapshot.message_count}
             budget = snapshot.budget
-            attributes[n.STEP_MESSAGE_COUNT] = snapshot.message_count
-            for key, value in (
-                (n.BUDGET_STEPS_LEFT, budget.steps_left),
-                (n.BUDGET_TOKENS_LEFT, budget.tokens_left),
-                (n.BUDGET_SECONDS_LEFT, budget.seconds_left),
-            ):
-                if value is not None:
-                    attributes[key] = value
+            if budget.steps_left is not None:
+                attributes[n.BUDGET_STEPS_LEFT] = budget.steps_left
+            if budget.tokens_left is not None:
+                attributes[n.BUDGET_TOKENS_LEFT] = budget.tokens_left
+            if budget.seconds_left is not None:
+                attributes[n.BUDGET_SECONDS_LEFT] = budget.seconds_left
         else:
-            attributes[n.STEP_RESUMED] = True
+            attributes = {**self._step_attrs, n.STEP_RESUMED: True}
         self._step = self._tracer.start_span(
-            f"{n.SPAN_STEP} {index}",
-            context=self._run_ctx,
-            attributes={**self._step_attrs, **attributes},
-            start_time=start,
+            f"{n.SPAN_STEP} {index}", context=self._run_ctx, attributes=attributes, start_time=start
         )
-        self._step_ctx = self._trace.set_span_in_context(self._step)
+        self._step_ctx = context = self._trace.set_span_in_context(self._step)
+        return context
 
     def _ensure_step(self, index: int, start: int) -> Context | None:
         """The step span's context, opening the span if the step began in a paused execution.
@@ -386,7 +385,7 @@ class SpanObserver(RunObserver):
         Such a step (a resumed one) starts with its first recorded activity.
         """
         if self._step is None or self._step_index != index:
-            self._open_step(index, start, None)
+            return self._open_step(index, start, None)
         return self._step_ctx
 
     def _stopped_before_step(self, event: PhaseEvent, started_at: float) -> None:
@@ -399,17 +398,15 @@ class SpanObserver(RunObserver):
             attributes[n.RUN_STOP_REASON] = state.stop_reason.value
         self._run.add_event(n.EVENT_STOPPED, attributes, timestamp=_ns(started_at + event.duration))
 
-    def _request_content(
-        self, messages: tuple[Message, ...], response: ModelResponse | None
-    ) -> Attributes:
+    def _add_content(
+        self, attributes: Attributes, messages: tuple[Message, ...], response: ModelResponse | None
+    ) -> None:
         assert self._content is not None
-        instructions, inputs = self._content.request(messages)
-        attributes: Attributes = {n.INPUT_MESSAGES: inputs}
+        instructions, attributes[n.INPUT_MESSAGES] = self._content.request(messages)
         if instructions is not None:
             attributes[n.SYSTEM_INSTRUCTIONS] = instructions
         if response is not None:
             attributes[n.OUTPUT_MESSAGES] = self._content.response(response)
-        return attributes
 
     def _fail(
         self, span: Span, error_type: str, message: str, correlation: Attributes, at: int
@@ -425,26 +422,21 @@ class SpanObserver(RunObserver):
         )
 
 
-def _settings(settings: Mapping[str, Any]) -> Attributes:
-    attributes: Attributes = {}
+def _add_settings(attributes: Attributes, settings: Mapping[str, Any]) -> None:
     for key, name in _SETTINGS.items():
         value = settings.get(key)
-        if value is None:
-            continue
-        attributes[name] = tuple(value) if isinstance(value, list) else value
-    return attributes
+        if value is not None:
+            attributes[name] = tuple(value) if isinstance(value, list) else value
 
 
-def _response(response: ModelResponse) -> Attributes:
-    attributes: Attributes = {
-        n.RESPONSE_FINISH_REASONS: (response.finish_reason.value,),
-        n.USAGE_INPUT_TOKENS: response.usage.input_tokens,
-        n.USAGE_OUTPUT_TOKENS: response.usage.output_tokens,
-    }
+def _add_response(attributes: Attributes, response: ModelResponse) -> None:
+    usage = response.usage
+    attributes[n.RESPONSE_FINISH_REASONS] = (response.finish_reason.value,)
+    attributes[n.USAGE_INPUT_TOKENS] = usage.input_tokens
+    attributes[n.USAGE_OUTPUT_TOKENS] = usage.output_tokens
     if response.model_name:
         attributes[n.RESPONSE_MODEL] = response.model_name
     if response.response_id:
         attributes[n.RESPONSE_ID] = response.response_id
     if response.time_to_first_token is not None:
         attributes[n.RESPONSE_TIME_TO_FIRST_CHUNK] = response.time_to_first_token
-    return attributes
