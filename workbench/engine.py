@@ -439,7 +439,8 @@ class Execution:
     def _append(self, *messages: Message, **changes: object) -> None:
         """Add messages made by this step, stamped with their provenance, and other changes."""
         state = self.state
-        stamped = (m.stamped(state.run_id, state.execution_id, state.step) for m in messages)
+        stamp = {"run_id": state.run_id, "execution_id": state.execution_id, "step": state.step}
+        stamped = (Message(role=m.role, parts=m.parts, **stamp) for m in messages)
         self.state = state.evolve(messages=(*state.messages, *stamped), **changes)
 
     def _current_draft(self) -> _Draft:

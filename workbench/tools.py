@@ -117,7 +117,7 @@ class Tool:
             parsed = self._args_model.model_validate(arguments)
         except ValidationError as exc:
             raise ArgumentError(_explain(exc)) from None
-        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        return dict(parsed)  # the fields, as validated (no extras: the model forbids them)
 
     async def run(self, arguments: dict[str, JsonValue], ctx: ToolContext) -> str:
         """Validate, execute within the timeout, and return the (truncated) result as text."""
