@@ -128,7 +128,7 @@ class ContentEncoder:
         if cached is not None and cached[0] is message:
             return cached[1]
         answer = self._answer
-        if answer is not None and message.role == "assistant" and _same(message.parts, answer[0]):
+        if answer is not None and message.role == "assistant" and message.parts == answer[0]:
             encoded = answer[1]
         else:
             encoded = _encode(_message_dict(message.role, message.parts, self._redactor))
@@ -151,10 +151,6 @@ class ContentEncoder:
         """Drop cached fragments of messages no longer sent (history processors made new ones)."""
         keep = {id(m) for m in messages}
         self._fragments = {k: v for k, v in self._fragments.items() if k in keep}
-
-
-def _same(parts: Sequence[Part], others: Sequence[Part]) -> bool:
-    return len(parts) == len(others) and all(a is b for a, b in zip(parts, others, strict=True))
 
 
 def _message_dict(role: str, parts: Sequence[Part], redactor: Redactor) -> dict[str, Any]:
