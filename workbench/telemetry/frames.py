@@ -134,34 +134,49 @@ def _common(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
-def _span_row(span: ReadableSpan) -> dict[str, Any]:
-    attributes = dict(span.attributes or {})
-    start, end = span.start_time or 0, span.end_time or span.start_time or 0
-    return {
-        **_common(span),
-        "span_id": format(span.context.span_id, "016x") if span.context is not None else None,
-        "parent_span_id": format(span.parent.span_id, "016x") if span.parent else None,
-        "name": span.name,
-        "kind": span.kind.name,
-        "operation": attributes.get(n.OPERATION),
-        "start": start,
-        "end": end,
-        "duration_ms": _ms(end - start),
-        "status": _STATUS[int(span.status.status_code.value)],
-        "error_type": attributes.get(n.ERROR_TYPE),
-        "snapshot_id": attributes.get(n.SNAPSHOT_ID),
-        "model": attributes.get(n.RESPONSE_MODEL, attributes.get(n.REQUEST_MODEL)),
-        "tool": attributes.get(n.TOOL_NAME),
-        "input_tokens": attributes.get(n.USAGE_INPUT_TOKENS),
-        "output_tokens": attributes.get(n.USAGE_OUTPUT_TOKENS),
-        "attributes": attributes,
-    }
-
-
 def spans_frame(spans: Sequence[ReadableSpan]) -> pd.DataFrame:
-    """One row per span, in start order."""
-    rows = sorted((_span_row(s) for s in spans), key=lambda r: r["start"])
-    return _frame(rows, SPAN_COLUMNS)
+    """One row per span, in start order.
+
+    Built column by column (one list per column, filled in one pass) rather than from a dict per
+    row: pandas makes a frame from lists several times faster, which is what keeps 100,000 spans
+    within a notebook's patience.
+    """
+    ordered = sorted(spans, key=lambda s: s.start_time or 0)
+    columns: dict[str, list[Any]] = {name: [] for name in SPAN_COLUMNS}
+    (trace_ids, span_ids, parent_ids, names, kinds, operations, starts, ends, durations, statuses,
+     error_types, run_ids, execution_ids, steps, snapshot_ids, models, tools, input_tokens,
+     output_tokens, attribute_dicts) = columns.values()  # fmt: skip
+    for span in ordered:
+        attributes = dict(span.attributes or {})
+        get = attributes.get
+        context, parent = span.context, span.parent
+        start = span.start_time or 0
+        end = span.end_time or start
+        trace_ids.append(format(context.trace_id, "032x") if context is not None else None)
+        span_ids.append(format(context.span_id, "016x") if context is not None else None)
+        parent_ids.append(format(parent.span_id, "016x") if parent else None)
+        names.append(span.name)
+        kinds.append(span.kind.name)
+        operations.append(get(n.OPERATION))
+        starts.append(start)
+        ends.append(end)
+        durations.append((end - start) / 1e6)
+        statuses.append(_STATUS[int(span.status.status_code.value)])
+        error_types.append(get(n.ERROR_TYPE))
+        run_ids.append(get(n.RUN_ID))
+        execution_ids.append(get(n.EXECUTION_ID))
+        steps.append(get(n.STEP_INDEX))
+        snapshot_ids.append(get(n.SNAPSHOT_ID))
+        models.append(get(n.RESPONSE_MODEL, get(n.REQUEST_MODEL)))
+        tools.append(get(n.TOOL_NAME))
+        input_tokens.append(get(n.USAGE_INPUT_TOKENS))
+        output_tokens.append(get(n.USAGE_OUTPUT_TOKENS))
+        attribute_dicts.append(attributes)
+    pandas = _pandas()
+    frame = pandas.DataFrame(columns)
+    for column in ("start", "end"):
+        frame[column] = pandas.to_datetime(frame[column], unit="ns", utc=True)
+    return frame
 
 
 def _is_step(span: ReadableSpan) -> bool:
