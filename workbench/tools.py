@@ -97,12 +97,14 @@ class Tool:
     _args_model: type[BaseModel] = field(init=False, repr=False)
     _context_param: str | None = field(init=False, repr=False)
     _is_async: bool = field(init=False, repr=False)
+    _arg_names: tuple[str, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         args_model, context_param = _arguments_model(self.function, self.name)
         object.__setattr__(self, "_args_model", args_model)
         object.__setattr__(self, "_context_param", context_param)
         object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.function))
+        object.__setattr__(self, "_arg_names", tuple(args_model.model_fields))
 
     @functools.cached_property
     def definition(self) -> ToolDefinition:
@@ -117,13 +119,17 @@ class Tool:
             parsed = self._args_model.model_validate(arguments)
         except ValidationError as exc:
             raise ArgumentError(_explain(exc)) from None
-        return dict(parsed)  # the fields, as validated (no extras: the model forbids them)
+        # the fields, as validated (no extras: the model forbids them); read by name, since
+        # dict(model) first probes for a `keys` method, which costs a failed __getattr__
+        return {name: getattr(parsed, name) for name in self._arg_names}
 
     async def run(self, arguments: dict[str, JsonValue], ctx: ToolContext) -> str:
         """Validate, execute within the timeout, and return the (truncated) result as text."""
         kwargs = self.validate(arguments)
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
+        if self.timeout is None:  # no timer to arm
+            return truncate(result_text(await self._call(kwargs)), self.max_result_chars)
         try:
             result = await asyncio.wait_for(self._call(kwargs), self.timeout)
         except TimeoutError:
