@@ -24,7 +24,10 @@ from workbench.hooks.runner import AnyHook, HookReport
 from workbench.messages import (
     Message,
     ModelResponse,
+    Part,
     RetryPrompt,
+    Role,
+    TextPart,
     Usage,
 )
 from workbench.models.base import Model, ModelRequest, ModelSettings
@@ -49,6 +52,7 @@ from workbench.toolcalls import CallResult, ToolRunner
 from workbench.tools import (
     Tool,
     ToolContext,
+    ToolDefinition,
 )
 
 __all__ = ["DEFAULT_WRAP_UP", "Execution", "LoopConfig", "ToolRetriesExceeded"]
@@ -92,6 +96,9 @@ class LoopConfig:
     """How many extra turns Stop hooks may force in one run (across pauses)."""
 
 
+_NO_USAGE = Usage()
+
+
 @dataclass
 class _Draft:
     """The step under way; frozen into a `StepRecord` when the step ends or pauses."""
@@ -103,7 +110,7 @@ class _Draft:
     tools_offered: tuple[str, ...] = ()
     response: Any = None
     outcomes: list[ToolOutcome] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = _NO_USAGE
     timing: dict[str, float] = field(default_factory=dict)
     ttft: float | None = None
     snapshot_id: str | None = None
@@ -119,7 +126,10 @@ class Execution:
         self.snapshots: list[StepContext] = []
         self._draft: _Draft | None = None
         self._clock_start: float | None = None
+        self._tool_names = tuple(config.tools)
         self._definitions = tuple(t.definition for t in config.tools.values())
+        self._offers = {self._tool_names: self._definitions}
+        """The definitions sent to the model, by the tools offered (all, none, the grace tool)."""
         self._schema_hash = schema_hash(self._definitions)
         self._limits = config.stop.limits()
         prompt = config.system_prompt
@@ -222,10 +232,10 @@ class Execution:
         first_new = len(self.state.messages)
         self.state = self.state.evolve(step=snapshot.step, next_phase=Phase.INFERENCE)
         if context := self._hooks.take_context():
-            self._append(Message.user(context))
+            self._append(self._message("user", TextPart(text=context)))
         last_step = snapshot.budget.steps_left == 1 and not self.state.grace_turn
         if last_step and self.config.wrap_up_message and self._definitions:
-            self._append(Message.user(self.config.wrap_up_message))
+            self._append(self._message("user", TextPart(text=self.config.wrap_up_message)))
         offered = self._offered(last_step)
         messages: Sequence[Message] = self.state.messages
         for process in self.config.history_processors:
@@ -246,9 +256,11 @@ class Execution:
     async def _inference(self) -> None:
         """One model call, bounded by the time left; its answer joins the conversation."""
         draft = self._current_draft()
-        tools = tuple(self.config.tools[name].definition for name in draft.tools_offered)
         request = ModelRequest(
-            draft.messages_in, tools, self.config.settings, self.config.on_text_delta
+            draft.messages_in,
+            self._offered_definitions(draft.tools_offered),
+            self.config.settings,
+            self.config.on_text_delta,
         )
         seconds_left = None
         if self._limits.timeout is not None and not self.state.grace_turn:
@@ -270,10 +282,11 @@ class Execution:
         )
         usage = self.state.usage + response.usage
         if response.parts and (response.calls or response.text_content.strip()):
-            self._append(response.to_message(), usage=usage, next_phase=Phase.TOOLS)
+            answer = self._message("assistant", *response.parts)  # as `response.to_message()`
+            self._append(answer, usage=usage, next_phase=Phase.TOOLS)
             return
         retries = _count_retry(self.state.retries, "<response>", self.config.response_retries)
-        retry = Message(role="user", parts=(RetryPrompt(content=EMPTY_RESPONSE),))
+        retry = self._message("user", RetryPrompt(content=EMPTY_RESPONSE))
         self._append(retry, usage=usage, next_phase=Phase.TOOLS, retries=retries)
 
     async def _tools(self) -> None:
@@ -307,7 +320,8 @@ class Execution:
             if self._grace_tool_ran():
                 reason = StopReason.TASK_COMPLETE
         elif reason in _GRACE_LIMITS and self.config.grace_tool is not None:
-            self._append(Message.user(GRACE_MESSAGE.format(tool=self.config.grace_tool)))
+            grace = GRACE_MESSAGE.format(tool=self.config.grace_tool)
+            self._append(self._message("user", TextPart(text=grace)))
             self.state = self.state.evolve(grace_turn=True)
             return
         if reason is None or await self._stop_hooks_continue(reason):
@@ -321,7 +335,7 @@ class Execution:
         message = await self._hooks.stop()
         if message is not None:
             self.state = self.state.evolve(hook_turns=self.state.hook_turns + 1)
-            self._append(Message.user(message))
+            self._append(self._message("user", TextPart(text=message)))
         return message is not None
 
     def _apply(self, results: list[CallResult]) -> None:
@@ -346,7 +360,7 @@ class Execution:
                 total, consecutive = total + 1, consecutive + 1
             elif ok:
                 consecutive = 0
-        answers = [Message(role="tool", parts=(r.part,)) for r in results if r.part is not None]
+        answers = [self._message("tool", r.part) for r in results if r.part is not None]
         self._append(
             *answers,
             retries=retries,
@@ -404,7 +418,12 @@ class Execution:
     def _offered(self, last_step: bool) -> tuple[str, ...]:
         if self.state.grace_turn and self.config.grace_tool:
             return (self.config.grace_tool,)
-        return () if last_step and self.config.wrap_up_message else tuple(self.config.tools)
+        return () if last_step and self.config.wrap_up_message else self._tool_names
+
+    def _offered_definitions(self, offered: tuple[str, ...]) -> tuple[ToolDefinition, ...]:
+        if offered not in self._offers:
+            self._offers[offered] = tuple(self.config.tools[name].definition for name in offered)
+        return self._offers[offered]
 
     def _grace_tool_ran(self) -> bool:
         outcomes = self._current_draft().outcomes
@@ -428,7 +447,7 @@ class Execution:
             step=state.step + 1,
             model_name=self.config.model.name,
             model_settings=dict(self.config.settings),
-            tool_names=tuple(self.config.tools),
+            tool_names=self._tool_names,
             tool_schema_hash=self._schema_hash,
             system_prompt_hash=self._prompt_hash,
             budget=Budget.of(self._limits, self._view(state.step)),
@@ -436,12 +455,20 @@ class Execution:
             state=state,
         )
 
-    def _append(self, *messages: Message, **changes: object) -> None:
-        """Add messages made by this step, stamped with their provenance, and other changes."""
+    def _message(self, role: Role, *parts: Part) -> Message:
+        """A message made by this step, stamped with its provenance (run, execution, step)."""
         state = self.state
-        stamp = {"run_id": state.run_id, "execution_id": state.execution_id, "step": state.step}
-        stamped = (Message(role=m.role, parts=m.parts, **stamp) for m in messages)
-        self.state = state.evolve(messages=(*state.messages, *stamped), **changes)
+        return Message(
+            role=role,
+            parts=parts,
+            run_id=state.run_id,
+            execution_id=state.execution_id,
+            step=state.step,
+        )
+
+    def _append(self, *messages: Message, **changes: object) -> None:
+        """Add messages made by `_message`, and other changes, in one new state."""
+        self.state = self.state.evolve(messages=(*self.state.messages, *messages), **changes)
 
     def _current_draft(self) -> _Draft:
         if self._draft is None:  # resumed mid-step: the step's record starts at TOOLS
@@ -449,7 +476,7 @@ class Execution:
                 index=self.state.step,
                 started_at=time.time(),
                 first_new=len(self.state.messages),
-                tools_offered=tuple(self.config.tools),
+                tools_offered=self._tool_names,
             )
         return self._draft
 
