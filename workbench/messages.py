@@ -179,7 +179,7 @@ class Usage(_Frozen):
 
     def __add__(self, other: Usage) -> Usage:
         cost = None if self.cost is None or other.cost is None else self.cost + other.cost
-        return Usage.model_construct(
+        return Usage(  # validating four numbers costs less than model_construct's field walk
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             requests=self.requests + other.requests,

@@ -97,7 +97,7 @@ class ToolRunner:
         """Guards, approval, validation and execution of one call, as an outcome for the model."""
         started, wall = time.perf_counter(), time.time()
         result = await self._decide_and_run(call, ctx)
-        outcome = replace(result.outcome, duration=time.perf_counter() - started)
+        outcome = _timed(result.outcome, time.perf_counter() - started)
         self._notify(lambda o: o.tool_called(ctx.step, outcome, wall))
         result.outcome = outcome
         return result
@@ -186,6 +186,12 @@ def _result(call: ToolCall, status: Any, content: str, *, is_error: bool = False
     part = ToolResult(call_id=call.call_id, name=call.name, content=content, is_error=is_error)
     outcome = ToolOutcome(call.call_id, call.name, call.arguments, status, content)
     return CallResult(outcome, part, counts_as_error=is_error)
+
+
+def _timed(outcome: ToolOutcome, duration: float) -> ToolOutcome:
+    """The outcome with its duration (as `dataclasses.replace`, without its per-field walk)."""
+    o = outcome
+    return ToolOutcome(o.call_id, o.name, o.arguments, o.status, o.content, duration)
 
 
 def _with_feedback(result: CallResult, feedback: str) -> CallResult:
