@@ -130,7 +130,7 @@ class Execution:
         self._definitions = tuple(t.definition for t in config.tools.values())
         self._offers = {self._tool_names: self._definitions}
         """The definitions sent to the model, by the tools offered (all, none, the grace tool)."""
-        self._schema_hash = schema_hash(self._definitions)
+        self._schema_hash = _tool_schema_hash(tuple(config.tools.values()))
         self._limits = config.stop.limits()
         prompt = config.system_prompt
         self._prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()[:16] if prompt else None
@@ -197,12 +197,13 @@ class Execution:
 
     async def _settle(self, phase: Phase | None) -> None:
         """Close the step after CONTINUATION; once done, fire SessionEnd and end the execution."""
-        if self.done:
-            await self._hooks.session_end()
-        if self.done or phase is Phase.CONTINUATION:
-            self._close_step()
-        if self.done:
-            self._finish()
+        if not self.done:  # SessionEnd hooks cannot change that: they only observe
+            if phase is Phase.CONTINUATION:
+                self._close_step()
+            return
+        await self._hooks.session_end()
+        self._close_step()
+        self._finish()
 
     def request_abort(self) -> None:
         """End the run as ABORTED before its next phase starts."""
@@ -226,9 +227,10 @@ class Execution:
 
     async def _prepare(self) -> None:
         """Check the budget, open the step, shape the messages and take the snapshot."""
-        if self._stop_now(self._view(self.state.step)):
+        view = self._view(self.state.step)
+        if self._stop_now(view):
             return
-        snapshot = self._snapshot()  # the state as the step starts: what a re-run starts from
+        snapshot = self._snapshot(view)  # the state as the step starts: what a re-run starts from
         first_new = len(self.state.messages)
         self.state = self.state.evolve(step=snapshot.step, next_phase=Phase.INFERENCE)
         if context := self._hooks.take_context():
@@ -293,11 +295,12 @@ class Execution:
         """Run the last answer's unanswered tool calls; pause if any waits for the outside."""
         calls = self.state.unanswered_calls()
         self.state = self.state.evolve(next_phase=Phase.CONTINUATION)
-        if not calls or self._stop_now(self._view(self.state.step - 1)):
+        view = self._view(self.state.step - 1)  # the step under way does not count as used yet
+        if not calls or self._stop_now(view):
             return
         draft = self._current_draft()
         results = await self._runner.run(
-            calls, self._tool_context(), draft.tools_offered, self.state.approved
+            calls, self._tool_context(view), draft.tools_offered, self.state.approved
         )
         self._apply(results)
         pending = tuple(r.pending for r in results if r.pending is not None)
@@ -429,16 +432,17 @@ class Execution:
         outcomes = self._current_draft().outcomes
         return any(o.status == "ok" and o.name == self.config.grace_tool for o in outcomes)
 
-    def _tool_context(self) -> ToolContext:
+    def _tool_context(self, view: RunView) -> ToolContext:
         return ToolContext(
             run_id=self.state.run_id,
             execution_id=self.state.execution_id,
             step=self.state.step,
             usage=self.state.usage,
-            budget=self._budget(),
+            budget=Budget.of(self._limits, view),
         )
 
-    def _snapshot(self) -> StepContext:
+    def _snapshot(self, view: RunView) -> StepContext:
+        """The snapshot of the step about to start; ``view`` is the run as it starts."""
         state = self.state
         return StepContext(
             run_id=state.run_id,
@@ -450,7 +454,7 @@ class Execution:
             tool_names=self._tool_names,
             tool_schema_hash=self._schema_hash,
             system_prompt_hash=self._prompt_hash,
-            budget=Budget.of(self._limits, self._view(state.step)),
+            budget=Budget.of(self._limits, view),
             message_count=len(state.messages),
             state=state,
         )
@@ -577,6 +581,15 @@ class Execution:
         self.state = self.state.evolve(elapsed=self.elapsed())
         self._clock_start = None  # this execution's time is now in the state
         self._notify(lambda o: o.run_ended(self.state))
+
+
+@functools.lru_cache(maxsize=64)
+def _tool_schema_hash(tools: tuple[Tool, ...]) -> str:
+    """`schema_hash` of the tools' definitions, worked out once for all the runs of an agent.
+
+    A `Tool` is frozen and compares by identity, so the same tools always hash the same.
+    """
+    return schema_hash(tuple(t.definition for t in tools))
 
 
 def _count_retry(retries: dict[str, int], key: str, limit: int) -> dict[str, int]:
