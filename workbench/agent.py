@@ -154,7 +154,7 @@ class AgentRun:
 
     async def arun_to_end(self) -> RunResult:
         """Run until the run ends or pauses."""
-        while await self.anext_phase() is not None:
+        while await self._execution.advance() is not None:  # as `anext_phase`, one call less
             pass
         return self.result
 
