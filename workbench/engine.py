@@ -39,7 +39,7 @@ from workbench.records import (
     StepRecord,
     Timing,
     ToolOutcome,
-    schema_hash,
+    tools_schema_hash,
 )
 from workbench.state import (
     AgentState,
@@ -130,7 +130,7 @@ class Execution:
         self._definitions = tuple(t.definition for t in config.tools.values())
         self._offers = {self._tool_names: self._definitions}
         """The definitions sent to the model, by the tools offered (all, none, the grace tool)."""
-        self._schema_hash = _tool_schema_hash(tuple(config.tools.values()))
+        self._schema_hash = tools_schema_hash(tuple(config.tools.values()))
         self._limits = config.stop.limits()
         prompt = config.system_prompt
         self._prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()[:16] if prompt else None
@@ -581,15 +581,6 @@ class Execution:
         self.state = self.state.evolve(elapsed=self.elapsed())
         self._clock_start = None  # this execution's time is now in the state
         self._notify(lambda o: o.run_ended(self.state))
-
-
-@functools.lru_cache(maxsize=64)
-def _tool_schema_hash(tools: tuple[Tool, ...]) -> str:
-    """`schema_hash` of the tools' definitions, worked out once for all the runs of an agent.
-
-    A `Tool` is frozen and compares by identity, so the same tools always hash the same.
-    """
-    return schema_hash(tuple(t.definition for t in tools))
 
 
 def _count_retry(retries: dict[str, int], key: str, limit: int) -> dict[str, int]:

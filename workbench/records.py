@@ -7,6 +7,7 @@ taken at the start of a step, enough to re-run from there. Both are frozen.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from workbench.conditions import Budget
 from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, Usage
 from workbench.state import AgentState, ExecutionStatus, Phase, StopReason, TraceRef, new_id
-from workbench.tools import ToolDefinition
+from workbench.tools import Tool, ToolDefinition
 
 __all__ = [
     "HookTiming",
@@ -155,6 +156,15 @@ def schema_hash(definitions: tuple[ToolDefinition, ...]) -> str:
     """A short, stable hash of the tool definitions a model is offered."""
     payload = [(d.name, d.description, d.parameters) for d in definitions]
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=64)
+def tools_schema_hash(tools: tuple[Tool, ...]) -> str:
+    """`schema_hash` of the tools' definitions, worked out once for all the runs of an agent.
+
+    A `Tool` is frozen and compares by identity, so the same tools always hash the same.
+    """
+    return schema_hash(tuple(t.definition for t in tools))
 
 
 class RunObserver:
