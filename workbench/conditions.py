@@ -9,6 +9,7 @@ the time left that bounds a model call.
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -87,12 +88,12 @@ def _left(limit: _N | None, used: _N) -> _N | None:
     return None if limit is None else max(limit - used, 0)
 
 
-class StopCondition:
+class StopCondition(ABC):
     """Base of all stop conditions; subclasses implement `check` and, if they limit, `limits`."""
 
+    @abstractmethod
     def check(self, view: RunView) -> StopReason | None:
         """Return why the run should stop now, or None to go on."""
-        raise NotImplementedError
 
     def limits(self) -> Limits:
         """The hard limits this condition implies (none by default)."""

@@ -10,14 +10,30 @@ from workbench.history import approx_tokens
 from workbench.messages import Message, ModelResponse, Usage
 from workbench.models.base import ModelError, ModelRequest
 
-__all__ = ["FunctionModel", "ScriptExhausted", "ScriptedModel"]
+__all__ = ["FunctionModel", "OfflineModel", "ScriptExhausted", "ScriptedModel"]
 
 
 class ScriptExhausted(ModelError):
     """A `ScriptedModel` was asked for more responses than it was given."""
 
 
-class ScriptedModel:
+class OfflineModel:
+    """What the offline models share: a name of their own and ``workbench`` as the provider."""
+
+    _name: str
+
+    @property
+    def name(self) -> str:
+        """The model's name."""
+        return self._name
+
+    @property
+    def provider(self) -> str:
+        """Always ``workbench``: no provider is called."""
+        return "workbench"
+
+
+class ScriptedModel(OfflineModel):
     """Answers with the given responses, in order; a plain string is a text response.
 
     A response without usage gets an estimate (about four characters a token), so token budgets
@@ -32,16 +48,6 @@ class ScriptedModel:
         self.responses = [ModelResponse.text(r) if isinstance(r, str) else r for r in responses]
         self.calls: list[ModelRequest] = []
         self._name = name
-
-    @property
-    def name(self) -> str:
-        """The model's name."""
-        return self._name
-
-    @property
-    def provider(self) -> str:
-        """Always ``workbench``."""
-        return "workbench"
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """The next scripted response."""
@@ -65,7 +71,7 @@ ResponseFunction: TypeAlias = Callable[
 ]
 
 
-class FunctionModel:
+class FunctionModel(OfflineModel):
     """Answers with ``fn(messages, request)``, sync or async; a string is a text response.
 
     ``request`` carries the tool definitions and settings. Every request is kept in `calls`.
@@ -78,16 +84,6 @@ class FunctionModel:
         self.fn = fn
         self.calls: list[ModelRequest] = []
         self._name = name
-
-    @property
-    def name(self) -> str:
-        """The model's name."""
-        return self._name
-
-    @property
-    def provider(self) -> str:
-        """Always ``workbench``."""
-        return "workbench"
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Whatever the function answers."""

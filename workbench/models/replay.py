@@ -20,6 +20,7 @@ from typing import Protocol
 
 from workbench.messages import Message, ModelResponse, RetryPrompt, TextPart, ToolCall, ToolResult
 from workbench.models.base import Model, ModelError, ModelRequest
+from workbench.models.offline import OfflineModel
 from workbench.records import StepRecord
 
 __all__ = ["RecordedCall", "ReplayDivergence", "ReplayExhausted", "ReplayModel"]
@@ -53,7 +54,7 @@ class _Recorded(Protocol):
     def steps(self) -> Sequence[StepRecord]: ...
 
 
-class ReplayModel:
+class ReplayModel(OfflineModel):
     """Answers with recorded responses, in order, then (optionally) hands over to a live model.
 
     Use `ReplayModel.from_run`. Every request is kept in `calls`; `replayed` counts the recorded
@@ -97,16 +98,6 @@ class ReplayModel:
             if s.response is not None
         ]
         return cls(recording, until_step=until_step, then=then)
-
-    @property
-    def name(self) -> str:
-        """``replay:<recorded model name>``."""
-        return self._name
-
-    @property
-    def provider(self) -> str:
-        """Always ``workbench``."""
-        return "workbench"
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """The recorded response for this step, after checking the request matches the recording."""
