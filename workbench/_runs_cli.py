@@ -28,10 +28,21 @@ from workbench.records import StepContext, ToolOutcome
 from workbench.store import RunStore, StoreError
 from workbench.tools import Tool, ToolContext, ToolRetry
 
-__all__ = ["run_replay", "run_runs", "run_show", "setup_replay", "setup_runs", "setup_show"]
+__all__ = [
+    "load_run",
+    "open_store",
+    "run_replay",
+    "run_runs",
+    "run_show",
+    "setup_replay",
+    "setup_runs",
+    "setup_show",
+    "store_option",
+]
 
 
-def _store_option(parser: argparse.ArgumentParser) -> None:
+def store_option(parser: argparse.ArgumentParser) -> None:
+    """The ``--store PATH`` option every verb that reads stored runs takes."""
     parser.add_argument(
         "--store",
         metavar="PATH",
@@ -40,16 +51,23 @@ def _store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _open(args: argparse.Namespace) -> RunStore:
+def open_store(args: argparse.Namespace) -> RunStore:
+    """The store ``--store`` names, else the default one; a `StoreError` if there is none."""
     store = RunStore(args.store) if args.store else RunStore.default()
     if store is None:
         raise StoreError("no default store (WORKBENCH_STORE=off): pass --store PATH")
     return store
 
 
+def load_run(args: argparse.Namespace) -> RunResult:
+    """The stored run ``args.run`` names (an id, a unique prefix of one, or ``last``)."""
+    store = open_store(args)
+    return store.load(store.resolve(args.run))
+
+
 def setup_runs(parser: argparse.ArgumentParser) -> None:
     """``workbench runs [--store PATH] [--limit N]``."""
-    _store_option(parser)
+    store_option(parser)
     parser.add_argument("--limit", type=int, default=20, help="show the newest N runs (0: all)")
 
 
@@ -59,7 +77,7 @@ def run_runs(args: argparse.Namespace) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    store = _open(args)
+    store = open_store(args)
     runs = store.runs()
     if not runs:
         print(f"no runs in {store.path}")
@@ -89,7 +107,7 @@ def setup_show(parser: argparse.ArgumentParser) -> None:
     """``workbench show RUN [--messages] [--store PATH]``."""
     parser.add_argument("run", help="run id, a unique prefix of one, or 'last'")
     parser.add_argument("--messages", action="store_true", help="print the conversation too")
-    _store_option(parser)
+    store_option(parser)
 
 
 def run_show(args: argparse.Namespace) -> int:
@@ -100,7 +118,7 @@ def run_show(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from workbench.cli import step_table
 
-    store = _open(args)
+    store = open_store(args)
     run = store.load(store.resolve(args.run))
     state = run.state
     print(
@@ -137,7 +155,7 @@ def setup_replay(parser: argparse.ArgumentParser) -> None:
         metavar="MODULE:NAME",
         help="take the tools from this Agent (or function returning one) instead of the recording",
     )
-    _store_option(parser)
+    store_option(parser)
 
 
 def run_replay(args: argparse.Namespace) -> int:
@@ -148,7 +166,7 @@ def run_replay(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from workbench.cli import step_table
 
-    store = _open(args)
+    store = open_store(args)
     original = store.load(store.resolve(args.run))
     snapshot = _snapshot_at(original, args.from_step)
     if args.agent:

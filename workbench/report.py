@@ -13,6 +13,8 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench._runs_cli import load_run, store_option
+
 if TYPE_CHECKING:
     from workbench.agent import AgentRun, RunResult
     from workbench.notebook.data import Spans, SpanSource
@@ -113,24 +115,16 @@ def setup_report(parser: argparse.ArgumentParser) -> None:
     """``workbench report RUN -o FILE.html [--store PATH]``."""
     parser.add_argument("run", help="a run id, a unique prefix of one, or 'last'")
     parser.add_argument("-o", "--output", required=True, metavar="FILE.html", help="where to write")
-    parser.add_argument(
-        "--store",
-        metavar="PATH",
-        default=None,
-        help="the run store (default: $WORKBENCH_STORE or .workbench/runs.sqlite)",
-    )
+    store_option(parser)
 
 
 def run_report(args: argparse.Namespace) -> int:
     """Write the standalone HTML report of a stored run."""
-    from workbench.store import RunStore, StoreError
+    from workbench.store import StoreError
 
     try:
-        store = RunStore(args.store) if args.store else RunStore.default()
-        if store is None:
-            raise StoreError("no default store (WORKBENCH_STORE=off): pass --store PATH")
-        run = store.load(store.resolve(args.run))
-    except (StoreError, LookupError) as exc:
+        run = load_run(args)
+    except StoreError as exc:
         print(f"workbench report: {exc}")
         return 2
     path = write_report(run, args.output)

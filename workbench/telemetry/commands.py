@@ -10,19 +10,12 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench._runs_cli import load_run, store_option
+
 if TYPE_CHECKING:
-    from workbench.agent import RunResult
     from workbench.telemetry.core import Telemetry
 
 __all__ = ["run_export", "run_push", "setup_export", "setup_push", "write_demo_traces"]
-
-
-def _store_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store",
-        default=None,
-        help="the run store (default: $WORKBENCH_STORE or .workbench/runs.sqlite)",
-    )
 
 
 def setup_export(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +26,7 @@ def setup_export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--content", action="store_true", help="include messages and tool arguments (redacted)"
     )
-    _store_option(parser)
+    store_option(parser)
 
 
 def setup_push(parser: argparse.ArgumentParser) -> None:
@@ -47,26 +40,17 @@ def setup_push(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for delivery")
     parser.add_argument("--content", action="store_true", help="include messages (redacted)")
-    _store_option(parser)
-
-
-def _load(args: argparse.Namespace) -> RunResult:
-    from workbench.store import RunStore
-
-    store = RunStore(args.store) if args.store else RunStore.default()
-    if store is None:
-        raise SystemExit("no run store: WORKBENCH_STORE is off; pass --store PATH")
-    return store.load(store.resolve(args.run))
+    store_option(parser)
 
 
 def run_export(args: argparse.Namespace) -> int:
     """Write a stored run's trace as a Jaeger UI upload file or an OTLP/JSON file."""
-    from workbench.store import RunNotFound
+    from workbench.store import StoreError
     from workbench.telemetry.rebuild import rebuild_telemetry
 
     try:
-        run = _load(args)
-    except RunNotFound as exc:
+        run = load_run(args)
+    except StoreError as exc:
         print(f"workbench export: {exc}")
         return 2
     telemetry = rebuild_telemetry(run, capture_content=args.content)
@@ -81,13 +65,13 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_push(args: argparse.Namespace) -> int:
     """Send a stored run's trace to an OTLP/HTTP endpoint (Jaeger, Phoenix, a collector)."""
-    from workbench.store import RunNotFound
+    from workbench.store import StoreError
     from workbench.telemetry.core import otlp_traces_endpoint
     from workbench.telemetry.rebuild import rebuild_telemetry
 
     try:
-        run = _load(args)
-    except RunNotFound as exc:
+        run = load_run(args)
+    except StoreError as exc:
         print(f"workbench push: {exc}")
         return 2
     endpoint = otlp_traces_endpoint(args.endpoint) or "http://localhost:4318/v1/traces"
