@@ -32,7 +32,7 @@ from pydantic import TypeAdapter, ValidationError
 from workbench.messages import Message
 from workbench.records import StepContext, StepRecord
 from workbench.state import SCHEMA_VERSION as STATE_SCHEMA_VERSION
-from workbench.state import AgentState
+from workbench.state import AgentState, validation_summary
 
 __all__ = [
     "STORE_SCHEMA_VERSION",
@@ -273,7 +273,9 @@ def load_message(body: str | None, size: int, where: str, limit: int) -> Message
     try:
         return Message.model_validate_json(text)
     except ValidationError as exc:
-        raise StoreError(f"{where} is not a valid message: {_summary(exc)}") from None
+        raise StoreError(
+            f"{where} is not a valid message: {validation_summary(exc, limit=3)}"
+        ) from None
 
 
 def load_state(
@@ -290,7 +292,9 @@ def load_state(
     try:
         state = AgentState.model_validate(raw)
     except ValidationError as exc:
-        raise StoreError(f"{where} is not a valid state: {_summary(exc)}") from None
+        raise StoreError(
+            f"{where} is not a valid state: {validation_summary(exc, limit=3)}"
+        ) from None
     return state.model_copy(update={"messages": messages})
 
 
@@ -307,7 +311,9 @@ def load_snapshot(
     try:
         snapshot = StepContext.model_validate(raw)
     except ValidationError as exc:
-        raise StoreError(f"{where} is not a valid snapshot: {_summary(exc)}") from None
+        raise StoreError(
+            f"{where} is not a valid snapshot: {validation_summary(exc, limit=3)}"
+        ) from None
     full = snapshot.state.model_copy(update={"messages": messages})
     return snapshot.model_copy(update={"state": full})
 
@@ -326,7 +332,9 @@ def load_step(
     try:
         record = _step_adapter().validate_python(raw)
     except ValidationError as exc:
-        raise StoreError(f"{where} is not a valid step record: {_summary(exc)}") from None
+        raise StoreError(
+            f"{where} is not a valid step record: {validation_summary(exc, limit=3)}"
+        ) from None
     return dataclasses.replace(record, messages_in=messages_in, new_messages=new_messages)
 
 
@@ -386,15 +394,6 @@ def _check_state_version(raw: dict[str, Any], where: str) -> None:
             f"{where}: state schema version {version!r} is not supported: this workbench reads "
             f"version {STATE_SCHEMA_VERSION}" + (" (written by a newer workbench)" if newer else "")
         )
-
-
-def _summary(exc: ValidationError, limit: int = 3) -> str:
-    errors = exc.errors(include_url=False, include_input=False)
-    shown = [
-        f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors[:limit]
-    ]
-    more = f" (and {len(errors) - limit} more)" if len(errors) > limit else ""
-    return "; ".join(shown) + more
 
 
 def _clip(text: str, limit: int = 60) -> str:

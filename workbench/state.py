@@ -291,7 +291,7 @@ class AgentState(_Frozen):
             return cls.model_validate(raw)
         except ValidationError as exc:
             raise StateFormatError(
-                f"state JSON is not a valid AgentState: {_summary(exc)}"
+                f"state JSON is not a valid AgentState: {validation_summary(exc)}"
             ) from None
 
 
@@ -303,7 +303,8 @@ def _is_newer(version: object) -> bool:
     return isinstance(version, int) and version > SCHEMA_VERSION
 
 
-def _summary(exc: ValidationError, limit: int = 5) -> str:
+def validation_summary(exc: ValidationError, limit: int = 5) -> str:
+    """Pydantic's errors as one line: ``field.path: message`` for the first ``limit`` of them."""
     errors = exc.errors(include_url=False, include_input=False)
     shown = [
         f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors[:limit]
