@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.live.fewshot import ADD  # the same tool the live tests offer the real model
 from workbench.messages import (
     FinishReason,
     Message,
@@ -40,21 +41,11 @@ from workbench.models import (
 )
 from workbench.models.openai import _SHARED_CLIENTS, _ClientPerLoop, retry_after_seconds
 from workbench.models.prices import price_for
-from workbench.tools import ToolDefinition
 
 DATA = Path(__file__).parent / "data" / "openai"
 SECRET = "sk-test-0123456789abcdefSECRET"
 BASE = "http://llm.test/v1"
 
-ADD = ToolDefinition(
-    name="add",
-    description="Add two integers.",
-    parameters={
-        "type": "object",
-        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-        "required": ["a", "b"],
-    },
-)
 
 Handler = Callable[[httpx.Request], httpx.Response]
 
