@@ -45,7 +45,6 @@ import argparse
 import asyncio
 import cProfile
 import gc
-import inspect
 import json
 import os
 import platform
@@ -59,13 +58,12 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from _workload import ANSWER, IN_TOKENS, OUT_TOKENS, PROMPT, our_agent, ours_ok, step_of
+
 import workbench as wb
 
 SIZES = (25, 50, 200, 400)
 QUICK_SIZES = (25, 50, 100)
-PROMPT = "Add numbers until you are done."
-ANSWER = "done"
-IN_TOKENS, OUT_TOKENS = 10, 5
 TARGET_VS_LANGGRAPH = 0.2
 TARGET_VS_PYDANTIC_AI = 0.05
 TARGET_FLAT = 1.5
@@ -78,56 +76,15 @@ Runner = Callable[[], None]
 """Runs one whole agent run and checks it did what it should."""
 
 
-def _step_of(message_count: int) -> int:
-    """Which step the model is at: 1 prompt message, then 2 messages (call, result) per step."""
-    return (message_count + 1) // 2
-
-
 # -- ours -----------------------------------------------------------------------------------------
 
 
-def _no_store() -> dict[str, Any]:
-    """``store=False``: no run store (``Agent`` records every run in a default store otherwise)."""
-    if "store" not in inspect.signature(wb.Agent).parameters:  # trees from before the store
-        return {}
-    return {"store": False}
-
-
-def _check_no_store(agent: wb.Agent) -> None:
-    for name in ("store", "_store"):
-        store = getattr(agent, name, None)
-        if store is not None and store is not False:
-            raise SystemExit(f"the bench agent still has a store ({store!r}): update _no_store")
-
-
 def ours(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> Runner:
-    usage = wb.Usage(input_tokens=IN_TOKENS, output_tokens=OUT_TOKENS, requests=1)
-
-    async def respond(messages: Any, request: wb.ModelRequest) -> wb.ModelResponse:
-        step = _step_of(len(messages))
-        if step < n:
-            args = {"a": step, "b": 1}
-            return wb.ModelResponse.tool_call("add", args, call_id=f"c{step}", usage=usage)
-        return wb.ModelResponse.text(ANSWER, usage=usage)
-
-    def add_sync(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    async def add_async(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    add = wb.tool(name="add")(add_sync if sync_tool else add_async)
-    model = wb.FunctionModel(respond)
-    agent = wb.Agent(model, tools=[add], stop=wb.MaxSteps(n + 10), **_no_store())
-    _check_no_store(agent)
+    agent = our_agent(n, sync_tool=sync_tool)
 
     def run() -> None:
-        model.calls.clear()
         result = loop.run_until_complete(agent.run(PROMPT))
-        ok = result.stop_reason is wb.StopReason.COMPLETED and result.output == ANSWER
-        _check(ok and len(result.steps) == n, OURS, n, result.status)
+        _check(ours_ok(result, n), OURS, n, result.status)
 
     return run
 
@@ -142,7 +99,7 @@ def pydantic_ai(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> 
     from pydantic_ai.usage import RequestUsage, UsageLimits
 
     async def respond(messages: list[Any], info: AgentInfo) -> ModelResponse:
-        step = _step_of(len(messages))
+        step = step_of(len(messages))
         usage = RequestUsage(input_tokens=IN_TOKENS, output_tokens=OUT_TOKENS)
         if step < n:
             call = ToolCallPart("add", {"a": step, "b": 1}, tool_call_id=f"c{step}")
@@ -183,7 +140,7 @@ def langgraph(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> Ru
     usage = {"input_tokens": IN_TOKENS, "output_tokens": OUT_TOKENS, "total_tokens": 15}
 
     def model(state: MessagesState) -> dict[str, list[AIMessage]]:
-        step = _step_of(len(state["messages"]))
+        step = step_of(len(state["messages"]))
         if step < n:
             call = {"name": "add", "args": {"a": step, "b": 1}, "id": f"c{step}"}
             return {"messages": [AIMessage("", tool_calls=[call], usage_metadata=usage)]}
@@ -398,7 +355,7 @@ def environment(sync_tool: bool) -> dict[str, Any]:
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "versions": {p: _version(p) for p in (*PACKAGES.values(), "pydantic")},
         "tool": "sync def (worker thread)" if sync_tool else "async def",
-        "ours_store_kwarg": {k: repr(v) for k, v in _no_store().items()},
+        "ours_store_kwarg": {"store": "False"},
     }
 
 

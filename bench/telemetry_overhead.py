@@ -68,6 +68,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from _workload import ANSWER, IN_TOKENS, OUT_TOKENS, PROMPT, our_agent, ours_ok, step_of
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -77,9 +78,6 @@ import workbench as wb
 from workbench.telemetry import names
 
 STEPS = 50
-PROMPT = "Add numbers until you are done."
-ANSWER = "done"
-IN_TOKENS, OUT_TOKENS = 10, 5
 TARGET_VS_FLOOR = 2.0
 
 OURS_OFF, OURS_ON = "ours_off", "ours_on"
@@ -94,11 +92,6 @@ class Case:
 
     run: Callable[[], None]
     settle: Callable[[], None]
-
-
-def _step_of(message_count: int) -> int:
-    """Which step the model is at: 1 prompt message, then 2 messages (call, result) per step."""
-    return (message_count + 1) // 2
 
 
 def _check(ok: bool, what: str, detail: object) -> None:
@@ -127,37 +120,11 @@ def ours(
     observers: tuple[wb.RunObserver, ...] = (),
 ) -> Callable[[], None]:
     """A function that makes our run once (``store=False``) and checks its result."""
-    usage = wb.Usage(input_tokens=IN_TOKENS, output_tokens=OUT_TOKENS, requests=1)
-
-    async def respond(messages: Any, request: wb.ModelRequest) -> wb.ModelResponse:
-        step = _step_of(len(messages))
-        if step < n:
-            args = {"a": step, "b": 1}
-            return wb.ModelResponse.tool_call("add", args, call_id=f"c{step}", usage=usage)
-        return wb.ModelResponse.text(ANSWER, usage=usage)
-
-    @wb.tool
-    async def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    model = wb.FunctionModel(respond)
-    agent = wb.Agent(
-        model,
-        tools=[add],
-        stop=wb.MaxSteps(n + 10),
-        telemetry=telemetry,
-        observers=observers,
-        store=False,
-    )
-    if agent.store is not None:
-        raise SystemExit(f"the bench agent has a store ({agent.store!r})")
+    agent = our_agent(n, telemetry=telemetry, observers=observers)
 
     def run() -> None:
-        model.calls.clear()
         result = loop.run_until_complete(agent.run(PROMPT))
-        ok = result.stop_reason is wb.StopReason.COMPLETED and result.output == ANSWER
-        _check(ok and len(result.steps) == n, "ours", result.status)
+        _check(ours_ok(result, n), "ours", result.status)
 
     return run
 
@@ -291,7 +258,7 @@ def pydantic_ai(
     from pydantic_ai.usage import RequestUsage, UsageLimits
 
     async def respond(messages: list[Any], info: AgentInfo) -> ModelResponse:
-        step = _step_of(len(messages))
+        step = step_of(len(messages))
         usage = RequestUsage(input_tokens=IN_TOKENS, output_tokens=OUT_TOKENS)
         if step < n:
             call = ToolCallPart("add", {"a": step, "b": 1}, tool_call_id=f"c{step}")
