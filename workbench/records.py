@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from workbench.conditions import Budget
-from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, Usage
+from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, Usage, _Frozen
 from workbench.state import AgentState, ExecutionStatus, Phase, StopReason, TraceRef, new_id
 from workbench.tools import Tool, ToolDefinition
 
@@ -130,10 +130,8 @@ class PhaseEvent:
     duration: float = field(default=0.0, compare=False)
 
 
-class StepContext(BaseModel):
+class StepContext(_Frozen):
     """The snapshot taken in PREPARE of every step: enough to inspect or re-run from there."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=False)
 
     id: str = Field(default_factory=lambda: new_id("snap"))
     run_id: str

@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
+from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage, _Frozen
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -157,10 +157,6 @@ _PRIORITY = {
 }
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 class PendingCall(_Frozen):
     """A tool call waiting for the outside world: an approval or a result computed elsewhere."""
 
@@ -242,11 +238,11 @@ class AgentState(_Frozen):
             raise InvalidTransition(
                 f"run {self.run_id}: cannot go from {self.status.value} to {status.value}"
             )
-        return self.model_copy(update={"status": status, **changes})
+        return self._replace({"status": status, **changes})
 
     def evolve(self, **changes: object) -> AgentState:
         """A copy with some fields changed (status changes go through `with_status`)."""
-        return self.model_copy(update=changes)
+        return self._replace(changes)
 
     @property
     def output(self) -> str | None:

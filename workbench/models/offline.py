@@ -93,7 +93,7 @@ class FunctionModel(OfflineModel):
             answer = await answer
         if isinstance(answer, str):
             answer = ModelResponse.text(answer)
-        return answer.model_copy(update={"model_name": answer.model_name or self._name})
+        return answer._replace({"model_name": answer.model_name or self._name})
 
 
 def _completed(response: ModelResponse, request: ModelRequest, name: str) -> ModelResponse:
@@ -105,4 +105,4 @@ def _completed(response: ModelResponse, request: ModelRequest, name: str) -> Mod
             output_tokens=approx_tokens(response.to_message()),
             requests=1,
         )
-    return response.model_copy(update=update)
+    return response._replace(update)
