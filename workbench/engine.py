@@ -269,7 +269,10 @@ class Execution:
             seconds_left = self._budget().seconds_left
         started, wall = time.perf_counter(), time.time()
         try:
-            response = await asyncio.wait_for(self.config.model.request(request), seconds_left)
+            answer = self.config.model.request(request)
+            response = await (
+                answer if seconds_left is None else asyncio.wait_for(answer, seconds_left)
+            )
         except BaseException as exc:
             self._model_called(draft, None, wall, time.perf_counter() - started, exc)
             if isinstance(exc, TimeoutError) and seconds_left is not None:
@@ -294,9 +297,9 @@ class Execution:
     async def _tools(self) -> None:
         """Run the last answer's unanswered tool calls; pause if any waits for the outside."""
         calls = self.state.unanswered_calls()
-        self.state = self.state.evolve(next_phase=Phase.CONTINUATION)
         view = self._view(self.state.step - 1)  # the step under way does not count as used yet
         if not calls or self._stop_now(view):
+            self.state = self.state.evolve(next_phase=Phase.CONTINUATION)
             return
         draft = self._current_draft()
         results = await self._runner.run(
@@ -342,7 +345,7 @@ class Execution:
         return message is not None
 
     def _apply(self, results: list[CallResult]) -> None:
-        """Record outcomes, count retries and errors, and add the answers to the conversation."""
+        """Record outcomes, count retries and errors, add the answers; CONTINUATION comes next."""
         self._current_draft().outcomes.extend(r.outcome for r in results)
         rewritten = {r.outcome.call_id: r.outcome.arguments for r in results if r.rewritten}
         if rewritten:  # the history shows the arguments hooks gave, so a resume runs them too
@@ -370,6 +373,7 @@ class Execution:
             errors_total=total,
             errors_consecutive=consecutive,
             approved=(),
+            next_phase=Phase.CONTINUATION,
         )
         if exceeded is not None:  # raised only now, so the answers are kept in the state
             raise exceeded

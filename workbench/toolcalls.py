@@ -126,7 +126,9 @@ class ToolRunner:
 
         Hooks only restrict: a hook's allow does not lift a guard's ask or a required approval.
         """
-        permission, reason = await check_guards(self._config.guards, call, ctx)
+        permission, reason = ToolPermission.ALLOW, ""
+        if self._config.guards:
+            permission, reason = await check_guards(self._config.guards, call, ctx)
         if permission is ToolPermission.DENY:
             return call, _result(call, "denied", f"Permission denied: {reason}", is_error=True)
         verdict = await self._hooks.pre_tool_use(call)

@@ -97,14 +97,12 @@ class Tool:
     _args_model: type[BaseModel] = field(init=False, repr=False)
     _context_param: str | None = field(init=False, repr=False)
     _is_async: bool = field(init=False, repr=False)
-    _arg_names: tuple[str, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         args_model, context_param = _arguments_model(self.function, self.name)
         object.__setattr__(self, "_args_model", args_model)
         object.__setattr__(self, "_context_param", context_param)
         object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.function))
-        object.__setattr__(self, "_arg_names", tuple(args_model.model_fields))
 
     @functools.cached_property
     def definition(self) -> ToolDefinition:
@@ -119,9 +117,9 @@ class Tool:
             parsed = self._args_model.model_validate(arguments)
         except ValidationError as exc:
             raise ArgumentError(_explain(exc)) from None
-        # the fields, as validated (no extras: the model forbids them); read by name, since
-        # dict(model) first probes for a `keys` method, which costs a failed __getattr__
-        return {name: getattr(parsed, name) for name in self._arg_names}
+        return (
+            parsed.__dict__.copy()
+        )  # the fields, as validated (no extras: the model forbids them)
 
     async def run(self, arguments: dict[str, JsonValue], ctx: ToolContext) -> str:
         """Validate, execute within the timeout, and return the (truncated) result as text."""
