@@ -71,21 +71,25 @@ class Budget:
     @classmethod
     def of(cls, limits: Limits, view: RunView) -> Budget:
         """The budget of a run under these limits."""
-        usage = view.state.usage
-        return cls(
-            steps_used=view.steps_completed,
-            tokens_used=usage.total_tokens,
-            seconds_used=view.elapsed,
-            cost_used=usage.cost,
-            steps_left=_left(limits.max_steps, view.steps_completed),
-            tokens_left=_left(limits.max_tokens, usage.total_tokens),
-            seconds_left=_left(limits.timeout, view.elapsed),
-            cost_left=None if usage.cost is None else _left(limits.max_cost, usage.cost),
+        usage, steps, elapsed = view.state.usage, view.steps_completed, view.elapsed
+        tokens, cost = usage.input_tokens + usage.output_tokens, usage.cost
+        return cls(  # positional, in the fields' order: this runs on every step
+            steps,
+            tokens,
+            elapsed,
+            cost,
+            _left(limits.max_steps, steps),
+            _left(limits.max_tokens, tokens),
+            _left(limits.timeout, elapsed),
+            None if cost is None else _left(limits.max_cost, cost),
         )
 
 
 def _left(limit: _N | None, used: _N) -> _N | None:
-    return None if limit is None else max(limit - used, 0)
+    if limit is None:
+        return None
+    left = limit - used
+    return left if left > 0 else 0
 
 
 class StopCondition(ABC):

@@ -269,10 +269,10 @@ class Execution:
             seconds_left = self._budget().seconds_left
         started, wall = time.perf_counter(), time.time()
         try:
-            answer = self.config.model.request(request)
-            response = await (
-                answer if seconds_left is None else asyncio.wait_for(answer, seconds_left)
-            )
+            requested = self.config.model.request(request)
+            if seconds_left is not None:  # no timer to arm without a time limit
+                requested = asyncio.wait_for(requested, seconds_left)
+            response = await requested
         except BaseException as exc:
             self._model_called(draft, None, wall, time.perf_counter() - started, exc)
             if isinstance(exc, TimeoutError) and seconds_left is not None:
@@ -442,7 +442,8 @@ class Execution:
             execution_id=self.state.execution_id,
             step=self.state.step,
             usage=self.state.usage,
-            budget=Budget.of(self._limits, view),
+            limits=self._limits,
+            view=view,
         )
 
     def _snapshot(self, view: RunView) -> StepContext:

@@ -20,7 +20,7 @@ from typing import Any, get_type_hints, overload
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from workbench.conditions import Budget
+from workbench.conditions import Budget, Limits, RunView
 from workbench.messages import JsonValue, Usage
 
 __all__ = [
@@ -73,7 +73,14 @@ class ToolContext:
     execution_id: str
     step: int
     usage: Usage
-    budget: Budget
+    limits: Limits = field(repr=False)
+    view: RunView = field(repr=False)
+    """The run as the TOOLS phase started (for `budget`)."""
+
+    @property
+    def budget(self) -> Budget:
+        """What the run has used and has left as the TOOLS phase started (worked out on demand)."""
+        return Budget.of(self.limits, self.view)
 
 
 ToolFunction = Callable[..., Any]
