@@ -50,10 +50,13 @@ class _Frozen(BaseModel):
         """A copy with ``changes`` (already valid values), as ``model_copy(update=changes)``."""
         data = self.__dict__.copy()
         data.update(changes)
+        fields_set = self.__pydantic_fields_set__  # shared while unchanged: frozen, never mutated
+        if not changes.keys() <= fields_set:
+            fields_set = fields_set | changes.keys()
         made = self.__class__.__new__(self.__class__)
         setattr_ = object.__setattr__
         setattr_(made, "__dict__", data)
-        setattr_(made, "__pydantic_fields_set__", self.__pydantic_fields_set__ | changes.keys())
+        setattr_(made, "__pydantic_fields_set__", fields_set)
         setattr_(made, "__pydantic_extra__", None)
         setattr_(made, "__pydantic_private__", None)
         return made
@@ -241,7 +244,10 @@ class ModelResponse(_Frozen):
         usage: Usage | None = None,
     ) -> ModelResponse:
         """A response that calls one tool; ``arguments`` may be raw JSON text (even broken)."""
-        return cls.tool_calls([(name, arguments)], call_ids=[call_id], usage=usage)
+        call = ToolCall.parse(name, arguments, call_id)
+        return cls(
+            parts=(call,), usage=usage or Usage(requests=1), finish_reason=FinishReason.TOOL_CALLS
+        )
 
     @classmethod
     def tool_calls(
