@@ -328,13 +328,13 @@ def test_content_cost_grows_with_new_messages_not_history(monkeypatch: pytest.Mo
     from workbench.telemetry import content
 
     encoded: list[str] = []
-    original = content._message_dict
+    original = content.ContentEncoder._message
 
-    def counting(role: str, parts: Any, redactor: Any) -> dict[str, Any]:
+    def counting(self: content.ContentEncoder, role: str, parts: Any) -> str:
         encoded.append(role)
-        return original(role, parts, redactor)
+        return original(self, role, parts)
 
-    monkeypatch.setattr(content, "_message_dict", counting)
+    monkeypatch.setattr(content.ContentEncoder, "_message", counting)
     steps = 30
     script = [R.tool_call("add", {"a": i, "b": 1}) for i in range(steps)] + [R.text("done")]
     agent = calculator(wb.Telemetry(capture_content=True), script)
@@ -344,6 +344,72 @@ def test_content_cost_grows_with_new_messages_not_history(monkeypatch: pytest.Mo
     assert result.status is wb.ExecutionStatus.COMPLETED and messages == 2 * steps + 3
     # each message is encoded once as input and each answer once as output: linear, not quadratic
     assert messages - 1 <= len(encoded) <= 2 * messages
+
+
+def test_content_json_is_what_json_dumps_writes() -> None:
+    """Messages are written from templates: byte for byte what ``json.dumps`` writes."""
+    from workbench.messages import RetryPrompt, TextPart, ToolCall, ToolResult
+    from workbench.telemetry.content import ContentEncoder
+    from workbench.telemetry.redact import Redactor
+
+    tricky = 'quote " backslash \\ newline \n tab \t nul \x00 accents \u00e9\u20ac emoji \U0001f600'
+    arguments = {
+        "text": tricky,
+        "n": [1, 2.5, None, True],
+        "api_key": "hunter2",
+        "x": {"y": SECRET},
+    }
+    call = ToolCall(name="add", arguments=arguments, call_id=f"c{tricky}")
+    broken = ToolCall(name="add", call_id="c2", invalid_arguments=f'{{"a": {tricky}')
+    answer = R(
+        parts=(TextPart(text=tricky), call, broken), finish_reason=wb.FinishReason.TOOL_CALLS
+    )
+    conversation = (
+        wb.Message.user(tricky),
+        wb.Message(role="assistant", parts=answer.parts),
+        wb.Message(role="tool", parts=(ToolResult(call_id=call.call_id, content=tricky),)),
+        wb.Message(role="tool", parts=(RetryPrompt(call_id="c2", content="fix it"),)),
+        wb.Message(role="user", parts=(RetryPrompt(content=f"empty {SECRET}"),)),
+    )
+    redacted = {
+        "text": tricky,
+        "n": [1, 2.5, None, True],
+        "api_key": "[REDACTED]",
+        "x": {"y": "[REDACTED]"},
+    }
+    expected_answer = {
+        "role": "assistant",
+        "parts": [
+            {"type": "text", "content": tricky},
+            {"type": "tool_call", "id": call.call_id, "name": "add", "arguments": redacted},
+            {"type": "tool_call", "id": "c2", "name": "add", "arguments": f'{{"a": {tricky}'},
+        ],
+    }
+    expected_inputs = [
+        {"role": "user", "parts": [{"type": "text", "content": tricky}]},
+        expected_answer,
+        {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": call.call_id, "response": tricky}],
+        },
+        {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": "c2", "response": "fix it"}],
+        },
+        {"role": "user", "parts": [{"type": "text", "content": "empty [REDACTED]"}]},
+    ]
+
+    def dumps(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    encoder = ContentEncoder(Redactor())
+    assert encoder.request(conversation[:1]) == (None, f"[{dumps(expected_inputs[0])}]")
+    output = encoder.response(answer)
+    assert output == dumps([{**expected_answer, "finish_reason": "tool_call"}])
+    assert encoder.arguments(call.arguments) == dumps(redacted)
+    assert encoder.arguments(dict(arguments)) == dumps(redacted)
+    inputs = encoder.request(conversation)[1]
+    assert inputs == "[" + ",".join(dumps(m) for m in expected_inputs) + "]"
 
 
 def test_timing_numbers_agree_with_span_durations() -> None:

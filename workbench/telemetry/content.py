@@ -6,6 +6,11 @@ each message is encoded once, when it is first seen, and kept as a JSON fragment
 attribute is the cached fragments joined. Encoding and redaction cost grows with each step's new
 messages, not with the history.
 
+A message's JSON is written from the shapes below, its strings quoted by the JSON encoder's own
+string quoting; only tool arguments (any JSON value) go through the JSON encoder, whose C
+implementation costs about ten times as much as the formatting for these small objects. The
+arguments of the last response's tool calls are encoded once, for the chat span and the tool span.
+
 Shapes (semantic conventions, ``gen_ai.*.messages``)::
 
     {"role": "user", "parts": [{"type": "text", "content": "..."}]}
@@ -54,6 +59,8 @@ def _json_encoder() -> Callable[[Any], str]:
 
 
 _encode = _json_encoder()
+_quote: Callable[[str], str] = json.encoder.encode_basestring
+"""A JSON string literal, as ``_encode`` writes it."""
 
 _FINISH = {
     FinishReason.STOP: "stop",
@@ -73,36 +80,41 @@ class ContentEncoder:
         self._fragments: dict[int, tuple[Message, str]] = {}
         self._system: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
         self._sent: tuple[Message, ...] = ()
-        self._inputs: list[str] = []
+        self._inputs = ""
+        """The input messages sent so far, encoded and joined (without the list's brackets)."""
         self._instructions: list[dict[str, Any]] = []
         self._instructions_json: str | None = None
         self._answer: tuple[tuple[Part, ...], str] | None = None
         """The last response's parts and its message, encoded: it is the next request's news."""
+        self._calls: dict[int, tuple[dict[str, JsonValue], str]] = {}
+        """The last response's tool call arguments (by identity), encoded: the tool spans' too."""
 
     def request(self, messages: Sequence[Message]) -> tuple[str | None, str]:
         """``(gen_ai.system_instructions, gen_ai.input.messages)`` for one model request.
 
         System messages become the system instructions; the rest are the input messages. When
         the request extends the previous one (the loop only appends), only the new messages are
-        looked at.
+        looked at, and the previous request's input messages are extended, not joined again.
         """
         messages = tuple(messages)
         known = len(self._sent)
         if not known or messages[:known] != self._sent:
-            known, self._inputs, self._instructions = 0, [], []
+            known, self._inputs, self._instructions = 0, "", []
             self._instructions_json = None
         system_before = len(self._instructions)
+        inputs = [self._inputs] if self._inputs else []
         for message in messages[known:]:
             if message.role == "system":
                 self._instructions.extend(self._system_parts(message))
             else:
-                self._inputs.append(self._fragment(message))
+                inputs.append(self._fragment(message))
+        self._inputs = ",".join(inputs)
         if len(self._instructions) != system_before or self._instructions_json is None:
             self._instructions_json = _encode(self._instructions) if self._instructions else None
         self._sent, self._answer = messages, None
         if len(self._fragments) > 2 * len(messages) + 16:
             self._forget_except(messages)
-        return self._instructions_json, "[" + ",".join(self._inputs) + "]"
+        return self._instructions_json, f"[{self._inputs}]"
 
     def response(self, response: ModelResponse) -> str:
         """``gen_ai.output.messages`` for one model response.
@@ -110,13 +122,17 @@ class ContentEncoder:
         The message is encoded once: the next request carries it as an input message (the loop
         appends the response's parts as they are), and `request` takes this encoding for it.
         """
-        fragment = _encode(_message_dict("assistant", response.parts, self._redactor))
+        self._calls = {}
+        fragment = self._message("assistant", response.parts)
         self._answer = (response.parts, fragment)
         finish = _FINISH[response.finish_reason]
         return f'[{fragment[:-1]}, "finish_reason": "{finish}"}}]'
 
     def arguments(self, arguments: dict[str, JsonValue]) -> str:
         """``gen_ai.tool.call.arguments``."""
+        cached = self._calls.get(id(arguments))
+        if cached is not None and cached[0] is arguments:
+            return cached[1]
         return _encode(self._redactor.value(arguments))
 
     def result(self, content: str) -> str:
@@ -131,7 +147,7 @@ class ContentEncoder:
         if answer is not None and message.role == "assistant" and message.parts == answer[0]:
             encoded = answer[1]
         else:
-            encoded = _encode(_message_dict(message.role, message.parts, self._redactor))
+            encoded = self._message(message.role, message.parts)
         self._fragments[id(message)] = (message, encoded)
         return encoded
 
@@ -147,44 +163,41 @@ class ContentEncoder:
         self._system[id(message)] = (message, parts)
         return parts
 
+    def _message(self, role: str, parts: Sequence[Part]) -> str:
+        encoded = ", ".join([self._part(p) for p in parts])
+        return f'{{"role": {_quote(role)}, "parts": [{encoded}]}}'
+
+    def _part(self, part: Part) -> str:
+        """One part in the conventions' shape; only what carries content is redacted."""
+        text = self._redactor.text
+        match part:
+            case TextPart():
+                return f'{{"type": "text", "content": {_quote(text(part.text))}}}'
+            case ToolCall():
+                if part.invalid_arguments is None:
+                    arguments = _encode(self._redactor.value(part.arguments))
+                    self._calls[id(part.arguments)] = (part.arguments, arguments)
+                else:
+                    arguments = _quote(text(part.invalid_arguments))
+                return (
+                    f'{{"type": "tool_call", "id": {_quote(part.call_id)}, '
+                    f'"name": {_quote(part.name)}, "arguments": {arguments}}}'
+                )
+            case ToolResult():
+                return _tool_response(part.call_id, text(part.content))
+            case RetryPrompt() if part.call_id is not None:
+                return _tool_response(part.call_id, text(part.content))
+            case RetryPrompt():
+                return f'{{"type": "text", "content": {_quote(text(part.content))}}}'
+        raise TypeError(f"unknown message part {type(part).__name__}")  # pragma: no cover
+
     def _forget_except(self, messages: Sequence[Message]) -> None:
         """Drop cached fragments of messages no longer sent (history processors made new ones)."""
         keep = {id(m) for m in messages}
         self._fragments = {k: v for k, v in self._fragments.items() if k in keep}
 
 
-def _message_dict(role: str, parts: Sequence[Part], redactor: Redactor) -> dict[str, Any]:
-    return {"role": role, "parts": [_part_dict(p, redactor) for p in parts]}
-
-
-def _part_dict(part: Part, redactor: Redactor) -> dict[str, Any]:
-    """One part in the conventions' shape; only what carries content goes through the redactor."""
-    text = redactor.text
-    match part:
-        case TextPart():
-            return {"type": "text", "content": text(part.text)}
-        case ToolCall():
-            arguments: Any = redactor.value(part.arguments)
-            if part.invalid_arguments is not None:
-                arguments = text(part.invalid_arguments)
-            return {
-                "type": "tool_call",
-                "id": part.call_id,
-                "name": part.name,
-                "arguments": arguments,
-            }
-        case ToolResult():
-            return {
-                "type": "tool_call_response",
-                "id": part.call_id,
-                "response": text(part.content),
-            }
-        case RetryPrompt() if part.call_id is not None:
-            return {
-                "type": "tool_call_response",
-                "id": part.call_id,
-                "response": text(part.content),
-            }
-        case RetryPrompt():
-            return {"type": "text", "content": text(part.content)}
-    raise TypeError(f"unknown message part {type(part).__name__}")  # pragma: no cover
+def _tool_response(call_id: str, response: str) -> str:
+    return (
+        f'{{"type": "tool_call_response", "id": {_quote(call_id)}, "response": {_quote(response)}}}'
+    )
