@@ -295,7 +295,7 @@ def load_state(
         raise StoreError(
             f"{where} is not a valid state: {validation_summary(exc, limit=3)}"
         ) from None
-    return state.model_copy(update={"messages": messages})
+    return state._replace({"messages": messages})
 
 
 def load_snapshot(
@@ -314,8 +314,8 @@ def load_snapshot(
         raise StoreError(
             f"{where} is not a valid snapshot: {validation_summary(exc, limit=3)}"
         ) from None
-    full = snapshot.state.model_copy(update={"messages": messages})
-    return snapshot.model_copy(update={"state": full})
+    full = snapshot.state._replace({"messages": messages})
+    return snapshot._replace({"state": full})
 
 
 def load_step(

@@ -201,9 +201,7 @@ class AgentRun:
         """Change the arguments of a call before TOOLS runs it (the history shows the edit)."""
         self._replace_call(
             call_id,
-            lambda call: call.model_copy(
-                update={"arguments": arguments, "invalid_arguments": None}
-            ),
+            lambda call: call._replace({"arguments": arguments, "invalid_arguments": None}),
         )
 
     def drop_call(self, call_id: str, reason: str = "dropped by the user") -> None:
@@ -235,7 +233,7 @@ class AgentRun:
             change(p) if isinstance(p, ToolCall) and p.call_id == call_id else p
             for p in messages[index].parts
         )
-        messages[index] = messages[index].model_copy(update={"parts": parts})
+        messages[index] = messages[index]._replace({"parts": parts})
         self._execution.replace_state(self.state.evolve(messages=tuple(messages)))
 
 

@@ -72,7 +72,7 @@ class Budget:
     def of(cls, limits: Limits, view: RunView) -> Budget:
         """The budget of a run under these limits."""
         usage, steps, elapsed = view.state.usage, view.steps_completed, view.elapsed
-        tokens, cost = usage.input_tokens + usage.output_tokens, usage.cost
+        tokens, cost = usage.total_tokens, usage.cost
         return cls(  # positional, in the fields' order: this runs on every step
             steps,
             tokens,

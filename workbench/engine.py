@@ -303,7 +303,7 @@ class Execution:
             return
         draft = self._current_draft()
         results = await self._runner.run(
-            calls, self._tool_context(view), draft.tools_offered, self.state.approved
+            calls, ToolContext(view, self._limits), draft.tools_offered, self.state.approved
         )
         self._apply(results)
         pending = tuple(r.pending for r in results if r.pending is not None)
@@ -435,16 +435,6 @@ class Execution:
     def _grace_tool_ran(self) -> bool:
         outcomes = self._current_draft().outcomes
         return any(o.status == "ok" and o.name == self.config.grace_tool for o in outcomes)
-
-    def _tool_context(self, view: RunView) -> ToolContext:
-        return ToolContext(
-            run_id=self.state.run_id,
-            execution_id=self.state.execution_id,
-            step=self.state.step,
-            usage=self.state.usage,
-            limits=self._limits,
-            view=view,
-        )
 
     def _snapshot(self, view: RunView) -> StepContext:
         """The snapshot of the step about to start; ``view`` is the run as it starts."""

@@ -37,11 +37,11 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 class _Frozen(BaseModel):
-    """Frozen data, changed by copying.
+    """Frozen data, changed by copying with `_replace`.
 
-    `_replace` is the loop's way to copy: states are copied several times a step, and
-    ``model_copy`` (which handles private and extra fields these models do not have) costs a
-    third more.
+    `_replace` is ``model_copy(update=...)`` without what these models do not have (private and
+    extra fields): a third cheaper, which counts on the loop's path, where states are copied
+    several times a step. Every copy of the workbench's own data goes through it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -244,10 +244,7 @@ class ModelResponse(_Frozen):
         usage: Usage | None = None,
     ) -> ModelResponse:
         """A response that calls one tool; ``arguments`` may be raw JSON text (even broken)."""
-        call = ToolCall.parse(name, arguments, call_id)
-        return cls(
-            parts=(call,), usage=usage or Usage(requests=1), finish_reason=FinishReason.TOOL_CALLS
-        )
+        return cls._calling((ToolCall.parse(name, arguments, call_id),), usage)
 
     @classmethod
     def tool_calls(
@@ -260,8 +257,12 @@ class ModelResponse(_Frozen):
         """A response that calls several tools at once."""
         ids = call_ids or [None] * len(calls)
         parts = tuple(ToolCall.parse(n, a, i) for (n, a), i in zip(calls, ids, strict=True))
+        return cls._calling(parts, usage)
+
+    @classmethod
+    def _calling(cls, calls: tuple[ToolCall, ...], usage: Usage | None) -> ModelResponse:
         return cls(
-            parts=parts, usage=usage or Usage(requests=1), finish_reason=FinishReason.TOOL_CALLS
+            parts=calls, usage=usage or Usage(requests=1), finish_reason=FinishReason.TOOL_CALLS
         )
 
     @property

@@ -136,7 +136,7 @@ class ToolRunner:
             why = verdict.reason or self._hooks.stop_reason or "refused by a PreToolUse hook"
             return call, _result(call, "denied", f"Permission denied: {why}", is_error=True)
         if verdict.updated_input is not None:
-            call = call.model_copy(update={"arguments": verdict.updated_input})
+            call = call._replace({"arguments": verdict.updated_input})
         if permission is ToolPermission.ASK:
             return call, _pending(call, reason, "approval")
         if verdict.decision == "ask":
@@ -199,7 +199,7 @@ def _timed(outcome: ToolOutcome, duration: float) -> ToolOutcome:
 def _with_feedback(result: CallResult, feedback: str) -> CallResult:
     """The result with hook feedback added to the text the model reads."""
     content = f"{result.outcome.content}\n\n{feedback}"
-    part = result.part.model_copy(update={"content": content}) if result.part else None
+    part = result.part._replace({"content": content}) if result.part else None
     return replace(result, outcome=replace(result.outcome, content=content), part=part)
 
 

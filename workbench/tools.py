@@ -67,19 +67,41 @@ class ToolDefinition:
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """A read-only view of the run for tools and guards."""
+    """A read-only view of the run for tools and guards, as the TOOLS phase started.
 
-    run_id: str
-    execution_id: str
-    step: int
-    usage: Usage
-    limits: Limits = field(repr=False)
-    view: RunView = field(repr=False)
-    """The run as the TOOLS phase started (for `budget`)."""
+    Everything is read from ``view`` when asked for: most tools ask for nothing, and the context
+    is made for every TOOLS phase.
+    """
+
+    view: RunView
+    limits: Limits
+
+    def __repr__(self) -> str:  # short: the state is one attribute away
+        return f"ToolContext(run_id={self.run_id!r}, step={self.step}, budget={self.budget})"
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self.view.state.run_id
+
+    @property
+    def execution_id(self) -> str:
+        """The id of this execution of the run."""
+        return self.view.state.execution_id
+
+    @property
+    def step(self) -> int:
+        """The step under way."""
+        return self.view.state.step
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens (and cost) used so far, this step's model call included."""
+        return self.view.state.usage
 
     @property
     def budget(self) -> Budget:
-        """What the run has used and has left as the TOOLS phase started (worked out on demand)."""
+        """What the run has used and has left (the step under way not counted as used)."""
         return Budget.of(self.limits, self.view)
 
 

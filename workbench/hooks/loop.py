@@ -178,10 +178,10 @@ def with_arguments(
     history = list(messages)
     index = next(i for i in reversed(range(len(history))) if history[i].role == "assistant")
     parts = tuple(
-        p.model_copy(update={"arguments": arguments[p.call_id]})
+        p._replace({"arguments": arguments[p.call_id]})
         if isinstance(p, ToolCall) and p.call_id in arguments
         else p
         for p in history[index].parts
     )
-    history[index] = history[index].model_copy(update={"parts": parts})
+    history[index] = history[index]._replace({"parts": parts})
     return tuple(history)

@@ -183,10 +183,11 @@ class ContentEncoder:
                     f'{{"type": "tool_call", "id": {_quote(part.call_id)}, '
                     f'"name": {_quote(part.name)}, "arguments": {arguments}}}'
                 )
-            case ToolResult():
-                return _tool_response(part.call_id, text(part.content))
-            case RetryPrompt() if part.call_id is not None:
-                return _tool_response(part.call_id, text(part.content))
+            case ToolResult(call_id=str(call_id)) | RetryPrompt(call_id=str(call_id)):
+                return (
+                    f'{{"type": "tool_call_response", "id": {_quote(call_id)}, '
+                    f'"response": {_quote(text(part.content))}}}'
+                )
             case RetryPrompt():
                 return f'{{"type": "text", "content": {_quote(text(part.content))}}}'
         raise TypeError(f"unknown message part {type(part).__name__}")  # pragma: no cover
@@ -195,9 +196,3 @@ class ContentEncoder:
         """Drop cached fragments of messages no longer sent (history processors made new ones)."""
         keep = {id(m) for m in messages}
         self._fragments = {k: v for k, v in self._fragments.items() if k in keep}
-
-
-def _tool_response(call_id: str, response: str) -> str:
-    return (
-        f'{{"type": "tool_call_response", "id": {_quote(call_id)}, "response": {_quote(response)}}}'
-    )

@@ -138,8 +138,8 @@ class _Replay:
         start = self._step_start(first) - sum(h.duration for h in _hooks(first, _BEFORE_STEP))
         self.clock.set(start)
         observer.run_started(
-            final.model_copy(
-                update={
+            final._replace(
+                {
                     "execution_id": first.execution_id,
                     "step": first.index - (0 if resumed else 1),
                     "trace": link,
@@ -221,15 +221,15 @@ class _Replay:
             for o in last.tool_outcomes
             if o.status == "pending"
         )
-        usage = self.run_.state.usage.model_copy(
-            update={
+        usage = self.run_.state.usage._replace(
+            {
                 "input_tokens": sum(s.usage.input_tokens for s in steps),
                 "output_tokens": sum(s.usage.output_tokens for s in steps),
                 "requests": sum(s.usage.requests for s in steps),
             }
         )
-        return self.run_.state.model_copy(
-            update={
+        return self.run_.state._replace(
+            {
                 "execution_id": last.execution_id,
                 "status": ExecutionStatus.PAUSED,
                 "stop_reason": None,
