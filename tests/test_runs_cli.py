@@ -89,24 +89,19 @@ def test_errors_are_one_clear_line(
 
 def test_demo_records_its_run_in_the_default_store(tmp_path: Path) -> None:
     env = {**os.environ, "WORKBENCH_STORE": str(tmp_path / "default.sqlite")}
-    run = [sys.executable, "-m", "workbench.cli"]
-    demo = subprocess.run(
-        [*run, "demo"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+
+    def cli(verb: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "workbench.cli", verb],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+
+    demo = cli("demo")
     assert f"recorded in {tmp_path / 'default.sqlite'}: workbench show run_" in demo
-    listed = subprocess.run(
-        [*run, "runs"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    listed = cli("runs")
     assert "calculator  completed" in listed and "1 of 1 runs" in listed
