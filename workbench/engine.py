@@ -47,6 +47,7 @@ from workbench.state import (
     ExecutionStatus,
     Phase,
     StopReason,
+    new_id,
 )
 from workbench.toolcalls import CallResult, ToolRunner
 from workbench.tools import (
@@ -439,30 +440,36 @@ class Execution:
     def _snapshot(self, view: RunView) -> StepContext:
         """The snapshot of the step about to start; ``view`` is the run as it starts."""
         state = self.state
-        return StepContext(
-            run_id=state.run_id,
-            execution_id=state.execution_id,
-            parent_run_id=state.parent_run_id,
-            step=state.step + 1,
-            model_name=self.config.model.name,
-            model_settings=dict(self.config.settings),
-            tool_names=self._tool_names,
-            tool_schema_hash=self._schema_hash,
-            system_prompt_hash=self._prompt_hash,
-            budget=Budget.of(self._limits, view),
-            message_count=len(state.messages),
-            state=state,
+        return StepContext._of(
+            {
+                "id": new_id("snap"),
+                "run_id": state.run_id,
+                "execution_id": state.execution_id,
+                "parent_run_id": state.parent_run_id,
+                "step": state.step + 1,
+                "model_name": self.config.model.name,
+                "model_settings": dict(self.config.settings),
+                "tool_names": self._tool_names,
+                "tool_schema_hash": self._schema_hash,
+                "system_prompt_hash": self._prompt_hash,
+                "budget": Budget.of(self._limits, view),
+                "message_count": len(state.messages),
+                "created_at": time.time(),
+                "state": state,
+            }
         )
 
     def _message(self, role: Role, *parts: Part) -> Message:
         """A message made by this step, stamped with its provenance (run, execution, step)."""
         state = self.state
-        return Message(
-            role=role,
-            parts=parts,
-            run_id=state.run_id,
-            execution_id=state.execution_id,
-            step=state.step,
+        return Message._of(
+            {
+                "role": role,
+                "parts": parts,
+                "run_id": state.run_id,
+                "execution_id": state.execution_id,
+                "step": state.step,
+            }
         )
 
     def _append(self, *messages: Message, **changes: object) -> None:

@@ -185,7 +185,15 @@ class ToolRunner:
 
 
 def _result(call: ToolCall, status: Any, content: str, *, is_error: bool = False) -> CallResult:
-    part = ToolResult(call_id=call.call_id, name=call.name, content=content, is_error=is_error)
+    part = ToolResult._of(
+        {
+            "kind": "tool_result",
+            "call_id": call.call_id,
+            "name": call.name,
+            "content": content,
+            "is_error": is_error,
+        }
+    )
     outcome = ToolOutcome(call.call_id, call.name, call.arguments, status, content)
     return CallResult(outcome, part, counts_as_error=is_error)
 
