@@ -367,6 +367,37 @@ async def test_model_error_fails_the_run_with_the_message() -> None:
     assert result.error.phase is wb.Phase.INFERENCE
 
 
+async def test_an_observer_that_raises_is_logged_and_the_run_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Broken(wb.RunObserver):
+        def tool_called(self, step: int, outcome: wb.ToolOutcome, started_at: float) -> None:
+            raise RuntimeError("observer exploded")
+
+    class Counting(wb.RunObserver):
+        def __init__(self) -> None:
+            self.tools: list[str] = []
+            self.steps: list[wb.StepRecord] = []
+
+        def tool_called(self, step: int, outcome: wb.ToolOutcome, started_at: float) -> None:
+            self.tools.append(outcome.status)
+
+        def step_ended(self, record: wb.StepRecord) -> None:
+            self.steps.append(record)
+
+    after = Counting()
+    agent = calculator(
+        [R.tool_call("add", {"a": 1, "b": 2}), "3"], observers=[Broken(), after], store=False
+    )
+    result = await agent.run("1 + 2?")
+    assert result.status is wb.ExecutionStatus.COMPLETED and result.output == "3"
+    assert after.tools == ["ok"]  # the observer after the broken one still hears of the call
+    assert [s.index for s in after.steps] == [1, 2]
+    assert "failed on tool_called; the run goes on" in caplog.text
+    assert "RuntimeError: observer exploded" in caplog.text
+    assert all(s.timing.telemetry >= 0.0 for s in result.steps)
+
+
 # -- stepping ---------------------------------------------------------------------------------
 
 

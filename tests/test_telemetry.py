@@ -647,4 +647,5 @@ def test_a_telemetry_failure_never_breaks_the_run(
     _, done = run_with_pause(telemetry)
     assert done.status is wb.ExecutionStatus.COMPLETED and done.output == "84, saved."
     assert telemetry.spans == []
-    assert "workbench telemetry: run_started failed; the run goes on" in caplog.text
+    assert "failed on run_started; the run goes on" in caplog.text
+    assert "RuntimeError: exporter exploded" in caplog.text

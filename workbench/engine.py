@@ -9,7 +9,6 @@ knows lives in the frozen `AgentState`; the phase methods read it and replace it
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -23,7 +22,6 @@ from workbench.hooks.loop import LoopHooks, with_arguments
 from workbench.hooks.runner import AnyHook, HookReport
 from workbench.messages import (
     Message,
-    ModelResponse,
     Part,
     RetryPrompt,
     Role,
@@ -33,6 +31,7 @@ from workbench.messages import (
 from workbench.models.base import Model, ModelRequest, ModelSettings
 from workbench.records import (
     HookTiming,
+    Observers,
     PhaseEvent,
     RunObserver,
     StepContext,
@@ -112,7 +111,7 @@ class _Draft:
     response: Any = None
     outcomes: list[ToolOutcome] = field(default_factory=list)
     usage: Usage = _NO_USAGE
-    timing: dict[str, float] = field(default_factory=dict)
+    timing: dict[Phase, float] = field(default_factory=dict)
     ttft: float | None = None
     snapshot_id: str | None = None
 
@@ -141,7 +140,8 @@ class Execution:
         self._hooks = LoopHooks(
             config.hooks, lambda: self.state, self._hook_called, config.max_hook_turns
         )
-        self._runner = ToolRunner(config, self._hooks, self._notify)
+        self._observers = Observers(config.observers)
+        self._runner = ToolRunner(config, self._hooks, self._observers)
 
     @property
     def done(self) -> bool:
@@ -173,8 +173,8 @@ class Execution:
         finally:
             self.in_phase = False
         event = PhaseEvent(phase, self.state.step, self.state, time.perf_counter() - started)
-        self._add_time(phase.value, event.duration)
-        self._notify(functools.partial(_phase_ended, event=event, started_at=wall))
+        self._add_time(phase, event.duration)
+        self._observers.phase_ended(event, wall)
         await self._settle(phase)
         return event
 
@@ -245,16 +245,18 @@ class Execution:
             messages = process(messages)
         if len(messages) < len(self.state.messages):
             await self._hooks.pre_compact(len(self.state.messages), len(messages))
-        self._draft = _Draft(
-            index=snapshot.step,
-            started_at=time.time(),
-            messages_in=tuple(messages),
-            first_new=first_new,
-            tools_offered=offered,
-            snapshot_id=snapshot.id,
+        self._open_step(
+            _Draft(
+                index=snapshot.step,
+                started_at=time.time(),
+                messages_in=tuple(messages),
+                first_new=first_new,
+                tools_offered=offered,
+                snapshot_id=snapshot.id,
+            )
         )
         self.snapshots.append(snapshot)
-        self._notify(lambda o: o.step_started(snapshot))
+        self._observers.step_started(snapshot)
 
     async def _inference(self) -> None:
         """One model call, bounded by the time left; its answer joins the conversation."""
@@ -275,12 +277,16 @@ class Execution:
                 requested = asyncio.wait_for(requested, seconds_left)
             response = await requested
         except BaseException as exc:
-            self._model_called(draft, None, wall, time.perf_counter() - started, exc)
+            self._observers.model_called(
+                draft.index, draft.messages_in, None, wall, time.perf_counter() - started, exc
+            )
             if isinstance(exc, TimeoutError) and seconds_left is not None:
                 self._end(StopReason.TIME_LIMIT)
                 return
             raise
-        self._model_called(draft, response, wall, time.perf_counter() - started, None)
+        self._observers.model_called(
+            draft.index, draft.messages_in, response, wall, time.perf_counter() - started, None
+        )
         draft.response, draft.usage, draft.ttft = (
             response,
             response.usage,
@@ -386,8 +392,8 @@ class Execution:
             return
         self.state = self.state.with_status(ExecutionStatus.RUNNING)
         self._clock_start = time.perf_counter()
-        self._notify(lambda o: o.run_started(self.state))
-        trace = next((t for o in self.config.observers if (t := o.trace_context())), None)
+        self._observers.run_started(self.state)
+        trace = self._observers.trace_context()
         if trace != self.state.trace:
             self.state = self.state.evolve(trace=trace)
         if not await self._hooks.session_start(self.config.model.name):
@@ -404,8 +410,8 @@ class Execution:
             self._end(StopReason.HOOK_STOP)
 
     def _hook_called(self, report: HookReport) -> None:
-        timing, step = HookTiming(report.event, report.hook, report.duration), self.state.step
-        self._notify(lambda o: o.hook_called(step, timing, report.started_at, report.error))
+        timing = HookTiming(report.event, report.hook, report.duration)
+        self._observers.hook_called(self.state.step, timing, report.started_at, report.error)
 
     def _view(self, steps_completed: int) -> RunView:
         return RunView(self.state, self.elapsed(), steps_completed)
@@ -478,38 +484,25 @@ class Execution:
 
     def _current_draft(self) -> _Draft:
         if self._draft is None:  # resumed mid-step: the step's record starts at TOOLS
-            self._draft = _Draft(
-                index=self.state.step,
-                started_at=time.time(),
-                first_new=len(self.state.messages),
-                tools_offered=self._tool_names,
+            self._open_step(
+                _Draft(
+                    index=self.state.step,
+                    started_at=time.time(),
+                    first_new=len(self.state.messages),
+                    tools_offered=self._tool_names,
+                )
             )
+        assert self._draft is not None
         return self._draft
 
-    def _add_time(self, key: str, seconds: float) -> None:
+    def _open_step(self, draft: _Draft) -> None:
+        """Start recording a step; the observers' cost is counted from here."""
+        self._draft = draft
+        self._observers.seconds = 0.0
+
+    def _add_time(self, phase: Phase, seconds: float) -> None:
         if self._draft is not None:
-            self._draft.timing[key] = self._draft.timing.get(key, 0.0) + seconds
-
-    def _model_called(
-        self,
-        draft: _Draft,
-        response: ModelResponse | None,
-        started_at: float,
-        duration: float,
-        error: BaseException | None,
-    ) -> None:
-        messages = draft.messages_in
-        self._notify(
-            lambda o: o.model_called(draft.index, messages, response, started_at, duration, error)
-        )
-
-    def _notify(self, call: Callable[[RunObserver], None]) -> None:
-        if not self.config.observers:
-            return
-        started = time.perf_counter()
-        for observer in self.config.observers:
-            call(observer)
-        self._add_time("telemetry", time.perf_counter() - started)
+            self._draft.timing[phase] = self._draft.timing.get(phase, 0.0) + seconds
 
     def _end(self, reason: StopReason) -> None:
         self.state = self.state.with_status(reason.status, stop_reason=reason)
@@ -540,11 +533,11 @@ class Execution:
             tool_outcomes=tuple(draft.outcomes),
             usage=draft.usage,
             timing=Timing(
-                prepare=timing.get("prepare", 0.0),
-                inference=timing.get("inference", 0.0),
-                tools=timing.get("tools", 0.0),
-                continuation=timing.get("continuation", 0.0),
-                telemetry=timing.get("telemetry", 0.0),
+                prepare=timing.get(Phase.PREPARE, 0.0),
+                inference=timing.get(Phase.INFERENCE, 0.0),
+                tools=timing.get(Phase.TOOLS, 0.0),
+                continuation=timing.get(Phase.CONTINUATION, 0.0),
+                telemetry=self._observers.seconds,
                 hooks=hooks.seconds,
                 per_hook=hooks.timings,
                 time_to_first_token=draft.ttft,
@@ -563,7 +556,7 @@ class Execution:
             hook_messages=hooks.notes,
         )
         self.steps.append(record)
-        self._notify(lambda o: o.step_ended(record))
+        self._observers.step_ended(record)
 
     def _record_late_hooks(self) -> None:
         """Hooks that ran with no step open (SessionEnd after a stop between steps).
@@ -582,7 +575,7 @@ class Execution:
     def _finish(self) -> None:
         self.state = self.state.evolve(elapsed=self.elapsed())
         self._clock_start = None  # this execution's time is now in the state
-        self._notify(lambda o: o.run_ended(self.state))
+        self._observers.run_ended(self.state)
 
 
 def _count_retry(retries: dict[str, int], key: str, limit: int) -> dict[str, int]:
@@ -592,7 +585,3 @@ def _count_retry(retries: dict[str, int], key: str, limit: int) -> dict[str, int
         what = "the model's responses" if key == "<response>" else f"tool {key!r}"
         raise ToolRetriesExceeded(f"{what} needed more than {limit} retries")
     return {**retries, key: count}
-
-
-def _phase_ended(observer: RunObserver, *, event: PhaseEvent, started_at: float) -> None:
-    observer.phase_ended(event, started_at)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -23,6 +24,7 @@ from workbench.tools import Tool, ToolDefinition
 
 __all__ = [
     "HookTiming",
+    "Observers",
     "PhaseEvent",
     "RunObserver",
     "StepContext",
@@ -168,7 +170,8 @@ def tools_schema_hash(tools: tuple[Tool, ...]) -> str:
 class RunObserver:
     """Receives the loop's events; telemetry and run stores subclass it. Every method is a no-op.
 
-    Observers must not raise and must not block: the loop times them (``Timing.telemetry``).
+    Observers must not block: the loop times them (``Timing.telemetry``). One that raises is
+    logged and the run goes on (see `Observers`).
     """
 
     def run_started(self, state: AgentState) -> None:
@@ -211,3 +214,77 @@ class RunObserver:
         The loop keeps it in `AgentState.trace`, so a resumed execution can link to this one.
         """
         return None
+
+
+log = logging.getLogger("workbench")
+
+
+class Observers(RunObserver):
+    """The loop's observers as one: each event goes to each observer in turn.
+
+    It times them (``seconds`` adds up their cost, for `Timing.telemetry`) and keeps a failing
+    observer from breaking the run it watches: the exception is logged and the run goes on.
+    """
+
+    def __init__(self, observers: tuple[RunObserver, ...]) -> None:
+        self.observers = observers
+        self.seconds = 0.0
+
+    def _each(self, event: str, *args: object) -> None:
+        if not self.observers:
+            return
+        started = time.perf_counter()
+        for observer in self.observers:
+            try:
+                getattr(observer, event)(*args)
+            except Exception:
+                log.exception(
+                    "workbench: observer %r failed on %s; the run goes on", observer, event
+                )
+        self.seconds += time.perf_counter() - started
+
+    def run_started(self, state: AgentState) -> None:
+        """Tell each observer."""
+        self._each("run_started", state)
+
+    def step_started(self, snapshot: StepContext) -> None:
+        """Tell each observer."""
+        self._each("step_started", snapshot)
+
+    def phase_ended(self, event: PhaseEvent, started_at: float) -> None:
+        """Tell each observer."""
+        self._each("phase_ended", event, started_at)
+
+    def model_called(
+        self,
+        step: int,
+        request_messages: tuple[Message, ...],
+        response: ModelResponse | None,
+        started_at: float,
+        duration: float,
+        error: BaseException | None,
+    ) -> None:
+        """Tell each observer."""
+        self._each("model_called", step, request_messages, response, started_at, duration, error)
+
+    def tool_called(self, step: int, outcome: ToolOutcome, started_at: float) -> None:
+        """Tell each observer."""
+        self._each("tool_called", step, outcome, started_at)
+
+    def hook_called(
+        self, step: int, timing: HookTiming, started_at: float, error: str | None
+    ) -> None:
+        """Tell each observer."""
+        self._each("hook_called", step, timing, started_at, error)
+
+    def step_ended(self, record: StepRecord) -> None:
+        """Tell each observer."""
+        self._each("step_ended", record)
+
+    def run_ended(self, state: AgentState) -> None:
+        """Tell each observer."""
+        self._each("run_ended", state)
+
+    def trace_context(self) -> TraceRef | None:
+        """The first trace an observer records the execution in."""
+        return next((t for o in self.observers if (t := o.trace_context()) is not None), None)

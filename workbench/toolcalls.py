@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from workbench.guards import ToolPermission, check_guards
 from workbench.hooks.runner import parent_hooks
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult
-from workbench.records import RunObserver, ToolOutcome
+from workbench.records import Observers, ToolOutcome
 from workbench.state import AgentState, ExecutionStatus, PendingCall, Phase, new_id
 from workbench.tools import (
     ArgumentError,
@@ -57,11 +57,11 @@ class ToolRunner:
         self,
         config: LoopConfig,
         hooks: LoopHooks,
-        notify: Callable[[Callable[[RunObserver], None]], None],
+        observers: Observers,
     ) -> None:
         self._config = config
         self._hooks = hooks
-        self._notify = notify
+        self._observers = observers
         self._offered: tuple[str, ...] = ()
         self._approved: tuple[str, ...] = ()
 
@@ -98,7 +98,7 @@ class ToolRunner:
         started, wall = time.perf_counter(), time.time()
         result = await self._decide_and_run(call, ctx)
         outcome = _timed(result.outcome, time.perf_counter() - started)
-        self._notify(lambda o: o.tool_called(ctx.step, outcome, wall))
+        self._observers.tool_called(ctx.step, outcome, wall)
         result.outcome = outcome
         return result
 

@@ -4,16 +4,15 @@ One `SpanObserver` serves one execution. The loop calls it after things happen, 
 start times and durations, so every span is created with explicit start and end times and an
 explicit parent: the run and step spans are kept here, and nothing depends on the current OTel
 context surviving the loop's yields. Attribute keys come from `workbench.telemetry.names`.
+A failure here never breaks the run: the loop's `Observers` logs it and goes on.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ParamSpec
+from typing import TYPE_CHECKING, Any
 
 from workbench.messages import Message, ModelResponse
 from workbench.records import (
@@ -57,23 +56,6 @@ class Instruments:
     capture_content: bool
 
 
-log = logging.getLogger("workbench.telemetry")
-P = ParamSpec("P")
-
-
-def _never_raises(method: Callable[P, None]) -> Callable[P, None]:
-    """Telemetry must not break the run it watches: a failure is logged and the run goes on."""
-
-    @functools.wraps(method)
-    def guarded(*args: P.args, **kwargs: P.kwargs) -> None:
-        try:
-            method(*args, **kwargs)
-        except Exception:
-            log.exception("workbench telemetry: %s failed; the run goes on", method.__name__)
-
-    return guarded
-
-
 def _ns(seconds: float) -> int:
     return int(seconds * 1e9)
 
@@ -112,7 +94,6 @@ class SpanObserver(RunObserver):
 
     # -- the run --------------------------------------------------------------------------------
 
-    @_never_raises
     def run_started(self, state: AgentState) -> None:
         """Open the run span; link it to the execution this one continues, if any."""
         self._run_start = self._clock()
@@ -153,7 +134,6 @@ class SpanObserver(RunObserver):
         """The execution's trace and run span, kept in the state for a later resume to link."""
         return self._ref
 
-    @_never_raises
     def run_ended(self, state: AgentState) -> None:
         """Close any open step span, then the run span with the run's totals and outcome."""
         if self._run is None:
@@ -191,12 +171,10 @@ class SpanObserver(RunObserver):
 
     # -- steps and phases -----------------------------------------------------------------------
 
-    @_never_raises
     def step_started(self, snapshot: StepContext) -> None:
         """Keep the snapshot; the step span opens when PREPARE ends and its start is known."""
         self._snapshot = snapshot
 
-    @_never_raises
     def phase_ended(self, event: PhaseEvent, started_at: float) -> None:
         """PREPARE opens the step span; PREPARE and CONTINUATION get their own spans."""
         parent: Context | None
@@ -219,7 +197,6 @@ class SpanObserver(RunObserver):
         )
         span.end(end_time=start + _ns(event.duration))
 
-    @_never_raises
     def step_ended(self, record: StepRecord) -> None:
         """Close the step span with its status, tokens and timing breakdown."""
         self._ensure_step(record.index, _ns(record.started_at))
@@ -249,7 +226,6 @@ class SpanObserver(RunObserver):
 
     # -- model, tools, hooks --------------------------------------------------------------------
 
-    @_never_raises
     def model_called(
         self,
         step: int,
@@ -288,7 +264,6 @@ class SpanObserver(RunObserver):
             self._fail(span, type(error).__name__, str(error), self._step_attrs, end)
         span.end(end_time=end)
 
-    @_never_raises
     def tool_called(self, step: int, outcome: ToolOutcome, started_at: float) -> None:
         """One ``execute_tool {tool}`` span; retries, errors and denials are marked as errors."""
         start = _ns(started_at)
@@ -316,7 +291,6 @@ class SpanObserver(RunObserver):
             span.add_event(n.EVENT_TOOL_PENDING, self._step_attrs, timestamp=end)
         span.end(end_time=end)
 
-    @_never_raises
     def hook_called(
         self, step: int, timing: HookTiming, started_at: float, error: str | None
     ) -> None:
