@@ -41,6 +41,7 @@ from workbench.records import (
     tools_schema_hash,
 )
 from workbench.state import (
+    TERMINAL,
     AgentState,
     ErrorInfo,
     ExecutionStatus,
@@ -66,6 +67,7 @@ EMPTY_RESPONSE = "Your response was empty. Answer the question or call one of th
 _GRACE_LIMITS = (StopReason.STEP_LIMIT, StopReason.TIME_LIMIT)
 _STOPPABLE = (ExecutionStatus.RUNNING, ExecutionStatus.COMPLETED)
 _STARTABLE = (ExecutionStatus.PENDING, ExecutionStatus.PAUSED)
+_DONE = TERMINAL | {ExecutionStatus.PAUSED}
 _MODEL_STOPS = (StopReason.COMPLETED, StopReason.TASK_COMPLETE)
 """Stop reasons where the model ended the run itself: Stop hooks may ask for another turn."""
 
@@ -146,7 +148,7 @@ class Execution:
     @property
     def done(self) -> bool:
         """True once the execution ended or paused."""
-        return self.state.status.is_terminal or self.state.status is ExecutionStatus.PAUSED
+        return self.state.status in _DONE
 
     def elapsed(self) -> float:
         """Running time of the run so far, across executions (time paused does not count)."""

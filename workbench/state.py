@@ -75,10 +75,11 @@ class ExecutionStatus(StrEnum):
     @property
     def is_terminal(self) -> bool:
         """True once the run can no longer change."""
-        return self in _TERMINAL
+        return self in TERMINAL
 
 
-_TERMINAL = frozenset({ExecutionStatus.COMPLETED, ExecutionStatus.FAILED, ExecutionStatus.ABORTED})
+TERMINAL = frozenset({ExecutionStatus.COMPLETED, ExecutionStatus.FAILED, ExecutionStatus.ABORTED})
+"""The statuses a run cannot leave (`ExecutionStatus.is_terminal`)."""
 
 _ALLOWED: dict[ExecutionStatus, frozenset[ExecutionStatus]] = {
     ExecutionStatus.PENDING: frozenset({ExecutionStatus.RUNNING, ExecutionStatus.ABORTED}),

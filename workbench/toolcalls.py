@@ -72,26 +72,26 @@ class ToolRunner:
         offered: tuple[str, ...],
         approved: tuple[str, ...],
     ) -> list[CallResult]:
-        """Decide and run ``calls``: concurrently, except sequential tools, which run after."""
+        """Decide and run ``calls``: concurrently, except sequential tools, which run after.
+
+        The results come in the order of the calls; their time counts in the TOOLS phase's.
+        """
         self._offered, self._approved = offered, approved
         scope = parent_hooks.set(self._hooks.for_subagents())
         try:
-            return await self._run_all(calls, ctx)
+            concurrent = [c for c in calls if not self._sequential(c)]
+            results: dict[str, CallResult] = {}
+            if len(concurrent) == 1:
+                results[concurrent[0].call_id] = await self._run_call(concurrent[0], ctx)
+            elif concurrent:
+                done = await asyncio.gather(*(self._run_call(c, ctx) for c in concurrent))
+                results.update((c.call_id, r) for c, r in zip(concurrent, done, strict=True))
+            for call in calls:
+                if call.call_id not in results:
+                    results[call.call_id] = await self._run_call(call, ctx)
+            return [results[c.call_id] for c in calls]
         finally:
             parent_hooks.reset(scope)
-
-    async def _run_all(self, calls: tuple[ToolCall, ...], ctx: ToolContext) -> list[CallResult]:
-        concurrent = [c for c in calls if not self._sequential(c)]
-        results: dict[str, CallResult] = {}
-        if len(concurrent) == 1:
-            results[concurrent[0].call_id] = await self._run_call(concurrent[0], ctx)
-        elif concurrent:
-            done = await asyncio.gather(*(self._run_call(c, ctx) for c in concurrent))
-            results.update((c.call_id, r) for c, r in zip(concurrent, done, strict=True))
-        for call in calls:
-            if call.call_id not in results:
-                results[call.call_id] = await self._run_call(call, ctx)
-        return [results[c.call_id] for c in calls]  # their time counts in the TOOLS phase's
 
     async def _run_call(self, call: ToolCall, ctx: ToolContext) -> CallResult:
         """Guards, approval, validation and execution of one call, as an outcome for the model."""
