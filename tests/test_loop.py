@@ -374,6 +374,9 @@ async def test_an_observer_that_raises_is_logged_and_the_run_goes_on(
         def tool_called(self, step: int, outcome: wb.ToolOutcome, started_at: float) -> None:
             raise RuntimeError("observer exploded")
 
+        def trace_context(self) -> None:
+            raise RuntimeError("no trace here")
+
     class Counting(wb.RunObserver):
         def __init__(self) -> None:
             self.tools: list[str] = []
@@ -395,6 +398,7 @@ async def test_an_observer_that_raises_is_logged_and_the_run_goes_on(
     assert [s.index for s in after.steps] == [1, 2]
     assert "failed on tool_called; the run goes on" in caplog.text
     assert "RuntimeError: observer exploded" in caplog.text
+    assert "failed on trace_context" in caplog.text and result.state.trace is None
     assert all(s.timing.telemetry >= 0.0 for s in result.steps)
 
 

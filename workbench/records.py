@@ -287,4 +287,12 @@ class Observers(RunObserver):
 
     def trace_context(self) -> TraceRef | None:
         """The first trace an observer records the execution in."""
-        return next((t for o in self.observers if (t := o.trace_context()) is not None), None)
+        for observer in self.observers:
+            try:
+                trace = observer.trace_context()
+            except Exception:
+                log.exception("observer %r failed on trace_context; the run goes on", observer)
+                continue
+            if trace is not None:
+                return trace
+        return None
