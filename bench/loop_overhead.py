@@ -31,7 +31,10 @@ wall time and of the process's CPU time (steadier when other work shares the mac
 average is printed and written with the figures).
 
 Targets (issue 2): ours at most 0.2× LangGraph and 0.05× pydantic-ai per step at every size, and
-flat: our per-step cost at 400 steps within 1.5× of that at 50.
+flat: our per-step cost at 400 steps within 1.5× of that at 50. The report also splits ours, from
+the two smallest sizes, into µs per extra step and µs per run: at 25 steps the per-run part (a run's
+set-up, and the cold caches each timed run starts with after the collection and the peers' runs)
+is a large share of the per-step figure.
 
     .venv/bin/python bench/loop_overhead.py                  # full run (a couple of minutes)
     .venv/bin/python bench/loop_overhead.py --quick          # smoke run (a few seconds)
@@ -262,6 +265,8 @@ def summarize(results: Results, sizes: tuple[int, ...]) -> dict[str, Any]:
         for n in sizes
     ]
     flat = {f: _ratio(median(f, top), median(f, base)) for f in FRAMEWORKS}
+    small, next_up = sorted(sizes)[:2] if len(sizes) > 1 else (sizes[0], sizes[0])
+    split = _split(median(OURS, small), small, median(OURS, next_up), next_up)
 
     def target(key: str, limit: float) -> dict[str, Any]:
         values = [(r[key], r["steps"]) for r in rows if r[key] is not None]
@@ -274,6 +279,7 @@ def summarize(results: Results, sizes: tuple[int, ...]) -> dict[str, Any]:
     return {
         "rows": rows,
         "flatness": {"top": top, "base": base, "ratios": flat},
+        "ours_split": {"sizes": [small, next_up], "parts": split},
         "targets": {
             "ours_vs_langgraph": target("ours_vs_langgraph", TARGET_VS_LANGGRAPH),
             "ours_vs_pydantic_ai": target("ours_vs_pydantic_ai", TARGET_VS_PYDANTIC_AI),
@@ -285,6 +291,21 @@ def summarize(results: Results, sizes: tuple[int, ...]) -> dict[str, Any]:
             },
         },
     }
+
+
+def _split(
+    per_step_a: float | None, a: int, per_step_b: float | None, b: int
+) -> dict[str, float] | None:
+    """A run's cost as a fixed part per run plus a marginal part per step, from two sizes.
+
+    At few steps the fixed part (setting up a run, and the cold caches every timed run starts
+    with) weighs on the per-step figure; the marginal part is what one more step costs. (Only
+    for ours: the peers' per-step cost grows with the history, which this split does not model.)
+    """
+    if per_step_a is None or per_step_b is None or a == b:
+        return None
+    marginal = (per_step_b * b - per_step_a * a) / (b - a)
+    return {"per_step_us": marginal, "per_run_us": per_step_a * a - marginal * a}
 
 
 def print_report(clock: str, summary: dict[str, Any], results: Results) -> None:
@@ -310,6 +331,14 @@ def print_report(clock: str, summary: dict[str, Any], results: Results) -> None:
         f"{f} {_fmt(r, '.2f', '×')}" for f, r in flat["ratios"].items() if r is not None
     )
     print(f"\nper step at {flat['top']} / at {flat['base']} steps: {ratios}")
+    split = summary["ours_split"]
+    if split["parts"] is not None:
+        small, next_up = split["sizes"]
+        step, run = split["parts"]["per_step_us"], split["parts"]["per_run_us"]
+        print(
+            f"ours from the {small}- and {next_up}-step runs: {step:.1f} µs per extra step "
+            f"+ {run:.0f} µs per run"
+        )
     print("\ntargets:")
     labels = {
         "ours_vs_langgraph": "ours / LangGraph per step, every size",
