@@ -7,6 +7,7 @@ Claude Code's hook protocol; nothing here mocks the hook machinery.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import select
@@ -748,3 +749,38 @@ async def test_subagent_stop_hook_can_ask_for_one_more_turn() -> None:
     result = await parent.run("What is the capital of France?")
     assert tool_result(result, "s1").content == "Paris"
     assert parent.tools["researcher"].description == "Looks things up."
+
+
+async def test_a_finished_run_leaves_no_reference_cycles() -> None:
+    """A run's states, records and snapshots are freed when its result is dropped, at once,
+    without waiting for the cyclic garbage collector (hooks and a subagent included)."""
+    researcher = wb.Agent(wb.ScriptedModel(["Paris"]), name="researcher", store=False)
+    seen: list[str] = []
+
+    def keep(data: wb.HookInput) -> None:
+        seen.append(data.hook_event_name)
+
+    events = (E.SESSION_START, E.PRE_TOOL_USE, E.POST_TOOL_USE, E.SUBAGENT_STOP, E.STOP)
+    parent = wb.Agent(
+        wb.ScriptedModel([R.tool_call("researcher", {"task": "Capital?"}), "Paris."]),
+        tools=[researcher.as_tool()],
+        hooks=[wb.Hook(event, keep) for event in events],
+        store=False,
+    )
+    await parent.run("warm up")  # first-use caches (schemas, compiled patterns) are not garbage
+    gc.collect()
+    gc.disable()
+    try:
+        parent.model = wb.ScriptedModel([R.tool_call("researcher", {"task": "Capital?"}), "Paris."])
+        researcher.model = wb.ScriptedModel(["Paris"])
+        result = await parent.run("What is the capital of France?")
+        assert result.output == "Paris." and "SubagentStop" in seen
+        del result
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        found = gc.collect()
+        kinds = sorted({type(o).__name__ for o in gc.garbage})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert found == 0, f"cyclic garbage left by the run: {kinds}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,8 +140,12 @@ class Execution:
         self._abort_requested = False
         self.in_phase = False
         """True while a phase runs (an abort then waits for the phase to end)."""
+        this = weakref.proxy(self)  # the hooks must not keep their execution alive (a cycle)
         self._hooks = LoopHooks(
-            config.hooks, lambda: self.state, self._hook_called, config.max_hook_turns
+            config.hooks,
+            lambda: this.state,
+            lambda report: this._hook_called(report),
+            config.max_hook_turns,
         )
         self._observers = Observers(config.observers)
         self._runner = ToolRunner(config, self._hooks, self._observers)

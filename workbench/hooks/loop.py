@@ -65,9 +65,6 @@ class LoopHooks(HookDispatch):
         self.max_turns = max_turns
         """How many extra turns Stop hooks may force in one run (counted in the state)."""
         self._context: list[str] = []
-        self._parent = ParentHooks(
-            fire=self.fire, note=lambda text: self.note(text, error=True), max_turns=max_turns
-        )
 
     async def session_start(self, model: str) -> bool:
         """SessionStart, then UserPromptSubmit for a new run; False if the prompt was refused."""
@@ -157,9 +154,17 @@ class LoopHooks(HookDispatch):
         await self.fire(SessionEndInput(reason=reason))
         self.close()
 
-    def for_subagents(self) -> ParentHooks:
-        """What a subagent tool run during this execution uses to fire subagent events."""
-        return self._parent
+    def for_subagents(self) -> ParentHooks | None:
+        """What a subagent tool run during this execution uses to fire subagent events.
+
+        Made for each TOOLS phase and held only while it runs (kept here, it would tie these
+        hooks into a reference cycle); None without hooks, as there is nothing to fire.
+        """
+        if not self.hooks:
+            return None
+        return ParentHooks(
+            fire=self.fire, note=lambda text: self.note(text, error=True), max_turns=self.max_turns
+        )
 
     def _keep_context(self, verdict: HookVerdict) -> None:
         if verdict.additional_context:
