@@ -183,3 +183,8 @@ def test_stop_reason_priority_and_status() -> None:
     assert r.ERROR.status is wb.ExecutionStatus.FAILED
     assert r.ABORTED.status is wb.ExecutionStatus.ABORTED
     assert r.HOOK_STOP.status is wb.ExecutionStatus.COMPLETED
+
+
+def test_response_parts_given_as_dicts_need_no_kind_for_text() -> None:
+    response = wb.ModelResponse(parts=[{"text": "hi"}])  # type: ignore[list-item]
+    assert response.parts == (wb.TextPart(text="hi"),)

@@ -235,7 +235,7 @@ class FinishReason(StrEnum):
 class ModelResponse(_Frozen):
     """One answer of a model: text and/or tool calls, with usage and provenance."""
 
-    parts: tuple[Annotated[TextPart | ToolCall, Field(discriminator="kind")], ...]
+    parts: tuple[TextPart | ToolCall, ...]
     usage: Usage = Field(default_factory=lambda: Usage(requests=1))
     finish_reason: FinishReason = FinishReason.STOP
     model_name: str = ""
