@@ -491,7 +491,7 @@ class Execution:
 
     def _current_draft(self) -> _Draft:
         if self._draft is None:  # resumed mid-step: the step's record starts at TOOLS
-            self._open_step(
+            return self._open_step(
                 _Draft(
                     index=self.state.step,
                     started_at=time.time(),
@@ -499,13 +499,13 @@ class Execution:
                     tools_offered=self._tool_names,
                 )
             )
-        assert self._draft is not None
         return self._draft
 
-    def _open_step(self, draft: _Draft) -> None:
+    def _open_step(self, draft: _Draft) -> _Draft:
         """Start recording a step; the observers' cost is counted from here."""
         self._draft = draft
         self._observers.seconds = 0.0
+        return draft
 
     def _add_time(self, phase: Phase, seconds: float) -> None:
         if self._draft is not None:

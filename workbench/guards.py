@@ -14,7 +14,7 @@ from enum import StrEnum
 from workbench.messages import ToolCall
 from workbench.tools import ToolContext
 
-__all__ = ["GuardDecision", "ToolGuard", "ToolPermission", "check_guards"]
+__all__ = ["ALLOWED", "GuardDecision", "ToolGuard", "ToolPermission", "check_guards"]
 
 
 class ToolPermission(StrEnum):
@@ -29,6 +29,10 @@ GuardDecision = ToolPermission | tuple[ToolPermission, str]
 ToolGuard = Callable[[ToolCall, ToolContext], GuardDecision | Awaitable[GuardDecision]]
 
 
+ALLOWED: tuple[ToolPermission, str] = (ToolPermission.ALLOW, "")
+"""The answer when no guard objects (and with no guards at all)."""
+
+
 async def check_guards(
     guards: Sequence[ToolGuard], call: ToolCall, ctx: ToolContext
 ) -> tuple[ToolPermission, str]:
@@ -40,7 +44,7 @@ async def check_guards(
             return permission, reason
         if permission is ToolPermission.ASK and ask is None:
             ask = permission, reason
-    return ask or (ToolPermission.ALLOW, "")
+    return ask or ALLOWED
 
 
 async def _ask(guard: ToolGuard, call: ToolCall, ctx: ToolContext) -> tuple[ToolPermission, str]:

@@ -238,9 +238,7 @@ class Observers(RunObserver):
             try:
                 getattr(observer, event)(*args)
             except Exception:
-                log.exception(
-                    "workbench: observer %r failed on %s; the run goes on", observer, event
-                )
+                _failed(observer, event)
         self.seconds += time.perf_counter() - started
 
     def run_started(self, state: AgentState) -> None:
@@ -291,8 +289,12 @@ class Observers(RunObserver):
             try:
                 trace = observer.trace_context()
             except Exception:
-                log.exception("observer %r failed on trace_context; the run goes on", observer)
+                _failed(observer, "trace_context")
                 continue
             if trace is not None:
                 return trace
         return None
+
+
+def _failed(observer: RunObserver, event: str) -> None:
+    log.exception("observer %r failed on %s; the run goes on", observer, event)

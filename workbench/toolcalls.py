@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from workbench.guards import ToolPermission, check_guards
+from workbench.guards import ALLOWED, ToolPermission, check_guards
 from workbench.hooks.runner import parent_hooks
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult
 from workbench.records import Observers, ToolOutcome
@@ -126,9 +126,8 @@ class ToolRunner:
 
         Hooks only restrict: a hook's allow does not lift a guard's ask or a required approval.
         """
-        permission, reason = ToolPermission.ALLOW, ""
-        if self._config.guards:
-            permission, reason = await check_guards(self._config.guards, call, ctx)
+        guards = self._config.guards
+        permission, reason = await check_guards(guards, call, ctx) if guards else ALLOWED
         if permission is ToolPermission.DENY:
             return call, _result(call, "denied", f"Permission denied: {reason}", is_error=True)
         verdict = await self._hooks.pre_tool_use(call)

@@ -146,9 +146,8 @@ class Tool:
             parsed = self._args_model.model_validate(arguments)
         except ValidationError as exc:
             raise ArgumentError(_explain(exc)) from None
-        return (
-            parsed.__dict__.copy()
-        )  # the fields, as validated (no extras: the model forbids them)
+        # the fields, as validated (no extras: the model forbids them)
+        return parsed.__dict__.copy()
 
     async def run(self, arguments: dict[str, JsonValue], ctx: ToolContext) -> str:
         """Validate, execute within the timeout, and return the (truncated) result as text."""
