@@ -36,6 +36,16 @@ JsonValue = Any
 Role = Literal["system", "user", "assistant", "tool"]
 
 
+# A pydantic model keeps its fields in ``__dict__`` and its bookkeeping in three slots of
+# `BaseModel`; `_Frozen._of` sets the four through their descriptors, as pydantic's own
+# ``model_construct`` does through ``object.__setattr__``, which looks each name up on the type
+# first and costs twice as much.
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
 class _Frozen(BaseModel):
     """Frozen data, changed by copying with `_replace`.
 
@@ -66,11 +76,10 @@ class _Frozen(BaseModel):
         field; ``fields_set`` is pydantic's record of the fields given (all of them by default).
         """
         made = cls.__new__(cls)
-        setattr_ = object.__setattr__
-        setattr_(made, "__dict__", data)
-        setattr_(made, "__pydantic_fields_set__", set(data) if fields_set is None else fields_set)
-        setattr_(made, "__pydantic_extra__", None)
-        setattr_(made, "__pydantic_private__", None)
+        _set_dict(made, data)
+        _set_fields_set(made, set(data) if fields_set is None else fields_set)
+        _set_extra(made, None)
+        _set_private(made, None)
         return made
 
 
