@@ -24,7 +24,10 @@ LangChain tool with only an async body cannot run under ``invoke``); its ToolNod
 either way. Ours and pydantic-ai run on one event loop with ``loop.run_until_complete``.
 
 Method: warm-up runs first; then for each repetition, for each size, each framework runs once, in
-an order rotated every repetition, so machine noise hits all of them alike. Every timed run starts
+an order rotated every repetition, so machine noise hits all of them alike. A size gets at least
+the given repetitions (5), and smaller sizes more, so that every size is timed over about as many
+steps (``repetitions × 200`` for 25 and 50 steps: 40 and 20 runs): a run of 25 steps is short, and
+five of them made a noisy median exactly where the per-run part weighs most. Every timed run starts
 after ``gc.collect()`` (the collector stays on: its cost is part of the loop's). Every run is
 checked (N steps, answer ``"done"``). Figures are medians of the repetitions, in µs per step, of
 wall time and of the process's CPU time (steadier when other work shares the machine; the load
@@ -211,6 +214,20 @@ def _time_once(run: Runner, n: int) -> dict[str, float]:
     return {"wall": wall / 1000 / n, "cpu": cpu / 1000 / n}
 
 
+STEPS_PER_SIZE = 200
+"""Repetitions are added at small sizes until each size is timed over this many steps times the
+repetitions asked for."""
+
+
+def repetitions_at(n: int, repetitions: int) -> int:
+    """Timed runs at size ``n``: at least ``repetitions``, and as many steps as the large sizes.
+
+    >>> [repetitions_at(n, 5) for n in (25, 50, 200, 400)]
+    [40, 20, 5, 5]
+    """
+    return max(repetitions, repetitions * STEPS_PER_SIZE // n)
+
+
 def measure(
     runners: dict[tuple[str, int], Runner],
     frameworks: list[str],
@@ -224,14 +241,17 @@ def measure(
             runners[framework, sizes[0]]()
         runners[framework, max(sizes)]()
     results = {c: {f: {n: Series() for n in sizes} for f in frameworks} for c in CLOCKS}
-    for repetition in range(repetitions):
+    runs = {n: repetitions_at(n, repetitions) for n in sizes}
+    for repetition in range(max(runs.values())):
         shift = repetition % len(frameworks)
         order = frameworks[shift:] + frameworks[:shift]
         for n in sizes:
+            if repetition >= runs[n]:
+                continue
             for framework in order:
                 for clock, value in _time_once(runners[framework, n], n).items():
                     results[clock][framework][n].samples.append(value)
-        print(f"  repetition {repetition + 1}/{repetitions} done", file=sys.stderr)
+        print(f"  repetition {repetition + 1}/{max(runs.values())} done", file=sys.stderr)
     return results
 
 
@@ -425,7 +445,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: small sizes, 2 runs each")
     parser.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")))
-    parser.add_argument("--repetitions", type=int, help="timed runs per size (default 5)")
+    runs = "timed runs at the largest sizes, more at small ones (default 5)"
+    parser.add_argument("--repetitions", type=int, help=runs)
     warmup = "warm-up runs at the smallest size (and one at the largest)"
     parser.add_argument("--warmup", type=int, default=2, help=warmup)
     parser.add_argument("--sync-tool", action="store_true", help="a plain def tool, not async def")
@@ -447,7 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     frameworks = _available([f for f in args.frameworks.split(",") if f])
     env = environment(args.sync_tool)
     print(
-        f"loop overhead: {', '.join(frameworks)}; sizes {sizes}; {repetitions} repetitions; "
+        f"loop overhead: {', '.join(frameworks)}; sizes {sizes}; "
+        f"{', '.join(str(repetitions_at(n, repetitions)) for n in sizes)} repetitions; "
         f"tool {env['tool']}; load {env['load_average']} on {env['cpus']} CPUs"
     )
     source = env["workbench_source"]
@@ -470,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         figures = {
             "environment": env,
             "sizes": list(sizes),
-            "repetitions": repetitions,
+            "repetitions": {str(n): repetitions_at(n, repetitions) for n in sizes},
             "samples_us_per_step": {
                 clock: {
                     f: {str(n): s.samples for n, s in by_size.items()}
