@@ -168,21 +168,27 @@ class Execution:
 
     async def advance(self) -> PhaseEvent | None:
         """Run the next phase and say what happened; None once the run ended or paused."""
-        if self.state.status in _STARTABLE and not self.state.pending:
+        state = self.state
+        if state.status in _STARTABLE and not state.pending:
             await self._begin()  # a new run, or a paused one whose calls were answered
-        if self.done:
+            state = self.state
+        if state.status in _DONE:
             return None
-        phase = self.state.next_phase
+        phase = state.next_phase
         started, wall = time.perf_counter(), time.time()
         self.in_phase = True
         try:
             await self._run_phase(phase)
         finally:
             self.in_phase = False
-        event = PhaseEvent(phase, self.state.step, self.state, time.perf_counter() - started)
+        state = self.state
+        event = PhaseEvent(phase, state.step, state, time.perf_counter() - started)
         self._add_time(phase, event.duration)
         self._observers.phase_ended(event, wall)
-        await self._settle(phase)
+        if self.done:  # SessionEnd hooks cannot change that: they only observe
+            await self._wind_up()
+        elif phase is Phase.CONTINUATION:
+            self._close_step()
         return event
 
     async def _run_phase(self, phase: Phase) -> None:
@@ -203,12 +209,8 @@ class Execution:
             self._fail(exc, phase)
         self._honour_hook_stop()
 
-    async def _settle(self, phase: Phase | None) -> None:
-        """Close the step after CONTINUATION; once done, fire SessionEnd and end the execution."""
-        if not self.done:  # SessionEnd hooks cannot change that: they only observe
-            if phase is Phase.CONTINUATION:
-                self._close_step()
-            return
+    async def _wind_up(self) -> None:
+        """The execution ended or paused: fire SessionEnd, close the step, end the execution."""
         await self._hooks.session_end()
         self._close_step()
         self._finish()
@@ -407,7 +409,7 @@ class Execution:
             self._end(StopReason.HOOK_STOP)
         self._honour_hook_stop()
         if self.done:
-            await self._settle(None)
+            await self._wind_up()
 
     def _honour_hook_stop(self) -> None:
         """End the run once a hook said ``continue: false`` (HOOK_STOP outranks limits)."""
