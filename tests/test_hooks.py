@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import workbench as wb
+from workbench.hooks.command import _Capture
 
 R = wb.ModelResponse
 E = wb.HookEvent
@@ -486,6 +487,20 @@ async def test_broken_hooks_are_recorded_and_the_run_goes_on(command: str, error
     )
     (recorded_error,) = result.steps[0].hook_errors
     assert recorded_error.startswith(f"PreToolUse hook {hook.name!r}: {error}")
+
+
+async def test_output_past_the_limit_is_read_to_its_end_after_the_kill() -> None:
+    # Left unread, a full pipe pauses its transport, which then never sees the end of the pipe and
+    # stays open after the hook is gone: it warns (and fails whichever test is running) whenever
+    # it is collected. So the rest is read and dropped.
+    stream = asyncio.StreamReader()
+    stream.feed_data(b"x" * 300_000)
+    stream.feed_eof()
+    kills: list[bool] = []
+    capture = _Capture(limit=100_000)
+    await capture.drain(stream, lambda: kills.append(True))
+    assert (capture.overflow, len(capture.data), kills) == (True, 65_536, [True])
+    assert stream.at_eof()
 
 
 async def test_in_process_hook_errors_and_rights_are_recorded() -> None:

@@ -151,11 +151,18 @@ class _Capture:
     overflow: bool = False
 
     async def drain(self, stream: asyncio.StreamReader, kill: Callable[[], None]) -> None:
+        """Read the stream to its end, keeping up to ``limit`` bytes; past that, kill the hook.
+
+        The rest is read and dropped: a full pipe left unread pauses its transport, which then
+        never sees the pipe close and stays open after the hook is gone.
+        """
         while chunk := await stream.read(1 << 16):
+            if self.overflow:
+                continue
             if len(self.data) + len(chunk) > self.limit:
                 self.overflow = True
                 kill()
-                return
+                continue
             self.data += chunk
 
 
