@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from workbench._record import frozen_record
 from workbench.state import AgentState, StopReason
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
 _N = TypeVar("_N", int, float)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class RunView:
     """What a condition sees: the state, the running time, and how many steps are finished."""
 
@@ -45,7 +46,7 @@ class RunView:
     steps_completed: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Limits:
     """The hard limits a condition implies; ``None`` means no limit."""
 
@@ -55,7 +56,7 @@ class Limits:
     max_cost: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Budget:
     """What a run has used and what it has left (``None`` left means unlimited or unknown)."""
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from workbench._record import frozen_record
 from workbench.messages import Message, Part, RetryPrompt, TextPart, ToolCall, ToolResult
 from workbench.models.replay import describe_part
 from workbench.records import StepRecord, Timing
@@ -37,7 +38,7 @@ class _Run(Protocol):
     def steps(self) -> Sequence[StepRecord]: ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class PartChange:
     """One part of a message added, removed or changed (``before``/``after`` describe it)."""
 
@@ -52,7 +53,7 @@ class PartChange:
         return f"part {self.index} {self.kind}: {self.after or self.before}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class MessageChange:
     """A message that differs: in what the model was ``sent``, or in what the step ``added``."""
 
@@ -68,7 +69,7 @@ class MessageChange:
         return f"{head}: " + "; ".join(str(p) for p in self.parts) if self.parts else head
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class StepDiff:
     """How one step differs between the two runs."""
 

@@ -12,11 +12,12 @@ import hashlib
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from pydantic import Field
 
+from workbench._record import frozen_record
 from workbench.conditions import Budget
 from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, Usage, _Frozen
 from workbench.state import AgentState, ExecutionStatus, Phase, StopReason, TraceRef, new_id
@@ -37,7 +38,7 @@ __all__ = [
 OutcomeStatus = Literal["ok", "error", "retry", "denied", "pending", "dropped"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ToolOutcome:
     """What happened to one tool call in the TOOLS phase."""
 
@@ -50,7 +51,7 @@ class ToolOutcome:
     duration: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class HookTiming:
     """How long one hook invocation took."""
 
@@ -59,7 +60,7 @@ class HookTiming:
     duration: float
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Timing:
     """Where the time of a step went, in seconds."""
 
@@ -82,7 +83,7 @@ class Timing:
         return self.prepare + self.inference + self.tools + self.continuation
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class StepRecord:
     """The account of one step."""
 
@@ -122,7 +123,7 @@ class StepRecord:
         return self.response.calls if self.response is not None else ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class PhaseEvent:
     """Yielded after each phase: which phase ran, for which step, and the state after it."""
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from workbench import _storage as st
+from workbench._record import frozen_record
 from workbench._storage import RunNotFound, StoreError
 from workbench.messages import Message
 from workbench.records import PhaseEvent, RunObserver, StepContext, StepRecord
@@ -48,7 +49,7 @@ _OFF = frozenset({"off", "none", "false", "0"})
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class RunSummary:
     """One row of `RunStore.runs`: what a run list shows, without loading the run."""
 

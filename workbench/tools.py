@@ -20,6 +20,7 @@ from typing import Any, get_type_hints, overload
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from workbench._record import frozen_record
 from workbench.conditions import Budget, Limits, RunView
 from workbench.messages import JsonValue, Usage
 
@@ -56,7 +57,7 @@ class ToolTimeout(TimeoutError):
     """A tool ran past its timeout."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ToolDefinition:
     """What the model is told about a tool."""
 
@@ -65,7 +66,7 @@ class ToolDefinition:
     parameters: dict[str, JsonValue]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ToolContext:
     """A read-only view of the run for tools and guards, as the TOOLS phase started.
 

@@ -12,12 +12,12 @@ and recorded as a hook error on the step, so a misconfigured hook is visible rat
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workbench._record import frozen_record
 from workbench.messages import JsonValue, Message
 
 __all__ = [
@@ -246,7 +246,7 @@ class NotificationInput(HookInput):
         return self.notification_type
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class EventRights:
     """What hooks of one event may change."""
 

@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from workbench._record import frozen_record
 from workbench.hooks.command import CommandHook, HookFailure, Transcript
 from workbench.hooks.events import (
     EVENT_RIGHTS,
@@ -116,7 +117,7 @@ def matches(hook: AnyHook, data: HookInput) -> bool:
     return hook.pattern is None or value is None or hook.pattern.fullmatch(value) is not None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class HookReport:
     """One hook invocation: which, when, how long, and what went wrong if anything did."""
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
+from workbench._record import frozen_record
 from workbench.messages import Message, ModelResponse
 from workbench.tools import ToolDefinition
 
@@ -25,7 +26,7 @@ class ModelSettings(TypedDict, total=False):
     timeout: float
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ModelRequest:
     """One request to a model."""
 

@@ -38,6 +38,7 @@ from weakref import WeakKeyDictionary
 import httpx
 from pydantic import SecretStr
 
+from workbench._record import frozen_record
 from workbench.messages import ModelResponse, Usage
 from workbench.models._openai_wire import (
     MalformedResponseError,
@@ -117,7 +118,7 @@ class ModelTimeoutError(ModelError):
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@frozen_record
 class RetryPolicy:
     """How hard to try: exponential backoff with jitter, bounded in count and total time.
 

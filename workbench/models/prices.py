@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from workbench._record import frozen_record
 
 __all__ = ["PRICES", "ModelPrice", "cost_of", "price_for"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ModelPrice:
     """US dollars per million input (prompt) and output (completion) tokens."""
 

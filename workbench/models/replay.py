@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
+from workbench._record import frozen_record
 from workbench.messages import Message, ModelResponse, RetryPrompt, TextPart, ToolCall, ToolResult
 from workbench.models.base import Model, ModelError, ModelRequest
 from workbench.models.offline import OfflineModel
@@ -39,7 +39,7 @@ class ReplayExhausted(ModelError):
     """The replay was asked for more responses than it may give, and has no live model after it."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class RecordedCall:
     """One recorded model call: the step, what the model was sent and offered, what it answered."""
 
