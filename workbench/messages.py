@@ -37,9 +37,9 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 # A pydantic model keeps its fields in ``__dict__`` and its bookkeeping in three slots of
-# `BaseModel`; `_Frozen._of` sets the four through their descriptors, as pydantic's own
-# ``model_construct`` does through ``object.__setattr__``, which looks each name up on the type
-# first and costs twice as much.
+# `BaseModel`. `_Frozen._of` sets the four through their descriptors; pydantic's own
+# ``model_construct`` uses ``object.__setattr__``, which first looks each name up on the type and
+# costs twice as much.
 _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
