@@ -112,3 +112,13 @@ def test_what_it_cannot_do_it_refuses() -> None:
 
             def __post_init__(self) -> None:
                 pass
+
+    class Checked:
+        def __post_init__(self) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="__post_init__"):  # dataclasses would call it: refused
+
+        @frozen_record
+        class Inherited(Checked):
+            a: int

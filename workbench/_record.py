@@ -28,7 +28,7 @@ T = TypeVar("T")
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
 def frozen_record(cls: type[T]) -> type[T]:
     """``@dataclass(frozen=True, slots=True)``, made with a cheaper ``__init__``."""
-    if "__post_init__" in cls.__dict__:
+    if hasattr(cls, "__post_init__"):  # dataclasses would call one from a base class too
         raise TypeError(f"@frozen_record {cls.__qualname__}: __post_init__ is not supported")
     made = dataclasses.dataclass(frozen=True, slots=True)(cls)
     type.__setattr__(made, "__init__", _slot_init(made))
@@ -49,7 +49,8 @@ def _slot_init(cls: type) -> Callable[..., None]:
     """The dataclass ``__init__`` of ``cls``, setting each slot through its descriptor."""
     names: dict[str, Any] = {"_FACTORY": _FACTORY}
     params, body = [], []
-    for f in dataclasses.fields(cls):
+    fields = dataclasses.fields(cls)
+    for f in fields:
         descriptor = cls.__dict__.get(f.name)
         if not f.init or f.kw_only or not isinstance(descriptor, types.MemberDescriptorType):
             raise TypeError(
@@ -69,7 +70,7 @@ def _slot_init(cls: type) -> Callable[..., None]:
     source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"])
     exec(source, names)  # as dataclasses and namedtuple make theirs: from the field names only
     init: Callable[..., None] = names["__init__"]
-    init.__annotations__ = {f.name: f.type for f in dataclasses.fields(cls)} | {"return": None}
+    init.__annotations__ = {f.name: f.type for f in fields} | {"return": None}
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
     return init

@@ -168,13 +168,11 @@ class Execution:
 
     async def advance(self) -> PhaseEvent | None:
         """Run the next phase and say what happened; None once the run ended or paused."""
-        state = self.state
-        if state.status in _STARTABLE and not state.pending:
+        if self.state.status in _STARTABLE and not self.state.pending:
             await self._begin()  # a new run, or a paused one whose calls were answered
-            state = self.state
-        if state.status in _DONE:
+        if self.done:
             return None
-        phase = state.next_phase
+        phase = self.state.next_phase
         started, wall = time.perf_counter(), time.time()
         self.in_phase = True
         try:
