@@ -28,6 +28,7 @@ from workbench.messages import (
     Role,
     TextPart,
     Usage,
+    unvalidated,
 )
 from workbench.models.base import Model, ModelRequest, ModelSettings
 from workbench.records import (
@@ -453,7 +454,8 @@ class Execution:
     def _snapshot(self, view: RunView) -> StepContext:
         """The snapshot of the step about to start; ``view`` is the run as it starts."""
         state = self.state
-        return StepContext._of(
+        return unvalidated(
+            StepContext,
             {
                 "id": new_id("snap"),
                 "run_id": state.run_id,
@@ -469,20 +471,21 @@ class Execution:
                 "message_count": len(state.messages),
                 "created_at": time.time(),
                 "state": state,
-            }
+            },
         )
 
     def _message(self, role: Role, *parts: Part) -> Message:
         """A message made by this step, stamped with its provenance (run, execution, step)."""
         state = self.state
-        return Message._of(
+        return unvalidated(
+            Message,
             {
                 "role": role,
                 "parts": parts,
                 "run_id": state.run_id,
                 "execution_id": state.execution_id,
                 "step": state.step,
-            }
+            },
         )
 
     def _append(self, *messages: Message, **changes: object) -> None:

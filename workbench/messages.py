@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,13 +37,17 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 # A pydantic model keeps its fields in ``__dict__`` and its bookkeeping in three slots of
-# `BaseModel`. `_Frozen._of` sets the four through their descriptors; pydantic's own
+# `BaseModel`. `unvalidated` sets the four through their descriptors; pydantic's own
 # ``model_construct`` uses ``object.__setattr__``, which first looks each name up on the type and
 # costs twice as much.
 _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+_new = object.__new__  # what ``cls.__new__`` is for every model here, without the class lookup
+_ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
+"""Every field's name, by class: the ``__pydantic_fields_set__`` that the instances `unvalidated`
+makes share (frozen instances never change theirs; pydantic's own copies copy it first)."""
 
 
 class _Frozen(BaseModel):
@@ -51,11 +55,15 @@ class _Frozen(BaseModel):
 
     `_replace` is ``model_copy(update=...)`` without what these models do not have (private and
     extra fields): a third cheaper, which counts on the loop's path, where states are copied
-    several times a step. Every copy of the workbench's own data goes through it. `_of` makes an
-    instance from values the loop already holds as valid, without validating them again.
+    several times a step. Every copy of the workbench's own data goes through it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        _ALL_FIELDS[cls] = set(cls.model_fields)
 
     def _replace(self, changes: dict[str, Any]) -> Self:
         """A copy with ``changes`` (already valid values), as ``model_copy(update=changes)``."""
@@ -64,23 +72,29 @@ class _Frozen(BaseModel):
         fields_set = self.__pydantic_fields_set__  # shared while unchanged: frozen, never mutated
         if not changes.keys() <= fields_set:
             fields_set = fields_set | changes.keys()
-        return self._of(data, fields_set)
+        return unvalidated(type(self), data, fields_set)
 
-    @classmethod
-    def _of(cls, data: dict[str, Any], fields_set: set[str] | None = None) -> Self:
-        """An instance from the value of every field, taken as valid: nothing is validated.
 
-        Only for the loop's own data on its per-step path (copies, the messages it stamps, tool
-        results, usage sums, the step's snapshot), whose values are already-validated objects and
-        typed arguments: validating them again cost about a tenth of a step. ``data`` names every
-        field; ``fields_set`` is pydantic's record of the fields given (all of them by default).
-        """
-        made = cls.__new__(cls)
-        _set_dict(made, data)
-        _set_fields_set(made, set(data) if fields_set is None else fields_set)
-        _set_extra(made, None)
-        _set_private(made, None)
-        return made
+_F = TypeVar("_F", bound=_Frozen)
+
+
+def unvalidated(cls: type[_F], data: dict[str, Any], fields_set: set[str] | None = None) -> _F:
+    """An instance of ``cls`` from the value of every field, taken as valid: nothing is validated.
+
+    Only for the loop's own data on its per-step path (copies, the messages it stamps, tool
+    results, usage sums, the step's snapshot), whose values are already-validated objects and
+    typed arguments: validating them again cost about a tenth of a step. ``data`` names every
+    field; ``fields_set`` is pydantic's record of the fields given (all of them by default).
+
+    A function, not a classmethod: on Python 3.11 reading any attribute of a model class goes
+    through pydantic's metaclass ``__getattr__`` hook, ~100 ns a time, several times a step.
+    """
+    made = _new(cls)
+    _set_dict(made, data)
+    _set_fields_set(made, _ALL_FIELDS[cls] if fields_set is None else fields_set)
+    _set_extra(made, None)
+    _set_private(made, None)
+    return made
 
 
 def new_call_id() -> str:
@@ -220,13 +234,14 @@ class Usage(_Frozen):
 
     def __add__(self, other: Usage) -> Usage:
         cost = None if self.cost is None or other.cost is None else self.cost + other.cost
-        return Usage._of(
+        return unvalidated(
+            Usage,
             {
                 "input_tokens": self.input_tokens + other.input_tokens,
                 "output_tokens": self.output_tokens + other.output_tokens,
                 "requests": self.requests + other.requests,
                 "cost": cost,
-            }
+            },
         )
 
 

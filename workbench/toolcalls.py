@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.guards import ALLOWED, ToolPermission, check_guards
 from workbench.hooks.runner import parent_hooks
-from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult
+from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, unvalidated
 from workbench.records import Observers, ToolOutcome
 from workbench.state import AgentState, ExecutionStatus, PendingCall, Phase, new_id
 from workbench.tools import (
@@ -184,14 +184,15 @@ class ToolRunner:
 
 
 def _result(call: ToolCall, status: Any, content: str, *, is_error: bool = False) -> CallResult:
-    part = ToolResult._of(
+    part = unvalidated(
+        ToolResult,
         {
             "kind": "tool_result",
             "call_id": call.call_id,
             "name": call.name,
             "content": content,
             "is_error": is_error,
-        }
+        },
     )
     outcome = ToolOutcome(call.call_id, call.name, call.arguments, status, content)
     return CallResult(outcome, part, counts_as_error=is_error)
