@@ -72,6 +72,14 @@ _STARTABLE = (ExecutionStatus.PENDING, ExecutionStatus.PAUSED)
 _DONE = TERMINAL | {ExecutionStatus.PAUSED}
 _MODEL_STOPS = (StopReason.COMPLETED, StopReason.TASK_COMPLETE)
 """Stop reasons where the model ended the run itself: Stop hooks may ask for another turn."""
+_PREPARE, _INFERENCE, _TOOLS, _CONTINUATION = (
+    Phase.PREPARE,
+    Phase.INFERENCE,
+    Phase.TOOLS,
+    Phase.CONTINUATION,
+)
+"""The phases, read once: on Python 3.11 every ``Phase.X`` goes through the enum metaclass's
+``__getattr__`` hook (~140 ns, ten times a global), and the loop names a phase ~13 times a step."""
 
 
 class ToolRetriesExceeded(RuntimeError):
@@ -176,37 +184,25 @@ class Execution:
         phase = self.state.next_phase
         started, wall = time.perf_counter(), time.time()
         self.in_phase = True
-        try:
-            await self._run_phase(phase)
+        try:  # an unrecovered error fails the run
+            if self._abort_requested:
+                self._end(StopReason.ABORTED)
+            else:
+                await _PHASES[phase](self)
+        except Exception as exc:
+            self._fail(exc, phase)
         finally:
             self.in_phase = False
+        self._honour_hook_stop()
         state = self.state
         event = PhaseEvent(phase, state.step, state, time.perf_counter() - started)
         self._add_time(phase, event.duration)
         self._observers.phase_ended(event, wall)
         if self.done:  # SessionEnd hooks cannot change that: they only observe
             await self._wind_up()
-        elif phase is Phase.CONTINUATION:
+        elif phase is _CONTINUATION:
             self._close_step()
         return event
-
-    async def _run_phase(self, phase: Phase) -> None:
-        """Run one phase: an unrecovered error fails the run, a hook's stop ends it."""
-        try:
-            match phase:
-                case _ if self._abort_requested:
-                    self._end(StopReason.ABORTED)
-                case Phase.PREPARE:
-                    await self._prepare()
-                case Phase.INFERENCE:
-                    await self._inference()
-                case Phase.TOOLS:
-                    await self._tools()
-                case Phase.CONTINUATION:
-                    await self._continuation()
-        except Exception as exc:
-            self._fail(exc, phase)
-        self._honour_hook_stop()
 
     async def _wind_up(self) -> None:
         """The execution ended or paused: fire SessionEnd, close the step, end the execution."""
@@ -241,7 +237,7 @@ class Execution:
             return
         snapshot = self._snapshot(view)  # the state as the step starts: what a re-run starts from
         first_new = len(self.state.messages)
-        self.state = self.state.evolve(step=snapshot.step, next_phase=Phase.INFERENCE)
+        self.state = self.state.evolve(step=snapshot.step, next_phase=_INFERENCE)
         if context := self._hooks.take_context():
             self._append(self._message("user", TextPart(text=context)))
         last_step = snapshot.budget.steps_left == 1 and not self.state.grace_turn
@@ -303,18 +299,18 @@ class Execution:
         usage = self.state.usage + response.usage
         if response.parts and (response.calls or response.text_content.strip()):
             answer = self._message("assistant", *response.parts)  # as `response.to_message()`
-            self._append(answer, usage=usage, next_phase=Phase.TOOLS)
+            self._append(answer, usage=usage, next_phase=_TOOLS)
             return
         retries = _count_retry(self.state.retries, "<response>", self.config.response_retries)
         retry = self._message("user", RetryPrompt(content=EMPTY_RESPONSE))
-        self._append(retry, usage=usage, next_phase=Phase.TOOLS, retries=retries)
+        self._append(retry, usage=usage, next_phase=_TOOLS, retries=retries)
 
     async def _tools(self) -> None:
         """Run the last answer's unanswered tool calls; pause if any waits for the outside."""
         calls = self.state.unanswered_calls()
         view = self._view(self.state.step - 1)  # the step under way does not count as used yet
         if not calls or self._stop_now(view):
-            self.state = self.state.evolve(next_phase=Phase.CONTINUATION)
+            self.state = self.state.evolve(next_phase=_CONTINUATION)
             return
         draft = self._current_draft()
         results = await self._runner.run(
@@ -326,7 +322,7 @@ class Execution:
             await self._hooks.notification(pending)
         if pending and self._hooks.stop_reason is None:
             self.state = self.state.with_status(
-                ExecutionStatus.PAUSED, pending=pending, next_phase=Phase.TOOLS
+                ExecutionStatus.PAUSED, pending=pending, next_phase=_TOOLS
             )
 
     async def _continuation(self) -> None:
@@ -336,7 +332,7 @@ class Execution:
         reason = StopReason.pick(
             [self.config.stop.check(view), StopReason.COMPLETED if final_answer else None]
         )
-        self.state = self.state.evolve(next_phase=Phase.PREPARE)
+        self.state = self.state.evolve(next_phase=_PREPARE)
         if self.state.grace_turn:  # the grace turn decides: completion tool called or not
             if self._grace_tool_ran():
                 reason = StopReason.TASK_COMPLETE
@@ -388,7 +384,7 @@ class Execution:
             errors_total=total,
             errors_consecutive=consecutive,
             approved=(),
-            next_phase=Phase.CONTINUATION,
+            next_phase=_CONTINUATION,
         )
         if exceeded is not None:  # raised only now, so the answers are kept in the state
             raise exceeded
@@ -543,10 +539,10 @@ class Execution:
             tool_outcomes=tuple(draft.outcomes),
             usage=draft.usage,
             timing=Timing(
-                prepare=timing.get(Phase.PREPARE, 0.0),
-                inference=timing.get(Phase.INFERENCE, 0.0),
-                tools=timing.get(Phase.TOOLS, 0.0),
-                continuation=timing.get(Phase.CONTINUATION, 0.0),
+                prepare=timing.get(_PREPARE, 0.0),
+                inference=timing.get(_INFERENCE, 0.0),
+                tools=timing.get(_TOOLS, 0.0),
+                continuation=timing.get(_CONTINUATION, 0.0),
                 telemetry=self._observers.seconds,
                 hooks=hooks.seconds,
                 per_hook=hooks.timings,
@@ -586,6 +582,15 @@ class Execution:
         self.state = self.state.evolve(elapsed=self.elapsed())
         self._clock_start = None  # this execution's time is now in the state
         self._observers.run_ended(self.state)
+
+
+_PHASES = {
+    Phase.PREPARE: Execution._prepare,
+    Phase.INFERENCE: Execution._inference,
+    Phase.TOOLS: Execution._tools,
+    Phase.CONTINUATION: Execution._continuation,
+}
+"""What each phase runs."""
 
 
 def _count_retry(retries: dict[str, int], key: str, limit: int) -> dict[str, int]:
