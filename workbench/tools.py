@@ -144,7 +144,7 @@ class Tool:
     def validate(self, arguments: dict[str, JsonValue]) -> dict[str, Any]:
         """Check and coerce the model's arguments; raise `ArgumentError` saying what to fix."""
         try:  # `model_validate` without its Python layer: this runs for every call
-            parsed = self._args_model.__pydantic_validator__.validate_python(arguments)
+            parsed: BaseModel = self._args_model.__pydantic_validator__.validate_python(arguments)
         except ValidationError as exc:
             raise ArgumentError(_explain(exc)) from None
         # the fields, as validated (no extras: the model forbids them)
