@@ -327,11 +327,9 @@ class Execution:
 
     async def _continuation(self) -> None:
         """Decide: another step, one grace turn, or the end (and why)."""
-        final_answer = self.state.messages[-1].role == "assistant"
-        view = self._view(self.state.step)
-        reason = StopReason.pick(
-            [self.config.stop.check(view), StopReason.COMPLETED if final_answer else None]
-        )
+        reason = self.config.stop.check(self._view(self.state.step))
+        if self.state.messages[-1].role == "assistant":  # a final answer
+            reason = StopReason.pick([reason, StopReason.COMPLETED])
         self.state = self.state.evolve(next_phase=_PREPARE)
         if self.state.grace_turn:  # the grace turn decides: completion tool called or not
             if self._grace_tool_ran():
