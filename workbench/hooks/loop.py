@@ -49,6 +49,13 @@ from workbench.state import AgentState, PendingCall
 __all__ = ["LoopHooks", "with_arguments"]
 
 CONTINUE_MESSAGE = "A Stop hook asked you to continue."
+_PRE_TOOL_USE, _POST_TOOL_USE, _POST_TOOL_USE_FAILURE = (
+    HookEvent.PRE_TOOL_USE,
+    HookEvent.POST_TOOL_USE,
+    HookEvent.POST_TOOL_USE_FAILURE,
+)
+"""Asked about for every tool call, so read once (on Python 3.11 ``HookEvent.X`` costs ~140 ns:
+see `workbench.engine`)."""
 
 
 class LoopHooks(HookDispatch):
@@ -99,7 +106,7 @@ class LoopHooks(HookDispatch):
 
     async def pre_tool_use(self, call: ToolCall) -> HookVerdict:
         """The hooks' answer for a call about to run."""
-        if not self.wants(HookEvent.PRE_TOOL_USE):
+        if not self.wants(_PRE_TOOL_USE):
             return NO_VERDICT
         data = PreToolUseInput(
             tool_name=call.name, tool_input=call.arguments, tool_use_id=call.call_id
@@ -109,7 +116,7 @@ class LoopHooks(HookDispatch):
     async def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> str:
         """PostToolUse or PostToolUseFailure; the text to add to what the model reads."""
         ok = outcome.status == "ok"
-        if not self.wants(HookEvent.POST_TOOL_USE if ok else HookEvent.POST_TOOL_USE_FAILURE):
+        if not self.wants(_POST_TOOL_USE if ok else _POST_TOOL_USE_FAILURE):
             return ""
         name, arguments, call_id = call.name, call.arguments, call.call_id
         data: HookInput
