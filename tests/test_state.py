@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
+from workbench.messages import unvalidated
 from workbench.state import SCHEMA_VERSION
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=20)
@@ -118,6 +119,27 @@ def test_usage_adds_and_unknown_cost_stays_unknown() -> None:
     assert (known + known).cost == 1.0
     assert (known + wb.Usage(cost=None)).cost is None
     assert (known + known).total_tokens == 6
+
+
+def test_unvalidated_instances_equal_validated_ones_and_their_shared_fields_set_stays_whole() -> (
+    None
+):
+    data = {"role": "user", "parts": (wb.TextPart(text="hi"),), "run_id": "r", "execution_id": "e"}
+    made = unvalidated(wb.Message, {**data, "step": 2})
+    assert made == wb.Message.model_validate({**data, "step": 2})
+    everything = set(wb.Message.model_fields)
+    assert made.model_fields_set == everything
+    # the copies pydantic and the loop make never change the set the class's instances share
+    copied = made.model_copy(update={"step": 3})
+    replaced = made._replace({"step": 4})
+    assert (copied.step, replaced.step, made.step) == (3, 4, 2)
+    assert unvalidated(wb.Message, {**data, "step": 5}).model_fields_set == everything
+    assert wb.Message.model_validate_json(made.model_dump_json()) == made
+    # a state's copy with a field its original did not set records it as set
+    state = wb.AgentState()
+    assert "grace_turn" not in state.model_fields_set
+    assert "grace_turn" in state.evolve(grace_turn=True).model_fields_set
+    assert "grace_turn" not in wb.AgentState().model_fields_set
 
 
 def _raw(**changes: object) -> str:
