@@ -261,7 +261,7 @@ class ModelResponse(_Frozen):
 
     parts: tuple[ToolCall | TextPart, ...]
     """Tool calls first in the union: a `ToolCall` tried against `TextPart` first costs an ABC
-    instance check in Python (~0.7 µs), and all of the loop's steps but the last call tools."""
+    instance check in Python (~0.7 µs), and most of a run's responses call tools."""
     usage: Usage = Field(default_factory=lambda: Usage(requests=1))
     finish_reason: FinishReason = FinishReason.STOP
     model_name: str = ""
