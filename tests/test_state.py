@@ -121,9 +121,7 @@ def test_usage_adds_and_unknown_cost_stays_unknown() -> None:
     assert (known + known).total_tokens == 6
 
 
-def test_unvalidated_instances_equal_validated_ones_and_their_shared_fields_set_stays_whole() -> (
-    None
-):
+def test_unvalidated_matches_validation_and_its_fields_set_stays_whole() -> None:
     data = {"role": "user", "parts": (wb.TextPart(text="hi"),), "run_id": "r", "execution_id": "e"}
     made = unvalidated(wb.Message, {**data, "step": 2})
     assert made == wb.Message.model_validate({**data, "step": 2})

@@ -158,12 +158,12 @@ class _Capture:
         """
         while chunk := await stream.read(1 << 16):
             if self.overflow:
-                continue
+                continue  # past the limit: read on to the end, dropping what comes
             if len(self.data) + len(chunk) > self.limit:
                 self.overflow = True
                 kill()
-                continue
-            self.data += chunk
+            else:
+                self.data += chunk
 
 
 async def _feed(stdin: asyncio.StreamWriter, payload: bytes) -> None:
