@@ -29,6 +29,7 @@ from typing import Any
 import pydantic_core
 from pydantic import TypeAdapter, ValidationError
 
+from workbench.errors import RunNotFound, StoreError
 from workbench.messages import Message
 from workbench.records import StepContext, StepRecord
 from workbench.state import SCHEMA_VERSION as STATE_SCHEMA_VERSION
@@ -58,14 +59,6 @@ STORE_SCHEMA_VERSION = 1
 
 Range = tuple[int, int]
 """Half-open range ``[start, end)`` of message ``seq`` numbers within one run."""
-
-
-class StoreError(RuntimeError):
-    """The store cannot do what was asked: damaged or foreign file, newer schema, bad payload."""
-
-
-class RunNotFound(StoreError, LookupError):
-    """No run (or no snapshot for that step) with that id in the store."""
 
 
 # -- schema -------------------------------------------------------------------------------------

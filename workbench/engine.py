@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.conditions import Budget, RunView, StopCondition
+from workbench.errors import ToolRetriesExceeded
 from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks.loop import LoopHooks, with_arguments
@@ -80,10 +81,6 @@ _PREPARE, _INFERENCE, _TOOLS, _CONTINUATION = (
 )
 """The phases, read once: on Python 3.11 every ``Phase.X`` goes through the enum metaclass's
 ``__getattr__`` hook (~140 ns, ten times a global), and the loop names a phase ~13 times a step."""
-
-
-class ToolRetriesExceeded(RuntimeError):
-    """A tool needed more retries than it allows; the run fails."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
+from workbench.errors import InvalidTransition, StateFormatError
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage, _Frozen
 
 __all__ = [
@@ -96,10 +97,6 @@ _ALLOWED: dict[ExecutionStatus, frozenset[ExecutionStatus]] = {
     ExecutionStatus.FAILED: frozenset(),
     ExecutionStatus.ABORTED: frozenset(),
 }
-
-
-class InvalidTransition(RuntimeError):
-    """A status change that the run lifecycle does not allow (e.g. COMPLETED -> RUNNING)."""
 
 
 class StopReason(StrEnum):
@@ -290,10 +287,6 @@ class AgentState(_Frozen):
             raise StateFormatError(
                 f"state JSON is not a valid AgentState: {validation_summary(exc)}"
             ) from None
-
-
-class StateFormatError(ValueError):
-    """A serialized state that cannot be read: bad JSON, wrong version, unknown fields or kinds."""
 
 
 def _is_newer(version: object) -> bool:

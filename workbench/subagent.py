@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from workbench.errors import SubagentError
 from workbench.hooks.events import SubagentStartInput, SubagentStopInput
 from workbench.hooks.runner import ParentHooks, parent_hooks
 from workbench.messages import Message
@@ -20,10 +21,6 @@ if TYPE_CHECKING:
     from workbench.agent import Agent, RunResult
 
 __all__ = ["SubagentError", "subagent_tool"]
-
-
-class SubagentError(RuntimeError):
-    """The subagent's run did not end with an answer (it failed, or paused for approval)."""
 
 
 def subagent_tool(agent: Agent, name: str, description: str) -> Tool:

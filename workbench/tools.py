@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from workbench._record import frozen_record
 from workbench.conditions import Budget, Limits, RunView
+from workbench.errors import ArgumentError, RunFatalError, ToolRetry, ToolTimeout
 from workbench.messages import JsonValue, Usage
 
 __all__ = [
@@ -35,26 +36,6 @@ __all__ = [
     "tool",
     "truncate",
 ]
-
-
-class ToolRetry(Exception):
-    """Raised by a tool to send feedback to the model and let it try again."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class RunFatalError(Exception):
-    """Raised by a tool when the whole run must stop: the run ends FAILED with this message."""
-
-
-class ArgumentError(ValueError):
-    """The model's arguments do not fit the tool's schema; the message says what to fix."""
-
-
-class ToolTimeout(TimeoutError):
-    """A tool ran past its timeout."""
 
 
 @frozen_record

@@ -27,6 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from workbench.errors import HookFailure
 from workbench.hooks.events import (
     EVENT_RIGHTS,
     HookEvent,
@@ -40,10 +41,6 @@ __all__ = ["CommandHook", "HookFailure", "Transcript", "hooks_from_settings"]
 
 _EVENT_NAMES = frozenset(e.value for e in HookEvent)
 _PLAIN_TEXT_CONTEXT = frozenset({HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START})
-
-
-class HookFailure(Exception):
-    """A hook that did not give a usable answer; recorded on the step, the run goes on."""
 
 
 @dataclass(frozen=True)

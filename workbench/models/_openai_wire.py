@@ -17,6 +17,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from workbench.errors import MalformedResponseError
 from workbench.messages import (
     FinishReason,
     JsonValue,
@@ -26,7 +27,7 @@ from workbench.messages import (
     ToolCall,
     ToolResult,
 )
-from workbench.models.base import ModelError, ModelSettings
+from workbench.models.base import ModelSettings
 from workbench.tools import ToolDefinition
 
 __all__ = [
@@ -51,10 +52,6 @@ _FINISH_REASONS = {
     "function_call": FinishReason.TOOL_CALLS,
     "content_filter": FinishReason.CONTENT_FILTER,
 }
-
-
-class MalformedResponseError(ModelError):
-    """The server answered 2xx with something that is not a valid Chat Completions response."""
 
 
 # --- outgoing ------------------------------------------------------------------------------------

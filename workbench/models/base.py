@@ -7,6 +7,7 @@ from dataclasses import field
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from workbench._record import frozen_record
+from workbench.errors import ModelError
 from workbench.messages import Message, ModelResponse
 from workbench.tools import ToolDefinition
 
@@ -35,10 +36,6 @@ class ModelRequest:
     settings: ModelSettings = field(default_factory=lambda: ModelSettings())
     on_text_delta: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
     """Called with each piece of text as it streams in (streaming models only)."""
-
-
-class ModelError(Exception):
-    """A model call failed in a way the loop cannot recover from; the run ends with ERROR."""
 
 
 @runtime_checkable

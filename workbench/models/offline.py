@@ -6,15 +6,12 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeAlias
 
+from workbench.errors import ScriptExhausted
 from workbench.history import approx_tokens
 from workbench.messages import Message, ModelResponse, Usage
-from workbench.models.base import ModelError, ModelRequest
+from workbench.models.base import ModelRequest
 
 __all__ = ["FunctionModel", "OfflineModel", "ScriptExhausted", "ScriptedModel"]
-
-
-class ScriptExhausted(ModelError):
-    """A `ScriptedModel` was asked for more responses than it was given."""
 
 
 class OfflineModel:

@@ -39,6 +39,15 @@ import httpx
 from pydantic import SecretStr
 
 from workbench._record import frozen_record
+from workbench.errors import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    ModelConnectionError,
+    ModelTimeoutError,
+    RateLimitError,
+    ServerError,
+)
 from workbench.messages import ModelResponse, Usage
 from workbench.models._openai_wire import (
     MalformedResponseError,
@@ -73,44 +82,12 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # --- errors --------------------------------------------------------------------------------------
 
 
-class APIError(ModelError):
-    """The server answered with an HTTP error; ``status_code`` says which."""
-
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-
-
-class AuthenticationError(APIError):
-    """401 or 403: the API key is missing, wrong, or not allowed to use this model."""
-
-
-class BadRequestError(APIError):
-    """A 4xx the request itself caused (bad model name, bad parameters); the server's message."""
-
-
-class RateLimitError(APIError):
-    """429, still, after the retries the `RetryPolicy` allows."""
-
-
-class ServerError(APIError):
-    """5xx, still, after the retries the `RetryPolicy` allows."""
-
-
-class ModelConnectionError(ModelError):
-    """The server could not be reached (refused, reset, DNS), still, after the retries."""
-
-
 class _StaleConnection(ModelConnectionError):
     """The server closed a kept-alive connection as the request went out; it never saw it.
 
     llama-server does this after a streamed answer: the next request, sent at once on the same
     pooled connection, meets the close. Retried at once, without backoff.
     """
-
-
-class ModelTimeoutError(ModelError):
-    """The server did not answer (or stream the next piece) within the timeout."""
 
 
 # --- retries -------------------------------------------------------------------------------------

@@ -18,25 +18,13 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from workbench._record import frozen_record
+from workbench.errors import ReplayDivergence, ReplayExhausted
 from workbench.messages import Message, ModelResponse, RetryPrompt, TextPart, ToolCall, ToolResult
-from workbench.models.base import Model, ModelError, ModelRequest
+from workbench.models.base import Model, ModelRequest
 from workbench.models.offline import OfflineModel
 from workbench.records import StepRecord
 
 __all__ = ["RecordedCall", "ReplayDivergence", "ReplayExhausted", "ReplayModel"]
-
-
-class ReplayDivergence(ModelError):
-    """The conversation departed from the recording; ``step`` and ``detail`` say where and how."""
-
-    def __init__(self, step: int, detail: str) -> None:
-        super().__init__(f"replay departs from the recording at step {step}: {detail}")
-        self.step = step
-        self.detail = detail
-
-
-class ReplayExhausted(ModelError):
-    """The replay was asked for more responses than it may give, and has no live model after it."""
 
 
 @frozen_record

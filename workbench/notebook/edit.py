@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 from pydantic import TypeAdapter, ValidationError
 
+from workbench.errors import MessageFormatError
 from workbench.messages import Message, Part, RetryPrompt, TextPart, ToolCall, ToolResult
 
 __all__ = [
@@ -44,10 +45,6 @@ _HEADER = re.compile(r"^##\s+(\S+)\s*$")
 _DIRECTIVE = re.compile(r"^@(call|result|error|retry)(?:\s+([^\s#]+))?(?:\s+#(\S+))?\s*$")
 _PROVENANCE = {"run_id", "execution_id", "step"}
 _MESSAGES = TypeAdapter(list[Message])
-
-
-class MessageFormatError(ValueError):
-    """Edited messages that cannot be read; the message says where and what is wrong."""
 
 
 def messages_to_text(messages: Sequence[Message]) -> str:
