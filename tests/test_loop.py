@@ -119,7 +119,7 @@ async def test_resume_rejects_unknown_ids_and_unpaused_states() -> None:
     with pytest.raises(ValueError, match="no pending call with id nope; pending: d1"):
         await agent.resume(paused.state, approvals={"nope": True})
     with pytest.raises(ValueError, match="is running, not paused"):
-        await agent.resume(paused.state.evolve(status=wb.ExecutionStatus.RUNNING))
+        await agent.resume(paused.state.model_copy(update={"status": wb.ExecutionStatus.RUNNING}))
 
 
 async def test_step_limit_wraps_up_without_tools() -> None:
@@ -143,7 +143,7 @@ async def test_step_limit_wraps_up_without_tools() -> None:
     assert result.output == "best answer"
     assert [len(call.tools) for call in model.calls] == [1, 1, 0]
     last_request = model.calls[-1].messages
-    assert last_request[-1].text == wb.engine.DEFAULT_WRAP_UP
+    assert last_request[-1].text == wb.config.DEFAULT_WRAP_UP
     assert result.steps[-1].tools_offered == ()
 
 
@@ -277,8 +277,9 @@ async def test_empty_response_is_retried_then_fails() -> None:
     failed = await calculator([empty, R.text("   ")]).run("x")
     assert failed.status is wb.ExecutionStatus.FAILED
     assert failed.stop_reason is wb.StopReason.ERROR
-    assert failed.error is not None and failed.error.type == "ToolRetriesExceeded"
-    assert "the model's responses needed more than 1 retries" in failed.error.message
+    assert failed.error is not None and failed.error.type == "ResponseRetriesExceeded"
+    assert "the model's responses were empty more than 1 time(s) in a row" in failed.error.message
+    assert failed.state.retries == {}  # not counted as a tool's retries
 
 
 async def test_tool_that_raises_reports_to_the_model() -> None:

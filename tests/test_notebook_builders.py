@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import doctest
 import re
-from dataclasses import replace
 from html import escape
 from pathlib import Path
 
@@ -90,9 +89,13 @@ def test_timing_breakdown_adds_up_to_each_steps_time(demo: wb.RunResult) -> None
 
 
 def _with_hooks(step: wb.StepRecord, *hooks: tuple[str, float]) -> wb.StepRecord:
-    per_hook = tuple(wb.HookTiming(event, "h", seconds) for event, seconds in hooks)
-    timing = replace(step.timing, tools=0.004, continuation=0.002, per_hook=per_hook)
-    return replace(step, timing=timing)
+    per_hook = tuple(
+        wb.HookTiming(event=event, hook="h", duration=seconds) for event, seconds in hooks
+    )
+    timing = step.timing.model_copy(
+        update={"tools": 0.004, "continuation": 0.002, "per_hook": per_hook}
+    )
+    return step.model_copy(update={"timing": timing})
 
 
 def test_hook_time_is_taken_out_of_the_phase_it_ran_in(demo: wb.RunResult) -> None:
@@ -137,8 +140,13 @@ def test_tokens_figure_has_tokens_and_a_cost_line_only_when_there_is_a_cost(
     free = tokens_figure(demo.steps)
     assert [t.name for t in free.data] == ["input tokens", "output tokens"]
     assert list(free.data[1].y) == [s.usage.output_tokens for s in demo.steps]
-    priced = [replace(s, usage=s.usage.model_copy(update={"cost": 0.01})) for s in demo.steps[:3]]
-    priced[2] = replace(priced[2], usage=priced[2].usage.model_copy(update={"cost": None}))
+    priced = [
+        s.model_copy(update={"usage": s.usage.model_copy(update={"cost": 0.01})})
+        for s in demo.steps[:3]
+    ]
+    priced[2] = priced[2].model_copy(
+        update={"usage": priced[2].usage.model_copy(update={"cost": None})}
+    )
     fig = tokens_figure(priced)
     cost = fig.data[2]
     assert cost.name == "cost so far (USD)"
@@ -320,10 +328,11 @@ def test_step_html_shows_calls_results_retries_and_a_diff(demo: wb.RunResult) ->
 
 
 def test_step_html_shows_hook_errors_and_messages(demo: wb.RunResult) -> None:
-    step = replace(
-        _with_hooks(demo.steps[1], ("PreToolUse", 0.001)),
-        hook_errors=("hook 'x' timed out",),
-        hook_messages=("a Stop hook ended the run",),
+    step = _with_hooks(demo.steps[1], ("PreToolUse", 0.001)).model_copy(
+        update={
+            "hook_errors": ("hook 'x' timed out",),
+            "hook_messages": ("a Stop hook ended the run",),
+        }
     )
     html = step_html(step, demo.steps)
     assert "PreToolUse" in html and "timed out" in html and "a Stop hook ended the run" in html

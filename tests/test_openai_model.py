@@ -307,7 +307,9 @@ async def test_unknown_model_costs_unknown_not_zero() -> None:
 
 async def test_price_argument_overrides_the_table() -> None:
     handler = Recorder(httpx.Response(200, json=completion()))
-    model = make_model(handler, model="gemma-3-270m", price=ModelPrice(0, 0))
+    model = make_model(
+        handler, model="gemma-3-270m", price=ModelPrice(input_per_million=0, output_per_million=0)
+    )
     assert (await model.request(ask())).usage.cost == 0.0
 
 
@@ -323,9 +325,13 @@ def test_price_table_knows_dated_snapshots_and_is_overridable(
 ) -> None:
     assert price_for("gpt-4o-2024-08-06") == PRICES["gpt-4o"]
     assert price_for("gpt-4o-audio-preview") is None
-    monkeypatch.setitem(PRICES, "my-model", ModelPrice(1, 2))
-    assert OpenAIModel("my-model", api_key="x").price == ModelPrice(1, 2)
-    assert ModelPrice(1, 2).cost(1_000_000, 500_000) == pytest.approx(2.0)
+    monkeypatch.setitem(PRICES, "my-model", ModelPrice(input_per_million=1, output_per_million=2))
+    assert OpenAIModel("my-model", api_key="x").price == ModelPrice(
+        input_per_million=1, output_per_million=2
+    )
+    assert ModelPrice(input_per_million=1, output_per_million=2).cost(
+        1_000_000, 500_000
+    ) == pytest.approx(2.0)
 
 
 # --- streaming -----------------------------------------------------------------------------------

@@ -9,8 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench.messages import unvalidated
-from workbench.state import SCHEMA_VERSION
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=20)
 json_scalars |= st.floats(allow_nan=False, allow_infinity=False)
@@ -121,23 +119,14 @@ def test_usage_adds_and_unknown_cost_stays_unknown() -> None:
     assert (known + known).total_tokens == 6
 
 
-def test_unvalidated_matches_validation_and_its_fields_set_stays_whole() -> None:
-    data = {"role": "user", "parts": (wb.TextPart(text="hi"),), "run_id": "r", "execution_id": "e"}
-    made = unvalidated(wb.Message, {**data, "step": 2})
-    assert made == wb.Message.model_validate({**data, "step": 2})
-    everything = set(wb.Message.model_fields)
-    assert made.model_fields_set == everything
-    # the copies pydantic and the loop make never change the set the class's instances share
-    copied = made.model_copy(update={"step": 3})
-    replaced = made._replace({"step": 4})
-    assert (copied.step, replaced.step, made.step) == (3, 4, 2)
-    assert unvalidated(wb.Message, {**data, "step": 5}).model_fields_set == everything
-    assert wb.Message.model_validate_json(made.model_dump_json()) == made
-    # a state's copy with a field its original did not set records it as set
-    state = wb.AgentState()
-    assert "grace_turn" not in state.model_fields_set
-    assert "grace_turn" in state.evolve(grace_turn=True).model_fields_set
-    assert "grace_turn" not in wb.AgentState().model_fields_set
+def test_version_1_states_are_read_and_their_response_retries_moved() -> None:
+    raw = json.loads(wb.AgentState().to_json())
+    raw["schema_version"] = 1
+    del raw["response_retries"]
+    raw["retries"] = {"<response>": 1, "add": 2}
+    state = wb.AgentState.from_json(json.dumps(raw))
+    assert state.schema_version == 2
+    assert state.retries == {"add": 2} and state.response_retries == 1
 
 
 def _raw(**changes: object) -> str:
@@ -147,8 +136,8 @@ def _raw(**changes: object) -> str:
 
 
 def test_future_version_is_a_clear_error() -> None:
-    with pytest.raises(wb.StateFormatError, match=r"version 99 .*reads version 1.*newer"):
-        wb.AgentState.from_json(_raw(schema_version=SCHEMA_VERSION + 98))
+    with pytest.raises(wb.StateFormatError, match=r"version 99 .*reads version 2.*newer"):
+        wb.AgentState.from_json(_raw(schema_version=99))
 
 
 def test_missing_version_is_a_clear_error() -> None:
@@ -180,16 +169,21 @@ def test_wrong_types_are_named() -> None:
         wb.AgentState.from_json(_raw(step="seven"))
 
 
-def test_transitions_are_validated() -> None:
+def test_transitions_follow_the_run_control_table() -> None:
     state = wb.AgentState()
-    running = state.with_status(wb.ExecutionStatus.RUNNING)
-    done = running.with_status(wb.ExecutionStatus.COMPLETED)
-    with pytest.raises(wb.InvalidTransition, match="from completed to running"):
-        done.with_status(wb.ExecutionStatus.RUNNING)
-    with pytest.raises(wb.InvalidTransition, match="from pending to completed"):
-        state.with_status(wb.ExecutionStatus.COMPLETED)
-    paused = running.with_status(wb.ExecutionStatus.PAUSED)
-    assert paused.with_status(wb.ExecutionStatus.RUNNING).status is wb.ExecutionStatus.RUNNING
+    running = state.moved(wb.Transition.START)
+    done = running.moved(wb.Transition.COMPLETE, stop_reason=wb.StopReason.COMPLETED)
+    assert done.status is wb.ExecutionStatus.COMPLETED and done.done
+    with pytest.raises(wb.InvalidTransition, match="cannot start a run that is completed"):
+        done.moved(wb.Transition.START)
+    with pytest.raises(wb.InvalidTransition, match="cannot complete a run that is pending"):
+        state.moved(wb.Transition.COMPLETE)
+    paused = running.moved(wb.Transition.PAUSE)
+    assert paused.moved(wb.Transition.START).status is wb.ExecutionStatus.RUNNING
+    assert paused.moved(wb.Transition.ABORT).status is wb.ExecutionStatus.ABORTED
+    for transition in wb.Transition:  # nothing leaves a terminal status
+        for status in (wb.ExecutionStatus.COMPLETED, wb.ExecutionStatus.FAILED):
+            assert status not in transition.sources
 
 
 def test_stop_reason_priority_and_status() -> None:

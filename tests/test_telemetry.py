@@ -550,9 +550,11 @@ def test_redactor_patterns() -> None:
 def test_hook_spans_under_step_and_run() -> None:
     telemetry = wb.Telemetry()
     observer = telemetry.observer(wb.ScriptedModel([], name="m"))
-    state = wb.AgentState(agent_name="hooked").with_status(wb.ExecutionStatus.RUNNING)
+    state = wb.AgentState(agent_name="hooked").moved(wb.Transition.START)
     observer.run_started(state)
-    observer.hook_called(0, wb.HookTiming("SessionStart", "greet", 0.001), 1e9, None)
+    observer.hook_called(
+        0, wb.HookTiming(event="SessionStart", hook="greet", duration=0.001), 1e9, None
+    )
     snapshot = wb.StepContext(
         run_id=state.run_id,
         execution_id=state.execution_id,
@@ -568,11 +570,13 @@ def test_hook_spans_under_step_and_run() -> None:
         state=state,
     )
     observer.step_started(snapshot)
-    observer.phase_ended(wb.PhaseEvent(wb.Phase.PREPARE, 1, state, 0.001), 1e9 + 0.01)
-    observer.hook_called(1, wb.HookTiming("PreToolUse", "check.sh", 0.002), 1e9 + 0.02, "exit 3")
-    observer.run_ended(
-        state.with_status(wb.ExecutionStatus.ABORTED, stop_reason=wb.StopReason.ABORTED)
+    observer.phase_ended(
+        wb.PhaseEvent(phase=wb.Phase.PREPARE, step=1, state=state, duration=0.001), 1e9 + 0.01
     )
+    observer.hook_called(
+        1, wb.HookTiming(event="PreToolUse", hook="check.sh", duration=0.002), 1e9 + 0.02, "exit 3"
+    )
+    observer.run_ended(state.moved(wb.Transition.ABORT, stop_reason=wb.StopReason.ABORTED))
     assert fold(telemetry.spans) == [
         {
             "invoke_agent hooked INTERNAL status=aborted": [

@@ -111,6 +111,7 @@ from workbench.state import (
     Phase,
     RerunOf,
     StopReason,
+    Transition,
 )
 from workbench.store import RunStore, RunSummary
 from workbench.telemetry import Telemetry, TelemetryExportWarning
@@ -231,6 +232,7 @@ __all__ = [
     "ToolRetriesExceeded",
     "ToolRetry",
     "ToolTimeout",
+    "Transition",
     "Usage",
     "UsageError",
     "UserPromptSubmitInput",

@@ -16,7 +16,6 @@ only grows, a reference is usually a single range, so storage is linear in the l
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import os
@@ -288,7 +287,7 @@ def load_state(
         raise StoreError(
             f"{where} is not a valid state: {validation_summary(exc, limit=3)}"
         ) from None
-    return state._replace({"messages": messages})
+    return state.model_copy(update={"messages": messages})
 
 
 def load_snapshot(
@@ -307,8 +306,8 @@ def load_snapshot(
         raise StoreError(
             f"{where} is not a valid snapshot: {validation_summary(exc, limit=3)}"
         ) from None
-    full = snapshot.state._replace({"messages": messages})
-    return snapshot._replace({"state": full})
+    full = snapshot.state.model_copy(update={"messages": messages})
+    return snapshot.model_copy(update={"state": full})
 
 
 def load_step(
@@ -328,7 +327,7 @@ def load_step(
         raise StoreError(
             f"{where} is not a valid step record: {validation_summary(exc, limit=3)}"
         ) from None
-    return dataclasses.replace(record, messages_in=messages_in, new_messages=new_messages)
+    return record.model_copy(update={"messages_in": messages_in, "new_messages": new_messages})
 
 
 def load_ranges(text: str, count: int, where: str) -> list[Range]:

@@ -9,20 +9,20 @@ Jupyter kernel where an event loop is already running.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from workbench._sync import run_sync
 from workbench.conditions import MaxSteps, StopCondition
-from workbench.engine import DEFAULT_WRAP_UP, Execution, LoopConfig
+from workbench.config import DEFAULT_WRAP_UP, LoopConfig
+from workbench.engine import Execution
 from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks import CommandHook, Hook
-from workbench.messages import JsonValue, Message, ToolCall, ToolResult, Usage
+from workbench.messages import JsonValue, Message, ToolCall, ToolResult
 from workbench.models.base import Model, ModelSettings
-from workbench.records import PhaseEvent, RunObserver, StepContext, StepRecord
+from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
 from workbench.rerun import rerun_state
-from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase, StopReason
+from workbench.state import AgentState, Phase
 from workbench.store import RunStore
 from workbench.subagent import subagent_tool
 from workbench.toolcalls import resume_state
@@ -34,68 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "AgentRun", "RunResult"]
 
 
-@dataclass(frozen=True)
-class RunResult:
-    """How an execution ended: the final state, the step records and the snapshots."""
-
-    state: AgentState
-    steps: tuple[StepRecord, ...]
-    snapshots: tuple[StepContext, ...]
-    trace_id: str | None = None
-    """The trace of this execution when the agent has telemetry (taken from the state)."""
-
-    def __post_init__(self) -> None:
-        if self.trace_id is None and self.state.trace is not None:
-            object.__setattr__(self, "trace_id", self.state.trace.trace_id)
-
-    def __repr__(self) -> str:  # short: a long run's messages would fill a notebook
-        return (
-            f"RunResult(run_id={self.run_id!r}, status={self.status.value}, "
-            f"stop_reason={self.stop_reason}, steps={len(self.steps)}, "
-            f"tokens={self.usage.total_tokens}, output={_clip(self.output)})"
-        )
-
-    @property
-    def status(self) -> ExecutionStatus:
-        """COMPLETED, FAILED, ABORTED or PAUSED."""
-        return self.state.status
-
-    @property
-    def stop_reason(self) -> StopReason | None:
-        """Why the run ended (None while paused)."""
-        return self.state.stop_reason
-
-    @property
-    def output(self) -> str | None:
-        """The text of the final answer."""
-        return self.state.output
-
-    @property
-    def run_id(self) -> str:
-        """The run's id, shared by all its executions."""
-        return self.state.run_id
-
-    @property
-    def usage(self) -> Usage:
-        """Tokens (and cost) of the whole run."""
-        return self.state.usage
-
-    @property
-    def error(self) -> ErrorInfo | None:
-        """The error that failed the run, if any."""
-        return self.state.error
-
-    @property
-    def messages(self) -> tuple[Message, ...]:
-        """The whole conversation."""
-        return self.state.messages
-
-    @property
-    def pending(self) -> tuple[PendingCall, ...]:
-        """Tool calls waiting for approval or results (when PAUSED)."""
-        return self.state.pending
-
-
 class AgentRun:
     """A run driven from outside, one phase at a time.
 
@@ -105,6 +43,8 @@ class AgentRun:
 
     def __init__(self, execution: Execution) -> None:
         self._execution = execution
+        self._phases: AsyncIterator[PhaseEvent] | None = None
+        """The loop (`Execution.phases`) under way; a new one starts after a pause is answered."""
 
     @property
     def state(self) -> AgentState:
@@ -124,10 +64,7 @@ class AgentRun:
     @property
     def done(self) -> bool:
         """True once the run ended or paused: `next_phase` then returns None."""
-        state = self.state
-        return state.status.is_terminal or (
-            state.status is ExecutionStatus.PAUSED and bool(state.pending)
-        )
+        return self._execution.done
 
     @property
     def next_phase_name(self) -> Phase | None:
@@ -137,11 +74,16 @@ class AgentRun:
     @property
     def result(self) -> RunResult:
         """The result so far (final once `done`)."""
-        return RunResult(self.state, self.steps, self.snapshots)
+        return RunResult(state=self.state, steps=self.steps, snapshots=self.snapshots)
 
     async def anext_phase(self) -> PhaseEvent | None:
         """Run one phase; None once the run is done."""
-        return await self._execution.advance()
+        if self._phases is None:
+            self._phases = self._execution.phases()
+        event = await anext(self._phases, None)
+        if event is None:
+            self._phases = None
+        return event
 
     async def anext_step(self) -> PhaseEvent | None:
         """Run phases up to the end of the current step (or of the run)."""
@@ -154,7 +96,7 @@ class AgentRun:
 
     async def arun_to_end(self) -> RunResult:
         """Run until the run ends or pauses."""
-        while await self._execution.advance() is not None:  # as `anext_phase`, one call less
+        async for _ in self.events():
             pass
         return self.result
 
@@ -177,10 +119,7 @@ class AgentRun:
 
     def abort(self) -> None:
         """End the run as ABORTED: now between phases or while paused, else after the phase."""
-        if self._execution.in_phase:
-            self._execution.request_abort()
-        else:
-            self._execution.abort_now()
+        self._execution.request_abort()
 
     def resume(
         self,
@@ -201,7 +140,9 @@ class AgentRun:
         """Change the arguments of a call before TOOLS runs it (the history shows the edit)."""
         self._replace_call(
             call_id,
-            lambda call: call._replace({"arguments": arguments, "invalid_arguments": None}),
+            lambda call: call.model_copy(
+                update={"arguments": arguments, "invalid_arguments": None}
+            ),
         )
 
     def drop_call(self, call_id: str, reason: str = "dropped by the user") -> None:
@@ -217,7 +158,9 @@ class AgentRun:
         message = Message(role="tool", parts=(answer,)).stamped(
             state.run_id, state.execution_id, state.step
         )
-        self._execution.replace_state(state.evolve(messages=(*state.messages, message)))
+        self._execution.replace_state(
+            state.model_copy(update={"messages": (*state.messages, message)})
+        )
 
     def _pending_call(self, call_id: str) -> ToolCall:
         for call in self.pending_calls:
@@ -233,8 +176,8 @@ class AgentRun:
             change(p) if isinstance(p, ToolCall) and p.call_id == call_id else p
             for p in messages[index].parts
         )
-        messages[index] = messages[index]._replace({"parts": parts})
-        self._execution.replace_state(self.state.evolve(messages=tuple(messages)))
+        messages[index] = messages[index].model_copy(update={"parts": parts})
+        self._execution.replace_state(self.state.model_copy(update={"messages": tuple(messages)}))
 
 
 class Agent:
@@ -320,7 +263,9 @@ class Agent:
         stamped = (*system, *history, *user)  # history keeps its own provenance
         if not history and not user:
             raise ValueError("a run needs a prompt or a history")
-        return self._run_from(state.evolve(messages=stamped), settings, on_text_delta)
+        return self._run_from(
+            state.model_copy(update={"messages": stamped}), settings, on_text_delta
+        )
 
     async def run(
         self,
@@ -488,9 +433,3 @@ def _hook_tuple(hooks: Sequence[Hook | CommandHook]) -> tuple[Hook | CommandHook
         if not isinstance(hook, Hook | CommandHook):
             raise TypeError(f"hooks must be Hook or CommandHook objects, got {hook!r}")
     return tuple(hooks)
-
-
-def _clip(text: str | None, limit: int = 60) -> str:
-    if text is None or len(text) <= limit:
-        return repr(text)
-    return repr(text[:limit] + "…")

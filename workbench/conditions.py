@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from workbench._record import frozen_record
+from workbench._record import Record
 from workbench.state import AgentState, StopReason
 
 __all__ = [
@@ -37,8 +37,7 @@ __all__ = [
 _N = TypeVar("_N", int, float)
 
 
-@frozen_record
-class RunView:
+class RunView(Record):
     """What a condition sees: the state, the running time, and how many steps are finished."""
 
     state: AgentState
@@ -46,8 +45,7 @@ class RunView:
     steps_completed: int
 
 
-@frozen_record
-class Limits:
+class Limits(Record):
     """The hard limits a condition implies; ``None`` means no limit."""
 
     max_steps: int | None = None
@@ -56,8 +54,7 @@ class Limits:
     max_cost: float | None = None
 
 
-@frozen_record
-class Budget:
+class Budget(Record):
     """What a run has used and what it has left (``None`` left means unlimited or unknown)."""
 
     steps_used: int
@@ -74,15 +71,15 @@ class Budget:
         """The budget of a run under these limits."""
         usage, steps, elapsed = view.state.usage, view.steps_completed, view.elapsed
         tokens, cost = usage.total_tokens, usage.cost
-        return cls(  # positional, in the fields' order: this runs on every step
-            steps,
-            tokens,
-            elapsed,
-            cost,
-            _left(limits.max_steps, steps),
-            _left(limits.max_tokens, tokens),
-            _left(limits.timeout, elapsed),
-            None if cost is None else _left(limits.max_cost, cost),
+        return cls(
+            steps_used=steps,
+            tokens_used=tokens,
+            seconds_used=elapsed,
+            cost_used=cost,
+            steps_left=_left(limits.max_steps, steps),
+            tokens_left=_left(limits.max_tokens, tokens),
+            seconds_left=_left(limits.timeout, elapsed),
+            cost_left=None if cost is None else _left(limits.max_cost, cost),
         )
 
 

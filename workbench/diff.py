@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from workbench._record import frozen_record
+from workbench._record import Record
 from workbench.messages import Message, Part, RetryPrompt, TextPart, ToolCall, ToolResult
 from workbench.models.replay import describe_part
 from workbench.records import StepRecord, Timing
@@ -38,8 +38,7 @@ class _Run(Protocol):
     def steps(self) -> Sequence[StepRecord]: ...
 
 
-@frozen_record
-class PartChange:
+class PartChange(Record):
     """One part of a message added, removed or changed (``before``/``after`` describe it)."""
 
     index: int
@@ -53,8 +52,7 @@ class PartChange:
         return f"part {self.index} {self.kind}: {self.after or self.before}"
 
 
-@frozen_record
-class MessageChange:
+class MessageChange(Record):
     """A message that differs: in what the model was ``sent``, or in what the step ``added``."""
 
     where: Literal["sent", "added"]
@@ -69,8 +67,7 @@ class MessageChange:
         return f"{head}: " + "; ".join(str(p) for p in self.parts) if self.parts else head
 
 
-@frozen_record
-class StepDiff:
+class StepDiff(Record):
     """How one step differs between the two runs."""
 
     step: int
@@ -96,8 +93,7 @@ class StepDiff:
         return self.timing_b.total - self.timing_a.total
 
 
-@dataclass(frozen=True)
-class RunDiff:
+class RunDiff(Record):
     """The per-step differences between run ``a`` and run ``b``; `to_text` and `to_df` show them."""
 
     a_id: str
@@ -153,7 +149,12 @@ def diff(a: _Run, b: _Run) -> RunDiff:
     if b.state.rerun_of is not None and b.state.rerun_of.run_id == a.state.run_id:
         note = f"b is a re-run of a from step {b.state.rerun_of.step}"
     return RunDiff(
-        a.state.run_id, b.state.run_id, tuple(out), _final(a.state), _final(b.state), note
+        a_id=a.state.run_id,
+        b_id=b.state.run_id,
+        steps=tuple(out),
+        a_final=_final(a.state),
+        b_final=_final(b.state),
+        note=note,
     )
 
 
@@ -234,8 +235,8 @@ def _one_sided(index: int, va: _View | None, vb: _View | None, inherited: bool) 
     """A step only one run has (or that a re-run inherited from the other)."""
     status: StepStatus = "inherited" if inherited else "only_a" if vb is None else "only_b"
     return StepDiff(
-        index,
-        status,
+        step=index,
+        status=status,
         calls_a=() if va is None else _calls(va.calls),
         calls_b=() if vb is None else _calls(vb.calls),
         stop_a=None if va is None else va.stop,
@@ -259,15 +260,15 @@ def _step_diff(
     calls_a, calls_b = _calls(va.calls), _calls(vb.calls)
     differs = bool(changes) or calls_a != calls_b or va.stop != vb.stop
     return StepDiff(
-        index,
-        "changed" if differs else "same",
-        tuple(changes),
-        calls_a,
-        calls_b,
-        va.stop,
-        vb.stop,
-        va.timing,
-        vb.timing,
+        step=index,
+        status="changed" if differs else "same",
+        messages=tuple(changes),
+        calls_a=calls_a,
+        calls_b=calls_b,
+        stop_a=va.stop,
+        stop_b=vb.stop,
+        timing_a=va.timing,
+        timing_b=vb.timing,
     )
 
 
@@ -311,9 +312,13 @@ def _change(
     if a is None or b is None:
         return _whole(where, i, a, b)
     if a.role != b.role:
-        part = PartChange(0, "changed", f"a {a.role} message", f"a {b.role} message")
-        return MessageChange(where, i, "changed", b.role, (part,))
-    return MessageChange(where, i, "changed", b.role, _part_changes(a, b))
+        part = PartChange(
+            index=0, kind="changed", before=f"a {a.role} message", after=f"a {b.role} message"
+        )
+        return MessageChange(where=where, index=i, kind="changed", role=b.role, parts=(part,))
+    return MessageChange(
+        where=where, index=i, kind="changed", role=b.role, parts=_part_changes(a, b)
+    )
 
 
 def _whole(
@@ -324,12 +329,12 @@ def _whole(
     assert present is not None
     kind: ChangeKind = "added" if a is None else "removed"
     parts = tuple(
-        PartChange(j, kind, None, describe_part(p))
+        PartChange(index=j, kind=kind, before=None, after=describe_part(p))
         if kind == "added"
-        else PartChange(j, kind, describe_part(p), None)
+        else PartChange(index=j, kind=kind, before=describe_part(p), after=None)
         for j, p in enumerate(present.parts)
     )
-    return MessageChange(where, i, kind, present.role, parts)
+    return MessageChange(where=where, index=i, kind=kind, role=present.role, parts=parts)
 
 
 def _part_changes(a: Message, b: Message) -> tuple[PartChange, ...]:
@@ -341,13 +346,13 @@ def _part_changes(a: Message, b: Message) -> tuple[PartChange, ...]:
             continue
         if pa is None or pb is None:
             kind: ChangeKind = "added" if pa is None else "removed"
-            out.append(PartChange(j, kind, _maybe(pa), _maybe(pb)))
+            out.append(PartChange(index=j, kind=kind, before=_maybe(pa), after=_maybe(pb)))
             continue
         before, after = describe_part(pa), describe_part(pb)
         text_a, text_b = _text(pa), _text(pb)
         if before == after and text_a is not None and text_b is not None:
             before, after = _around(text_a, text_b)  # the difference is past the clipped part
-        out.append(PartChange(j, "changed", before, after))
+        out.append(PartChange(index=j, kind="changed", before=before, after=after))
     return tuple(out)
 
 

@@ -1,9 +1,12 @@
 """The loop: one execution of a run, phase by phase.
 
-`Execution.phases` is the whole loop. Each step runs PREPARE, INFERENCE, TOOLS and CONTINUATION,
-and the loop yields a `PhaseEvent` after each, so a caller can stop between any two phases,
-look at the state, change it (edit or drop tool calls before TOOLS) and go on. Everything the loop
-knows lives in the frozen `AgentState`; the phase methods read it and replace it.
+`Execution.phases` is the loop, and every way to drive a run goes through it (`AgentRun` runs it
+to the end, one phase or one step at a time; resume and re-run start it from another state).
+Each phase is a method that returns the phase that comes next, or None when the run ended or
+paused (the state says which, and why); the loop yields a `PhaseEvent` after each, so a caller
+can stop between any two phases, look at the state, change it (edit or drop tool calls before
+TOOLS) and go on. Everything the loop knows lives in the frozen `AgentState`; a phase reads it
+and replaces it. Status changes follow the `Transition` table in `workbench.state`.
 """
 
 from __future__ import annotations
@@ -12,31 +15,31 @@ import asyncio
 import hashlib
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
 
-from workbench.conditions import Budget, RunView, StopCondition
-from workbench.errors import ToolRetriesExceeded
-from workbench.guards import ToolGuard
-from workbench.history import HistoryProcessor
+from pydantic import Field
+
+from workbench._record import Record
+from workbench.conditions import Budget, RunView
+from workbench.config import LoopConfig
+from workbench.errors import ResponseRetriesExceeded, ToolRetriesExceeded
 from workbench.hooks.loop import LoopHooks, with_arguments
-from workbench.hooks.runner import AnyHook, HookReport
+from workbench.hooks.runner import HookReport
 from workbench.messages import (
     Message,
+    ModelResponse,
     Part,
     RetryPrompt,
     Role,
     TextPart,
+    ToolCall,
     Usage,
-    unvalidated,
 )
-from workbench.models.base import Model, ModelRequest, ModelSettings
+from workbench.models.base import ModelRequest
 from workbench.records import (
     HookTiming,
     Observers,
     PhaseEvent,
-    RunObserver,
     StepContext,
     StepRecord,
     Timing,
@@ -44,84 +47,37 @@ from workbench.records import (
     tools_schema_hash,
 )
 from workbench.state import (
-    TERMINAL,
     AgentState,
     ErrorInfo,
     ExecutionStatus,
     Phase,
     StopReason,
+    Transition,
     new_id,
 )
 from workbench.toolcalls import CallResult, ToolRunner
-from workbench.tools import (
-    Tool,
-    ToolContext,
-    ToolDefinition,
-)
+from workbench.tools import ToolContext, ToolDefinition
 
-__all__ = ["DEFAULT_WRAP_UP", "Execution", "LoopConfig", "ToolRetriesExceeded"]
+__all__ = ["Execution"]
 
-DEFAULT_WRAP_UP = (
-    "This is your last step: tools are now disabled. Answer now with the best response you can "
-    "give from what you already know."
-)
 GRACE_MESSAGE = "The run reached its limit. Call the tool {tool!r} now to finish the task."
 EMPTY_RESPONSE = "Your response was empty. Answer the question or call one of the tools."
 _GRACE_LIMITS = (StopReason.STEP_LIMIT, StopReason.TIME_LIMIT)
-_STOPPABLE = (ExecutionStatus.RUNNING, ExecutionStatus.COMPLETED)
-_STARTABLE = (ExecutionStatus.PENDING, ExecutionStatus.PAUSED)
-_DONE = TERMINAL | {ExecutionStatus.PAUSED}
 _MODEL_STOPS = (StopReason.COMPLETED, StopReason.TASK_COMPLETE)
 """Stop reasons where the model ended the run itself: Stop hooks may ask for another turn."""
-_PREPARE, _INFERENCE, _TOOLS, _CONTINUATION = (
-    Phase.PREPARE,
-    Phase.INFERENCE,
-    Phase.TOOLS,
-    Phase.CONTINUATION,
-)
-"""The phases, read once: on Python 3.11 every ``Phase.X`` goes through the enum metaclass's
-``__getattr__`` hook (~140 ns, ten times a global), and the loop names a phase ~13 times a step."""
 
 
-@dataclass(frozen=True)
-class LoopConfig:
-    """Everything the loop needs that is not run state."""
-
-    model: Model
-    tools: Mapping[str, Tool]
-    stop: StopCondition
-    guards: tuple[ToolGuard, ...] = ()
-    history_processors: tuple[HistoryProcessor, ...] = ()
-    settings: ModelSettings = field(default_factory=lambda: ModelSettings())
-    system_prompt: str | None = None
-    wrap_up_message: str | None = DEFAULT_WRAP_UP
-    grace_tool: str | None = None
-    """A completion tool the model may call in one grace turn after a step or time limit."""
-    response_retries: int = 1
-    observers: tuple[RunObserver, ...] = ()
-    on_text_delta: Callable[[str], None] | None = None
-    hooks: tuple[AnyHook, ...] = ()
-    max_hook_turns: int = 3
-    """How many extra turns Stop hooks may force in one run (across pauses)."""
-
-
-_NO_USAGE = Usage()
-
-
-@dataclass
-class _Draft:
-    """The step under way; frozen into a `StepRecord` when the step ends or pauses."""
+class _Draft(Record):
+    """The step under way; it becomes a `StepRecord` when the step ends or pauses."""
 
     index: int
     started_at: float
     messages_in: tuple[Message, ...] = ()
     first_new: int = 0
     tools_offered: tuple[str, ...] = ()
-    response: Any = None
-    outcomes: list[ToolOutcome] = field(default_factory=list)
-    usage: Usage = _NO_USAGE
-    timing: dict[Phase, float] = field(default_factory=dict)
-    ttft: float | None = None
+    response: ModelResponse | None = None
+    outcomes: tuple[ToolOutcome, ...] = ()
+    timing: dict[Phase, float] = Field(default_factory=dict)
     snapshot_id: str | None = None
 
 
@@ -134,18 +90,19 @@ class Execution:
         self.steps: list[StepRecord] = []
         self.snapshots: list[StepContext] = []
         self._draft: _Draft | None = None
-        self._clock_start: float | None = None
+        self._run_time = state.elapsed
+        """Seconds the run has spent inside phases: what `Timeout` counts (not time paused or
+        spent reading between manual steps)."""
+        self._phase_started: float | None = None
+        """When the phase under way started; None between phases."""
+        self._stop_asked: StopReason | None = None
+        """An end asked for during a phase (an abort); it takes effect when the phase ends."""
         self._tool_names = tuple(config.tools)
         self._definitions = tuple(t.definition for t in config.tools.values())
-        self._offers = {self._tool_names: self._definitions}
-        """The definitions sent to the model, by the tools offered (all, none, the grace tool)."""
         self._schema_hash = tools_schema_hash(tuple(config.tools.values()))
         self._limits = config.stop.limits()
         prompt = config.system_prompt
         self._prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()[:16] if prompt else None
-        self._abort_requested = False
-        self.in_phase = False
-        """True while a phase runs (an abort then waits for the phase to end)."""
         this = weakref.proxy(self)  # the hooks must not keep their execution alive (a cycle)
         self._hooks = LoopHooks(
             config.hooks,
@@ -158,65 +115,60 @@ class Execution:
 
     @property
     def done(self) -> bool:
-        """True once the execution ended or paused."""
-        return self.state.status in _DONE
+        """True once the run ended, or paused with calls waiting (`AgentState.done`)."""
+        return self.state.done
 
     def elapsed(self) -> float:
-        """Running time of the run so far, across executions (time paused does not count)."""
-        if self._clock_start is None:
-            return self.state.elapsed
-        return self.state.elapsed + (time.perf_counter() - self._clock_start)
+        """Running time of the run so far: the time spent in its phases, across executions."""
+        if self._phase_started is None:
+            return self._run_time
+        return self._run_time + (time.perf_counter() - self._phase_started)
 
     async def phases(self) -> AsyncIterator[PhaseEvent]:
-        """The loop: run the next phase, yield what happened, until the run ends or pauses."""
-        while (event := await self.advance()) is not None:
+        """The loop: run a phase, yield what happened, until the run ends or pauses."""
+        phase = await self._start()  # PREPARE, TOOLS for a resumed run, None if it cannot run
+        while phase is not None and not self.state.done:  # done: aborted between phases
+            self._phase_started = started = time.perf_counter()
+            try:
+                following = await self._run_phase(phase)
+            except asyncio.CancelledError:  # Ctrl+C in a notebook, a cancelled task
+                self._end_for(StopReason.ABORTED, phase, started)
+                await self._wind_up()
+                raise
+            except Exception as exc:  # an unrecovered error fails the run
+                self._fail(exc, phase)
+                following = None
+            following = self._honour_stops(following)
+            if following is not None:
+                self._update(next_phase=following)
+            event = self._phase_ended(phase, started)
+            if following is None:
+                await self._wind_up()
+            elif phase is Phase.CONTINUATION:
+                self._close_step()
             yield event
+            phase = following
 
-    async def advance(self) -> PhaseEvent | None:
-        """Run the next phase and say what happened; None once the run ended or paused."""
-        if self.state.status in _STARTABLE and not self.state.pending:
-            await self._begin()  # a new run, or a paused one whose calls were answered
-        if self.done:
-            return None
-        phase = self.state.next_phase
-        started, wall = time.perf_counter(), time.time()
-        self.in_phase = True
-        try:  # an unrecovered error fails the run
-            if self._abort_requested:
-                self._end(StopReason.ABORTED)
-            else:
-                await _PHASES[phase](self)
-        except Exception as exc:
-            self._fail(exc, phase)
-        finally:
-            self.in_phase = False
-        self._honour_hook_stop()
-        state = self.state
-        event = PhaseEvent(phase, state.step, state, time.perf_counter() - started)
-        self._add_time(phase, event.duration)
-        self._observers.phase_ended(event, wall)
-        if self.done:  # SessionEnd hooks cannot change that: they only observe
-            await self._wind_up()
-        elif phase is _CONTINUATION:
-            self._close_step()
-        return event
-
-    async def _wind_up(self) -> None:
-        """The execution ended or paused: fire SessionEnd, close the step, end the execution."""
-        await self._hooks.session_end()
-        self._close_step()
-        self._finish()
+    async def _run_phase(self, phase: Phase) -> Phase | None:
+        """One phase of a step; each says what comes next (None: the run ended or paused)."""
+        match phase:
+            case Phase.PREPARE:  # the budget, the snapshot, the messages to send
+                return await self._prepare()  # INFERENCE, or None when a limit was reached
+            case Phase.INFERENCE:  # one model call
+                return await self._inference()  # TOOLS, or None when the time ran out
+            case Phase.TOOLS:  # guards, hooks, approval, then the calls
+                return await self._tools()  # CONTINUATION, or None: paused or a limit
+            case Phase.CONTINUATION:  # stop conditions: another step, a grace turn, the end
+                return await self._continuation()  # PREPARE, or None: the run ended
 
     def request_abort(self) -> None:
-        """End the run as ABORTED before its next phase starts."""
-        self._abort_requested = True
-
-    def abort_now(self) -> None:
-        """End the run as ABORTED right away; only call it between phases."""
+        """End the run as ABORTED: now between phases, else when the phase under way ends."""
+        if self._phase_started is not None:
+            self._stop_asked = StopReason.ABORTED
+            return
         if self.state.status.is_terminal:
             return
-        self._end(StopReason.ABORTED)
-        self.state = self.state.evolve(pending=())  # nothing waits for an aborted run
+        self._end(StopReason.ABORTED, pending=())  # nothing waits for an aborted run
         self._close_step()  # no SessionEnd here: hooks are awaited and this is a sync call
         self._finish()
         self._hooks.close()
@@ -227,20 +179,19 @@ class Execution:
 
     # -- phases ---------------------------------------------------------------------------------
 
-    async def _prepare(self) -> None:
+    async def _prepare(self) -> Phase | None:
         """Check the budget, open the step, shape the messages and take the snapshot."""
         view = self._view(self.state.step)
-        if self._stop_now(view):
-            return
+        if self._end_at_limit(view):
+            return None
         snapshot = self._snapshot(view)  # the state as the step starts: what a re-run starts from
         first_new = len(self.state.messages)
-        self.state = self.state.evolve(step=snapshot.step, next_phase=_INFERENCE)
+        self._update(step=snapshot.step)
         if context := self._hooks.take_context():
             self._append(self._message("user", TextPart(text=context)))
         last_step = snapshot.budget.steps_left == 1 and not self.state.grace_turn
         if last_step and self.config.wrap_up_message and self._definitions:
             self._append(self._message("user", TextPart(text=self.config.wrap_up_message)))
-        offered = self._offered(last_step)
         messages: Sequence[Message] = self.state.messages
         for process in self.config.history_processors:
             messages = process(messages)
@@ -252,21 +203,24 @@ class Execution:
                 started_at=time.time(),
                 messages_in=tuple(messages),
                 first_new=first_new,
-                tools_offered=offered,
+                tools_offered=self._offered(last_step),
                 snapshot_id=snapshot.id,
             )
         )
         self.snapshots.append(snapshot)
         self._observers.step_started(snapshot)
+        return Phase.INFERENCE
 
-    async def _inference(self) -> None:
+    async def _inference(self) -> Phase | None:
         """One model call, bounded by the time left; its answer joins the conversation."""
-        draft = self._current_draft()
+        draft = self._step_draft()
+        offered = draft.tools_offered
+        definitions = tuple(d for d in self._definitions if d.name in offered)
         request = ModelRequest(
-            draft.messages_in,
-            self._offered_definitions(draft.tools_offered),
-            self.config.settings,
-            self.config.on_text_delta,
+            messages=draft.messages_in,
+            tools=_in_order(definitions, offered),
+            settings=self.config.settings,
+            on_text_delta=self.config.on_text_delta,
         )
         seconds_left = None
         if self._limits.timeout is not None and not self.state.grace_turn:
@@ -277,68 +231,72 @@ class Execution:
             if seconds_left is not None:  # no timer to arm without a time limit
                 requested = asyncio.wait_for(requested, seconds_left)
             response = await requested
-        except BaseException as exc:
-            self._observers.model_called(
-                draft.index, draft.messages_in, None, wall, time.perf_counter() - started, exc
-            )
+        except Exception as exc:
+            duration = time.perf_counter() - started
+            self._observers.model_called(draft.index, draft.messages_in, None, wall, duration, exc)
             if isinstance(exc, TimeoutError) and seconds_left is not None:
                 self._end(StopReason.TIME_LIMIT)
-                return
+                return None
             raise
-        self._observers.model_called(
-            draft.index, draft.messages_in, response, wall, time.perf_counter() - started, None
-        )
-        draft.response, draft.usage, draft.ttft = (
-            response,
-            response.usage,
-            response.time_to_first_token,
-        )
+        duration = time.perf_counter() - started
+        self._observers.model_called(draft.index, draft.messages_in, response, wall, duration, None)
+        self._draft = draft.model_copy(update={"response": response})
         usage = self.state.usage + response.usage
         if response.parts and (response.calls or response.text_content.strip()):
-            answer = self._message("assistant", *response.parts)  # as `response.to_message()`
-            self._append(answer, usage=usage, next_phase=_TOOLS)
-            return
-        retries = _count_retry(self.state.retries, "<response>", self.config.response_retries)
+            parts = _with_unique_call_ids(response.parts)
+            self._append(self._message("assistant", *parts), usage=usage, response_retries=0)
+            return Phase.TOOLS
+        retries = self.state.response_retries + 1
+        if retries > self.config.response_retries:
+            self._update(usage=usage)
+            raise ResponseRetriesExceeded(
+                f"the model's responses were empty more than {self.config.response_retries} "
+                "time(s) in a row"
+            )
         retry = self._message("user", RetryPrompt(content=EMPTY_RESPONSE))
-        self._append(retry, usage=usage, next_phase=_TOOLS, retries=retries)
+        self._append(retry, usage=usage, response_retries=retries)
+        return Phase.TOOLS
 
-    async def _tools(self) -> None:
+    async def _tools(self) -> Phase | None:
         """Run the last answer's unanswered tool calls; pause if any waits for the outside."""
         calls = self.state.unanswered_calls()
         view = self._view(self.state.step - 1)  # the step under way does not count as used yet
-        if not calls or self._stop_now(view):
-            self.state = self.state.evolve(next_phase=_CONTINUATION)
-            return
-        draft = self._current_draft()
+        if not calls:
+            return Phase.CONTINUATION
+        if self._end_at_limit(view):
+            return None
+        draft = self._step_draft()
         results = await self._runner.run(
-            calls, ToolContext(view, self._limits), draft.tools_offered, self.state.approved
+            calls,
+            ToolContext(view=view, limits=self._limits),
+            draft.tools_offered,
+            self.state.approved,
         )
         self._apply(results)
         pending = tuple(r.pending for r in results if r.pending is not None)
-        if pending:
-            await self._hooks.notification(pending)
-        if pending and self._hooks.stop_reason is None:
-            self.state = self.state.with_status(
-                ExecutionStatus.PAUSED, pending=pending, next_phase=_TOOLS
-            )
+        if not pending:
+            return Phase.CONTINUATION
+        await self._hooks.notification(pending)
+        if self._hooks.stop_reason is None:  # a hook's stop outranks the pause
+            self.state = self.state.moved(Transition.PAUSE, pending=pending, next_phase=Phase.TOOLS)
+        return None
 
-    async def _continuation(self) -> None:
+    async def _continuation(self) -> Phase | None:
         """Decide: another step, one grace turn, or the end (and why)."""
         reason = self.config.stop.check(self._view(self.state.step))
         if self.state.messages[-1].role == "assistant":  # a final answer
             reason = StopReason.pick([reason, StopReason.COMPLETED])
-        self.state = self.state.evolve(next_phase=_PREPARE)
         if self.state.grace_turn:  # the grace turn decides: completion tool called or not
             if self._grace_tool_ran():
                 reason = StopReason.TASK_COMPLETE
         elif reason in _GRACE_LIMITS and self.config.grace_tool is not None:
             grace = GRACE_MESSAGE.format(tool=self.config.grace_tool)
-            self._append(self._message("user", TextPart(text=grace)))
-            self.state = self.state.evolve(grace_turn=True)
-            return
+            self._append(self._message("user", TextPart(text=grace)), grace_turn=True)
+            return Phase.PREPARE
         if reason is None or await self._stop_hooks_continue(reason):
-            return
+            return Phase.PREPARE
         self._end(reason)
+        return None
 
     async def _stop_hooks_continue(self, reason: StopReason) -> bool:
         """When the model ended the run itself, Stop hooks may force one more turn (bounded)."""
@@ -346,31 +304,24 @@ class Execution:
             return False
         message = await self._hooks.stop()
         if message is not None:
-            self.state = self.state.evolve(hook_turns=self.state.hook_turns + 1)
-            self._append(self._message("user", TextPart(text=message)))
+            turns = self.state.hook_turns + 1
+            self._append(self._message("user", TextPart(text=message)), hook_turns=turns)
         return message is not None
 
     def _apply(self, results: list[CallResult]) -> None:
-        """Record outcomes, count retries and errors, add the answers; CONTINUATION comes next."""
-        self._current_draft().outcomes.extend(r.outcome for r in results)
+        """Record outcomes, count retries and errors, and add the answers to the conversation."""
+        draft = self._step_draft()
+        outcomes = draft.outcomes + tuple(r.outcome for r in results)
+        self._draft = draft.model_copy(update={"outcomes": outcomes})
         rewritten = {r.outcome.call_id: r.outcome.arguments for r in results if r.rewritten}
         if rewritten:  # the history shows the arguments hooks gave, so a resume runs them too
-            self.state = self.state.evolve(messages=with_arguments(self.state.messages, rewritten))
-        state, exceeded = self.state, None
-        retries, total, consecutive = state.retries, state.errors_total, state.errors_consecutive
+            self._update(messages=with_arguments(self.state.messages, rewritten))
+        retries, exceeded = self._count_retries(results)
+        total, consecutive = self.state.errors_total, self.state.errors_consecutive
         for result in results:
-            name, ok = result.outcome.name, result.outcome.status == "ok"
-            if result.retry_of is not None:
-                tool = self.config.tools.get(result.retry_of)
-                try:
-                    retries = _count_retry(retries, result.retry_of, tool.retries if tool else 1)
-                except ToolRetriesExceeded as exc:
-                    exceeded = exceeded or exc
-            elif ok and name in retries:  # a success resets the tool's count
-                retries = {k: v for k, v in retries.items() if k != name}
             if result.counts_as_error:
                 total, consecutive = total + 1, consecutive + 1
-            elif ok:
+            elif result.outcome.status == "ok":
                 consecutive = 0
         answers = [self._message("tool", r.part) for r in results if r.part is not None]
         self._append(
@@ -379,48 +330,69 @@ class Execution:
             errors_total=total,
             errors_consecutive=consecutive,
             approved=(),
-            next_phase=_CONTINUATION,
         )
         if exceeded is not None:  # raised only now, so the answers are kept in the state
             raise exceeded
 
-    # -- helpers --------------------------------------------------------------------------------
+    def _count_retries(
+        self, results: list[CallResult]
+    ) -> tuple[dict[str, int], ToolRetriesExceeded | None]:
+        """The per-tool retry counts after these results, and the first tool past its limit."""
+        retries, exceeded = dict(self.state.retries), None
+        for result in results:
+            name = result.outcome.name
+            if result.retry_of is not None:
+                retries[result.retry_of] = retries.get(result.retry_of, 0) + 1
+                tool = self.config.tools.get(result.retry_of)
+                limit = tool.retries if tool else 1
+                if retries[result.retry_of] > limit and exceeded is None:
+                    exceeded = ToolRetriesExceeded(
+                        f"tool {result.retry_of!r} needed more than {limit} retries"
+                    )
+            elif result.outcome.status == "ok":  # a success resets the tool's count
+                retries.pop(name, None)
+        return retries, exceeded
 
-    async def _begin(self) -> None:
-        if self.state.status.is_terminal:
-            return
-        self.state = self.state.with_status(ExecutionStatus.RUNNING)
-        self._clock_start = time.perf_counter()
+    # -- run control ----------------------------------------------------------------------------
+
+    async def _start(self) -> Phase | None:
+        """Start the execution (SessionStart hooks first); the first phase, or None."""
+        if self.state.done:
+            return None
+        self.state = self.state.moved(Transition.START)
         self._observers.run_started(self.state)
         trace = self._observers.trace_context()
         if trace != self.state.trace:
-            self.state = self.state.evolve(trace=trace)
+            self._update(trace=trace)
         if not await self._hooks.session_start(self.config.model.name):
             self._end(StopReason.HOOK_STOP)
-        self._honour_hook_stop()
-        if self.done:
+        first = self._honour_stops(self.state.next_phase)
+        if first is None or self.state.done:
             await self._wind_up()
+            return None
+        return first
 
-    def _honour_hook_stop(self) -> None:
-        """End the run once a hook said ``continue: false`` (HOOK_STOP outranks limits)."""
-        if self._hooks.stop_reason is None or self.state.status not in _STOPPABLE:
-            return
-        if StopReason.pick([self.state.stop_reason, StopReason.HOOK_STOP]) is StopReason.HOOK_STOP:
-            self._end(StopReason.HOOK_STOP)
+    def _honour_stops(self, following: Phase | None) -> Phase | None:
+        """Apply an end asked for during the phase: a hook's ``continue: false``, an abort.
 
-    def _hook_called(self, report: HookReport) -> None:
-        timing = HookTiming(report.event, report.hook, report.duration)
-        self._observers.hook_called(self.state.step, timing, report.started_at, report.error)
+        Either outranks what the phase decided: HOOK_STOP ends a run that was about to go on,
+        pause, or end for a lesser reason (a limit); an abort ends any run that has not ended.
+        """
+        hook_stop = StopReason.HOOK_STOP if self._hooks.stop_reason is not None else None
+        reason = StopReason.pick([self._stop_asked, hook_stop])
+        state = self.state
+        if reason is None:
+            return following
+        if state.status in reason.transition.sources:
+            self._end(reason, pending=())
+        elif (
+            state.status is reason.status and StopReason.pick([state.stop_reason, reason]) is reason
+        ):
+            self._update(stop_reason=reason)  # the run ended in this phase for a lesser reason
+        return None if state.status is not ExecutionStatus.PAUSED else following
 
-    def _view(self, steps_completed: int) -> RunView:
-        return RunView(self.state, self.elapsed(), steps_completed)
-
-    def _budget(self) -> Budget:
-        """The budget during a step: the step under way does not count as used yet."""
-        return Budget.of(self._limits, self._view(self.state.step - 1))
-
-    def _stop_now(self, view: RunView) -> bool:
-        """Check the stop conditions and end the run if one fires (not in the grace turn)."""
+    def _end_at_limit(self, view: RunView) -> bool:
+        """End the run if a stop condition fires (never in the grace turn); True if it ended."""
         if self.state.grace_turn:
             return False
         reason = self.config.stop.check(view)
@@ -428,64 +400,45 @@ class Execution:
             self._end(reason)
         return reason is not None
 
-    def _offered(self, last_step: bool) -> tuple[str, ...]:
-        if self.state.grace_turn and self.config.grace_tool:
-            return (self.config.grace_tool,)
-        return () if last_step and self.config.wrap_up_message else self._tool_names
+    def _end(self, reason: StopReason, **changes: object) -> None:
+        self.state = self.state.moved(reason.transition, stop_reason=reason, **changes)
 
-    def _offered_definitions(self, offered: tuple[str, ...]) -> tuple[ToolDefinition, ...]:
-        if offered not in self._offers:
-            self._offers[offered] = tuple(self.config.tools[name].definition for name in offered)
-        return self._offers[offered]
+    def _end_for(self, reason: StopReason, phase: Phase, started: float) -> None:
+        """End the run from a phase that was cut short (cancelled), and count its time."""
+        if not self.state.status.is_terminal:
+            self._end(reason, pending=())
+        self._phase_ended(phase, started)
 
-    def _grace_tool_ran(self) -> bool:
-        outcomes = self._current_draft().outcomes
-        return any(o.status == "ok" and o.name == self.config.grace_tool for o in outcomes)
-
-    def _snapshot(self, view: RunView) -> StepContext:
-        """The snapshot of the step about to start; ``view`` is the run as it starts."""
-        state = self.state
-        return unvalidated(
-            StepContext,
-            {
-                "id": new_id("snap"),
-                "run_id": state.run_id,
-                "execution_id": state.execution_id,
-                "parent_run_id": state.parent_run_id,
-                "step": state.step + 1,
-                "model_name": self.config.model.name,
-                "model_settings": dict(self.config.settings),
-                "tool_names": self._tool_names,
-                "tool_schema_hash": self._schema_hash,
-                "system_prompt_hash": self._prompt_hash,
-                "budget": Budget.of(self._limits, view),
-                "message_count": len(state.messages),
-                "created_at": time.time(),
-                "state": state,
-            },
+    def _fail(self, exc: Exception, phase: Phase) -> None:
+        """End the run as FAILED, keeping the error; the loop then winds up (nothing follows)."""
+        if self.state.status.is_terminal:
+            return None
+        error = ErrorInfo(
+            type=type(exc).__name__, message=str(exc), phase=phase, step=self.state.step
         )
+        self._end(StopReason.ERROR, error=error)
 
-    def _message(self, role: Role, *parts: Part) -> Message:
-        """A message made by this step, stamped with its provenance (run, execution, step)."""
-        state = self.state
-        return unvalidated(
-            Message,
-            {
-                "role": role,
-                "parts": parts,
-                "run_id": state.run_id,
-                "execution_id": state.execution_id,
-                "step": state.step,
-            },
-        )
+    async def _wind_up(self) -> None:
+        """The execution ended or paused: fire SessionEnd, close the step, end the execution."""
+        await self._hooks.session_end()
+        self._close_step()
+        self._finish()
 
-    def _append(self, *messages: Message, **changes: object) -> None:
-        """Add messages made by `_message`, and other changes, in one new state."""
-        self.state = self.state.evolve(messages=(*self.state.messages, *messages), **changes)
+    def _finish(self) -> None:
+        self._update(elapsed=self.elapsed())
+        self._observers.run_ended(self.state)
 
-    def _current_draft(self) -> _Draft:
-        if self._draft is None:  # resumed mid-step: the step's record starts at TOOLS
-            return self._open_step(
+    # -- the step record ------------------------------------------------------------------------
+
+    def _open_step(self, draft: _Draft) -> None:
+        """Start recording a step; the observers' cost is counted from here."""
+        self._draft = draft
+        self._observers.seconds = 0.0
+
+    def _step_draft(self) -> _Draft:
+        """The step under way; a run resumed mid-step records it from TOOLS on."""
+        if self._draft is None:
+            self._open_step(
                 _Draft(
                     index=self.state.step,
                     started_at=time.time(),
@@ -493,60 +446,52 @@ class Execution:
                     tools_offered=self._tool_names,
                 )
             )
+        assert self._draft is not None
         return self._draft
 
-    def _open_step(self, draft: _Draft) -> _Draft:
-        """Start recording a step; the observers' cost is counted from here."""
-        self._draft = draft
-        self._observers.seconds = 0.0
-        return draft
-
-    def _add_time(self, phase: Phase, seconds: float) -> None:
+    def _phase_ended(self, phase: Phase, started: float) -> PhaseEvent:
+        """Count the phase's time (for the step and the run) and tell the observers."""
+        duration = time.perf_counter() - started
+        self._run_time += duration
+        self._phase_started = None
         if self._draft is not None:
-            self._draft.timing[phase] = self._draft.timing.get(phase, 0.0) + seconds
-
-    def _end(self, reason: StopReason) -> None:
-        self.state = self.state.with_status(reason.status, stop_reason=reason)
-
-    def _fail(self, exc: Exception, phase: Phase) -> None:
-        error = ErrorInfo(
-            type=type(exc).__name__, message=str(exc), phase=phase, step=self.state.step
-        )
-        if self.state.status.is_terminal:
-            return
-        self.state = self.state.with_status(
-            ExecutionStatus.FAILED, stop_reason=StopReason.ERROR, error=error
-        )
+            timing = {**self._draft.timing, phase: self._draft.timing.get(phase, 0.0) + duration}
+            self._draft = self._draft.model_copy(update={"timing": timing})
+        event = PhaseEvent(phase=phase, step=self.state.step, state=self.state, duration=duration)
+        self._observers.phase_ended(event, time.time() - duration)
+        return event
 
     def _close_step(self) -> None:
         draft, self._draft = self._draft, None
         if draft is None:
             self._record_late_hooks()
             return
-        timing, hooks = draft.timing, self._hooks.take()
-        record = StepRecord(
+        record = self._step_record(draft)
+        self.steps.append(record)
+        self._observers.step_ended(record)
+
+    def _step_record(self, draft: _Draft) -> StepRecord:
+        hooks, timing, response = self._hooks.take(), draft.timing, draft.response
+        executed = [o for o in draft.outcomes if o.status in ("ok", "error", "retry")]
+        return StepRecord(
             index=draft.index,
             run_id=self.state.run_id,
             execution_id=self.state.execution_id,
             messages_in=draft.messages_in,
             new_messages=self.state.messages[draft.first_new :],
             response=draft.response,
-            tool_outcomes=tuple(draft.outcomes),
-            usage=draft.usage,
+            tool_outcomes=draft.outcomes,
+            usage=response.usage if response is not None else Usage(),
             timing=Timing(
-                prepare=timing.get(_PREPARE, 0.0),
-                inference=timing.get(_INFERENCE, 0.0),
-                tools=timing.get(_TOOLS, 0.0),
-                continuation=timing.get(_CONTINUATION, 0.0),
+                prepare=timing.get(Phase.PREPARE, 0.0),
+                inference=timing.get(Phase.INFERENCE, 0.0),
+                tools=timing.get(Phase.TOOLS, 0.0),
+                continuation=timing.get(Phase.CONTINUATION, 0.0),
                 telemetry=self._observers.seconds,
                 hooks=hooks.seconds,
                 per_hook=hooks.timings,
-                time_to_first_token=draft.ttft,
-                per_tool=tuple(
-                    (o.call_id, o.name, o.duration)
-                    for o in draft.outcomes
-                    if o.status in ("ok", "error", "retry")
-                ),
+                time_to_first_token=response.time_to_first_token if response else None,
+                per_tool=tuple((o.call_id, o.name, o.duration) for o in executed),
             ),
             status=self.state.status,
             stop_reason=self.state.stop_reason,
@@ -556,8 +501,6 @@ class Execution:
             hook_errors=hooks.errors,
             hook_messages=hooks.notes,
         )
-        self.steps.append(record)
-        self._observers.step_ended(record)
 
     def _record_late_hooks(self) -> None:
         """Hooks that ran with no step open (SessionEnd after a stop between steps).
@@ -570,28 +513,95 @@ class Execution:
         if self.steps:
             self.steps[-1] = self._hooks.take().added_to(self.steps[-1])
         else:
-            self._current_draft()
+            self._step_draft()
             self._close_step()
 
-    def _finish(self) -> None:
-        self.state = self.state.evolve(elapsed=self.elapsed())
-        self._clock_start = None  # this execution's time is now in the state
-        self._observers.run_ended(self.state)
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _hook_called(self, report: HookReport) -> None:
+        timing = HookTiming(event=report.event, hook=report.hook, duration=report.duration)
+        self._observers.hook_called(self.state.step, timing, report.started_at, report.error)
+
+    def _view(self, steps_completed: int) -> RunView:
+        return RunView(state=self.state, elapsed=self.elapsed(), steps_completed=steps_completed)
+
+    def _budget(self) -> Budget:
+        """The budget during a step: the step under way does not count as used yet."""
+        return Budget.of(self._limits, self._view(self.state.step - 1))
+
+    def _offered(self, last_step: bool) -> tuple[str, ...]:
+        if self.state.grace_turn and self.config.grace_tool:
+            return (self.config.grace_tool,)
+        return () if last_step and self.config.wrap_up_message else self._tool_names
+
+    def _grace_tool_ran(self) -> bool:
+        outcomes = self._step_draft().outcomes
+        return any(o.status == "ok" and o.name == self.config.grace_tool for o in outcomes)
+
+    def _snapshot(self, view: RunView) -> StepContext:
+        """The snapshot of the step about to start; ``view`` is the run as it starts."""
+        state = self.state
+        return StepContext(
+            id=new_id("snap"),
+            run_id=state.run_id,
+            execution_id=state.execution_id,
+            parent_run_id=state.parent_run_id,
+            step=state.step + 1,
+            model_name=self.config.model.name,
+            model_settings=dict(self.config.settings),
+            tool_names=self._tool_names,
+            tool_schema_hash=self._schema_hash,
+            system_prompt_hash=self._prompt_hash,
+            budget=Budget.of(self._limits, view),
+            message_count=len(state.messages),
+            created_at=time.time(),
+            state=state,
+        )
+
+    def _message(self, role: Role, *parts: Part) -> Message:
+        """A message made by this step, stamped with its provenance (run, execution, step)."""
+        state = self.state
+        return Message(
+            role=role,
+            parts=parts,
+            run_id=state.run_id,
+            execution_id=state.execution_id,
+            step=state.step,
+        )
+
+    def _append(self, *messages: Message, **changes: object) -> None:
+        """Add messages made by `_message`, and other changes, in one new state."""
+        self._update(messages=(*self.state.messages, *messages), **changes)
+
+    def _update(self, **changes: object) -> None:
+        """Replace the state with a copy that has ``changes`` (never its status)."""
+        self.state = self.state.model_copy(update=changes)
 
 
-_PHASES = {
-    Phase.PREPARE: Execution._prepare,
-    Phase.INFERENCE: Execution._inference,
-    Phase.TOOLS: Execution._tools,
-    Phase.CONTINUATION: Execution._continuation,
-}
-"""What each phase runs."""
+def _in_order(
+    definitions: tuple[ToolDefinition, ...], offered: tuple[str, ...]
+) -> tuple[ToolDefinition, ...]:
+    """The definitions of the tools offered, in the order they are offered."""
+    by_name = {d.name: d for d in definitions}
+    return tuple(by_name[name] for name in offered if name in by_name)
 
 
-def _count_retry(retries: dict[str, int], key: str, limit: int) -> dict[str, int]:
-    """The retry counts with one more for ``key``; raises once ``limit`` is passed."""
-    count = retries.get(key, 0) + 1
-    if count > limit:
-        what = "the model's responses" if key == "<response>" else f"tool {key!r}"
-        raise ToolRetriesExceeded(f"{what} needed more than {limit} retries")
-    return {**retries, key: count}
+def _with_unique_call_ids(parts: Sequence[Part]) -> tuple[Part, ...]:
+    """The parts with every tool call id made unique, so each call keeps its own result.
+
+    Some servers send the same id for several calls of one response; answering both under one id
+    would give both the same result. A repeated id gets a suffix (``call_1``, ``call_1-2``).
+    """
+    seen: set[str] = set()
+    unique: list[Part] = []
+    for part in parts:
+        if isinstance(part, ToolCall):
+            call_id, n = part.call_id, 1
+            while call_id in seen:
+                n += 1
+                call_id = f"{part.call_id}-{n}"
+            seen.add(call_id)
+            if call_id != part.call_id:
+                part = part.model_copy(update={"call_id": call_id})
+        unique.append(part)
+    return tuple(unique)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import uuid
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Self, TypeVar
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from workbench._record import Record
 
 __all__ = [
     "FinishReason",
@@ -36,80 +38,19 @@ JsonValue = Any
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-# A pydantic model keeps its fields in ``__dict__`` and its bookkeeping in three slots of
-# `BaseModel`. `unvalidated` sets the four through their descriptors; pydantic's own
-# ``model_construct`` uses ``object.__setattr__``, which first looks each name up on the type and
-# costs twice as much.
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-_new = object.__new__  # what ``cls.__new__`` is for every model here, without the class lookup
-_ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
-"""Every field's name, by class: the ``__pydantic_fields_set__`` that the instances `unvalidated`
-makes share (frozen instances never change theirs; pydantic's own copies copy it first)."""
-
-
-class _Frozen(BaseModel):
-    """Frozen data, changed by copying with `_replace`.
-
-    `_replace` is ``model_copy(update=...)`` without what these models do not have (private and
-    extra fields): a third cheaper, which counts on the loop's path, where states are copied
-    several times a step. Every copy of the workbench's own data goes through it.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        _ALL_FIELDS[cls] = set(cls.model_fields)
-
-    def _replace(self, changes: dict[str, Any]) -> Self:
-        """A copy with ``changes`` (already valid values), as ``model_copy(update=changes)``."""
-        data = self.__dict__.copy()
-        data.update(changes)
-        fields_set = self.__pydantic_fields_set__  # shared while unchanged: frozen, never mutated
-        if not changes.keys() <= fields_set:
-            fields_set = fields_set | changes.keys()
-        return unvalidated(type(self), data, fields_set)
-
-
-_F = TypeVar("_F", bound=_Frozen)
-
-
-def unvalidated(cls: type[_F], data: dict[str, Any], fields_set: set[str] | None = None) -> _F:
-    """An instance of ``cls`` from the value of every field, taken as valid: nothing is validated.
-
-    Only for the loop's own data on its per-step path (copies, the messages it stamps, tool
-    results, usage sums, the step's snapshot), whose values are already-validated objects and
-    typed arguments: validating them again cost about a tenth of a step. ``data`` names every
-    field; ``fields_set`` is pydantic's record of the fields given (all of them by default).
-
-    A function, not a classmethod: on Python 3.11 reading any attribute of a model class goes
-    through pydantic's metaclass ``__getattr__`` hook, ~100 ns a time, several times a step.
-    """
-    made = _new(cls)
-    _set_dict(made, data)
-    _set_fields_set(made, _ALL_FIELDS[cls] if fields_set is None else fields_set)
-    _set_extra(made, None)
-    _set_private(made, None)
-    return made
-
-
 def new_call_id() -> str:
     """A fresh tool call id, in the ``call_<hex>`` shape most providers use."""
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-class TextPart(_Frozen):
+class TextPart(Record):
     """Plain text from the system, the user or the model."""
 
     kind: Literal["text"] = "text"
     text: str
 
 
-class ToolCall(_Frozen):
+class ToolCall(Record):
     """The model asks for a tool to be run.
 
     ``arguments`` is always a dict. When the model sent arguments that are not a JSON object,
@@ -140,7 +81,7 @@ class ToolCall(_Frozen):
         return cls(name=name, arguments=parsed, call_id=call_id)
 
 
-class ToolResult(_Frozen):
+class ToolResult(Record):
     """What a tool call produced, as the text the model will read."""
 
     kind: Literal["tool_result"] = "tool_result"
@@ -150,7 +91,7 @@ class ToolResult(_Frozen):
     is_error: bool = False
 
 
-class RetryPrompt(_Frozen):
+class RetryPrompt(Record):
     """Tells the model what was wrong with its last answer so it can try again.
 
     With a ``call_id`` it answers that tool call (bad arguments, unknown tool, ``ToolRetry``);
@@ -166,7 +107,7 @@ class RetryPrompt(_Frozen):
 Part = Annotated[TextPart | ToolCall | ToolResult | RetryPrompt, Field(discriminator="kind")]
 
 
-class Message(_Frozen):
+class Message(Record):
     """One message of a conversation, with where it came from."""
 
     role: Role
@@ -215,10 +156,12 @@ class Message(_Frozen):
 
     def stamped(self, run_id: str, execution_id: str, step: int) -> Message:
         """A copy marked as produced by the given run, execution and step."""
-        return self._replace({"run_id": run_id, "execution_id": execution_id, "step": step})
+        return self.model_copy(
+            update={"run_id": run_id, "execution_id": execution_id, "step": step}
+        )
 
 
-class Usage(_Frozen):
+class Usage(Record):
     """Tokens used (and what they cost, when the price is known)."""
 
     input_tokens: int = 0
@@ -234,14 +177,11 @@ class Usage(_Frozen):
 
     def __add__(self, other: Usage) -> Usage:
         cost = None if self.cost is None or other.cost is None else self.cost + other.cost
-        return unvalidated(
-            Usage,
-            {
-                "input_tokens": self.input_tokens + other.input_tokens,
-                "output_tokens": self.output_tokens + other.output_tokens,
-                "requests": self.requests + other.requests,
-                "cost": cost,
-            },
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            requests=self.requests + other.requests,
+            cost=cost,
         )
 
 
@@ -256,12 +196,10 @@ class FinishReason(StrEnum):
     UNKNOWN = "unknown"
 
 
-class ModelResponse(_Frozen):
+class ModelResponse(Record):
     """One answer of a model: text and/or tool calls, with usage and provenance."""
 
-    parts: tuple[ToolCall | TextPart, ...]
-    """Tool calls first in the union: a `ToolCall` tried against `TextPart` first costs an ABC
-    instance check in Python (~0.7 µs), and most of a run's responses call tools."""
+    parts: tuple[TextPart | ToolCall, ...]
     usage: Usage = Field(default_factory=lambda: Usage(requests=1))
     finish_reason: FinishReason = FinishReason.STOP
     model_name: str = ""

@@ -12,15 +12,23 @@ import hashlib
 import json
 import logging
 import time
-from dataclasses import field
 from typing import Literal
 
 from pydantic import Field
 
-from workbench._record import frozen_record
+from workbench._record import Record
 from workbench.conditions import Budget
-from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, Usage, _Frozen
-from workbench.state import AgentState, ExecutionStatus, Phase, StopReason, TraceRef, new_id
+from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, Usage
+from workbench.state import (
+    AgentState,
+    ErrorInfo,
+    ExecutionStatus,
+    PendingCall,
+    Phase,
+    StopReason,
+    TraceRef,
+    new_id,
+)
 from workbench.tools import Tool, ToolDefinition
 
 __all__ = [
@@ -28,6 +36,7 @@ __all__ = [
     "Observers",
     "PhaseEvent",
     "RunObserver",
+    "RunResult",
     "StepContext",
     "StepRecord",
     "Timing",
@@ -38,8 +47,7 @@ __all__ = [
 OutcomeStatus = Literal["ok", "error", "retry", "denied", "pending", "dropped"]
 
 
-@frozen_record
-class ToolOutcome:
+class ToolOutcome(Record):
     """What happened to one tool call in the TOOLS phase."""
 
     call_id: str
@@ -51,8 +59,7 @@ class ToolOutcome:
     duration: float = 0.0
 
 
-@frozen_record
-class HookTiming:
+class HookTiming(Record):
     """How long one hook invocation took."""
 
     event: str
@@ -60,8 +67,7 @@ class HookTiming:
     duration: float
 
 
-@frozen_record
-class Timing:
+class Timing(Record):
     """Where the time of a step went, in seconds."""
 
     prepare: float = 0.0
@@ -83,8 +89,7 @@ class Timing:
         return self.prepare + self.inference + self.tools + self.continuation
 
 
-@frozen_record
-class StepRecord:
+class StepRecord(Record):
     """The account of one step."""
 
     index: int
@@ -123,17 +128,16 @@ class StepRecord:
         return self.response.calls if self.response is not None else ()
 
 
-@frozen_record
-class PhaseEvent:
+class PhaseEvent(Record):
     """Yielded after each phase: which phase ran, for which step, and the state after it."""
 
     phase: Phase
     step: int
     state: AgentState
-    duration: float = field(default=0.0, compare=False)
+    duration: float = 0.0
 
 
-class StepContext(_Frozen):
+class StepContext(Record):
     """The snapshot taken in PREPARE of every step: enough to inspect or re-run from there."""
 
     id: str = Field(default_factory=lambda: new_id("snap"))
@@ -299,3 +303,69 @@ class Observers(RunObserver):
 
 def _failed(observer: RunObserver, event: str) -> None:
     log.exception("observer %r failed on %s; the run goes on", observer, event)
+
+
+class RunResult(Record):
+    """How an execution ended: the final state, the step records and the snapshots."""
+
+    state: AgentState
+    steps: tuple[StepRecord, ...]
+    snapshots: tuple[StepContext, ...]
+
+    @property
+    def trace_id(self) -> str | None:
+        """The trace of this execution when the agent has telemetry (kept in the state)."""
+        return self.state.trace.trace_id if self.state.trace is not None else None
+
+    def __repr__(self) -> str:  # short: a long run's messages would fill a notebook
+        return (
+            f"RunResult(run_id={self.run_id!r}, status={self.status.value}, "
+            f"stop_reason={self.stop_reason}, steps={len(self.steps)}, "
+            f"tokens={self.usage.total_tokens}, output={_clip(self.output)})"
+        )
+
+    @property
+    def status(self) -> ExecutionStatus:
+        """COMPLETED, FAILED, ABORTED or PAUSED."""
+        return self.state.status
+
+    @property
+    def stop_reason(self) -> StopReason | None:
+        """Why the run ended (None while paused)."""
+        return self.state.stop_reason
+
+    @property
+    def output(self) -> str | None:
+        """The text of the final answer."""
+        return self.state.output
+
+    @property
+    def run_id(self) -> str:
+        """The run's id, shared by all its executions."""
+        return self.state.run_id
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens (and cost) of the whole run."""
+        return self.state.usage
+
+    @property
+    def error(self) -> ErrorInfo | None:
+        """The error that failed the run, if any."""
+        return self.state.error
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The whole conversation."""
+        return self.state.messages
+
+    @property
+    def pending(self) -> tuple[PendingCall, ...]:
+        """Tool calls waiting for approval or results (when PAUSED)."""
+        return self.state.pending
+
+
+def _clip(text: str | None, limit: int = 60) -> str:
+    if text is None or len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit] + "…")

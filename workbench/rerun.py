@@ -37,17 +37,21 @@ def rerun_state(snapshot: StepContext, messages: Sequence[Message] | None = None
     stamped = tuple(
         m if m.run_id else m.stamped(run_id, execution_id, base.step) for m in conversation
     )
-    return base.evolve(
-        run_id=run_id,
-        execution_id=execution_id,
-        status=ExecutionStatus.PENDING,
-        stop_reason=None,
-        next_phase=Phase.PREPARE,
-        messages=stamped,
-        pending=(),
-        approved=(),
-        error=None,
-        elapsed=snapshot.budget.seconds_used,
-        created_at=time.time(),
-        rerun_of=RerunOf(run_id=snapshot.run_id, step=snapshot.step, snapshot_id=snapshot.id),
+    return base.model_copy(
+        update={
+            "run_id": run_id,
+            "execution_id": execution_id,
+            "status": ExecutionStatus.PENDING,
+            "stop_reason": None,
+            "next_phase": Phase.PREPARE,
+            "messages": stamped,
+            "pending": (),
+            "approved": (),
+            "error": None,
+            "elapsed": snapshot.budget.seconds_used,
+            "created_at": time.time(),
+            "rerun_of": RerunOf(
+                run_id=snapshot.run_id, step=snapshot.step, snapshot_id=snapshot.id
+            ),
+        }
     )

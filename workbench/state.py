@@ -12,13 +12,14 @@ import os
 import random
 import time
 from collections.abc import Iterable
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Literal
 
 from pydantic import Field, ValidationError
 
+from workbench._record import Record
 from workbench.errors import InvalidTransition, StateFormatError
-from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage, _Frozen
+from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -32,11 +33,15 @@ __all__ = [
     "StateFormatError",
     "StopReason",
     "TraceRef",
+    "Transition",
     "new_id",
 ]
 
-SCHEMA_VERSION = 1
-"""Version of the `AgentState` JSON format. Bump it (and add a migration) on any change."""
+SCHEMA_VERSION = 2
+"""Version of the `AgentState` JSON format. Bump it (and add a migration) on any change.
+
+2: the model's unusable responses are counted in ``response_retries``, not as a ``"<response>"``
+tool in ``retries``."""
 
 
 _ids = (
@@ -82,21 +87,42 @@ class ExecutionStatus(StrEnum):
 TERMINAL = frozenset({ExecutionStatus.COMPLETED, ExecutionStatus.FAILED, ExecutionStatus.ABORTED})
 """The statuses a run cannot leave (`ExecutionStatus.is_terminal`)."""
 
-_ALLOWED: dict[ExecutionStatus, frozenset[ExecutionStatus]] = {
-    ExecutionStatus.PENDING: frozenset({ExecutionStatus.RUNNING, ExecutionStatus.ABORTED}),
-    ExecutionStatus.RUNNING: frozenset(
-        {
-            ExecutionStatus.PAUSED,
-            ExecutionStatus.COMPLETED,
-            ExecutionStatus.FAILED,
-            ExecutionStatus.ABORTED,
-        }
-    ),
-    ExecutionStatus.PAUSED: frozenset({ExecutionStatus.RUNNING, ExecutionStatus.ABORTED}),
-    ExecutionStatus.COMPLETED: frozenset(),
-    ExecutionStatus.FAILED: frozenset(),
-    ExecutionStatus.ABORTED: frozenset(),
-}
+_S = ExecutionStatus
+
+
+class Transition(Enum):
+    """Every change of a run's status: the run-control table.
+
+    ==========  ==========================  =========  ============================================
+    transition  from                        to         when
+    ==========  ==========================  =========  ============================================
+    START       PENDING, PAUSED             RUNNING    a new run starts; a paused run is resumed
+    PAUSE       RUNNING                     PAUSED     tool calls wait for an approval or a result
+    COMPLETE    RUNNING                     COMPLETED  the model answered, a limit, a hook stop
+    FAIL        RUNNING                     FAILED     an error the loop cannot recover from
+    ABORT       PENDING, RUNNING, PAUSED    ABORTED    the user aborts; the run's task is cancelled
+    ==========  ==========================  =========  ============================================
+
+    The grace turn after a limit is not a status: the run stays RUNNING with ``grace_turn`` set,
+    and its CONTINUATION ends the run either way. A stop asked for during a phase (an abort, a
+    hook's ``continue: false``) takes effect when the phase ends.
+    """
+
+    START = (_S.RUNNING, frozenset({_S.PENDING, _S.PAUSED}))
+    PAUSE = (_S.PAUSED, frozenset({_S.RUNNING}))
+    COMPLETE = (_S.COMPLETED, frozenset({_S.RUNNING}))
+    FAIL = (_S.FAILED, frozenset({_S.RUNNING}))
+    ABORT = (_S.ABORTED, frozenset({_S.PENDING, _S.RUNNING, _S.PAUSED}))
+
+    @property
+    def target(self) -> ExecutionStatus:
+        """The status the run has after this transition."""
+        return self.value[0]
+
+    @property
+    def sources(self) -> frozenset[ExecutionStatus]:
+        """The statuses this transition may start from."""
+        return self.value[1]
 
 
 class StopReason(StrEnum):
@@ -125,13 +151,18 @@ class StopReason(StrEnum):
         return _PRIORITY[self]
 
     @property
+    def transition(self) -> Transition:
+        """How a run that ends for this reason ends: FAIL, ABORT or COMPLETE."""
+        if self is StopReason.ERROR:
+            return Transition.FAIL
+        if self is StopReason.ABORTED:
+            return Transition.ABORT
+        return Transition.COMPLETE
+
+    @property
     def status(self) -> ExecutionStatus:
         """The terminal status a run ended for this reason gets."""
-        if self is StopReason.ERROR:
-            return ExecutionStatus.FAILED
-        if self is StopReason.ABORTED:
-            return ExecutionStatus.ABORTED
-        return ExecutionStatus.COMPLETED
+        return self.transition.target
 
     @staticmethod
     def pick(reasons: Iterable[StopReason | None]) -> StopReason | None:
@@ -155,7 +186,7 @@ _PRIORITY = {
 }
 
 
-class PendingCall(_Frozen):
+class PendingCall(Record):
     """A tool call waiting for the outside world: an approval or a result computed elsewhere."""
 
     call_id: str
@@ -165,7 +196,7 @@ class PendingCall(_Frozen):
     kind: Literal["approval", "deferred"] = "approval"
 
 
-class ErrorInfo(_Frozen):
+class ErrorInfo(Record):
     """An error kept in the state: what it was, and where it happened."""
 
     type: str
@@ -174,7 +205,7 @@ class ErrorInfo(_Frozen):
     step: int | None = None
 
 
-class RerunOf(_Frozen):
+class RerunOf(Record):
     """Where a re-run came from: the original run, the step it starts at, and its snapshot."""
 
     run_id: str
@@ -182,7 +213,7 @@ class RerunOf(_Frozen):
     snapshot_id: str
 
 
-class TraceRef(_Frozen):
+class TraceRef(Record):
     """Where an execution's telemetry went: its trace and run span (hex ids, W3C format).
 
     Kept in the state so that a resumed execution, in this process or another one, can link its
@@ -195,7 +226,7 @@ class TraceRef(_Frozen):
     execution_id: str
 
 
-class AgentState(_Frozen):
+class AgentState(Record):
     """Everything about a run at one point in time. Frozen: every change makes a new state."""
 
     schema_version: int = SCHEMA_VERSION
@@ -214,7 +245,9 @@ class AgentState(_Frozen):
     approved: tuple[str, ...] = ()
     """Call ids approved from outside; their guards and approval checks are not asked again."""
     retries: dict[str, int] = Field(default_factory=dict)
-    """Failed attempts per tool name (and ``"<response>"`` for unusable responses)."""
+    """Failed attempts per tool name (a success resets the tool's count)."""
+    response_retries: int = 0
+    """Unusable (empty) responses of the model so far."""
     errors_total: int = 0
     errors_consecutive: int = 0
     elapsed: float = 0.0
@@ -230,17 +263,23 @@ class AgentState(_Frozen):
     trace: TraceRef | None = None
     """The trace of the execution that made this state (None without telemetry)."""
 
-    def with_status(self, status: ExecutionStatus, **changes: object) -> AgentState:
-        """A copy with a new status; raises `InvalidTransition` if the lifecycle forbids it."""
-        if status is not self.status and status not in _ALLOWED[self.status]:
-            raise InvalidTransition(
-                f"run {self.run_id}: cannot go from {self.status.value} to {status.value}"
-            )
-        return self._replace({"status": status, **changes})
+    def moved(self, transition: Transition, **changes: object) -> AgentState:
+        """A copy after ``transition`` (and ``changes``); `InvalidTransition` if it cannot happen.
 
-    def evolve(self, **changes: object) -> AgentState:
-        """A copy with some fields changed (status changes go through `with_status`)."""
-        return self._replace(changes)
+        The one way a status changes (`Transition` is the table); other fields change with
+        ``model_copy(update=...)``.
+        """
+        if self.status not in transition.sources:
+            raise InvalidTransition(
+                f"run {self.run_id}: cannot {transition.name.lower()} a run that is "
+                f"{self.status.value}"
+            )
+        return self.model_copy(update={"status": transition.target, **changes})
+
+    @property
+    def done(self) -> bool:
+        """True once the run ended, or paused with calls waiting for the outside world."""
+        return self.status.is_terminal or (self.status is _S.PAUSED and bool(self.pending))
 
     @property
     def output(self) -> str | None:
@@ -275,7 +314,9 @@ class AgentState(_Frozen):
         if not isinstance(raw, dict):
             raise StateFormatError(f"state JSON must be an object, got {type(raw).__name__}")
         version = raw.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version == 1:
+            raw = _from_version_1(raw)
+        elif version != SCHEMA_VERSION:
             raise StateFormatError(
                 f"state schema version {version!r} is not supported: this workbench reads "
                 f"version {SCHEMA_VERSION}"
@@ -287,6 +328,16 @@ class AgentState(_Frozen):
             raise StateFormatError(
                 f"state JSON is not a valid AgentState: {validation_summary(exc)}"
             ) from None
+
+
+def _from_version_1(raw: dict[str, object]) -> dict[str, object]:
+    """A version 1 state in the version 2 layout (its ``"<response>"`` retries moved)."""
+    retries = raw.get("retries")
+    moved = dict(raw, schema_version=SCHEMA_VERSION)
+    if isinstance(retries, dict) and "<response>" in retries:
+        moved["retries"] = {k: v for k, v in retries.items() if k != "<response>"}
+        moved["response_retries"] = retries["<response>"]
+    return moved
 
 
 def _is_newer(version: object) -> bool:

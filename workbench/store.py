@@ -22,21 +22,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from workbench import _storage as st
-from workbench._record import frozen_record
+from workbench._record import Record
 from workbench._storage import RunNotFound, StoreError
 from workbench.messages import Message
-from workbench.records import PhaseEvent, RunObserver, StepContext, StepRecord
+from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
 from workbench.state import AgentState
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from workbench.agent import RunResult
 
 __all__ = ["DEFAULT_STORE_PATH", "STORE_ENV", "RunNotFound", "RunStore", "RunSummary", "StoreError"]
 
@@ -49,8 +47,7 @@ _OFF = frozenset({"off", "none", "false", "0"})
 logger = logging.getLogger(__name__)
 
 
-@frozen_record
-class RunSummary:
+class RunSummary(Record):
     """One row of `RunStore.runs`: what a run list shows, without loading the run."""
 
     run_id: str
@@ -227,14 +224,15 @@ class RunStore(RunObserver):
             if conn is None:
                 return []
             rows = conn.execute(f"SELECT {_SUMMARY_COLUMNS} FROM runs ORDER BY created_at, rowid")
-            return [RunSummary(*row) for row in rows]
+            names = list(RunSummary.model_fields)
+            return [RunSummary(**dict(zip(names, row, strict=True))) for row in rows]
 
     def list_runs(self) -> pd.DataFrame:
         """The runs as a pandas DataFrame (one row per run; times as datetimes)."""
         import pandas as pd
 
-        columns = [f.name for f in fields(RunSummary)]
-        frame = pd.DataFrame([asdict(s) for s in self.runs()], columns=columns)
+        columns = list(RunSummary.model_fields)
+        frame = pd.DataFrame([s.model_dump() for s in self.runs()], columns=columns)
         for column in ("created_at", "updated_at"):
             frame[column] = pd.to_datetime(frame[column], unit="s")
         return frame
@@ -258,8 +256,6 @@ class RunStore(RunObserver):
         A run still being written (or whose process died) loads as far as it got: its state is
         the one after its last finished step.
         """
-        from workbench.agent import RunResult
-
         with self._reading() as conn:
             row = None if conn is None else conn.execute(_STATE, (self.max_payload_chars, run_id))
             found = None if row is None else row.fetchone()
@@ -269,7 +265,7 @@ class RunStore(RunObserver):
             state = self._state(found, messages, run_id)
             snapshots = self._snapshots(conn, run_id, messages)
             steps = self._steps(conn, run_id, messages)
-        return RunResult(state, steps, snapshots)
+        return RunResult(state=state, steps=steps, snapshots=snapshots)
 
     def snapshot(self, run_id: str, step: int) -> StepContext:
         """The snapshot taken as step ``step`` of run ``run_id`` started."""

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from workbench._record import Record
+from workbench.config import LoopConfig
 from workbench.guards import ALLOWED, ToolPermission, check_guards
 from workbench.hooks.runner import parent_hooks
-from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, unvalidated
-from workbench.records import Observers, ToolOutcome
+from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult
+from workbench.records import Observers, OutcomeStatus, ToolOutcome
 from workbench.state import AgentState, ExecutionStatus, PendingCall, Phase, new_id
 from workbench.tools import (
     ArgumentError,
@@ -31,18 +32,12 @@ from workbench.tools import (
 )
 
 if TYPE_CHECKING:
-    from workbench.engine import LoopConfig
     from workbench.hooks.loop import LoopHooks
 
 __all__ = ["CallResult", "ToolRunner", "resume_state"]
 
-_DENY, _ASK = ToolPermission.DENY, ToolPermission.ASK
-"""Compared for every tool call, so read once (on Python 3.11 ``ToolPermission.X`` costs ~140 ns:
-see `workbench.engine`)."""
 
-
-@dataclass
-class CallResult:
+class CallResult(Record):
     """How one tool call ended in the TOOLS phase."""
 
     outcome: ToolOutcome
@@ -101,10 +96,9 @@ class ToolRunner:
         """Guards, approval, validation and execution of one call, as an outcome for the model."""
         started, wall = time.perf_counter(), time.time()
         result = await self._decide_and_run(call, ctx)
-        outcome = _timed(result.outcome, time.perf_counter() - started)
+        outcome = result.outcome.model_copy(update={"duration": time.perf_counter() - started})
         self._observers.tool_called(ctx.step, outcome, wall)
-        result.outcome = outcome
-        return result
+        return result.model_copy(update={"outcome": outcome})
 
     async def _decide_and_run(self, call: ToolCall, ctx: ToolContext) -> CallResult:
         tool = self._config.tools.get(call.name)
@@ -120,7 +114,8 @@ class ToolRunner:
             result = _pending(effective, why, "deferred")
         if result is None:
             result = await self._execute(effective, tool, ctx)
-        result.rewritten = effective is not call
+        if effective is not call:
+            result = result.model_copy(update={"rewritten": True})
         return result
 
     async def _permit(
@@ -132,15 +127,15 @@ class ToolRunner:
         """
         guards = self._config.guards
         permission, reason = await check_guards(guards, call, ctx) if guards else ALLOWED
-        if permission is _DENY:
+        if permission is ToolPermission.DENY:
             return call, _result(call, "denied", f"Permission denied: {reason}", is_error=True)
         verdict = await self._hooks.pre_tool_use(call)
         if verdict.blocked or self._hooks.stop_reason is not None:
             why = verdict.reason or self._hooks.stop_reason or "refused by a PreToolUse hook"
             return call, _result(call, "denied", f"Permission denied: {why}", is_error=True)
         if verdict.updated_input is not None:
-            call = call._replace({"arguments": verdict.updated_input})
-        if permission is _ASK:
+            call = call.model_copy(update={"arguments": verdict.updated_input})
+        if permission is ToolPermission.ASK:
             return call, _pending(call, reason, "approval")
         if verdict.decision == "ask":
             return call, _pending(call, verdict.reason or "a PreToolUse hook asks", "approval")
@@ -187,46 +182,42 @@ class ToolRunner:
         return tool is not None and tool.sequential
 
 
-def _result(call: ToolCall, status: Any, content: str, *, is_error: bool = False) -> CallResult:
-    part = unvalidated(
-        ToolResult,
-        {
-            "kind": "tool_result",
-            "call_id": call.call_id,
-            "name": call.name,
-            "content": content,
-            "is_error": is_error,
-        },
+def _result(
+    call: ToolCall, status: OutcomeStatus, content: str, *, is_error: bool = False
+) -> CallResult:
+    part = ToolResult(call_id=call.call_id, name=call.name, content=content, is_error=is_error)
+    return CallResult(outcome=_outcome(call, status, content), part=part, counts_as_error=is_error)
+
+
+def _outcome(call: ToolCall, status: OutcomeStatus, content: str) -> ToolOutcome:
+    return ToolOutcome(
+        call_id=call.call_id,
+        name=call.name,
+        arguments=call.arguments,
+        status=status,
+        content=content,
     )
-    outcome = ToolOutcome(call.call_id, call.name, call.arguments, status, content)
-    return CallResult(outcome, part, counts_as_error=is_error)
-
-
-def _timed(outcome: ToolOutcome, duration: float) -> ToolOutcome:
-    """The outcome with its duration (as `dataclasses.replace`, without its per-field walk)."""
-    o = outcome
-    return ToolOutcome(o.call_id, o.name, o.arguments, o.status, o.content, duration)
 
 
 def _with_feedback(result: CallResult, feedback: str) -> CallResult:
     """The result with hook feedback added to the text the model reads."""
     content = f"{result.outcome.content}\n\n{feedback}"
-    part = result.part._replace({"content": content}) if result.part else None
-    return replace(result, outcome=replace(result.outcome, content=content), part=part)
+    part = result.part.model_copy(update={"content": content}) if result.part else None
+    outcome = result.outcome.model_copy(update={"content": content})
+    return result.model_copy(update={"outcome": outcome, "part": part})
 
 
 def _retry(call: ToolCall, feedback: str) -> CallResult:
     part = RetryPrompt(content=feedback, call_id=call.call_id, name=call.name)
-    outcome = ToolOutcome(call.call_id, call.name, call.arguments, "retry", feedback)
-    return CallResult(outcome, part, counts_as_error=True, retry_of=call.name)
+    outcome = _outcome(call, "retry", feedback)
+    return CallResult(outcome=outcome, part=part, counts_as_error=True, retry_of=call.name)
 
 
 def _pending(call: ToolCall, reason: str, kind: Any) -> CallResult:
     pending = PendingCall(
         call_id=call.call_id, tool=call.name, arguments=call.arguments, reason=reason, kind=kind
     )
-    outcome = ToolOutcome(call.call_id, call.name, call.arguments, "pending", reason)
-    return CallResult(outcome, None, pending=pending)
+    return CallResult(outcome=_outcome(call, "pending", reason), part=None, pending=pending)
 
 
 def _feedback(name: str, exc: Exception) -> str:
@@ -279,15 +270,17 @@ def resume_state(
         elif decision is not None:
             why = f": {decision}" if isinstance(decision, str) and decision else ""
             answers.append(_answer(pending, f"The user denied this call{why}.", is_error=True))
-    return state.evolve(
-        execution_id=execution_id,
-        messages=(
-            *state.messages,
-            *(m.stamped(state.run_id, execution_id, state.step) for m in answers),
-        ),
-        pending=(),
-        approved=tuple(approved),
-        next_phase=Phase.TOOLS,
+    return state.model_copy(
+        update={
+            "execution_id": execution_id,
+            "messages": (
+                *state.messages,
+                *(m.stamped(state.run_id, execution_id, state.step) for m in answers),
+            ),
+            "pending": (),
+            "approved": tuple(approved),
+            "next_phase": Phase.TOOLS,
+        }
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any, get_type_hints, overload
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from workbench._record import frozen_record
+from workbench._record import Record
 from workbench.conditions import Budget, Limits, RunView
 from workbench.errors import ArgumentError, RunFatalError, ToolRetry, ToolTimeout
 from workbench.messages import JsonValue, Usage
@@ -38,8 +38,7 @@ __all__ = [
 ]
 
 
-@frozen_record
-class ToolDefinition:
+class ToolDefinition(Record):
     """What the model is told about a tool."""
 
     name: str
@@ -47,8 +46,7 @@ class ToolDefinition:
     parameters: dict[str, JsonValue]
 
 
-@frozen_record
-class ToolContext:
+class ToolContext(Record):
     """A read-only view of the run for tools and guards, as the TOOLS phase started.
 
     Everything is read from ``view`` when asked for: most tools ask for nothing, and the context
@@ -120,7 +118,7 @@ class Tool:
         """The definition sent to the model."""
         schema = self._args_model.model_json_schema()
         schema.pop("title", None)
-        return ToolDefinition(self.name, self.description, schema)
+        return ToolDefinition(name=self.name, description=self.description, parameters=schema)
 
     def validate(self, arguments: dict[str, JsonValue]) -> dict[str, Any]:
         """Check and coerce the model's arguments; raise `ArgumentError` saying what to fix."""

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workbench._record import frozen_record
+from workbench._record import Record
 from workbench.messages import JsonValue, Message
 
 __all__ = [
@@ -246,8 +246,7 @@ class NotificationInput(HookInput):
         return self.notification_type
 
 
-@frozen_record
-class EventRights:
+class EventRights(Record):
     """What hooks of one event may change."""
 
     decisions: frozenset[str] = frozenset()
@@ -261,13 +260,15 @@ _BLOCK = frozenset({"block"})
 
 EVENT_RIGHTS: dict[HookEvent, EventRights] = {
     HookEvent.SESSION_START: EventRights(add_context=True),
-    HookEvent.USER_PROMPT_SUBMIT: EventRights(_BLOCK, add_context=True),
-    HookEvent.PRE_TOOL_USE: EventRights(frozenset({"allow", "deny", "ask"}), rewrite_input=True),
-    HookEvent.POST_TOOL_USE: EventRights(_BLOCK, add_context=True),
+    HookEvent.USER_PROMPT_SUBMIT: EventRights(decisions=_BLOCK, add_context=True),
+    HookEvent.PRE_TOOL_USE: EventRights(
+        decisions=frozenset({"allow", "deny", "ask"}), rewrite_input=True
+    ),
+    HookEvent.POST_TOOL_USE: EventRights(decisions=_BLOCK, add_context=True),
     HookEvent.POST_TOOL_USE_FAILURE: EventRights(add_context=True),
-    HookEvent.STOP: EventRights(_BLOCK),
+    HookEvent.STOP: EventRights(decisions=_BLOCK),
     HookEvent.SUBAGENT_START: EventRights(),
-    HookEvent.SUBAGENT_STOP: EventRights(_BLOCK),
+    HookEvent.SUBAGENT_STOP: EventRights(decisions=_BLOCK),
     HookEvent.PRE_COMPACT: EventRights(),
     HookEvent.SESSION_END: EventRights(stop_run=False),
     HookEvent.NOTIFICATION: EventRights(),

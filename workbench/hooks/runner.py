@@ -15,10 +15,10 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from workbench._record import frozen_record
+from workbench._record import Record
 from workbench.hooks.command import CommandHook, HookFailure, Transcript
 from workbench.hooks.events import (
     EVENT_RIGHTS,
@@ -117,8 +117,7 @@ def matches(hook: AnyHook, data: HookInput) -> bool:
     return hook.pattern is None or value is None or hook.pattern.fullmatch(value) is not None
 
 
-@frozen_record
-class HookReport:
+class HookReport(Record):
     """One hook invocation: which, when, how long, and what went wrong if anything did."""
 
     event: str
@@ -128,8 +127,7 @@ class HookReport:
     error: str | None = None
 
 
-@dataclass(frozen=True)
-class HookVerdict:
+class HookVerdict(Record):
     """The combined answer of one event's hooks."""
 
     decision: str | None = None
@@ -159,8 +157,7 @@ NO_VERDICT = HookVerdict()
 _RANK = {None: 0, "allow": 1, "ask": 2, "block": 3, "deny": 3}
 
 
-@dataclass
-class _Outcome:
+class _Outcome(Record):
     hook: AnyHook
     result: HookResult | None
     error: str | None
@@ -177,7 +174,13 @@ async def _invoke(hook: AnyHook, data: HookInput) -> _Outcome:
         error = str(exc)
     except Exception as exc:
         error = f"failed: {type(exc).__name__}: {exc}"
-    return _Outcome(hook, result, error, wall, time.perf_counter() - started)
+    return _Outcome(
+        hook=hook,
+        result=result,
+        error=error,
+        started_at=wall,
+        duration=time.perf_counter() - started,
+    )
 
 
 @dataclass
@@ -228,7 +231,12 @@ class _Combined:
 def combine(event: HookEvent, outcomes: Sequence[_Outcome], duration: float) -> HookVerdict:
     """One verdict from the hooks' answers, with a report per invocation."""
     if all(o.result is None and o.error is None for o in outcomes):  # observers: nothing to add
-        quiet = (HookReport(event.value, o.hook.name, o.started_at, o.duration) for o in outcomes)
+        quiet = (
+            HookReport(
+                event=event.value, hook=o.hook.name, started_at=o.started_at, duration=o.duration
+            )
+            for o in outcomes
+        )
         return HookVerdict(reports=tuple(quiet), duration=duration)
     combined = _Combined(event)
     reports = []
@@ -240,7 +248,13 @@ def combine(event: HookEvent, outcomes: Sequence[_Outcome], duration: float) -> 
         if error is not None:
             error = f"{event.value} hook {outcome.hook.name!r}: {error}"
         reports.append(
-            HookReport(event.value, outcome.hook.name, outcome.started_at, outcome.duration, error)
+            HookReport(
+                event=event.value,
+                hook=outcome.hook.name,
+                started_at=outcome.started_at,
+                duration=outcome.duration,
+                error=error,
+            )
         )
     return HookVerdict(
         decision=combined.decision,
@@ -254,8 +268,7 @@ def combine(event: HookEvent, outcomes: Sequence[_Outcome], duration: float) -> 
     )
 
 
-@dataclass(frozen=True)
-class HookLog:
+class HookLog(Record):
     """What hooks did since the last step record: for `Timing` and `StepRecord`."""
 
     seconds: float = 0.0
@@ -268,16 +281,18 @@ class HookLog:
 
     def added_to(self, record: StepRecord) -> StepRecord:
         """``record`` with these hook timings, errors and notes added to its own."""
-        timing = replace(
-            record.timing,
-            hooks=record.timing.hooks + self.seconds,
-            per_hook=record.timing.per_hook + self.timings,
+        timing = record.timing.model_copy(
+            update={
+                "hooks": record.timing.hooks + self.seconds,
+                "per_hook": record.timing.per_hook + self.timings,
+            }
         )
-        return replace(
-            record,
-            timing=timing,
-            hook_errors=record.hook_errors + self.errors,
-            hook_messages=record.hook_messages + self.notes,
+        return record.model_copy(
+            update={
+                "timing": timing,
+                "hook_errors": record.hook_errors + self.errors,
+                "hook_messages": record.hook_messages + self.notes,
+            }
         )
 
 
@@ -341,7 +356,9 @@ class HookDispatch:
             return _NO_LOG
         log = HookLog(
             seconds=self._seconds,
-            timings=tuple(HookTiming(r.event, r.hook, r.duration) for r in self._log),
+            timings=tuple(
+                HookTiming(event=r.event, hook=r.hook, duration=r.duration) for r in self._log
+            ),
             errors=tuple(self._errors),
             notes=tuple(self._notes),
         )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import field
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from workbench._record import frozen_record
+from pydantic import Field
+from typing_extensions import TypedDict  # pydantic validates only this one on Python 3.11
+
+from workbench._record import Record
 from workbench.errors import ModelError
 from workbench.messages import Message, ModelResponse
 from workbench.tools import ToolDefinition
@@ -27,14 +29,13 @@ class ModelSettings(TypedDict, total=False):
     timeout: float
 
 
-@frozen_record
-class ModelRequest:
+class ModelRequest(Record):
     """One request to a model."""
 
     messages: Sequence[Message]
     tools: Sequence[ToolDefinition] = ()
-    settings: ModelSettings = field(default_factory=lambda: ModelSettings())
-    on_text_delta: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+    settings: ModelSettings = Field(default_factory=lambda: ModelSettings())
+    on_text_delta: Callable[[str], None] | None = Field(default=None, exclude=True, repr=False)
     """Called with each piece of text as it streams in (streaming models only)."""
 
 

@@ -90,7 +90,7 @@ class FunctionModel(OfflineModel):
             answer = await answer
         if isinstance(answer, str):
             answer = ModelResponse.text(answer)
-        return answer._replace({"model_name": answer.model_name or self._name})
+        return answer.model_copy(update={"model_name": answer.model_name or self._name})
 
 
 def _completed(response: ModelResponse, request: ModelRequest, name: str) -> ModelResponse:
@@ -102,4 +102,4 @@ def _completed(response: ModelResponse, request: ModelRequest, name: str) -> Mod
             output_tokens=approx_tokens(response.to_message()),
             requests=1,
         )
-    return response._replace(update)
+    return response.model_copy(update=update)

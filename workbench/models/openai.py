@@ -22,7 +22,6 @@ from what the server said are scrubbed of it and of any ``Authorization`` value.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import email.utils
 import logging
 import os
@@ -38,7 +37,7 @@ from weakref import WeakKeyDictionary
 import httpx
 from pydantic import SecretStr
 
-from workbench._record import frozen_record
+from workbench._record import Record
 from workbench.errors import (
     APIError,
     AuthenticationError,
@@ -95,8 +94,7 @@ class _StaleConnection(ModelConnectionError):
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 
-@frozen_record
-class RetryPolicy:
+class RetryPolicy(Record):
     """How hard to try: exponential backoff with jitter, bounded in count and total time.
 
     Attempt ``n`` (from 0) waits ``min(max_delay, initial_delay * 2**n)``, less up to ``jitter`` of
@@ -277,7 +275,7 @@ class OpenAIModel:
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         retry = retry or RetryPolicy()
         if max_retries is not None:
-            retry = dataclasses.replace(retry, max_retries=max_retries)
+            retry = retry.model_copy(update={"max_retries": max_retries})
         self.retry = retry
         self.price = price if price is not None else price_for(model)
         self._provider = provider

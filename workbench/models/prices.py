@@ -2,8 +2,8 @@
 
 A model that is not in the table has an *unknown* price, and its `Usage.cost` is ``None``, never
 ``0.0``: a budget (`MaxCost`) must not believe an unpriced model is free. Local models that really
-are free are priced explicitly, e.g. ``OpenAIModel("gemma", price=ModelPrice(0, 0))`` or
-``PRICES["gemma"] = ModelPrice(0, 0)``.
+are free are priced explicitly, e.g.
+``OpenAIModel("gemma", price=ModelPrice(input_per_million=0, output_per_million=0))``.
 
 Prices change; the table is a convenience, not an invoice. Override it per model with the
 ``price=`` argument of `OpenAIModel`, or for the whole process by editing `PRICES`.
@@ -14,13 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from workbench._record import frozen_record
+from workbench._record import Record
 
 __all__ = ["PRICES", "ModelPrice", "cost_of", "price_for"]
 
 
-@frozen_record
-class ModelPrice:
+class ModelPrice(Record):
     """US dollars per million input (prompt) and output (completion) tokens."""
 
     input_per_million: float
@@ -35,18 +34,18 @@ class ModelPrice:
 
 PRICES: dict[str, ModelPrice] = {
     # OpenAI list prices (standard tier), per million tokens.
-    "gpt-5": ModelPrice(1.25, 10.00),
-    "gpt-5-mini": ModelPrice(0.25, 2.00),
-    "gpt-5-nano": ModelPrice(0.05, 0.40),
-    "gpt-4.1": ModelPrice(2.00, 8.00),
-    "gpt-4.1-mini": ModelPrice(0.40, 1.60),
-    "gpt-4.1-nano": ModelPrice(0.10, 0.40),
-    "gpt-4o": ModelPrice(2.50, 10.00),
-    "gpt-4o-mini": ModelPrice(0.15, 0.60),
-    "o3": ModelPrice(2.00, 8.00),
-    "o4-mini": ModelPrice(1.10, 4.40),
-    "gpt-4-turbo": ModelPrice(10.00, 30.00),
-    "gpt-3.5-turbo": ModelPrice(0.50, 1.50),
+    "gpt-5": ModelPrice(input_per_million=1.25, output_per_million=10.00),
+    "gpt-5-mini": ModelPrice(input_per_million=0.25, output_per_million=2.00),
+    "gpt-5-nano": ModelPrice(input_per_million=0.05, output_per_million=0.40),
+    "gpt-4.1": ModelPrice(input_per_million=2.00, output_per_million=8.00),
+    "gpt-4.1-mini": ModelPrice(input_per_million=0.40, output_per_million=1.60),
+    "gpt-4.1-nano": ModelPrice(input_per_million=0.10, output_per_million=0.40),
+    "gpt-4o": ModelPrice(input_per_million=2.50, output_per_million=10.00),
+    "gpt-4o-mini": ModelPrice(input_per_million=0.15, output_per_million=0.60),
+    "o3": ModelPrice(input_per_million=2.00, output_per_million=8.00),
+    "o4-mini": ModelPrice(input_per_million=1.10, output_per_million=4.40),
+    "gpt-4-turbo": ModelPrice(input_per_million=10.00, output_per_million=30.00),
+    "gpt-3.5-turbo": ModelPrice(input_per_million=0.50, output_per_million=1.50),
 }
 """The process-wide price table; edit it to add or correct a model."""
 

@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Protocol
 
-from workbench._record import frozen_record
+from workbench._record import Record
 from workbench.errors import ReplayDivergence, ReplayExhausted
 from workbench.messages import Message, ModelResponse, RetryPrompt, TextPart, ToolCall, ToolResult
 from workbench.models.base import Model, ModelRequest
@@ -27,8 +27,7 @@ from workbench.records import StepRecord
 __all__ = ["RecordedCall", "ReplayDivergence", "ReplayExhausted", "ReplayModel"]
 
 
-@frozen_record
-class RecordedCall:
+class RecordedCall(Record):
     """One recorded model call: the step, what the model was sent and offered, what it answered."""
 
     step: int
@@ -81,7 +80,9 @@ class ReplayModel(OfflineModel):
         ``then`` model answers live. Without ``then``, asking beyond them is a `ReplayExhausted`.
         """
         recording = [
-            RecordedCall(s.index, s.messages_in, s.tools_offered, s.response)
+            RecordedCall(
+                step=s.index, messages=s.messages_in, tools=s.tools_offered, response=s.response
+            )
             for s in run.steps
             if s.response is not None
         ]

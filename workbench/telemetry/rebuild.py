@@ -138,8 +138,8 @@ class _Replay:
         start = self._step_start(first) - sum(h.duration for h in _hooks(first, _BEFORE_STEP))
         self.clock.set(start)
         observer.run_started(
-            final._replace(
-                {
+            final.model_copy(
+                update={
                     "execution_id": first.execution_id,
                     "step": first.index - (0 if resumed else 1),
                     "trace": link,
@@ -162,7 +162,12 @@ class _Replay:
         self._fire(observer, record.index, before, t - sum(h.duration for h in before))
         if snapshot is not None:
             observer.step_started(snapshot)
-            observer.phase_ended(PhaseEvent(Phase.PREPARE, record.index, state, timing.prepare), t)
+            observer.phase_ended(
+                PhaseEvent(
+                    phase=Phase.PREPARE, step=record.index, state=state, duration=timing.prepare
+                ),
+                t,
+            )
             t += timing.prepare
         if record.response is not None or timing.inference:
             error = self._error(record, Phase.INFERENCE)
@@ -177,7 +182,12 @@ class _Replay:
         t += timing.tools
         self._fire(observer, record.index, _hooks(record, _IN_CONTINUATION), t)
         if timing.continuation:
-            event = PhaseEvent(Phase.CONTINUATION, record.index, state, timing.continuation)
+            event = PhaseEvent(
+                phase=Phase.CONTINUATION,
+                step=record.index,
+                state=state,
+                duration=timing.continuation,
+            )
             observer.phase_ended(event, t)
             t += timing.continuation
         known = (*_BEFORE_STEP, *_IN_TOOLS, *_IN_CONTINUATION)
@@ -221,15 +231,15 @@ class _Replay:
             for o in last.tool_outcomes
             if o.status == "pending"
         )
-        usage = self.run_.state.usage._replace(
-            {
+        usage = self.run_.state.usage.model_copy(
+            update={
                 "input_tokens": sum(s.usage.input_tokens for s in steps),
                 "output_tokens": sum(s.usage.output_tokens for s in steps),
                 "requests": sum(s.usage.requests for s in steps),
             }
         )
-        return self.run_.state._replace(
-            {
+        return self.run_.state.model_copy(
+            update={
                 "execution_id": last.execution_id,
                 "status": ExecutionStatus.PAUSED,
                 "stop_reason": None,

@@ -1,0 +1,48 @@
+"""`LoopConfig`: everything one execution of the loop needs that is not run state.
+
+An `Agent` turns its configuration (and a run's overrides: model, tools, settings) into one
+`LoopConfig` per execution. It sits below the loop and the tool runner so that both read it
+without importing each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from workbench.conditions import StopCondition
+from workbench.guards import ToolGuard
+from workbench.history import HistoryProcessor
+from workbench.hooks.runner import AnyHook
+from workbench.models.base import Model, ModelSettings
+from workbench.records import RunObserver
+from workbench.tools import Tool
+
+__all__ = ["DEFAULT_WRAP_UP", "LoopConfig"]
+
+DEFAULT_WRAP_UP = (
+    "This is your last step: tools are now disabled. Answer now with the best response you can "
+    "give from what you already know."
+)
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """Everything the loop needs that is not run state."""
+
+    model: Model
+    tools: Mapping[str, Tool]
+    stop: StopCondition
+    guards: tuple[ToolGuard, ...] = ()
+    history_processors: tuple[HistoryProcessor, ...] = ()
+    settings: ModelSettings = field(default_factory=lambda: ModelSettings())
+    system_prompt: str | None = None
+    wrap_up_message: str | None = DEFAULT_WRAP_UP
+    grace_tool: str | None = None
+    """A completion tool the model may call in one grace turn after a step or time limit."""
+    response_retries: int = 1
+    observers: tuple[RunObserver, ...] = ()
+    on_text_delta: Callable[[str], None] | None = None
+    hooks: tuple[AnyHook, ...] = ()
+    max_hook_turns: int = 3
+    """How many extra turns Stop hooks may force in one run (across pauses)."""
