@@ -1,4 +1,4 @@
-"""A run whose task is cancelled (Ctrl+C in a notebook, a cancelled task) ends ABORTED, at any phase.
+"""A run whose task is cancelled (Ctrl+C in a notebook, a cancelled task) ends ABORTED.
 
 The cancellation still propagates to the caller; the run's span closes and the store says aborted.
 """
