@@ -53,8 +53,8 @@ os.register_at_fork(after_in_child=_ids.seed)  # a forked child must not repeat 
 def new_id(prefix: str) -> str:
     """A short random id with a readable prefix (``run_…``, ``exe_…``, ``snap_…``).
 
-    64 random bits from a private generator: unique enough for ids, and cheaper than `uuid.uuid4`
-    (one system call per id), which mattered on the loop's per-step path.
+    64 random bits from a private generator, so that ``random.seed()`` elsewhere in the program
+    cannot make two runs share an id.
     """
     return f"{prefix}_{_ids.getrandbits(64):016x}"
 

@@ -8,22 +8,43 @@ the subagent one more turn with its reason (bounded like Stop hooks).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from workbench.errors import SubagentError
 from workbench.hooks.events import SubagentStartInput, SubagentStopInput
 from workbench.hooks.runner import ParentHooks, parent_hooks
 from workbench.messages import Message
-from workbench.state import ExecutionStatus
+from workbench.records import RunResult
+from workbench.state import AgentState, ExecutionStatus
 from workbench.tools import Tool, ToolContext, tool
-
-if TYPE_CHECKING:
-    from workbench.agent import Agent, RunResult
 
 __all__ = ["SubagentError", "subagent_tool"]
 
 
-def subagent_tool(agent: Agent, name: str, description: str) -> Tool:
+class _SubRun(Protocol):
+    @property
+    def state(self) -> AgentState: ...
+
+    async def arun_to_end(self) -> RunResult: ...
+
+
+class Delegate(Protocol):
+    """What a sub-agent must offer its tool: an `Agent`, seen from below (no import of it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def start(
+        self,
+        prompt: str | None = None,
+        *,
+        history: Sequence[Message] = (),
+        parent_run_id: str | None = None,
+    ) -> _SubRun: ...
+
+
+def subagent_tool(agent: Delegate, name: str, description: str) -> Tool:
     """A tool that runs ``agent`` on a task and answers with its final output."""
 
     async def run_subagent(task: str, ctx: ToolContext) -> str:
@@ -42,7 +63,7 @@ def subagent_tool(agent: Agent, name: str, description: str) -> Tool:
 
 
 async def _run(
-    agent: Agent,
+    agent: Delegate,
     prompt: str,
     history: tuple[Message, ...],
     parent_run_id: str,

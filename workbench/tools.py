@@ -122,12 +122,12 @@ class Tool:
 
     def validate(self, arguments: dict[str, JsonValue]) -> dict[str, Any]:
         """Check and coerce the model's arguments; raise `ArgumentError` saying what to fix."""
-        try:  # `model_validate` without its Python layer: this runs for every call
-            parsed: BaseModel = self._args_model.__pydantic_validator__.validate_python(arguments)
+        try:
+            parsed = self._args_model.model_validate(arguments)
         except ValidationError as exc:
             raise ArgumentError(_explain(exc)) from None
         # the fields, as validated (no extras: the model forbids them)
-        return parsed.__dict__.copy()
+        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 
     async def run(self, arguments: dict[str, JsonValue], ctx: ToolContext) -> str:
         """Validate, execute within the timeout, and return the (truncated) result as text."""
