@@ -20,8 +20,10 @@ def step_of(message_count: int) -> int:
     return (message_count + 1) // 2
 
 
-def our_agent(n: int, *, sync_tool: bool = False, **options: Any) -> wb.Agent:
-    """Our agent for an ``n``-step run, without a run store (``store=False``)."""
+def our_agent(
+    n: int, *, sync_tool: bool = False, store: wb.RunStore | bool = False, **options: Any
+) -> wb.Agent:
+    """Our agent for an ``n``-step run, without a run store unless ``store`` is one."""
     usage = wb.Usage(input_tokens=IN_TOKENS, output_tokens=OUT_TOKENS, requests=1)
 
     async def respond(messages: Any, request: wb.ModelRequest) -> wb.ModelResponse:
@@ -41,10 +43,14 @@ def our_agent(n: int, *, sync_tool: bool = False, **options: Any) -> wb.Agent:
 
     add = wb.tool(name="add")(add_sync if sync_tool else add_async)
     agent = wb.Agent(
-        wb.FunctionModel(respond), tools=[add], stop=wb.MaxSteps(n + 10), store=False, **options
+        wb.FunctionModel(respond),
+        tools=[add],
+        stop=wb.MaxSteps(n + 10),
+        store=store or False,
+        **options,
     )
-    if agent.store is not None:
-        raise SystemExit(f"the bench agent has a store ({agent.store!r})")
+    if agent.store is not (store or None):
+        raise SystemExit(f"the bench agent has the wrong store ({agent.store!r})")
     return agent
 
 

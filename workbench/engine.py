@@ -32,8 +32,8 @@ from workbench.messages import (
     RetryPrompt,
     Role,
     TextPart,
-    ToolCall,
     Usage,
+    with_unique_call_ids,
 )
 from workbench.models.base import ModelRequest
 from workbench.records import (
@@ -56,7 +56,7 @@ from workbench.state import (
     new_id,
 )
 from workbench.toolcalls import CallResult, ToolRunner
-from workbench.tools import ToolContext, ToolDefinition
+from workbench.tools import ToolContext
 
 __all__ = ["Execution"]
 
@@ -98,7 +98,7 @@ class Execution:
         self._stop_asked: StopReason | None = None
         """An end asked for during a phase (an abort); it takes effect when the phase ends."""
         self._tool_names = tuple(config.tools)
-        self._definitions = tuple(t.definition for t in config.tools.values())
+        self._definitions = {name: t.definition for name, t in config.tools.items()}
         self._schema_hash = tools_schema_hash(tuple(config.tools.values()))
         self._limits = config.stop.limits()
         prompt = config.system_prompt
@@ -214,11 +214,9 @@ class Execution:
     async def _inference(self) -> Phase | None:
         """One model call, bounded by the time left; its answer joins the conversation."""
         draft = self._step_draft()
-        offered = draft.tools_offered
-        definitions = tuple(d for d in self._definitions if d.name in offered)
         request = ModelRequest(
             messages=draft.messages_in,
-            tools=_in_order(definitions, offered),
+            tools=tuple(self._definitions[name] for name in draft.tools_offered),
             settings=self.config.settings,
             on_text_delta=self.config.on_text_delta,
         )
@@ -243,7 +241,7 @@ class Execution:
         self._draft = draft.model_copy(update={"response": response})
         usage = self.state.usage + response.usage
         if response.parts and (response.calls or response.text_content.strip()):
-            parts = _with_unique_call_ids(response.parts)
+            parts = with_unique_call_ids(response.parts)
             self._append(self._message("assistant", *parts), usage=usage, response_retries=0)
             return Phase.TOOLS
         retries = self.state.response_retries + 1
@@ -576,32 +574,3 @@ class Execution:
     def _update(self, **changes: object) -> None:
         """Replace the state with a copy that has ``changes`` (never its status)."""
         self.state = self.state.model_copy(update=changes)
-
-
-def _in_order(
-    definitions: tuple[ToolDefinition, ...], offered: tuple[str, ...]
-) -> tuple[ToolDefinition, ...]:
-    """The definitions of the tools offered, in the order they are offered."""
-    by_name = {d.name: d for d in definitions}
-    return tuple(by_name[name] for name in offered if name in by_name)
-
-
-def _with_unique_call_ids(parts: Sequence[Part]) -> tuple[Part, ...]:
-    """The parts with every tool call id made unique, so each call keeps its own result.
-
-    Some servers send the same id for several calls of one response; answering both under one id
-    would give both the same result. A repeated id gets a suffix (``call_1``, ``call_1-2``).
-    """
-    seen: set[str] = set()
-    unique: list[Part] = []
-    for part in parts:
-        if isinstance(part, ToolCall):
-            call_id, n = part.call_id, 1
-            while call_id in seen:
-                n += 1
-                call_id = f"{part.call_id}-{n}"
-            seen.add(call_id)
-            if call_id != part.call_id:
-                part = part.model_copy(update={"call_id": call_id})
-        unique.append(part)
-    return tuple(unique)

@@ -30,6 +30,7 @@ __all__ = [
     "ToolResult",
     "Usage",
     "new_call_id",
+    "with_unique_call_ids",
 ]
 
 JsonValue = Any
@@ -256,3 +257,24 @@ class ModelResponse(Record):
     def to_message(self) -> Message:
         """The assistant message this response becomes in the conversation."""
         return Message(role="assistant", parts=self.parts)
+
+
+def with_unique_call_ids(parts: tuple[TextPart | ToolCall, ...]) -> tuple[TextPart | ToolCall, ...]:
+    """The parts with every tool call id made unique, so each call keeps its own result.
+
+    Some servers send the same id for several calls of one response; answering both under one id
+    would give both the same result. A repeated id gets a suffix (``call_1``, ``call_1-2``).
+    """
+    seen: set[str] = set()
+    unique: list[TextPart | ToolCall] = []
+    for part in parts:
+        if isinstance(part, ToolCall):
+            call_id, n = part.call_id, 1
+            while call_id in seen:
+                n += 1
+                call_id = f"{part.call_id}-{n}"
+            seen.add(call_id)
+            if call_id != part.call_id:
+                part = part.model_copy(update={"call_id": call_id})
+        unique.append(part)
+    return tuple(unique)
