@@ -1,6 +1,7 @@
 """Agent Workbench: build, step through, observe and replay LLM agent loops."""
 
 from workbench.agent import Agent, AgentRun, RunResult
+from workbench.breakpoints import Break
 from workbench.conditions import (
     AllOf,
     AnyOf,
@@ -133,6 +134,7 @@ __all__ = [
     "ArgumentError",
     "AuthenticationError",
     "BadRequestError",
+    "Break",
     "Budget",
     "CommandHook",
     "DoomLoop",

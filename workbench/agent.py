@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from workbench._sync import run_sync
-from workbench.conditions import MaxSteps, StopCondition
+from workbench.breakpoints import Break, first_hit
+from workbench.conditions import MaxSteps, RunView, StopCondition
 from workbench.config import DEFAULT_WRAP_UP, LoopConfig
 from workbench.engine import Execution
 from workbench.guards import ToolGuard
@@ -23,7 +24,7 @@ from workbench.models.base import Model, ModelSettings
 from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
 from workbench.rerun import rerun_state
 from workbench.state import AgentState, Phase
-from workbench.store import RunStore
+from workbench.store import RunNotFound, RunStore
 from workbench.subagent import subagent_tool
 from workbench.toolcalls import resume_state
 from workbench.tools import Tool, tool
@@ -41,10 +42,14 @@ class AgentRun:
     `drop_call` before the tools run.
     """
 
-    def __init__(self, execution: Execution) -> None:
+    def __init__(self, execution: Execution, breakpoints: Iterable[Break] = ()) -> None:
         self._execution = execution
         self._phases: AsyncIterator[PhaseEvent] | None = None
         """The loop (`Execution.phases`) under way; a new one starts after a pause is answered."""
+        self.breakpoints: list[Break] = list(breakpoints)
+        """Where `run_to_breakpoint` stops; add and remove at any time."""
+        self.earlier: RunResult | None = None
+        """The executions of this run before this one (a resumed run): part of `result`."""
 
     @property
     def state(self) -> AgentState:
@@ -73,8 +78,13 @@ class AgentRun:
 
     @property
     def result(self) -> RunResult:
-        """The result so far (final once `done`)."""
-        return RunResult(state=self.state, steps=self.steps, snapshots=self.snapshots)
+        """The whole run so far, earlier executions included (final once `done`)."""
+        earlier = self.earlier
+        return RunResult(
+            state=self.state,
+            steps=(earlier.steps if earlier else ()) + self.steps,
+            snapshots=(earlier.snapshots if earlier else ()) + self.snapshots,
+        )
 
     async def anext_phase(self) -> PhaseEvent | None:
         """Run one phase; None once the run is done."""
@@ -99,6 +109,23 @@ class AgentRun:
         async for _ in self.events():
             pass
         return self.result
+
+    async def arun_to_breakpoint(self) -> PhaseEvent | None:
+        """Run until a breakpoint fires (its event says which) or the run is done (None)."""
+        while (event := await self.anext_phase()) is not None:
+            following = self.next_phase_name
+            steps_completed = self.state.step - (following not in (Phase.PREPARE, None))
+            view = RunView(
+                state=self.state, elapsed=self._execution.elapsed(), steps_completed=steps_completed
+            )
+            hit = first_hit(self.breakpoints, view, event.phase, following)
+            if hit is not None:
+                return event.model_copy(update={"breakpoint": hit})
+        return None
+
+    def run_to_breakpoint(self) -> PhaseEvent | None:
+        """Sync `arun_to_breakpoint`."""
+        return run_sync(self.arun_to_breakpoint())
 
     async def events(self) -> AsyncIterator[PhaseEvent]:
         """Every remaining phase event, as an async iterator."""
@@ -251,9 +278,17 @@ class Agent:
         settings: ModelSettings | None = None,
         on_text_delta: Callable[[str], None] | None = None,
         parent_run_id: str | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+        breakpoints: Iterable[Break] = (),
     ) -> AgentRun:
-        """A new run, ready to be stepped; nothing is executed yet."""
-        state = AgentState(agent_name=self.name, parent_run_id=parent_run_id)
+        """A new run, ready to be stepped; nothing is executed yet.
+
+        ``metadata`` (JSON-serializable) is kept on the run's state and in the store;
+        ``breakpoints`` are where `AgentRun.run_to_breakpoint` stops.
+        """
+        state = AgentState(
+            agent_name=self.name, parent_run_id=parent_run_id, metadata=dict(metadata or {})
+        )
 
         def ours(message: Message) -> Message:  # made by this run, before its first step
             return message.stamped(state.run_id, state.execution_id, 0)
@@ -263,9 +298,11 @@ class Agent:
         stamped = (*system, *history, *user)  # history keeps its own provenance
         if not history and not user:
             raise ValueError("a run needs a prompt or a history")
-        return self._run_from(
+        run = self._run_from(
             state.model_copy(update={"messages": stamped}), settings, on_text_delta
         )
+        run.breakpoints.extend(breakpoints)
+        return run
 
     async def run(
         self,
@@ -274,9 +311,16 @@ class Agent:
         history: Sequence[Message] = (),
         settings: ModelSettings | None = None,
         on_text_delta: Callable[[str], None] | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
     ) -> RunResult:
         """Run to the end (or to a pause)."""
-        run = self.start(prompt, history=history, settings=settings, on_text_delta=on_text_delta)
+        run = self.start(
+            prompt,
+            history=history,
+            settings=settings,
+            on_text_delta=on_text_delta,
+            metadata=metadata,
+        )
         return await run.arun_to_end()
 
     def run_sync(
@@ -286,10 +330,17 @@ class Agent:
         history: Sequence[Message] = (),
         settings: ModelSettings | None = None,
         on_text_delta: Callable[[str], None] | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
     ) -> RunResult:
         """Sync `run`; works in scripts and inside a running event loop."""
         return run_sync(
-            self.run(prompt, history=history, settings=settings, on_text_delta=on_text_delta)
+            self.run(
+                prompt,
+                history=history,
+                settings=settings,
+                on_text_delta=on_text_delta,
+                metadata=metadata,
+            )
         )
 
     async def iterate(
@@ -298,9 +349,10 @@ class Agent:
         *,
         history: Sequence[Message] = (),
         settings: ModelSettings | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
     ) -> AsyncIterator[PhaseEvent]:
         """The run's phase events as they happen."""
-        run = self.start(prompt, history=history, settings=settings)
+        run = self.start(prompt, history=history, settings=settings, metadata=metadata)
         async for event in run.events():
             yield event
 
@@ -312,8 +364,14 @@ class Agent:
         *,
         settings: ModelSettings | None = None,
     ) -> AgentRun:
-        """A paused run with its pending calls answered, ready to be stepped."""
-        return self._run_from(resume_state(state, approvals, results), settings, None)
+        """A paused run with its pending calls answered, ready to be stepped.
+
+        Its `AgentRun.result` is the whole run: the steps before the pause come from the store
+        when it has them (a state resumed elsewhere, without them, starts its result at the pause).
+        """
+        run = self._run_from(resume_state(state, approvals, results), settings, None)
+        run.earlier = self._recorded(state.run_id)
+        return run
 
     async def resume(
         self,
@@ -409,6 +467,15 @@ class Agent:
             on_text_delta=on_text_delta,
         )
         return AgentRun(Execution(config, state))
+
+    def _recorded(self, run_id: str) -> RunResult | None:
+        """What the store holds of a run, if it holds it."""
+        if self.store is None:
+            return None
+        try:
+            return self.store.load(run_id)
+        except RunNotFound:
+            return None
 
     def _observers(self, model: Model) -> tuple[RunObserver, ...]:
         """The user's observers, the store, and a fresh telemetry observer for this execution."""

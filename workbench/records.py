@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import Field
 
 from workbench._record import Record
+from workbench.breakpoints import Break
 from workbench.conditions import Budget
 from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, Usage
 from workbench.state import (
@@ -135,6 +136,8 @@ class PhaseEvent(Record):
     step: int
     state: AgentState
     duration: float = 0.0
+    breakpoint: Break | None = None
+    """The breakpoint that stopped `AgentRun.run_to_breakpoint` here, if one did."""
 
 
 class StepContext(Record):

@@ -41,7 +41,7 @@ SCHEMA_VERSION = 2
 """Version of the `AgentState` JSON format. Bump it (and add a migration) on any change.
 
 2: the model's unusable responses are counted in ``response_retries``, not as a ``"<response>"``
-tool in ``retries``."""
+tool in ``retries``; runs carry ``metadata``."""
 
 
 _ids = (
@@ -262,6 +262,8 @@ class AgentState(Record):
     """Set on a run made by `Agent.rerun`: the original run and step (``workbench.rerun.of``)."""
     trace: TraceRef | None = None
     """The trace of the execution that made this state (None without telemetry)."""
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    """What the caller attached to the run (``metadata=``): stored, shown, passed to sub-agents."""
 
     def moved(self, transition: Transition, **changes: object) -> AgentState:
         """A copy after ``transition`` (and ``changes``); `InvalidTransition` if it cannot happen.

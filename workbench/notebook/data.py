@@ -140,13 +140,19 @@ def trace_figures(data: RunViewData) -> dict[str, go.Figure]:
 
 
 def combine_results(results: Sequence[RunResult]) -> RunResult:
-    """One result for a run made of several executions (paused, then resumed)."""
+    """One result for a run made of several executions (paused, then resumed).
+
+    A resumed result already holds the steps before the pause when the store had them; each
+    step record and snapshot is kept once.
+    """
     if not results:
         raise ValueError("no results to combine")
+    steps = {(s.execution_id, s.index, s.started_at): s for r in results for s in r.steps}
+    snapshots = {s.id: s for r in results for s in r.snapshots}
     return RunResult(
         state=results[-1].state,
-        steps=tuple(s for r in results for s in r.steps),
-        snapshots=tuple(s for r in results for s in r.snapshots),
+        steps=tuple(steps.values()),
+        snapshots=tuple(snapshots.values()),
     )
 
 

@@ -1,0 +1,94 @@
+"""Breakpoints: where `AgentRun.run_to_breakpoint` stops a run so it can be looked at.
+
+A breakpoint is checked after every phase, against what comes next, so the run stops *before*
+the thing it names happens and the user can still change it (edit or drop a pending call, as
+between any two phases):
+
+- `Break.on_tool("delete_file")`: the model asked for that tool; stops before TOOLS runs it.
+- `Break.at_step(3)`: step 3 is prepared (snapshot taken, messages shaped); stops before its
+  model call.
+- `Break.before(Phase.TOOLS)`: the next phase is that phase.
+- `Break.when(lambda view: ...)`: a predicate of the run's `RunView`. A predicate that raises
+  stops the run there too, with the error kept on the breakpoint it returns: a broken breakpoint
+  never crashes the run it watches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from workbench._record import Record
+from workbench.conditions import RunView
+from workbench.state import Phase
+
+__all__ = ["Break", "first_hit"]
+
+BreakKind = Literal["tool", "step", "phase", "when"]
+
+
+class Break(Record):
+    """One breakpoint; make them with `on_tool`, `at_step`, `before` or `when`."""
+
+    kind: BreakKind
+    tool: str | None = None
+    step: int | None = None
+    phase: Phase | None = None
+    predicate: Callable[[RunView], bool] | None = None
+    label: str = ""
+    error: str | None = None
+    """Set on the breakpoint `first_hit` returns when its predicate raised."""
+
+    def __str__(self) -> str:
+        return self.label + (f" (raised: {self.error})" if self.error else "")
+
+    @classmethod
+    def on_tool(cls, name: str) -> Break:
+        """Stop before a call to tool ``name`` runs."""
+        return cls(kind="tool", tool=name, label=f"on tool {name!r}")
+
+    @classmethod
+    def at_step(cls, step: int) -> Break:
+        """Stop once step ``step`` is prepared, before its model call."""
+        if step < 1:
+            raise ValueError(f"steps count from 1, got {step}")
+        return cls(kind="step", step=step, label=f"at step {step}")
+
+    @classmethod
+    def before(cls, phase: Phase) -> Break:
+        """Stop before every ``phase``."""
+        return cls(kind="phase", phase=Phase(phase), label=f"before {Phase(phase).value}")
+
+    @classmethod
+    def when(cls, predicate: Callable[[RunView], bool], label: str | None = None) -> Break:
+        """Stop after any phase where ``predicate(view)`` is true."""
+        name = label or getattr(predicate, "__name__", "predicate")
+        return cls(kind="when", predicate=predicate, label=f"when {name}")
+
+    def hits(self, view: RunView, ran: Phase, following: Phase | None) -> bool:
+        """Whether this breakpoint fires after phase ``ran``, with ``following`` next."""
+        state = view.state
+        match self.kind:
+            case "tool":
+                calls = state.unanswered_calls() if following is Phase.TOOLS else ()
+                return any(c.name == self.tool for c in calls)
+            case "step":
+                return ran is Phase.PREPARE and state.step == self.step
+            case "phase":
+                return following is self.phase
+            case "when":
+                assert self.predicate is not None
+                return bool(self.predicate(view))
+
+
+def first_hit(
+    breakpoints: Sequence[Break], view: RunView, ran: Phase, following: Phase | None
+) -> Break | None:
+    """The first breakpoint that fires after phase ``ran``, or None."""
+    for breakpoint in breakpoints:
+        try:
+            if breakpoint.hits(view, ran, following):
+                return breakpoint
+        except Exception as exc:  # a predicate that raises stops the run, recorded
+            return breakpoint.model_copy(update={"error": f"{type(exc).__name__}: {exc}"})
+    return None
