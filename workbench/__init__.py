@@ -101,6 +101,7 @@ from workbench.records import (
     RunObserver,
     StepContext,
     StepRecord,
+    SubagentResult,
     Timing,
     ToolOutcome,
 )
@@ -115,11 +116,13 @@ from workbench.state import (
     Transition,
 )
 from workbench.store import RunStore, RunSummary
+from workbench.subagent import SubagentContext, SubagentLimits
 from workbench.telemetry import Telemetry, TelemetryExportWarning
 from workbench.tools import (
     Tool,
     ToolContext,
     ToolDefinition,
+    ToolReturn,
     tool,
 )
 
@@ -213,7 +216,10 @@ __all__ = [
     "StopInput",
     "StopReason",
     "StoreError",
+    "SubagentContext",
     "SubagentError",
+    "SubagentLimits",
+    "SubagentResult",
     "SubagentStartInput",
     "SubagentStopInput",
     "Telemetry",
@@ -233,6 +239,7 @@ __all__ = [
     "ToolResult",
     "ToolRetriesExceeded",
     "ToolRetry",
+    "ToolReturn",
     "ToolTimeout",
     "Transition",
     "Usage",

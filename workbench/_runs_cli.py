@@ -26,7 +26,7 @@ from workbench.messages import JsonValue, Message, ToolCall
 from workbench.models.replay import ReplayModel
 from workbench.records import StepContext, ToolOutcome
 from workbench.store import RunStore, StoreError
-from workbench.tools import Tool, ToolContext, ToolRetry
+from workbench.tools import Tool, ToolContext, ToolRetry, ToolReturn
 
 __all__ = [
     "load_run",
@@ -287,9 +287,9 @@ class _RecordedTool(Tool):
 
     recording: _Recording = field(default_factory=_Recording)
 
-    async def run(self, arguments: dict[str, JsonValue], ctx: ToolContext) -> str:
+    async def run(self, arguments: dict[str, JsonValue], ctx: ToolContext) -> ToolReturn:
         """The recorded answer."""
-        return self.recording.answer(self.name, arguments)
+        return ToolReturn(value=self.recording.answer(self.name, arguments))
 
 
 def _recorded() -> None:

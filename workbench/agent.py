@@ -25,9 +25,9 @@ from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, S
 from workbench.rerun import rerun_state
 from workbench.state import AgentState, Phase
 from workbench.store import RunNotFound, RunStore
-from workbench.subagent import subagent_tool
+from workbench.subagent import SubagentContext, SubagentLimits, subagent_tool
 from workbench.toolcalls import resume_state
-from workbench.tools import Tool, tool
+from workbench.tools import Tool, ToolContext, tool
 
 if TYPE_CHECKING:
     from workbench.telemetry import Telemetry
@@ -84,6 +84,7 @@ class AgentRun:
             state=self.state,
             steps=(earlier.steps if earlier else ()) + self.steps,
             snapshots=(earlier.snapshots if earlier else ()) + self.snapshots,
+            children=(earlier.children if earlier else ()) + tuple(self._execution.children),
         )
 
     async def anext_phase(self) -> PhaseEvent | None:
@@ -229,6 +230,7 @@ class Agent:
         observers: Sequence[RunObserver] = (),
         store: RunStore | Literal[False] | None = None,
         telemetry: Telemetry | None = None,
+        subagents: SubagentLimits | None = None,
     ) -> None:
         if not isinstance(model, Model):
             raise TypeError(f"model must implement the Model protocol, got {type(model).__name__}")
@@ -253,6 +255,8 @@ class Agent:
         self.response_retries = response_retries
         self.observers = tuple(observers)
         self.telemetry = telemetry
+        self.subagents = subagents or SubagentLimits()
+        """How large a tree of sub-agents runs of this agent may start (`SubagentLimits`)."""
         """Spans of every run (`workbench.Telemetry`), or None: then no spans and no cost."""
         self.store = RunStore.default() if store is None else (None if store is False else store)
         """Where runs are recorded: ``store=`` or the default store (`RunStore.default`);
@@ -261,14 +265,23 @@ class Agent:
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model.name!r}, tools={list(self.tools)})"
 
-    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+    def as_tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        context: SubagentContext | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+    ) -> Tool:
         """A tool that runs this agent, for another agent: each call runs it on one task.
 
-        The sub-run's ``parent_run_id`` is the calling run, and the calling run's SubagentStart
-        and SubagentStop hooks fire around it.
+        ``context`` says what the sub-agent sees of the calling run (`SubagentContext`; by
+        default only its task); ``tools`` replace this agent's tools for these runs. The sub-run
+        is a child of the calling run (one tree, one budget: see `workbench.subagent`), and the
+        calling run's SubagentStart and SubagentStop hooks fire around it.
         """
         about = description or f"Give the {self.name} agent a task; it answers with its result."
-        return subagent_tool(self, name or self.name, about)
+        return subagent_tool(self, name or self.name, about, context or SubagentContext(), tools)
 
     def start(
         self,
@@ -280,14 +293,23 @@ class Agent:
         parent_run_id: str | None = None,
         metadata: Mapping[str, JsonValue] | None = None,
         breakpoints: Iterable[Break] = (),
+        parent: ToolContext | None = None,
+        stop: StopCondition | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] | None = None,
     ) -> AgentRun:
         """A new run, ready to be stepped; nothing is executed yet.
 
         ``metadata`` (JSON-serializable) is kept on the run's state and in the store;
-        ``breakpoints`` are where `AgentRun.run_to_breakpoint` stops.
+        ``breakpoints`` are where `AgentRun.run_to_breakpoint` stops. ``parent`` is the tool call
+        of another run that starts this one (a sub-agent's run); ``stop`` adds conditions to the
+        agent's for this run (either fires); ``tools`` replace the agent's for this run.
         """
         state = AgentState(
-            agent_name=self.name, parent_run_id=parent_run_id, metadata=dict(metadata or {})
+            agent_name=self.name,
+            parent_run_id=parent.run_id if parent else parent_run_id,
+            parent_call_id=parent.call_id if parent else None,
+            depth=parent.view.state.depth + 1 if parent else 0,
+            metadata=dict(metadata or {}),
         )
 
         def ours(message: Message) -> Message:  # made by this run, before its first step
@@ -299,7 +321,11 @@ class Agent:
         if not history and not user:
             raise ValueError("a run needs a prompt or a history")
         run = self._run_from(
-            state.model_copy(update={"messages": stamped}), settings, on_text_delta
+            state.model_copy(update={"messages": stamped}),
+            settings,
+            on_text_delta,
+            tools=None if tools is None else _tool_table(tools),
+            stop=stop,
         )
         run.breakpoints.extend(breakpoints)
         return run
@@ -449,11 +475,13 @@ class Agent:
         *,
         model: Model | None = None,
         tools: Mapping[str, Tool] | None = None,
+        stop: StopCondition | None = None,
     ) -> AgentRun:
         config = LoopConfig(
             model=model or self.model,
             tools=self.tools if tools is None else tools,
-            stop=self.stop,
+            stop=self.stop if stop is None else self.stop | stop,
+            subagents=self.subagents,
             guards=self.guards,
             hooks=self.hooks,
             max_hook_turns=self.max_hook_turns,

@@ -16,6 +16,7 @@ from workbench.history import HistoryProcessor
 from workbench.hooks.runner import AnyHook
 from workbench.models.base import Model, ModelSettings
 from workbench.records import RunObserver
+from workbench.subagent import SubagentLimits
 from workbench.tools import Tool
 
 __all__ = ["DEFAULT_WRAP_UP", "LoopConfig"]
@@ -46,3 +47,5 @@ class LoopConfig:
     hooks: tuple[AnyHook, ...] = ()
     max_hook_turns: int = 3
     """How many extra turns Stop hooks may force in one run (across pauses)."""
+    subagents: SubagentLimits = field(default_factory=SubagentLimits)
+    """How large the tree of sub-agents this run roots may grow."""

@@ -40,11 +40,11 @@ from workbench.records import (
     HookTiming,
     Observers,
     PhaseEvent,
+    RunResult,
     StepContext,
     StepRecord,
     Timing,
     ToolOutcome,
-    tools_schema_hash,
 )
 from workbench.state import (
     AgentState,
@@ -56,7 +56,7 @@ from workbench.state import (
     new_id,
 )
 from workbench.toolcalls import CallResult, ToolRunner
-from workbench.tools import ToolContext
+from workbench.tools import ToolContext, schema_hash
 
 __all__ = ["Execution"]
 
@@ -89,6 +89,8 @@ class Execution:
         self.state = state
         self.steps: list[StepRecord] = []
         self.snapshots: list[StepContext] = []
+        self.children: list[RunResult] = []
+        """The sub-runs this execution's tools made (sub-agents), in call order."""
         self._draft: _Draft | None = None
         self._run_time = state.elapsed
         """Seconds the run has spent inside phases: what `Timeout` counts (not time paused or
@@ -99,7 +101,7 @@ class Execution:
         """An end asked for during a phase (an abort); it takes effect when the phase ends."""
         self._tool_names = tuple(config.tools)
         self._definitions = {name: t.definition for name, t in config.tools.items()}
-        self._schema_hash = tools_schema_hash(tuple(config.tools.values()))
+        self._schema_hash = schema_hash(tuple(self._definitions.values()))
         self._limits = config.stop.limits()
         prompt = config.system_prompt
         self._prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()[:16] if prompt else None
@@ -322,8 +324,11 @@ class Execution:
             elif result.outcome.status == "ok":
                 consecutive = 0
         answers = [self._message("tool", r.part) for r in results if r.part is not None]
+        self.children += [child for r in results for child in r.children]
+        usage = sum((r.usage for r in results if r.usage is not None), self.state.usage)
         self._append(
             *answers,
+            usage=usage,  # what sub-agents spent counts against this run's budget
             retries=retries,
             errors_total=total,
             errors_consecutive=consecutive,

@@ -7,9 +7,6 @@ taken at the start of a step, enough to re-run from there. Both are frozen.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 import logging
 import time
 from typing import Literal
@@ -30,7 +27,6 @@ from workbench.state import (
     TraceRef,
     new_id,
 )
-from workbench.tools import Tool, ToolDefinition
 
 __all__ = [
     "HookTiming",
@@ -40,12 +36,31 @@ __all__ = [
     "RunResult",
     "StepContext",
     "StepRecord",
+    "SubagentResult",
     "Timing",
     "ToolOutcome",
-    "schema_hash",
 ]
 
 OutcomeStatus = Literal["ok", "error", "retry", "denied", "pending", "dropped"]
+
+
+class SubagentResult(Record):
+    """What a sub-agent's run ended as, as its parent sees it (on the parent's tool outcome)."""
+
+    run_id: str
+    agent: str
+    output: str | None
+    status: ExecutionStatus
+    stop_reason: StopReason | None
+    steps: int
+    tools_used: tuple[str, ...]
+    usage: Usage
+    error: str | None = None
+
+    @property
+    def cost(self) -> float | None:
+        """US dollars, when the sub-run's model has a price (``None``: unknown)."""
+        return self.usage.cost
 
 
 class ToolOutcome(Record):
@@ -58,6 +73,8 @@ class ToolOutcome(Record):
     content: str
     """The text the model got back (result, error, retry feedback) or why the call waits."""
     duration: float = 0.0
+    subagent: SubagentResult | None = None
+    """What the sub-run of a sub-agent tool ended as (`Agent.as_tool`), for this call."""
 
 
 class HookTiming(Record):
@@ -158,21 +175,6 @@ class StepContext(Record):
     created_at: float = Field(default_factory=time.time)
     state: AgentState
     """The state at the start of the step (before the step's own messages)."""
-
-
-def schema_hash(definitions: tuple[ToolDefinition, ...]) -> str:
-    """A short, stable hash of the tool definitions a model is offered."""
-    payload = [(d.name, d.description, d.parameters) for d in definitions]
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-
-
-@functools.lru_cache(maxsize=64)
-def tools_schema_hash(tools: tuple[Tool, ...]) -> str:
-    """`schema_hash` of the tools' definitions, worked out once for all the runs of an agent.
-
-    A `Tool` is frozen and compares by identity, so the same tools always hash the same.
-    """
-    return schema_hash(tuple(t.definition for t in tools))
 
 
 class RunObserver:
@@ -314,6 +316,8 @@ class RunResult(Record):
     state: AgentState
     steps: tuple[StepRecord, ...]
     snapshots: tuple[StepContext, ...]
+    children: tuple[RunResult, ...] = ()
+    """The runs of sub-agents this run called, in call order (each with its own children)."""
 
     @property
     def trace_id(self) -> str | None:
@@ -326,6 +330,16 @@ class RunResult(Record):
             f"stop_reason={self.stop_reason}, steps={len(self.steps)}, "
             f"tokens={self.usage.total_tokens}, output={_clip(self.output)})"
         )
+
+    @property
+    def parent_run_id(self) -> str | None:
+        """The run that called this one as a sub-agent, if one did."""
+        return self.state.parent_run_id
+
+    @property
+    def parent_call_id(self) -> str | None:
+        """The parent's tool call that started this run, if it is a sub-run."""
+        return self.state.parent_call_id
 
     @property
     def status(self) -> ExecutionStatus:

@@ -233,6 +233,10 @@ class AgentState(Record):
     run_id: str = Field(default_factory=lambda: new_id("run"))
     execution_id: str = Field(default_factory=lambda: new_id("exe"))
     parent_run_id: str | None = None
+    parent_call_id: str | None = None
+    """The parent's tool call that started this run (a sub-agent's run)."""
+    depth: int = 0
+    """How deep in a tree of sub-agents the run is: 0 for a run nobody called."""
     agent_name: str = "agent"
     status: ExecutionStatus = ExecutionStatus.PENDING
     stop_reason: StopReason | None = None

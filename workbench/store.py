@@ -69,6 +69,9 @@ class RunSummary(Record):
 
 _Write = Callable[["_RunLog", sqlite3.Connection], None]
 
+_CHILDREN = "SELECT run_id FROM runs WHERE parent_run_id = ? ORDER BY created_at, rowid"
+"""The sub-runs of a run, in the order they started."""
+
 _SUMMARY_COLUMNS = (
     "run_id, agent_name, status, stop_reason, step, model_name, input_tokens, output_tokens, "
     "cost, created_at, updated_at, parent_run_id, rerun_of_run, rerun_of_step, output"
@@ -251,11 +254,19 @@ class RunStore(RunObserver):
         raise RunNotFound(f"no run {ref!r} in {self.path}")
 
     def load(self, run_id: str) -> RunResult:
-        """The whole run: its latest state, every step record and every snapshot, in order.
+        """The whole run: its latest state, every step record and snapshot, and its sub-runs.
 
         A run still being written (or whose process died) loads as far as it got: its state is
-        the one after its last finished step.
+        the one after its last finished step. Sub-runs (sub-agents it called) come as its
+        ``children``, in the order they started, each with its own.
         """
+        with self._reading() as conn:
+            rows = [] if conn is None else conn.execute(_CHILDREN, (run_id,)).fetchall()
+        return self._load_one(run_id).model_copy(
+            update={"children": tuple(self.load(child) for (child,) in rows)}
+        )
+
+    def _load_one(self, run_id: str) -> RunResult:
         with self._reading() as conn:
             row = None if conn is None else conn.execute(_STATE, (self.max_payload_chars, run_id))
             found = None if row is None else row.fetchone()
@@ -287,12 +298,21 @@ class RunStore(RunObserver):
             )
 
     def delete(self, run_id: str) -> None:
-        """Remove a run and everything stored for it (re-runs made from it keep their own copy)."""
+        """Remove a run, its sub-runs and everything stored for them, in one transaction.
+
+        Re-runs made from it keep their own copy.
+        """
         with self._writing() as conn:
+            doomed, found = [run_id], 0
+            while found < len(doomed):
+                found += 1
+                rows = conn.execute(_CHILDREN, (doomed[found - 1],)).fetchall()
+                doomed += [child for (child,) in rows]
             if conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount == 0:
                 raise RunNotFound(f"no run {run_id!r} in {self.path}")
-            for table in ("messages", "snapshots", "steps"):
-                conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            for doomed_id in doomed:
+                for table in ("runs", "messages", "snapshots", "steps"):
+                    conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (doomed_id,))
 
     def _state(self, row: tuple[Any, ...], messages: list[Message], run_id: str) -> AgentState:
         where = f"run {run_id} state"

@@ -1,25 +1,100 @@
-"""An agent as a tool of another agent (`Agent.as_tool`).
+"""An agent as a tool of another agent (`Agent.as_tool`): one run tree, one budget.
 
-Each call starts a run of the subagent with the task as its prompt and the calling run as its
-parent (``parent_run_id``, so telemetry and stores can link the two). The calling run's hooks see
-it: SubagentStart before the sub-run, SubagentStop after; a SubagentStop hook that blocks gives
-the subagent one more turn with its reason (bounded like Stop hooks).
+Each call starts a run of the sub-agent with the task as its prompt and the calling run as its
+parent (``parent_run_id``, ``parent_call_id``, ``depth``). What the sub-agent sees of its parent
+is the `SubagentContext` (the last messages, with tool calls and their results kept together,
+some metadata, extra instructions). The parent's budget left caps the sub-run's, and what the
+sub-run spends is charged to the parent (`ToolReturn.usage`), so ``MaxTokens`` and ``MaxCost`` on
+the parent count the whole tree. `SubagentLimits` bound the tree: depth, calls per parent run,
+runs in the whole tree; a call over a limit is a tool error naming it. The parent's model reads
+the sub-run's answer, or a tool error when it failed, hit a limit or paused; the parent's step
+record keeps a `SubagentResult`, and the parent's `RunResult.children` the sub-run itself.
+
+The calling run's hooks see it: SubagentStart before the sub-run, SubagentStop after; a
+SubagentStop hook that blocks gives the sub-agent one more turn with its reason (bounded like
+Stop hooks).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
+from typing import Any, Literal, Protocol
 
-from workbench.errors import SubagentError
+from workbench._record import Record
+from workbench.conditions import MaxCost, MaxTokens, StopCondition, Timeout
 from workbench.hooks.events import SubagentStartInput, SubagentStopInput
 from workbench.hooks.runner import ParentHooks, parent_hooks
-from workbench.messages import Message
-from workbench.records import RunResult
-from workbench.state import AgentState, ExecutionStatus
-from workbench.tools import Tool, ToolContext, tool
+from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult
+from workbench.records import RunResult, SubagentResult
+from workbench.state import AgentState, ExecutionStatus, StopReason
+from workbench.tools import Tool, ToolContext, ToolReturn, tool
 
-__all__ = ["SubagentError", "subagent_tool"]
+__all__ = ["SubagentContext", "SubagentLimits", "SubagentTree", "subagent_tool", "subagent_tree"]
+
+
+class SubagentContext(Record):
+    """What a sub-agent sees of its parent run, besides the task it is given."""
+
+    messages: int | Literal["all"] = 0
+    """How many of the parent's last messages it sees (0: none; "all"). A tool call and its
+    result are never separated, and the parent's calls still under way are left out."""
+    metadata_keys: tuple[str, ...] = ()
+    """Which keys of the parent run's metadata pass on to the sub-run's metadata."""
+    inject: tuple[str, ...] = ()
+    """Extra instructions, given as a user message before the task."""
+
+    def history(self, parent: AgentState) -> tuple[Message, ...]:
+        """The messages the sub-agent starts with, before its task."""
+        shared = _last_messages(parent.messages, self.messages)
+        if self.inject:
+            shared += (Message.user("\n\n".join(self.inject)),)
+        return shared
+
+    def metadata(self, parent: AgentState) -> dict[str, JsonValue]:
+        """The sub-run's metadata: the keys passed on that the parent has."""
+        return {k: parent.metadata[k] for k in self.metadata_keys if k in parent.metadata}
+
+
+class SubagentLimits(Record):
+    """How large a tree of sub-agents may grow (set on the agent at its root)."""
+
+    max_depth: int = 3
+    """How deep sub-agents may nest: a run's sub-run is at depth 1, its sub-run at 2."""
+    max_breadth: int = 5
+    """How many sub-runs one run may start."""
+    max_total: int = 10
+    """How many sub-runs the whole tree may have."""
+
+
+class SubagentTree:
+    """The sub-runs started so far in one tree, against its limits (shared by the whole tree)."""
+
+    def __init__(self, limits: SubagentLimits) -> None:
+        self.limits = limits
+        self.total = 0
+        self.per_parent: Counter[str] = Counter()
+
+    def admit(self, ctx: ToolContext) -> str | None:
+        """Count a new sub-run of the calling run; or say which limit refuses it."""
+        limits, depth = self.limits, ctx.view.state.depth + 1
+        if depth > limits.max_depth:
+            return f"the sub-agent depth limit ({limits.max_depth}) is reached"
+        if self.per_parent[ctx.run_id] >= limits.max_breadth:
+            return f"this run already started {limits.max_breadth} sub-agents (max_breadth)"
+        if self.total >= limits.max_total:
+            return f"the tree already has {limits.max_total} sub-runs (max_total)"
+        budget = ctx.budget
+        if budget.tokens_left == 0 or budget.cost_left == 0 or budget.seconds_left == 0:
+            return "the calling run's budget is spent"
+        self.total += 1
+        self.per_parent[ctx.run_id] += 1
+        return None
+
+
+subagent_tree: ContextVar[SubagentTree | None] = ContextVar("workbench_subagents", default=None)
+"""The tree the tools running now belong to; set by the loop's tool runner at a tree's root."""
 
 
 class _SubRun(Protocol):
@@ -40,60 +115,176 @@ class Delegate(Protocol):
         prompt: str | None = None,
         *,
         history: Sequence[Message] = (),
-        parent_run_id: str | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+        parent: ToolContext | None = None,
+        stop: StopCondition | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] | None = None,
     ) -> _SubRun: ...
 
 
-def subagent_tool(agent: Delegate, name: str, description: str) -> Tool:
+def subagent_tool(
+    agent: Delegate,
+    name: str,
+    description: str,
+    context: SubagentContext,
+    tools: Iterable[Tool | Callable[..., Any]] | None,
+) -> Tool:
     """A tool that runs ``agent`` on a task and answers with its final output."""
+    own_tools = None if tools is None else tuple(tools)
 
-    async def run_subagent(task: str, ctx: ToolContext) -> str:
-        """Run the subagent.
+    async def run_subagent(task: str, ctx: ToolContext) -> ToolReturn:
+        """Run the sub-agent.
 
         Args:
-            task: What the subagent should do, with everything it needs to know.
+            task: What the sub-agent should do, with everything it needs to know.
             ctx: The calling run (filled in by the loop).
 
         """
-        parent = parent_hooks.get()
-        result = await _run(agent, task, (), ctx.run_id, parent, turn=0)
-        return _answer(agent.name, result)
+        tree = subagent_tree.get() or SubagentTree(SubagentLimits())
+        refusal = tree.admit(ctx)
+        if refusal is not None:
+            return _refused(agent.name, refusal)
+        parent_state, stop = ctx.view.state, _budget_cap(ctx)
+
+        def start(
+            prompt: str, history: tuple[Message, ...], metadata: dict[str, JsonValue]
+        ) -> _SubRun:
+            return agent.start(
+                prompt, history=history, metadata=metadata, parent=ctx, stop=stop, tools=own_tools
+            )
+
+        first = start(task, context.history(parent_state), context.metadata(parent_state))
+        runs = await _run_with_hooks(agent.name, first, start, parent_hooks.get())
+        return _returned(agent.name, runs)
 
     return tool(name=name, description=description)(run_subagent)
 
 
-async def _run(
-    agent: Delegate,
-    prompt: str,
-    history: tuple[Message, ...],
-    parent_run_id: str,
-    parent: ParentHooks | None,
-    turn: int,
-) -> RunResult:
-    run = agent.start(prompt, history=history, parent_run_id=parent_run_id)
+_Start = Callable[[str, tuple[Message, ...], dict[str, JsonValue]], _SubRun]
+
+
+async def _run_with_hooks(
+    name: str, run: _SubRun, start: _Start, parent: ParentHooks | None
+) -> tuple[RunResult, ...]:
+    """Run the sub-run; SubagentStop hooks of the parent may give it more turns (bounded).
+
+    Each extra turn is a new sub-run on the conversation so far; all of them are returned.
+    """
     agent_id = run.state.run_id
     if parent is not None:
-        await parent.fire(SubagentStartInput(agent_id=agent_id, agent_type=agent.name))
-    result = await run.arun_to_end()
-    if parent is None:
-        return result
-    stop = SubagentStopInput(agent_id=agent_id, agent_type=agent.name, stop_hook_active=turn > 0)
-    verdict = await parent.fire(stop)
-    if not verdict.blocked:
-        return result
-    if turn >= parent.max_turns:
-        parent.note(f"a SubagentStop hook asked {agent.name!r} for more after {turn} turns")
-        return result
-    earlier = tuple(m for m in result.messages if m.role != "system")
-    reason = verdict.reason or "A SubagentStop hook asked you to continue."
-    return await _run(agent, reason, earlier, parent_run_id, parent, turn + 1)
+        await parent.fire(SubagentStartInput(agent_id=agent_id, agent_type=name))
+    runs = [await run.arun_to_end()]
+    while parent is not None:
+        turn = len(runs) - 1
+        stop = SubagentStopInput(agent_id=agent_id, agent_type=name, stop_hook_active=turn > 0)
+        verdict = await parent.fire(stop)
+        if not verdict.blocked:
+            break
+        if turn >= parent.max_turns:
+            parent.note(f"a SubagentStop hook asked {name!r} for more after {turn} turns")
+            break
+        last = runs[-1]
+        earlier = tuple(m for m in last.messages if m.role != "system")
+        reason = verdict.reason or "A SubagentStop hook asked you to continue."
+        runs.append(await start(reason, earlier, last.state.metadata).arun_to_end())
+    return tuple(runs)
 
 
-def _answer(name: str, result: RunResult) -> str:
+def _budget_cap(ctx: ToolContext) -> StopCondition | None:
+    """Stop conditions for what the calling run has left, if it has limits."""
+    budget = ctx.budget
+    caps: list[StopCondition] = []
+    if budget.tokens_left is not None:
+        caps.append(MaxTokens(budget.tokens_left))
+    if budget.cost_left is not None:
+        caps.append(MaxCost(budget.cost_left))
+    if budget.seconds_left is not None:
+        caps.append(Timeout(budget.seconds_left))
+    if not caps:
+        return None
+    cap = caps[0]
+    for more in caps[1:]:
+        cap = cap | more
+    return cap
+
+
+def _summary(name: str, result: RunResult) -> SubagentResult:
+    tools_used = dict.fromkeys(o.name for s in result.steps for o in s.tool_outcomes)
+    return SubagentResult(
+        run_id=result.run_id,
+        agent=name,
+        output=result.output,
+        status=result.status,
+        stop_reason=result.stop_reason,
+        steps=len({s.index for s in result.steps}),
+        tools_used=tuple(tools_used),
+        usage=result.usage,
+        error=result.error.message if result.error else None,
+    )
+
+
+def _returned(name: str, runs: tuple[RunResult, ...]) -> ToolReturn:
+    """What the parent gets: the answer, or a tool error saying why there is none."""
+    result = runs[-1]
+    problem = _problem(name, result)
+    return ToolReturn(
+        value=problem or result.output or "",
+        usage=sum((r.usage for r in runs[1:]), runs[0].usage),
+        runs=runs,
+        subagent=_summary(name, result),
+        is_error=problem is not None,
+    )
+
+
+def _problem(name: str, result: RunResult) -> str | None:
     if result.status is ExecutionStatus.PAUSED:
-        waiting = ", ".join(p.tool for p in result.pending)
-        raise SubagentError(f"subagent {name!r} paused waiting for {waiting}; it cannot ask")
+        waiting = ", ".join(f"{p.tool} ({p.reason})" for p in result.pending)
+        return f"Sub-agent {name!r} paused: its call to {waiting} waits for approval."
     if result.status is not ExecutionStatus.COMPLETED:
         why = result.error.message if result.error else result.status.value
-        raise SubagentError(f"subagent {name!r} did not finish: {why}")
-    return result.output or ""
+        return f"Sub-agent {name!r} did not finish: {why}"
+    if result.stop_reason not in (StopReason.COMPLETED, StopReason.TASK_COMPLETE):
+        assert result.stop_reason is not None
+        return (
+            f"Sub-agent {name!r} stopped at a limit ({result.stop_reason.value}) before "
+            f"answering; its last words: {result.output or '(none)'}"
+        )
+    return None
+
+
+def _refused(name: str, why: str) -> ToolReturn:
+    return ToolReturn(value=f"Sub-agent {name!r} was not started: {why}.", is_error=True)
+
+
+def _last_messages(messages: Sequence[Message], count: int | Literal["all"]) -> tuple[Message, ...]:
+    """The last ``count`` non-system messages, with every tool call next to its result.
+
+    The slice is widened to take in the call of a result it starts with; calls without a result
+    in the slice (the parent's calls under way) are left out, and a message left empty with them.
+    """
+    shared = [m for m in messages if m.role != "system"]
+    if count != "all":
+        if count <= 0:
+            return ()
+        start = max(0, len(shared) - count)
+        while start > 0 and shared[start].role == "tool":
+            start -= 1
+        shared = shared[start:]
+    answered = {
+        p.call_id
+        for m in shared
+        for p in m.parts
+        if isinstance(p, ToolResult | RetryPrompt) and p.call_id is not None
+    }
+    kept = []
+    for message in shared:
+        parts = tuple(p for p in message.parts if _kept(p, answered))
+        if parts:
+            kept.append(
+                message if parts == message.parts else message.model_copy(update={"parts": parts})
+            )
+    return tuple(kept)
+
+
+def _kept(part: object, answered: set[str]) -> bool:
+    return not isinstance(part, ToolCall) or part.call_id in answered

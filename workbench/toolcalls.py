@@ -18,9 +18,10 @@ from workbench._record import Record
 from workbench.config import LoopConfig
 from workbench.guards import ALLOWED, ToolPermission, check_guards
 from workbench.hooks.runner import parent_hooks
-from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult
-from workbench.records import Observers, OutcomeStatus, ToolOutcome
+from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
+from workbench.records import Observers, OutcomeStatus, RunResult, SubagentResult, ToolOutcome
 from workbench.state import AgentState, ExecutionStatus, PendingCall, Phase, new_id
+from workbench.subagent import SubagentTree, subagent_tree
 from workbench.tools import (
     ArgumentError,
     RunFatalError,
@@ -47,6 +48,10 @@ class CallResult(Record):
     retry_of: str | None = None
     rewritten: bool = False
     """A PreToolUse hook changed the arguments; the history is updated to show them."""
+    usage: Usage | None = None
+    """Tokens the tool spent itself (a sub-agent's run), charged to the calling run."""
+    children: tuple[RunResult, ...] = ()
+    """The sub-runs the tool made, children of the calling run."""
 
 
 class ToolRunner:
@@ -77,6 +82,8 @@ class ToolRunner:
         """
         self._offered, self._approved = offered, approved
         scope = parent_hooks.set(self._hooks.for_subagents())
+        tree = subagent_tree.get() or SubagentTree(self._config.subagents)  # a root run's tree
+        tree_scope = subagent_tree.set(tree)
         try:
             concurrent = [c for c in calls if not self._sequential(c)]
             results: dict[str, CallResult] = {}
@@ -91,6 +98,7 @@ class ToolRunner:
             return [results[c.call_id] for c in calls]
         finally:
             parent_hooks.reset(scope)
+            subagent_tree.reset(tree_scope)
 
     async def _run_call(self, call: ToolCall, ctx: ToolContext) -> CallResult:
         """Guards, approval, validation and execution of one call, as an outcome for the model."""
@@ -146,7 +154,9 @@ class ToolRunner:
     async def _execute(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> CallResult:
         """Run the call; PostToolUse(Failure) hooks may add to what the model reads."""
         try:
-            content = await tool.run(call.arguments, ctx)
+            returned = await tool.run(
+                call.arguments, ctx.model_copy(update={"call_id": call.call_id})
+            )
         except (ArgumentError, ToolRetry, ToolTimeout) as exc:
             result = _retry(call, _feedback(call.name, exc))
         except RunFatalError:
@@ -155,7 +165,11 @@ class ToolRunner:
             message = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
             result = _result(call, "error", message, is_error=True)
         else:
-            result = _result(call, "ok", content)
+            status: OutcomeStatus = "error" if returned.is_error else "ok"
+            result = _result(
+                call, status, returned.value, is_error=returned.is_error, subagent=returned.subagent
+            )
+            result = result.model_copy(update={"usage": returned.usage, "children": returned.runs})
         feedback = await self._hooks.after_tool(call, result.outcome)
         return _with_feedback(result, feedback) if feedback else result
 
@@ -183,10 +197,16 @@ class ToolRunner:
 
 
 def _result(
-    call: ToolCall, status: OutcomeStatus, content: str, *, is_error: bool = False
+    call: ToolCall,
+    status: OutcomeStatus,
+    content: str,
+    *,
+    is_error: bool = False,
+    subagent: SubagentResult | None = None,
 ) -> CallResult:
     part = ToolResult(call_id=call.call_id, name=call.name, content=content, is_error=is_error)
-    return CallResult(outcome=_outcome(call, status, content), part=part, counts_as_error=is_error)
+    outcome = _outcome(call, status, content).model_copy(update={"subagent": subagent})
+    return CallResult(outcome=outcome, part=part, counts_as_error=is_error)
 
 
 def _outcome(call: ToolCall, status: OutcomeStatus, content: str) -> ToolOutcome:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import inspect
+import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ from workbench._record import Record
 from workbench.conditions import Budget, Limits, RunView
 from workbench.errors import ArgumentError, RunFatalError, ToolRetry, ToolTimeout
 from workbench.messages import JsonValue, Usage
+from workbench.records import RunResult, SubagentResult
 
 __all__ = [
     "ArgumentError",
@@ -32,6 +35,7 @@ __all__ = [
     "ToolContext",
     "ToolDefinition",
     "ToolRetry",
+    "ToolReturn",
     "ToolTimeout",
     "tool",
     "truncate",
@@ -55,6 +59,8 @@ class ToolContext(Record):
 
     view: RunView
     limits: Limits
+    call_id: str | None = None
+    """The tool call being run (None in a guard that sees all of a step's calls at once)."""
 
     def __repr__(self) -> str:  # short: the state is one attribute away
         return f"ToolContext(run_id={self.run_id!r}, step={self.step}, budget={self.budget})"
@@ -83,6 +89,25 @@ class ToolContext(Record):
     def budget(self) -> Budget:
         """What the run has used and has left (the step under way not counted as used)."""
         return Budget.of(self.limits, self.view)
+
+
+class ToolReturn(Record):
+    """What a tool gives back: the value the model reads, and what the run should know besides.
+
+    A tool function may return one to charge the tokens it spent (a sub-agent, a model call of
+    its own) to the calling run, or to hand back the run it started; `Tool.run` always returns
+    one, with ``value`` as the (truncated) text the model reads.
+    """
+
+    value: Any
+    usage: Usage | None = None
+    """Tokens and cost spent inside the tool, added to the calling run's usage."""
+    runs: tuple[RunResult, ...] = ()
+    """The sub-runs the tool made (`Agent.as_tool`): they become children of the calling run."""
+    subagent: SubagentResult | None = None
+    """The sub-run as the calling run's step record shows it."""
+    is_error: bool = False
+    """The value is an error the model should read as one (the call did not do its job)."""
 
 
 ToolFunction = Callable[..., Any]
@@ -129,18 +154,18 @@ class Tool:
         # the fields, as validated (no extras: the model forbids them)
         return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 
-    async def run(self, arguments: dict[str, JsonValue], ctx: ToolContext) -> str:
-        """Validate, execute within the timeout, and return the (truncated) result as text."""
+    async def run(self, arguments: dict[str, JsonValue], ctx: ToolContext) -> ToolReturn:
+        """Validate, execute within the timeout; the (truncated) text the model reads, and more."""
         kwargs = self.validate(arguments)
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
-        if self.timeout is None:  # no timer to arm
-            return truncate(result_text(await self._call(kwargs)), self.max_result_chars)
         try:
             result = await asyncio.wait_for(self._call(kwargs), self.timeout)
         except TimeoutError:
             raise ToolTimeout(f"tool {self.name!r} timed out after {self.timeout:g}s") from None
-        return truncate(result_text(result), self.max_result_chars)
+        returned = result if isinstance(result, ToolReturn) else ToolReturn(value=result)
+        text = truncate(result_text(returned.value), self.max_result_chars)
+        return returned.model_copy(update={"value": text})
 
     def _call(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
         if self._is_async:
@@ -202,6 +227,12 @@ def tool(
         )
 
     return make(function) if function is not None else make
+
+
+def schema_hash(definitions: tuple[ToolDefinition, ...]) -> str:
+    """A short, stable hash of the tool definitions a model is offered."""
+    payload = [(d.name, d.description, d.parameters) for d in definitions]
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def result_text(result: Any) -> str:

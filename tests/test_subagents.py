@@ -1,0 +1,235 @@
+"""Sub-agents: one run tree, one budget, a structured result, limits, and what a sub-agent sees."""
+
+from __future__ import annotations
+
+import asyncio
+
+import workbench as wb
+
+R = wb.ModelResponse
+USAGE = wb.Usage(input_tokens=100, output_tokens=20, requests=1)
+
+
+@wb.tool
+def search(query: str) -> str:
+    """Look something up."""
+    return f"found {query}"
+
+
+def _researcher(script: list[R | str], **options: object) -> wb.Agent:
+    return wb.Agent(
+        model=wb.ScriptedModel(script, name="researcher-model"),
+        name="researcher",
+        tools=[search],
+        store=False,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def _lead(tool: wb.Tool, script: list[R | str], **options: object) -> wb.Agent:
+    return wb.Agent(
+        model=wb.ScriptedModel(script, name="lead-model"),
+        name="lead",
+        tools=[search, tool],
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def test_a_sub_run_is_a_child_with_a_structured_result_and_its_usage_charged() -> None:
+    researcher = _researcher(
+        [
+            R.tool_call("search", {"query": "tides"}, usage=USAGE),
+            R.text("high at noon", usage=USAGE),
+        ]
+    )
+    lead = _lead(
+        researcher.as_tool("research", "Look things up."),
+        [
+            R.tool_call("research", {"task": "when is high tide?"}, call_id="r1", usage=USAGE),
+            R.text("noon", usage=USAGE),
+        ],
+        store=False,
+    )
+    result = lead.run_sync("plan a swim", metadata={"user": "ada"})
+    assert result.output == "noon"
+    (child,) = result.children
+    assert child.parent_run_id == result.run_id and child.parent_call_id == "r1"
+    assert child.state.depth == 1 and child.output == "high at noon"
+    outcome = result.steps[0].tool_outcomes[0]
+    assert outcome.status == "ok" and outcome.content == "high at noon"
+    sub = outcome.subagent
+    assert sub is not None and sub.run_id == child.run_id and sub.agent == "researcher"
+    assert (sub.status, sub.stop_reason, sub.steps) == (
+        wb.ExecutionStatus.COMPLETED,
+        wb.StopReason.COMPLETED,
+        2,
+    )
+    assert sub.tools_used == ("search",) and sub.usage.total_tokens == 240
+    # the parent's usage counts its own two model calls and the sub-run's two
+    assert result.usage.total_tokens == 2 * 120 + 240
+    assert result.usage.requests == 4
+
+
+def test_the_context_policy_decides_what_the_sub_agent_sees_on_its_first_step() -> None:
+    researcher = _researcher(["ok"])
+    tool = researcher.as_tool(
+        "research",
+        context=wb.SubagentContext(messages=2, metadata_keys=("user",), inject=("Be brief.",)),
+    )
+    lead = _lead(
+        tool,
+        [
+            R.tool_call("search", {"query": "a"}, call_id="s1"),
+            R.tool_call("research", {"task": "dig"}, call_id="r1"),
+            "done",
+        ],
+        store=False,
+    )
+    result = lead.run_sync("go", metadata={"user": "ada", "secret": "x"})
+    child = result.children[0]
+    assert child.state.metadata == {"user": "ada"}
+    seen = child.steps[0].messages_in
+    # the last two parent messages would cut a call from its result: the call comes along;
+    # the parent's call under way (r1) is left out
+    assert [m.role for m in seen] == ["assistant", "tool", "user", "user"]
+    assert seen[0].tool_calls[0].call_id == "s1"
+    assert [m.text for m in seen[2:]] == ["Be brief.", "dig"]
+
+
+def test_a_failed_sub_run_is_a_tool_error_the_parent_reads_and_is_still_a_child() -> None:
+    broken = wb.Agent(model=wb.ScriptedModel([]), name="broken", store=False)
+    lead = _lead(
+        broken.as_tool("delegate"),
+        [R.tool_call("delegate", {"task": "x"}), "recovered"],
+        store=False,
+    )
+    result = lead.run_sync("go")
+    assert result.output == "recovered"
+    outcome = result.steps[0].tool_outcomes[0]
+    assert outcome.status == "error" and "did not finish" in outcome.content
+    assert "'broken'" in outcome.content and "ScriptedModel" in outcome.content
+    assert outcome.subagent is not None and outcome.subagent.status is wb.ExecutionStatus.FAILED
+    assert result.children[0].status is wb.ExecutionStatus.FAILED
+    answer = result.messages[2].parts[0]
+    assert isinstance(answer, wb.ToolResult) and answer.is_error
+
+
+def test_a_paused_sub_run_says_which_call_waits() -> None:
+    @wb.tool(requires_approval=True)
+    def wipe(path: str) -> str:
+        """Wipe."""
+        return "wiped"
+
+    cleaner = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/"})]),
+        name="cleaner",
+        tools=[wipe],
+        store=False,
+    )
+    lead = _lead(cleaner.as_tool("clean"), [R.tool_call("clean", {"task": "x"}), "ok"], store=False)
+    outcome = lead.run_sync("go").steps[0].tool_outcomes[0]
+    assert outcome.status == "error"
+    assert "paused" in outcome.content and "wipe" in outcome.content
+
+
+def test_limits_refuse_a_call_naming_the_limit() -> None:
+    recursive = wb.Agent(
+        model=wb.FunctionModel(lambda messages, info: R.tool_call("self", {"task": "again"})),
+        name="recursive",
+        stop=wb.MaxSteps(2),
+        store=False,
+        subagents=wb.SubagentLimits(max_depth=2),
+    )
+    recursive.tools["self"] = recursive.as_tool("self")
+    result = recursive.run_sync("go")
+    depth_two = result.children[0].children[0]
+    refusal = depth_two.steps[0].tool_outcomes[0]
+    assert refusal.status == "error" and "depth limit (2)" in refusal.content
+    assert depth_two.children == ()
+
+
+def test_breadth_and_total_limits() -> None:
+    helper = wb.Agent(model=wb.FunctionModel(lambda m, i: "ok"), name="helper", store=False)
+    calls = [("help", {"task": str(n)}) for n in range(3)]
+    lead = _lead(
+        helper.as_tool("help"),
+        [R.tool_calls(calls), "done"],
+        store=False,
+        subagents=wb.SubagentLimits(max_breadth=2),
+    )
+    result = lead.run_sync("go")
+    statuses = [o.status for o in result.steps[0].tool_outcomes]
+    assert statuses.count("ok") == 2 and statuses.count("error") == 1
+    assert len(result.children) == 2
+    refused = next(o for o in result.steps[0].tool_outcomes if o.status == "error")
+    assert "max_breadth" in refused.content
+
+
+def test_parallel_sub_agent_calls_are_children_in_call_order() -> None:
+    async def slow_then_fast(messages: list[wb.Message], info: object) -> str:
+        task = messages[-1].text
+        await asyncio.sleep(0.05 if task == "first" else 0)
+        return f"did {task}"
+
+    helper = wb.Agent(model=wb.FunctionModel(slow_then_fast), name="helper", store=False)
+    lead = _lead(
+        helper.as_tool("help"),
+        [R.tool_calls([("help", {"task": "first"}), ("help", {"task": "second"})]), "done"],
+        store=False,
+    )
+    result = lead.run_sync("go")
+    assert [c.output for c in result.children] == ["did first", "did second"]
+
+
+def test_the_parents_budget_caps_the_sub_run_and_counts_what_it_spent() -> None:
+    spender = wb.Agent(
+        model=wb.FunctionModel(lambda m, i: R.tool_call("search", {"query": "q"}, usage=USAGE)),
+        name="spender",
+        tools=[search],
+        store=False,
+    )
+    lead = _lead(
+        spender.as_tool("spend"),
+        [R.tool_call("spend", {"task": "x"}, usage=USAGE), "never"],
+        store=False,
+        stop=wb.MaxTokens(500),
+    )
+    result = lead.run_sync("go")
+    child = result.children[0]
+    assert child.stop_reason is wb.StopReason.TOKEN_LIMIT  # capped at the 380 tokens left
+    assert child.usage.total_tokens <= 380 + 120
+    assert result.stop_reason is wb.StopReason.TOKEN_LIMIT  # the parent counts them
+    assert result.usage.total_tokens == 120 + child.usage.total_tokens
+
+
+def test_a_sub_agent_that_hangs_hits_its_own_time_limit_and_the_parent_reads_it() -> None:
+    async def hang(messages: list[wb.Message], info: object) -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    sleeper = wb.Agent(
+        model=wb.FunctionModel(hang), name="sleeper", stop=wb.Timeout(0.2), store=False
+    )
+    lead = _lead(sleeper.as_tool("sleep"), [R.tool_call("sleep", {"task": "x"}), "ok"], store=False)
+    result = lead.run_sync("go")
+    outcome = result.steps[0].tool_outcomes[0]
+    assert outcome.status == "error" and "time_limit" in outcome.content
+    assert result.output == "ok"
+
+
+def test_the_store_keeps_the_tree() -> None:
+    store = wb.RunStore(":memory:")
+    researcher = wb.Agent(model=wb.ScriptedModel(["fact"]), name="researcher", store=store)
+    lead = _lead(
+        researcher.as_tool("research"),
+        [R.tool_call("research", {"task": "x"}, call_id="r1"), "done"],
+        store=store,
+    )
+    result = lead.run_sync("go")
+    loaded = store.load(result.run_id)
+    assert [c.run_id for c in loaded.children] == [result.children[0].run_id]
+    assert loaded.children[0].parent_call_id == "r1"
+    summaries = {s.run_id: s for s in store.runs()}
+    assert summaries[result.children[0].run_id].parent_run_id == result.run_id
+    store.delete(result.run_id)
+    assert store.runs() == []
