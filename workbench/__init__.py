@@ -23,6 +23,7 @@ from workbench.errors import (
     ArgumentError,
     AuthenticationError,
     BadRequestError,
+    ExpectationFailed,
     ExternalError,
     HookFailure,
     InvalidTransition,
@@ -49,6 +50,7 @@ from workbench.errors import (
     UsageError,
     WorkbenchError,
 )
+from workbench.expect import Expectation, expect
 from workbench.guards import GuardDecision, ToolGuard, ToolPermission
 from workbench.history import HistoryProcessor, KeepLast, TokenWindow
 from workbench.hooks import (
@@ -138,6 +140,8 @@ __all__ = [
     "ErrorBudget",
     "ErrorInfo",
     "ExecutionStatus",
+    "Expectation",
+    "ExpectationFailed",
     "External",
     "ExternalError",
     "FinishReason",
@@ -236,6 +240,7 @@ __all__ = [
     "UserPromptSubmitInput",
     "WorkbenchError",
     "diff",
+    "expect",
     "hooks_from_settings",
     "tool",
 ]
