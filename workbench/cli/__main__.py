@@ -4,4 +4,5 @@ import sys
 
 from workbench.cli.app import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing the module (a walk over the package) runs nothing
+    sys.exit(main())
