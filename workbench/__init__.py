@@ -24,6 +24,7 @@ from workbench.errors import (
     ArgumentError,
     AuthenticationError,
     BadRequestError,
+    ExpectationFailed,
     ExternalError,
     HookFailure,
     InvalidTransition,
@@ -50,6 +51,7 @@ from workbench.errors import (
     UsageError,
     WorkbenchError,
 )
+from workbench.expect import Expectation, expect
 from workbench.guards import GuardDecision, ToolGuard, ToolPermission
 from workbench.history import HistoryProcessor, KeepLast, TokenWindow
 from workbench.hooks import (
@@ -144,6 +146,8 @@ __all__ = [
     "ErrorBudget",
     "ErrorInfo",
     "ExecutionStatus",
+    "Expectation",
+    "ExpectationFailed",
     "External",
     "ExternalError",
     "FinishReason",
@@ -247,6 +251,7 @@ __all__ = [
     "UserPromptSubmitInput",
     "WorkbenchError",
     "diff",
+    "expect",
     "hooks_from_settings",
     "tool",
 ]

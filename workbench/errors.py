@@ -24,10 +24,12 @@ Who caused it decides where an error sits, because that decides what the user do
     │   ├── StoreError              a store that cannot do what was asked; RunNotFound
     │   ├── StateFormatError        a serialized state that cannot be read
     │   └── SubagentError           a sub-agent's run ended without an answer
-    └── RunFatalError               raised by a tool to end the whole run as FAILED
+    ├── RunFatalError               raised by a tool to end the whole run as FAILED
+    └── ExpectationFailed           a run is not what a `wb.expect` check asked for (a test failed)
 
 Each class also derives from the built-in exception it has always been (``ValueError``,
-``RuntimeError``, ``TimeoutError``, ``LookupError``), so existing ``except`` clauses keep working.
+``RuntimeError``, ``TimeoutError``, ``LookupError``), so existing ``except`` clauses keep working;
+``ExpectationFailed`` is an ``AssertionError``, so pytest reports it as a failed assertion.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "ArgumentError",
     "AuthenticationError",
     "BadRequestError",
+    "ExpectationFailed",
     "ExternalError",
     "HookFailure",
     "InvalidTransition",
@@ -204,3 +207,15 @@ class SubagentError(ExternalError, RuntimeError):
 
 class RunFatalError(WorkbenchError):
     """Raised by a tool when the whole run must stop: the run ends FAILED with this message."""
+
+
+# -- a regression check that did not hold -------------------------------------------------------
+
+
+class ExpectationFailed(WorkbenchError, AssertionError):
+    """A `wb.expect` check failed: ``check`` names it, ``step`` is where the run differs."""
+
+    def __init__(self, check: str, step: int | None, message: str) -> None:
+        super().__init__(message)
+        self.check = check
+        self.step = step

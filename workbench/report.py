@@ -7,19 +7,16 @@ Needs the ``notebook`` extra (plotly, pandas).
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbench._runs_cli import load_run, store_option
-
 if TYPE_CHECKING:
     from workbench.agent import AgentRun, RunResult
     from workbench.notebook.data import Spans, SpanSource
 
-__all__ = ["report_html", "run_report", "setup_report", "write_report"]
+__all__ = ["report_html", "write_report"]
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto;
@@ -109,24 +106,3 @@ def write_report(
     html = report_html(source, telemetry=telemetry, spans=spans, title=title)
     target.write_text(html, encoding="utf-8")
     return target
-
-
-def setup_report(parser: argparse.ArgumentParser) -> None:
-    """``workbench report RUN -o FILE.html [--store PATH]``."""
-    parser.add_argument("run", help="a run id, a unique prefix of one, or 'last'")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE.html", help="where to write")
-    store_option(parser)
-
-
-def run_report(args: argparse.Namespace) -> int:
-    """Write the standalone HTML report of a stored run."""
-    from workbench.store import StoreError
-
-    try:
-        run = load_run(args)
-    except StoreError as exc:
-        print(f"workbench report: {exc}")
-        return 2
-    path = write_report(run, args.output)
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB, opens offline): run {run.run_id}")
-    return 0

@@ -1,11 +1,11 @@
-"""The ``runs``, ``show`` and ``replay`` verbs of the ``workbench`` command.
+"""``workbench replay RUN --from-step N``: re-run a stored run exactly from a step.
 
-``replay RUN --from-step N`` re-runs a stored run from a step with a `ReplayModel`, so it is exact
-and offline. The agent's tools are not in the store (only their names and results are), so by
-default the tools are *recorded* too: each call gets the result the original run got, a call a
-guard denied is denied again with the same reason, and a call still waiting for approval waits
-again. ``--agent module:name`` uses a real agent's tools instead (an `Agent`, or a function that
-returns one). Either way the new run is stored beside the original and diffed against it.
+The re-run uses a `ReplayModel`, so it is exact and offline. The agent's tools are not in the
+store (only their names and results are), so by default the tools are *recorded* too: each call
+gets the result the original run got, a call a guard denied is denied again with the same reason,
+and a call still waiting for approval waits again. ``--agent module:name`` uses a real agent's
+tools instead (an `Agent`, or a function that returns one). Either way the new run is stored
+beside the original and diffed against it.
 """
 
 from __future__ import annotations
@@ -13,140 +13,28 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from workbench.agent import Agent, RunResult
+from workbench.cli._common import echo, open_store, run_argument, step_table, store_option
 from workbench.conditions import Budget, MaxCost, MaxSteps, MaxTokens, StopCondition, Timeout
 from workbench.diff import diff
+from workbench.errors import StoreError, UsageError
 from workbench.guards import GuardDecision, ToolPermission
-from workbench.messages import JsonValue, Message, ToolCall
+from workbench.messages import JsonValue, ToolCall
 from workbench.models.replay import ReplayModel
 from workbench.records import StepContext, ToolOutcome
-from workbench.store import RunStore, StoreError
+from workbench.store import RunStore
 from workbench.tools import Tool, ToolContext, ToolRetry, ToolReturn
 
-__all__ = [
-    "load_run",
-    "open_store",
-    "run_replay",
-    "run_runs",
-    "run_show",
-    "setup_replay",
-    "setup_runs",
-    "setup_show",
-    "store_option",
-]
-
-
-def store_option(parser: argparse.ArgumentParser) -> None:
-    """The ``--store PATH`` option every verb that reads stored runs takes."""
-    parser.add_argument(
-        "--store",
-        metavar="PATH",
-        default=None,
-        help="the run store (default: $WORKBENCH_STORE or .workbench/runs.sqlite)",
-    )
-
-
-def open_store(args: argparse.Namespace) -> RunStore:
-    """The store ``--store`` names, else the default one; a `StoreError` if there is none."""
-    store = RunStore(args.store) if args.store else RunStore.default()
-    if store is None:
-        raise StoreError("no default store (WORKBENCH_STORE=off): pass --store PATH")
-    return store
-
-
-def load_run(args: argparse.Namespace) -> RunResult:
-    """The stored run ``args.run`` names (an id, a unique prefix of one, or ``last``)."""
-    store = open_store(args)
-    return store.load(store.resolve(args.run))
-
-
-def setup_runs(parser: argparse.ArgumentParser) -> None:
-    """``workbench runs [--store PATH] [--limit N]``."""
-    store_option(parser)
-    parser.add_argument("--limit", type=int, default=20, help="show the newest N runs (0: all)")
-
-
-def run_runs(args: argparse.Namespace) -> int:
-    """Print the stored runs, newest last."""
-    return _guarded(lambda: _runs(args))
-
-
-def _runs(args: argparse.Namespace) -> int:
-    store = open_store(args)
-    runs = store.runs()
-    if not runs:
-        print(f"no runs in {store.path}")
-        return 0
-    shown = runs[-args.limit :] if args.limit > 0 else runs
-    header = ("run", "agent", "status", "stop", "steps", "tokens", "model", "started", "re-run of")
-    rows = [header] + [
-        (
-            r.run_id,
-            r.agent_name,
-            r.status,
-            r.stop_reason or "-",
-            str(r.steps),
-            f"{r.input_tokens}/{r.output_tokens}",
-            r.model_name or "-",
-            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.created_at)),
-            f"{r.rerun_of}@{r.rerun_of_step}" if r.rerun_of else "-",
-        )
-        for r in shown
-    ]
-    print(_table(rows))
-    print(f"\n{len(shown)} of {len(runs)} runs in {store.path}")
-    return 0
-
-
-def setup_show(parser: argparse.ArgumentParser) -> None:
-    """``workbench show RUN [--messages] [--store PATH]``."""
-    parser.add_argument("run", help="run id, a unique prefix of one, or 'last'")
-    parser.add_argument("--messages", action="store_true", help="print the conversation too")
-    store_option(parser)
-
-
-def run_show(args: argparse.Namespace) -> int:
-    """Print one stored run: summary, step table, output (and the conversation)."""
-    return _guarded(lambda: _show(args))
-
-
-def _show(args: argparse.Namespace) -> int:
-    from workbench.cli import step_table
-
-    store = open_store(args)
-    run = store.load(store.resolve(args.run))
-    state = run.state
-    print(
-        f"run {run.run_id} ({state.agent_name}): {state.status.value}, stop reason "
-        f"{state.stop_reason.value if state.stop_reason else '-'}"
-    )
-    if state.rerun_of is not None:
-        print(f"re-run of {state.rerun_of.run_id} from step {state.rerun_of.step}")
-    model = run.snapshots[-1].model_name if run.snapshots else "-"
-    print(
-        f"model {model}; steps {state.step}; tokens {run.usage.input_tokens} in, "
-        f"{run.usage.output_tokens} out; messages {len(state.messages)}"
-    )
-    if state.error is not None:
-        print(f"error: {state.error.type}: {state.error.message}")
-    print()
-    print(step_table(run.steps) if run.steps else "(no finished steps)")
-    if args.messages:
-        print()
-        for i, message in enumerate(state.messages):
-            print(_message_line(i, message))
-    print(f"\noutput: {run.output}")
-    return 0
+__all__ = ["run_replay", "setup_replay"]
 
 
 def setup_replay(parser: argparse.ArgumentParser) -> None:
     """``workbench replay RUN --from-step N [--agent MODULE:NAME] [--store PATH]``."""
-    parser.add_argument("run", help="run id, a unique prefix of one, or 'last'")
+    run_argument(parser)
     parser.add_argument(
         "--from-step", type=int, default=1, metavar="N", help="first step to re-run"
     )
@@ -160,12 +48,6 @@ def setup_replay(parser: argparse.ArgumentParser) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     """Re-run a stored run exactly from a step, store the new run, and diff the two."""
-    return _guarded(lambda: _replay(args))
-
-
-def _replay(args: argparse.Namespace) -> int:
-    from workbench.cli import step_table
-
     store = open_store(args)
     original = store.load(store.resolve(args.run))
     snapshot = _snapshot_at(original, args.from_step)
@@ -178,16 +60,16 @@ def _replay(args: argparse.Namespace) -> int:
         agent, tools, how = _recorded_agent(original, snapshot, store), None, "recorded tools"
     replay = ReplayModel.from_run(original)
     result = agent.rerun_sync(snapshot, model=replay, tools=tools)
-    print(f"replayed {original.run_id} from step {snapshot.step} ({how}) as {result.run_id}")
-    print()
-    print(step_table(result.steps) if result.steps else "(no steps)")
-    print()
-    print(f"{result.run_id}: {result.status.value}, stop reason {result.stop_reason}")
+    echo(f"replayed {original.run_id} from step {snapshot.step} ({how}) as {result.run_id}")
+    echo()
+    echo(step_table(result.steps) if result.steps else "(no steps)")
+    echo()
+    echo(f"{result.run_id}: {result.status.value}, stop reason {result.stop_reason}")
     if result.error is not None:
-        print(f"error: {result.error.type}: {result.error.message}")
+        echo(f"error: {result.error.type}: {result.error.message}")
     changes = diff(original, result)
     first = changes.first_divergence
-    print("same as the original at every step" if first is None else changes.to_text())
+    echo("same as the original at every step" if first is None else changes.to_text())
     return 0 if first is None and result.error is None else 1
 
 
@@ -201,12 +83,15 @@ def _snapshot_at(run: RunResult, step: int) -> StepContext:
 
 def _import_agent(spec: str) -> Agent:
     module_name, _, attr = spec.partition(":")
-    if not attr:
-        raise StoreError(f"--agent wants MODULE:NAME, got {spec!r}")
-    found = getattr(importlib.import_module(module_name), attr)
+    if not module_name or not attr:
+        raise UsageError(f"--agent wants MODULE:NAME, got {spec!r}")
+    try:
+        found = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"--agent {spec}: {exc}") from exc
     agent = found() if callable(found) and not isinstance(found, Agent) else found
     if not isinstance(agent, Agent):
-        raise StoreError(f"{spec} is not an Agent (got {type(agent).__name__})")
+        raise UsageError(f"--agent {spec} is not an Agent (got {type(agent).__name__})")
     return agent
 
 
@@ -331,29 +216,3 @@ def _limits(budget: Budget) -> StopCondition:
     for condition in found[1:]:
         combined = combined | condition
     return combined
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-def _guarded(command: Callable[[], int]) -> int:
-    try:
-        return command()
-    except StoreError as exc:
-        print(f"workbench: {exc}")
-        return 2
-
-
-def _message_line(index: int, message: Message) -> str:
-    from workbench.models.replay import describe_part
-
-    parts = "; ".join(describe_part(p) for p in message.parts)
-    step = "-" if message.step is None else message.step
-    return f"{index:>4} {message.role:<9} step {step}: {parts}"
-
-
-def _table(rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)

@@ -1,0 +1,114 @@
+r"""What every verb shares: the store option, printing safely to a terminal, plain-text tables.
+
+Everything a verb prints goes through `echo`. A run's content is untrusted text (model output,
+tool results, names a server chose), and a terminal obeys escape sequences: printed raw, an answer
+could set the window title, clear the screen, hide lines with a carriage return or plant an OSC 8
+link. `echo` writes every control character out as a visible escape (ESC as the four characters
+``\x1b``), so what is printed is what was recorded, as text, and nothing in it can drive the
+terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+
+from workbench.agent import RunResult
+from workbench.records import StepRecord
+from workbench.store import RunStore, StoreError
+
+__all__ = [
+    "echo",
+    "load_run",
+    "open_store",
+    "run_argument",
+    "step_table",
+    "store_option",
+    "terminal_text",
+    "text_table",
+]
+
+# C0 and C1 control characters (ESC, CSI, OSC, BEL, CR, backspace, DEL) and the bidirectional
+# overrides that make a terminal show text in another order than it was written.
+_CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_UNSAFE_IN_TEXT = re.compile(f"[{_CONTROL}]")
+_UNSAFE_IN_CELL = re.compile(f"[\t\n{_CONTROL}]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
+
+
+def terminal_text(text: str, *, one_line: bool = False) -> str:
+    r"""``text`` with its control characters written as escapes (ESC as ``\x1b``).
+
+    Newlines and tabs are escaped too when ``one_line`` (a table cell, a message line), else kept.
+    """
+    return (_UNSAFE_IN_CELL if one_line else _UNSAFE_IN_TEXT).sub(_escape, text)
+
+
+def echo(text: str = "") -> None:
+    """Print ``text`` with nothing in it that a terminal would obey (see the module docstring)."""
+    print(terminal_text(text))
+
+
+def store_option(parser: argparse.ArgumentParser) -> None:
+    """The ``--store PATH`` option every verb that reads stored runs takes."""
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        default=None,
+        help="the run store (default: $WORKBENCH_STORE or .workbench/runs.sqlite)",
+    )
+
+
+def run_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``RUN`` argument of the verbs that work on one stored run."""
+    parser.add_argument("run", metavar="RUN", help="a run id, a unique prefix of one, or 'last'")
+
+
+def open_store(args: argparse.Namespace) -> RunStore:
+    """The store ``--store`` names, else the default one; a `StoreError` if there is none."""
+    store = RunStore(args.store) if args.store else RunStore.default()
+    if store is None:
+        raise StoreError("no default store (WORKBENCH_STORE=off): pass --store PATH")
+    return store
+
+
+def load_run(args: argparse.Namespace) -> RunResult:
+    """The stored run ``args.run`` names (an id, a unique prefix of one, or ``last``)."""
+    store = open_store(args)
+    return store.load(store.resolve(args.run))
+
+
+def text_table(rows: Sequence[Sequence[str]]) -> str:
+    """Rows of cells as aligned columns under a rule; each cell kept on one line, escaped."""
+    cells = [[terminal_text(c, one_line=True) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def step_table(steps: Sequence[StepRecord]) -> str:
+    """A plain-text table of steps: timings (ms), tool calls, tokens, status, stop reason."""
+    header = ("step", "prepare", "infer", "tools", "hooks", "calls", "tokens", "status", "stop")
+    rows = [header]
+    for s in steps:
+        calls = ", ".join(f"{o.name}:{o.status}" for o in s.tool_outcomes) or "-"
+        t = s.timing
+        rows.append(
+            (
+                str(s.index),
+                f"{t.prepare * 1e3:.2f}",
+                f"{t.inference * 1e3:.2f}",
+                f"{t.tools * 1e3:.2f}",
+                f"{t.hooks * 1e3:.2f}",
+                calls,
+                f"{s.usage.input_tokens}/{s.usage.output_tokens}",
+                s.status.value,
+                s.stop_reason.value if s.stop_reason else "-",
+            )
+        )
+    return text_table(rows)

@@ -1,0 +1,81 @@
+"""The ``workbench`` command: one table of verbs, and ``main``, which parses and dispatches.
+
+Each verb lives in its own module of this package as a ``setup`` function (its arguments) and a
+``run`` function (what it does, returning the exit status). The help texts are plain sentences,
+not docstrings: reST markup in a terminal is noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from workbench.cli._common import echo
+from workbench.cli.demo import run_demo_verb
+from workbench.cli.replay import run_replay, setup_replay
+from workbench.cli.report import run_report, setup_report
+from workbench.cli.runs import run_runs, run_show, setup_runs, setup_show
+from workbench.cli.traces import run_export, run_push, setup_export, setup_push
+from workbench.errors import StoreError, UsageError
+
+__all__ = ["VERBS", "Verb", "main"]
+
+DESCRIPTION = (
+    "Agent Workbench: run the demo agent offline, and list, show, replay, report and export the "
+    "runs in a run store."
+)
+
+
+class Verb(NamedTuple):
+    """One verb: its one-line help, how it sets up its arguments, and what it runs."""
+
+    help: str
+    setup: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    """A verb without arguments."""
+
+
+VERBS: dict[str, Verb] = {
+    "demo": Verb(
+        "run the built-in scripted agent offline; write its traces and an HTML report",
+        _no_arguments,
+        run_demo_verb,
+    ),
+    "runs": Verb("list the runs in the run store", setup_runs, run_runs),
+    "show": Verb("show a stored run: steps, timing, output", setup_show, run_show),
+    "replay": Verb(
+        "re-run a stored run exactly from a step (--from-step N) and compare the two",
+        setup_replay,
+        run_replay,
+    ),
+    "report": Verb("write a stored run as one standalone HTML file", setup_report, run_report),
+    "export": Verb("write a stored run's trace as Jaeger or OTLP JSON", setup_export, run_export),
+    "push": Verb("send a stored run's trace to an OTLP/HTTP endpoint", setup_push, run_push),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command's argument parser, with one sub-parser per verb."""
+    top = argparse.ArgumentParser(prog="workbench", description=DESCRIPTION)
+    verbs = top.add_subparsers(dest="verb", required=True, metavar="VERB")
+    for name, verb in VERBS.items():
+        verb.setup(
+            verbs.add_parser(
+                name, help=verb.help, description=verb.help[:1].upper() + verb.help[1:] + "."
+            )
+        )
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``workbench`` command: the verb's exit status (2: a one-line error)."""
+    args = parser().parse_args(argv)
+    try:
+        return VERBS[args.verb].run(args)
+    except (StoreError, UsageError) as exc:
+        echo(f"workbench: {exc}")
+        return 2

@@ -1,0 +1,323 @@
+"""Regression checks on a finished run: ``wb.expect(run, baseline=None)``, fluent, for pytest.
+
+Each check reads the run's records (the same ones the store keeps, so a run loaded from a store is
+checked like a live one) and either returns the `Expectation` for the next check or raises
+`ExpectationFailed`, an ``AssertionError`` whose message names the step where the run differs and
+what differs there. A check given no expected value compares with the baseline run instead, so a
+recorded run becomes a regression test in one line::
+
+    wb.expect(result).stop_reason("completed").tools_called(["add", "multiply"]).no_hook_errors()
+    wb.expect(result, baseline=recorded).tools_called().steps().tokens(within=0.1).answer()
+
+Run content in messages (answers, tool names) is quoted with ``repr``, so a hostile answer is text
+in a test report, never terminal control.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence, Set
+from dataclasses import dataclass
+from typing import NoReturn
+
+from workbench.agent import RunResult
+from workbench.errors import ExpectationFailed, UsageError
+from workbench.messages import Usage
+from workbench.state import ExecutionStatus, StopReason
+
+__all__ = ["Expectation", "expect"]
+
+AnswerCheck = str | re.Pattern[str] | Callable[[str], bool]
+"""A regular expression (searched for in the answer) or a predicate on the answer."""
+
+
+@dataclass(frozen=True)
+class _Call:
+    step: int
+    name: str
+
+
+def expect(run: RunResult, baseline: RunResult | None = None) -> Expectation:
+    """Start checking ``run`` (live, or from `RunStore.load`), optionally against a baseline."""
+    return Expectation(run, baseline)
+
+
+class Expectation:
+    """The checks on one run; each returns ``self`` so they chain, or raises `ExpectationFailed`."""
+
+    def __init__(self, run: RunResult, baseline: RunResult | None = None) -> None:
+        self.run = run
+        self.baseline = baseline
+
+    def __repr__(self) -> str:
+        against = "" if self.baseline is None else f", baseline={self.baseline.run_id!r}"
+        return f"Expectation(run={self.run.run_id!r}{against})"
+
+    # -- what the run did ------------------------------------------------------------------------
+
+    def tools_called(
+        self, expected: Sequence[str] | Set[str] | None = None, *, ordered: bool = True
+    ) -> Expectation:
+        """The tools the model called: this sequence, or this set (any order, any count).
+
+        Without ``expected``, the baseline's calls (``ordered=False``: as a set). Every call the
+        model made counts, including refused and retried ones, each once however often it was
+        resumed.
+        """
+        calls = _calls(self.run)
+        if expected is None:
+            expected = [c.name for c in _calls(self._baseline("tools_called"))]
+            source = "the baseline called"
+        else:
+            source = "expected"
+        if isinstance(expected, Set) or not ordered:
+            self._tool_set(calls, set(expected), source)
+        else:
+            self._tool_sequence(calls, list(expected), source)
+        return self
+
+    def stop_reason(self, expected: StopReason | str | None = None) -> Expectation:
+        """Why the run ended (the baseline's stop reason when not given)."""
+        want = self._baseline("stop_reason").stop_reason if expected is None else expected
+        got = self.run.stop_reason
+        if _value(got) != _value(want):
+            self._fail(
+                "stop_reason",
+                self._last_step,
+                f"the run stopped for {_value(got)}, expected {_value(want)}",
+            )
+        return self
+
+    def status(self, expected: ExecutionStatus | str | None = None) -> Expectation:
+        """The run's final status (the baseline's when not given)."""
+        want = ExecutionStatus(self._baseline("status").status if expected is None else expected)
+        if self.run.status is not want:
+            what = f"the run is {self.run.status.value}, expected {want.value}"
+            self._fail("status", self._last_step, what)
+        return self
+
+    def steps(
+        self,
+        exactly: int | None = None,
+        *,
+        at_least: int | None = None,
+        at_most: int | None = None,
+    ) -> Expectation:
+        """How many steps the run took: exactly, or within bounds (the baseline's count if none)."""
+        if exactly is None and at_least is None and at_most is None:
+            exactly = self._baseline("steps").state.step
+        low = exactly if exactly is not None else at_least
+        high = exactly if exactly is not None else at_most
+        took = self._last_step
+        if (low is not None and took < low) or (high is not None and took > high):
+            want = f"exactly {exactly}" if exactly is not None else _range(low, high)
+            self._fail("steps", took, f"the run took {took} steps, expected {want}")
+        return self
+
+    def tokens(self, *, at_most: int | None = None, within: float | None = None) -> Expectation:
+        """Total tokens: at most a number, and/or ``within`` a fraction of the baseline's (0.1)."""
+        self._amount("tokens", _tokens, at_most, within, "{:,.0f} tokens")
+        return self
+
+    def cost(self, *, at_most: float | None = None, within: float | None = None) -> Expectation:
+        """Total cost in US dollars: at most a sum, and/or ``within`` a fraction of the baseline's.
+
+        A run whose cost is unknown (no price for its model) fails: unknown is not free.
+        """
+        self._amount("cost", _cost, at_most, within, "${:.6f}")
+        return self
+
+    def no_hook_errors(self) -> Expectation:
+        """No hook failed (timeout, crash, bad output) or answered what its event cannot do."""
+        errors = [(r.index, e) for r in self.run.steps for e in r.hook_errors]
+        if errors:
+            listed = "\n".join(f"  step {step}: {_quote(error)}" for step, error in errors)
+            first = errors[0][0]
+            self._fail("no_hook_errors", first, f"{len(errors)} hook error(s):\n{listed}")
+        return self
+
+    def answer(self, expected: AnswerCheck | None = None) -> Expectation:
+        """The final answer matches a regular expression or a predicate (the baseline's answer)."""
+        got = self.run.output
+        step = self._last_step
+        if got is None:
+            self._fail("answer", step, f"the run has no answer (it is {self.run.status.value})")
+        if expected is None:
+            said = self._baseline("answer").output
+            if got != said:
+                self._fail(
+                    "answer", step, f"the answer is {_quote(got)}, the baseline said {_quote(said)}"
+                )
+        elif isinstance(expected, str | re.Pattern):
+            if re.search(expected, got) is None:
+                pattern = expected if isinstance(expected, str) else expected.pattern
+                self._fail("answer", step, f"the answer {_quote(got)} does not match {pattern!r}")
+        elif not expected(got):
+            name = getattr(expected, "__name__", repr(expected))
+            self._fail("answer", step, f"the answer {_quote(got)} does not satisfy {name}")
+        return self
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    @property
+    def _last_step(self) -> int:
+        return self.run.state.step
+
+    def _baseline(self, check: str) -> RunResult:
+        if self.baseline is None:
+            raise UsageError(f"expect(...).{check}() needs an expected value or a baseline run")
+        return self.baseline
+
+    def _fail(self, check: str, step: int | None, what: str) -> NoReturn:
+        __tracebackhide__ = True  # pytest shows the user's check, not this frame
+        where = "" if step is None else f" at step {step}"
+        raise ExpectationFailed(check, step, f"{check}{where}: {what} (run {self.run.run_id})")
+
+    def _tool_sequence(self, calls: list[_Call], expected: list[str], source: str) -> None:
+        names = [c.name for c in calls]
+        if names == expected:
+            return
+        i = next(
+            (i for i, pair in enumerate(zip(names, expected, strict=False)) if pair[0] != pair[1]),
+            min(len(names), len(expected)),
+        )
+        step = calls[i].step if i < len(calls) else self._last_step
+        got = repr(names[i]) if i < len(names) else "no call"
+        want = repr(expected[i]) if i < len(expected) else "no call"
+        self._fail(
+            "tools_called",
+            step,
+            f"call {i + 1} is {got} where {source} {want}\n"
+            f"  called: {_listed(calls)}\n  {source}: {', '.join(map(repr, expected)) or '-'}",
+        )
+
+    def _tool_set(self, calls: list[_Call], expected: set[str], source: str) -> None:
+        extra = [c for c in calls if c.name not in expected]
+        missing = sorted(expected - {c.name for c in calls})
+        if not extra and not missing:
+            return
+        parts = []
+        if extra:
+            parts.append(f"called {extra[0].name!r}, which is not in what {source}")
+        if missing:
+            parts.append(f"never called {', '.join(map(repr, missing))}")
+        step = extra[0].step if extra else self._last_step
+        self._fail("tools_called", step, "; ".join(parts) + f"\n  called: {_listed(calls)}")
+
+    def _amount(
+        self,
+        check: str,
+        amount: Callable[[Usage], float | None],
+        at_most: float | None,
+        within: float | None,
+        unit: str,
+    ) -> None:
+        if at_most is None and within is None:
+            raise UsageError(f"expect(...).{check}() needs at_most= or within= (with a baseline)")
+        per_step = _per_step(self.run, amount)
+        unknown = next((step for step, value in per_step.items() if value is None), None)
+        if unknown is not None:
+            self._fail(check, unknown, f"the {check} of step {unknown} is unknown")
+        total = sum(v for v in per_step.values() if v is not None)
+        if at_most is not None and total > at_most:
+            step = _crossing(per_step, at_most)
+            self._fail(
+                check, step, f"{unit.format(total)} used, expected at most {unit.format(at_most)}"
+            )
+        if within is not None:
+            self._within(check, amount, per_step, total, within, unit)
+
+    def _within(
+        self,
+        check: str,
+        amount: Callable[[Usage], float | None],
+        per_step: dict[int, float | None],
+        total: float,
+        within: float,
+        unit: str,
+    ) -> None:
+        if within < 0:
+            raise UsageError(f"expect(...).{check}(within={within}): a tolerance is >= 0")
+        base_steps = _per_step(self._baseline(check), amount)
+        if any(v is None for v in base_steps.values()):
+            raise UsageError(f"the baseline's {check} is unknown: nothing to compare with")
+        base = sum(v for v in base_steps.values() if v is not None)
+        if abs(total - base) <= within * base:
+            return
+        step, mine, theirs = _biggest_difference(per_step, base_steps)
+        change = "more" if total > base else "less"
+        self._fail(
+            check,
+            step,
+            f"{unit.format(total)} used, {abs(total - base) / base if base else 1:.1%} {change} "
+            f"than the baseline's {unit.format(base)} (tolerance {within:.0%}); the biggest "
+            f"difference is step {step}: {unit.format(mine)} against {unit.format(theirs)}",
+        )
+
+
+def _calls(run: RunResult) -> list[_Call]:
+    """Each tool call the model made, in order, once (a resumed step repeats no call)."""
+    seen: set[str] = set()
+    calls = []
+    for record in run.steps:
+        for call in record.response.calls if record.response is not None else ():
+            if call.call_id not in seen:
+                seen.add(call.call_id)
+                calls.append(_Call(record.index, call.name))
+    return calls
+
+
+def _tokens(usage: Usage) -> float:
+    return usage.total_tokens
+
+
+def _cost(usage: Usage) -> float | None:
+    return usage.cost
+
+
+def _per_step(run: RunResult, amount: Callable[[Usage], float | None]) -> dict[int, float | None]:
+    """The amount each step used (a resumed step's records added together; unknown stays None)."""
+    out: dict[int, float | None] = {}
+    for record in run.steps:
+        value, before = amount(record.usage), out.get(record.index, 0.0)
+        out[record.index] = None if value is None or before is None else before + value
+    return out
+
+
+def _crossing(per_step: dict[int, float | None], limit: float) -> int:
+    """The step at which the running total first went over ``limit``."""
+    total = 0.0
+    for step, value in per_step.items():
+        total += value or 0.0
+        if total > limit:
+            return step
+    return max(per_step)
+
+
+def _biggest_difference(
+    mine: dict[int, float | None], theirs: dict[int, float | None]
+) -> tuple[int, float, float]:
+    """The step whose amount differs most from the baseline's same step, with both amounts."""
+    steps = sorted(mine.keys() | theirs.keys())
+    diffs = [(step, mine.get(step) or 0.0, theirs.get(step) or 0.0) for step in steps]
+    return max(diffs, key=lambda d: abs(d[1] - d[2]))
+
+
+def _listed(calls: list[_Call]) -> str:
+    return ", ".join(f"{c.name!r} (step {c.step})" for c in calls) or "-"
+
+
+def _range(low: int | None, high: int | None) -> str:
+    if low is not None and high is not None:
+        return f"between {low} and {high}"
+    return f"at least {low}" if low is not None else f"at most {high}"
+
+
+def _value(reason: StopReason | str | None) -> str:
+    return "-" if reason is None else StopReason(reason).value
+
+
+def _quote(text: str | None, limit: int = 200) -> str:
+    if text is None or len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit]) + f"… ({len(text):,} characters)"
