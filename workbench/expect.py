@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence, Set
-from dataclasses import dataclass
 from typing import NoReturn
 
+from workbench._record import Record
 from workbench.agent import RunResult
 from workbench.errors import ExpectationFailed, UsageError
 from workbench.messages import Usage
@@ -31,8 +31,7 @@ AnswerCheck = str | re.Pattern[str] | Callable[[str], bool]
 """A regular expression (searched for in the answer) or a predicate on the answer."""
 
 
-@dataclass(frozen=True)
-class _Call:
+class _Call(Record):
     step: int
     name: str
 
@@ -263,7 +262,7 @@ def _calls(run: RunResult) -> list[_Call]:
         for call in record.response.calls if record.response is not None else ():
             if call.call_id not in seen:
                 seen.add(call.call_id)
-                calls.append(_Call(record.index, call.name))
+                calls.append(_Call(step=record.index, name=call.name))
     return calls
 
 
