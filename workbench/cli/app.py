@@ -19,7 +19,7 @@ from workbench.cli.runs import run_runs, run_show, setup_runs, setup_show
 from workbench.cli.traces import run_export, run_push, setup_export, setup_push
 from workbench.errors import StoreError, UsageError
 
-__all__ = ["VERBS", "Verb", "main"]
+__all__ = ["DESCRIPTION", "VERBS", "Verb", "main", "parser"]
 
 DESCRIPTION = (
     "Agent Workbench: run the demo agent offline, and list, show, replay, report and export the "
@@ -63,11 +63,8 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="workbench", description=DESCRIPTION)
     verbs = top.add_subparsers(dest="verb", required=True, metavar="VERB")
     for name, verb in VERBS.items():
-        verb.setup(
-            verbs.add_parser(
-                name, help=verb.help, description=verb.help[:1].upper() + verb.help[1:] + "."
-            )
-        )
+        sentence = verb.help[:1].upper() + verb.help[1:] + "."
+        verb.setup(verbs.add_parser(name, help=verb.help, description=sentence))
     return top
 
 
