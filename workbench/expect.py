@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence, Set
-from dataclasses import dataclass
 from typing import NoReturn
+
+from pydantic import BaseModel, ConfigDict
 
 from workbench.agent import RunResult
 from workbench.errors import ExpectationFailed, UsageError
@@ -31,8 +32,11 @@ AnswerCheck = str | re.Pattern[str] | Callable[[str], bool]
 """A regular expression (searched for in the answer) or a predicate on the answer."""
 
 
-@dataclass(frozen=True)
-class _Call:
+class _Call(BaseModel):
+    """One tool call the model made, and the step it made it in."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
     step: int
     name: str
 
@@ -265,7 +269,7 @@ def _calls(run: RunResult) -> list[_Call]:
         for call in record.response.calls if record.response is not None else ():
             if call.call_id not in seen:
                 seen.add(call.call_id)
-                calls.append(_Call(record.index, call.name))
+                calls.append(_Call(step=record.index, name=call.name))
     return calls
 
 

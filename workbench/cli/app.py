@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict
 
 from workbench.cli._common import echo
 from workbench.cli.demo import run_demo_verb
@@ -27,8 +28,10 @@ DESCRIPTION = (
 )
 
 
-class Verb(NamedTuple):
+class Verb(BaseModel):
     """One verb: its one-line help, how it sets up its arguments, and what it runs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     help: str
     setup: Callable[[argparse.ArgumentParser], None]
@@ -41,20 +44,26 @@ def _no_arguments(parser: argparse.ArgumentParser) -> None:
 
 VERBS: dict[str, Verb] = {
     "demo": Verb(
-        "run the built-in scripted agent offline; write its traces and an HTML report",
-        _no_arguments,
-        run_demo_verb,
+        help="run the built-in scripted agent offline; write its traces and an HTML report",
+        setup=_no_arguments,
+        run=run_demo_verb,
     ),
-    "runs": Verb("list the runs in the run store", setup_runs, run_runs),
-    "show": Verb("show a stored run: steps, timing, output", setup_show, run_show),
+    "runs": Verb(help="list the runs in the run store", setup=setup_runs, run=run_runs),
+    "show": Verb(help="show a stored run: steps, timing, output", setup=setup_show, run=run_show),
     "replay": Verb(
-        "re-run a stored run exactly from a step (--from-step N) and compare the two",
-        setup_replay,
-        run_replay,
+        help="re-run a stored run exactly from a step (--from-step N) and compare the two",
+        setup=setup_replay,
+        run=run_replay,
     ),
-    "report": Verb("write a stored run as one standalone HTML file", setup_report, run_report),
-    "export": Verb("write a stored run's trace as Jaeger or OTLP JSON", setup_export, run_export),
-    "push": Verb("send a stored run's trace to an OTLP/HTTP endpoint", setup_push, run_push),
+    "report": Verb(
+        help="write a stored run as one standalone HTML file", setup=setup_report, run=run_report
+    ),
+    "export": Verb(
+        help="write a stored run's trace as Jaeger or OTLP JSON", setup=setup_export, run=run_export
+    ),
+    "push": Verb(
+        help="send a stored run's trace to an OTLP/HTTP endpoint", setup=setup_push, run=run_push
+    ),
 }
 
 
