@@ -229,7 +229,7 @@ def test_cost_over_a_limit_and_an_unknown_cost(run: wb.RunResult) -> None:
     unknown = failure(lambda: wb.expect(unpriced).cost(at_most=1.0))
     assert (unknown.step, str(unknown).split(" (run")[0]) == (
         2,
-        "cost at step 2: the cost of step 2 is unknown",
+        "cost at step 2: the run's cost is unknown (from step 2 on)",
     )
 
 

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence, Set
 from typing import NoReturn
 
 from workbench._record import Record
-from workbench.agent import RunResult
 from workbench.errors import ExpectationFailed, UsageError
 from workbench.messages import Usage
+from workbench.records import RunResult
 from workbench.state import ExecutionStatus, StopReason
 
 __all__ = ["Expectation", "expect"]
@@ -32,6 +32,8 @@ AnswerCheck = str | re.Pattern[str] | Callable[[str], bool]
 
 
 class _Call(Record):
+    """One tool call the model made, and the step it made it in."""
+
     step: int
     name: str
 
@@ -213,11 +215,12 @@ class Expectation:
     ) -> None:
         if at_most is None and within is None:
             raise UsageError(f"expect(...).{check}() needs at_most= or within= (with a baseline)")
+        # the run's own total (sub-runs included), and its steps to say where the amount went
+        total = amount(self.run.usage)
         per_step = _per_step(self.run, amount)
-        unknown = next((step for step, value in per_step.items() if value is None), None)
-        if unknown is not None:
-            self._fail(check, unknown, f"the {check} of step {unknown} is unknown")
-        total = sum(v for v in per_step.values() if v is not None)
+        if total is None:
+            step = next((s for s, v in per_step.items() if v is None), self._last_step)
+            self._fail(check, step, f"the run's {check} is unknown (from step {step} on)")
         if at_most is not None and total > at_most:
             step = _crossing(per_step, at_most)
             self._fail(
@@ -237,10 +240,11 @@ class Expectation:
     ) -> None:
         if within < 0:
             raise UsageError(f"expect(...).{check}(within={within}): a tolerance is >= 0")
-        base_steps = _per_step(self._baseline(check), amount)
-        if any(v is None for v in base_steps.values()):
+        baseline = self._baseline(check)
+        base = amount(baseline.usage)
+        if base is None:
             raise UsageError(f"the baseline's {check} is unknown: nothing to compare with")
-        base = sum(v for v in base_steps.values() if v is not None)
+        base_steps = _per_step(baseline, amount)
         if abs(total - base) <= within * base:
             return
         step, mine, theirs = _biggest_difference(per_step, base_steps)

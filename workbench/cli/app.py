@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
+from workbench._record import Record
 from workbench.cli._common import echo
 from workbench.cli.demo import run_demo_verb
 from workbench.cli.replay import run_replay, setup_replay
@@ -19,7 +19,7 @@ from workbench.cli.runs import run_runs, run_show, setup_runs, setup_show
 from workbench.cli.traces import run_export, run_push, setup_export, setup_push
 from workbench.errors import StoreError, UsageError
 
-__all__ = ["VERBS", "Verb", "main"]
+__all__ = ["DESCRIPTION", "VERBS", "Verb", "main", "parser"]
 
 DESCRIPTION = (
     "Agent Workbench: run the demo agent offline, and list, show, replay, report and export the "
@@ -27,7 +27,7 @@ DESCRIPTION = (
 )
 
 
-class Verb(NamedTuple):
+class Verb(Record):
     """One verb: its one-line help, how it sets up its arguments, and what it runs."""
 
     help: str
@@ -41,20 +41,26 @@ def _no_arguments(parser: argparse.ArgumentParser) -> None:
 
 VERBS: dict[str, Verb] = {
     "demo": Verb(
-        "run the built-in scripted agent offline; write its traces and an HTML report",
-        _no_arguments,
-        run_demo_verb,
+        help="run the built-in scripted agent offline; write its traces and an HTML report",
+        setup=_no_arguments,
+        run=run_demo_verb,
     ),
-    "runs": Verb("list the runs in the run store", setup_runs, run_runs),
-    "show": Verb("show a stored run: steps, timing, output", setup_show, run_show),
+    "runs": Verb(help="list the runs in the run store", setup=setup_runs, run=run_runs),
+    "show": Verb(help="show a stored run: steps, timing, output", setup=setup_show, run=run_show),
     "replay": Verb(
-        "re-run a stored run exactly from a step (--from-step N) and compare the two",
-        setup_replay,
-        run_replay,
+        help="re-run a stored run exactly from a step (--from-step N) and compare the two",
+        setup=setup_replay,
+        run=run_replay,
     ),
-    "report": Verb("write a stored run as one standalone HTML file", setup_report, run_report),
-    "export": Verb("write a stored run's trace as Jaeger or OTLP JSON", setup_export, run_export),
-    "push": Verb("send a stored run's trace to an OTLP/HTTP endpoint", setup_push, run_push),
+    "report": Verb(
+        help="write a stored run as one standalone HTML file", setup=setup_report, run=run_report
+    ),
+    "export": Verb(
+        help="write a stored run's trace as Jaeger or OTLP JSON", setup=setup_export, run=run_export
+    ),
+    "push": Verb(
+        help="send a stored run's trace to an OTLP/HTTP endpoint", setup=setup_push, run=run_push
+    ),
 }
 
 
@@ -63,11 +69,8 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="workbench", description=DESCRIPTION)
     verbs = top.add_subparsers(dest="verb", required=True, metavar="VERB")
     for name, verb in VERBS.items():
-        verb.setup(
-            verbs.add_parser(
-                name, help=verb.help, description=verb.help[:1].upper() + verb.help[1:] + "."
-            )
-        )
+        sentence = verb.help[:1].upper() + verb.help[1:] + "."
+        verb.setup(verbs.add_parser(name, help=verb.help, description=sentence))
     return top
 
 
