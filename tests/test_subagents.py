@@ -233,3 +233,33 @@ def test_the_store_keeps_the_tree() -> None:
     assert summaries[result.children[0].run_id].parent_run_id == result.run_id
     store.delete(result.run_id)
     assert store.runs() == []
+
+
+def test_the_tree_rolls_up_per_agent_and_diff_says_which_sub_run_diverged() -> None:
+    from workbench.notebook import agents_table
+
+    def lead_with(answer: str) -> wb.Agent:
+        researcher = _researcher([R.text(answer, usage=USAGE), R.text(answer, usage=USAGE)])
+        return _lead(
+            researcher.as_tool("research"),
+            [
+                R.tool_call("research", {"task": "a"}, usage=USAGE),
+                R.tool_call("research", {"task": "b"}, usage=USAGE),
+                R.text("done", usage=USAGE),
+            ],
+            store=False,
+        )
+
+    a = lead_with("same")
+    b = lead_with("same")
+    first, second = a.run_sync("go"), b.run_sync("go")
+    table = agents_table(first).set_index("agent")
+    assert table.loc["lead", "runs"] == 1 and table.loc["researcher", "runs"] == 2
+    assert table.loc["lead", "steps"] == 3 and table.loc["researcher", "steps"] == 2
+    assert table.loc["researcher", "input_tokens"] == 200
+    assert table["input_tokens"].sum() == first.usage.input_tokens
+    assert wb.diff(first, second).diverged_subruns == ()
+    changed = lead_with("different").run_sync("go")
+    report = wb.diff(first, changed)
+    assert len(report.subruns) == 2 and len(report.diverged_subruns) == 2
+    assert "sub-run 1:" in report.to_text()

@@ -6,7 +6,8 @@ conversation, message by message and part by part (provenance such as run ids is
 re-run's inherited messages count as the same). A difference is reported once, at the first step
 where it shows: a changed answer at step 5 is not reported again in what step 6 was sent. Steps a
 re-run inherited from the run it was made from are marked ``inherited``. Timing is shown but never
-makes a step "changed", since no two runs take the same time.
+makes a step "changed", since no two runs take the same time. Sub-runs (sub-agents) are paired in
+the order they were called and diffed the same way, so a diff says which sub-run diverged.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ class _Run(Protocol):
 
     @property
     def steps(self) -> Sequence[StepRecord]: ...
+
+    @property
+    def children(self) -> Sequence[_Run]: ...
 
 
 class PartChange(Record):
@@ -103,6 +107,18 @@ class RunDiff(Record):
     """Status, stop reason and output of run a."""
     b_final: tuple[str, str | None, str | None]
     note: str = ""
+    subruns: tuple[RunDiff, ...] = ()
+    """The sub-runs of a and b, paired in call order; one side is empty where only one has it."""
+
+    @property
+    def diverged_subruns(self) -> tuple[RunDiff, ...]:
+        """The sub-run diffs (at any depth) where the sub-runs differ."""
+        found = []
+        for sub in self.subruns:
+            if sub.first_divergence is not None or sub.a_id == "" or sub.b_id == "":
+                found.append(sub)
+            found += sub.diverged_subruns
+        return tuple(found)
 
     @property
     def first_divergence(self) -> int | None:
@@ -155,7 +171,31 @@ def diff(a: _Run, b: _Run) -> RunDiff:
         a_final=_final(a.state),
         b_final=_final(b.state),
         note=note,
+        subruns=tuple(_pair_children(a.children, b.children)),
     )
+
+
+def _pair_children(a: Sequence[_Run], b: Sequence[_Run]) -> list[RunDiff]:
+    """The sub-runs of both runs, diffed in call order (a missing side diffs against nothing)."""
+    pairs = []
+    for i in range(max(len(a), len(b))):
+        if i < len(a) and i < len(b):
+            pairs.append(diff(a[i], b[i]))
+        else:
+            only = a[i] if i < len(a) else b[i]
+            final = _final(only.state)
+            empty: tuple[str, str | None, str | None] = ("absent", None, None)
+            pairs.append(
+                RunDiff(
+                    a_id=only.state.run_id if i < len(a) else "",
+                    b_id=only.state.run_id if i < len(b) else "",
+                    steps=(),
+                    a_final=final if i < len(a) else empty,
+                    b_final=final if i < len(b) else empty,
+                    note=f"only {'a' if i < len(a) else 'b'} has this sub-run",
+                )
+            )
+    return pairs
 
 
 @dataclass
@@ -454,6 +494,9 @@ def _text_lines(d: RunDiff) -> list[str]:
     lines.append(
         "the runs agree on every step" if first is None else f"first divergence: step {first}"
     )
+    for i, sub in enumerate(d.subruns, 1):
+        if sub in d.diverged_subruns:
+            lines += [f"sub-run {i}: " + line for line in _text_lines(sub)]
     return lines
 
 

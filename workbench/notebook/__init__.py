@@ -30,12 +30,14 @@ from workbench.notebook.tables import (
     tokens_figure,
 )
 from workbench.notebook.trace_view import TraceView
+from workbench.notebook.tree import agents_table, walk
 
 __all__ = [
     "MessageFormatError",
     "RerunPanel",
     "Stepper",
     "TraceView",
+    "agents_table",
     "as_result",
     "combine_results",
     "message_html",
@@ -55,5 +57,6 @@ __all__ = [
     "timing_figure",
     "tokens_figure",
     "trace_figures",
+    "walk",
     "waterfall_figure",
 ]
