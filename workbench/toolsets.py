@@ -202,8 +202,8 @@ class Toolset:
     async def resolve(self, view: RunView) -> Resolved:
         """The tools to offer at this point of the run, and the hidden ones with the reason.
 
-        Connects to MCP servers the first time. Raises `UsageError` if two tools end up with the
-        same name, and the source's error if a server cannot be reached.
+        Connects to MCP servers the first time. Raises `UsageError` if two tools offered together
+        have the same name, and the source's error if a server cannot be reached.
         """
         offered: list[Tool] = []
         hidden: list[tuple[str, str]] = []
@@ -213,6 +213,7 @@ class Toolset:
                 offered.append(entry.tool)
             else:
                 hidden.append((entry.tool.name, reason))
+        _check_unique(offered)
         for source in self.sources():
             hidden.extend(source.unusable)
         return tuple(offered), tuple(hidden)
@@ -232,7 +233,6 @@ class Toolset:
             if self._cache is not None and _same(self._cache[0], base_entries):
                 return self._cache[1]
         entries = tuple(functools.reduce(lambda e, layer: layer(e), self._layers, e) for e in base)
-        _check_unique(entries)
         with self._lock:
             self._cache = (base_entries, entries)
         return entries
@@ -309,15 +309,16 @@ def _same(a: tuple[_Entry, ...], b: tuple[_Entry, ...]) -> bool:
     return all(x.tool is y.tool and x.checks == y.checks for x, y in zip(a, b, strict=True))
 
 
-def _check_unique(entries: tuple[_Entry, ...]) -> None:
+def _check_unique(offered: list[Tool]) -> None:
+    """Two tools may share a name only if filters never offer both in one step."""
     seen: set[str] = set()
-    for entry in entries:
-        if entry.tool.name in seen:
+    for offer in offered:
+        if offer.name in seen:
             raise UsageError(
-                f"two tools are named {entry.tool.name!r} in one toolset: "
+                f"two tools are named {offer.name!r} in one toolset: "
                 "give one of them a prefix with .prefixed()"
             )
-        seen.add(entry.tool.name)
+        seen.add(offer.name)
 
 
 class _RateLimit:
