@@ -59,6 +59,7 @@ from workbench.hooks import (
     HookEvent,
     HookInput,
     HookResult,
+    HookSettingsWarning,
     NotificationInput,
     PostToolUseFailureInput,
     PostToolUseInput,
@@ -70,6 +71,7 @@ from workbench.hooks import (
     SubagentStartInput,
     SubagentStopInput,
     UserPromptSubmitInput,
+    hooks_from_plugin,
     hooks_from_settings,
 )
 from workbench.messages import (
@@ -152,6 +154,7 @@ __all__ = [
     "HookFailure",
     "HookInput",
     "HookResult",
+    "HookSettingsWarning",
     "HookTiming",
     "InvalidTransition",
     "KeepLast",
@@ -245,6 +248,7 @@ __all__ = [
     "UserPromptSubmitInput",
     "WorkbenchError",
     "diff",
+    "hooks_from_plugin",
     "hooks_from_settings",
     "tool",
 ]
