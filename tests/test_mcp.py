@@ -7,6 +7,7 @@ a malformed schema): each must end as a tool error or a clear error, never a hun
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -143,6 +144,24 @@ def test_server_errors_crashes_and_hangs_are_tool_errors(stdio_tools: wb.Toolset
     assert (add.status, add.content) == ("ok", "2")  # the next call reconnects
 
 
+def test_concurrent_first_uses_share_one_connection_and_one_listing() -> None:
+    server = MCPServer(STDIO)
+
+    async def twice() -> tuple[tuple[wb.Tool, ...], tuple[wb.Tool, ...]]:
+        first, second = await asyncio.gather(server.tools(), server.tools())
+        return first, second
+
+    first, second = run_sync(twice())
+    assert first is second
+    pid = {t.name: t for t in first}["pid"]
+
+    async def pids() -> list[str]:
+        return list(await asyncio.gather(*(pid.run({}, None) for _ in range(3))))  # type: ignore[arg-type]
+
+    assert len(set(run_sync(pids()))) == 1
+    run_sync(server.aclose())
+
+
 def test_a_server_that_cannot_start_is_a_clear_error() -> None:
     toolset = wb.Toolset.from_mcp([sys.executable, "-c", "raise SystemExit(4)"], connect_timeout=20)
     with pytest.raises(wb.MCPServerError, match=r"could not connect to MCP server .*-c"):
@@ -151,6 +170,13 @@ def test_a_server_that_cannot_start_is_a_clear_error() -> None:
     missing = wb.Toolset.from_mcp("/no/such/mcp-server --flag")
     with pytest.raises(wb.MCPServerError, match=r"could not connect.*/no/such/mcp-server"):
         run_sync(missing.resolve(view()))
+
+    async def together() -> list[BaseException | object]:
+        return await asyncio.gather(
+            missing.resolve(view()), missing.resolve(view()), return_exceptions=True
+        )
+
+    assert all(isinstance(e, wb.MCPServerError) for e in run_sync(together()))
 
 
 def test_nothing_listening_at_the_url_is_a_clear_error() -> None:

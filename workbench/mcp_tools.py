@@ -87,6 +87,7 @@ class MCPServer:
         self._timeout, self._connect_timeout = timeout, connect_timeout
         self._live: _Live | None = None
         self._tools: tuple[Tool, ...] | None = None
+        self._listing = asyncio.Lock()  # used on the portal loop only
         self.unusable: tuple[tuple[str, str], ...] = ()
         """``(name, reason)`` for each listed tool that cannot be offered (a malformed schema)."""
 
@@ -110,9 +111,12 @@ class MCPServer:
 
     async def aclose(self) -> None:
         """Close the connection and stop the server process; a later use reconnects."""
+        await on_portal(self._close())
+
+    async def _close(self) -> None:
         live, self._live, self._tools = self._live, None, None
         if live is not None:
-            await on_portal(_stop(live))
+            await _stop(live)
 
     # -- calls ------------------------------------------------------------------------------------
 
@@ -152,10 +156,13 @@ class MCPServer:
     # -- the connection -------------------------------------------------------------------------
 
     async def _list_tools(self) -> tuple[Tool, ...]:
-        live = await self._connected()
-        if self._tools is not None:
+        async with self._listing:  # concurrent first steps list once, and get the same tools
+            live = await self._connected()
+            if self._tools is None:
+                self._tools = await self._listed(live.ready.result())
             return self._tools
-        client = live.ready.result()
+
+    async def _listed(self, client: mcp.Client) -> tuple[Tool, ...]:
         listed: list[mcp_types.Tool] = []
         cursor: str | None = None
         try:
@@ -170,8 +177,7 @@ class MCPServer:
             raise MCPServerError(
                 f"MCP server {self.where} could not list its tools: {type(exc).__name__}: {exc}"
             ) from None
-        self._tools = self._make_tools(listed)
-        return self._tools
+        return self._make_tools(listed)
 
     def _make_tools(self, listed: list[mcp_types.Tool]) -> tuple[Tool, ...]:
         made: list[Tool] = []
@@ -200,14 +206,14 @@ class MCPServer:
         return call_mcp_tool
 
     async def _connected(self) -> _Live:
-        """The open connection, opened now if there is none (or the last one ended)."""
+        """The open connection, opened now if there is none (or the last one ended).
+
+        Concurrent first calls share one attempt, and all get its error if it fails.
+        """
         live = self._live
-        if live is not None and live.usable:
-            await asyncio.shield(live.ready)
-            return live
-        live = _Live()
-        self._live = live
-        live.task = asyncio.create_task(self._hold(live), name=f"mcp {self.where}")
+        if live is None or not live.usable:
+            live = self._live = _Live()
+            live.task = asyncio.create_task(self._hold(live), name=f"mcp {self.where}")
         try:
             async with asyncio.timeout(self._connect_timeout):
                 await asyncio.shield(live.ready)
