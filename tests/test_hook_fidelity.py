@@ -246,3 +246,18 @@ def test_events_workbench_never_fires_load_with_a_warning_not_an_error(tmp_path:
     assert "PermissionDenied hooks skipped" in messages[1]
     assert "Setup hooks skipped" in messages[2]
     assert hooks[0].env == {}  # not a plugin: no CLAUDE_PLUGIN_ROOT
+
+
+def test_updated_input_with_ask_is_what_waits_for_approval() -> None:
+    answer = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "ask",
+            "permissionDecisionReason": "check the numbers",
+            "updatedInput": {"a": 10, "b": 20},
+        }
+    }
+    hook = wb.CommandHook(E.PRE_TOOL_USE, f"echo {shlex.quote(json.dumps(answer))}")
+    paused = agent([R.tool_call("add", {"a": 1, "b": 2}), "30"], [hook]).run_sync("add")
+    (pending,) = paused.state.pending
+    assert (pending.arguments, pending.reason) == ({"a": 10, "b": 20}, "check the numbers")
