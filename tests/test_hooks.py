@@ -601,9 +601,9 @@ async def test_hooks_from_settings_runs_claude_code_scripts(tmp_path: Path) -> N
 def test_hooks_from_settings_refuses_what_it_cannot_run(tmp_path: Path) -> None:
     unknown = write_settings(
         tmp_path / "a.json",
-        {"PermissionRequest": [{"hooks": [{"type": "command", "command": "true"}]}]},
+        {"NoSuchEvent": [{"hooks": [{"type": "command", "command": "true"}]}]},
     )
-    with pytest.raises(ValueError, match="unknown hook event 'PermissionRequest'"):
+    with pytest.raises(ValueError, match="unknown hook event 'NoSuchEvent'"):
         wb.hooks_from_settings(unknown)
     prompt = write_settings(
         tmp_path / "b.json", {"Stop": [{"hooks": [{"type": "prompt", "prompt": "ok?"}]}]}

@@ -10,7 +10,7 @@ the ones below, never one above:
  1  state            the run's state and its lifecycle (status, transitions, stop reasons)
  2  rules            stop conditions, history processors, breakpoints: functions of a run view
  3  records          what a run reports (step records, snapshots, events, results), re-run states
- 4  tools            tools and guards: what the model may call, and who may say no
+ 4  tools            tools, toolsets (MCP too) and guards: what the model may call, who says no
  5  plug-ins         models and hooks: the outside world the loop calls
  6  delegation       sub-agents as tools: context, limits, the structured result
  7  loop             the loop's configuration, the engine and the tool-call pipeline
@@ -46,7 +46,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("state", ("workbench.state",)),
     ("rules", ("workbench.conditions", "workbench.history", "workbench.breakpoints")),
     ("records", ("workbench.records", "workbench.rerun")),
-    ("tools", ("workbench.tools", "workbench.guards")),
+    ("tools", ("workbench.tools", "workbench.guards", "workbench.toolsets", "workbench.mcp_tools")),
     ("plug-ins", ("workbench.models", "workbench.hooks")),
     ("delegation", ("workbench.subagent",)),
     ("loop", ("workbench.config", "workbench.engine", "workbench.toolcalls")),

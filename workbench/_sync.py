@@ -12,7 +12,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["run_sync"]
+__all__ = ["on_portal", "run_sync"]
 
 T = TypeVar("T")
 
@@ -46,3 +46,15 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     except BaseException:
         future.cancel()
         raise
+
+
+async def on_portal(coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro`` on the portal loop, from any loop.
+
+    For things that must outlive the caller's loop and never wait on a blocked one, such as an MCP
+    connection: a Jupyter kernel's loop is blocked while a sync call runs, the portal never is.
+    """
+    loop = _portal()
+    if asyncio.get_running_loop() is loop:
+        return await coro
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))

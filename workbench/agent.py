@@ -28,6 +28,7 @@ from workbench.store import RunNotFound, RunStore
 from workbench.subagent import SubagentContext, SubagentLimits, subagent_tool
 from workbench.toolcalls import resume_state
 from workbench.tools import Tool, ToolContext, tool
+from workbench.toolsets import Toolset
 
 if TYPE_CHECKING:
     from workbench.telemetry import Telemetry
@@ -217,7 +218,7 @@ class Agent:
         *,
         name: str = "agent",
         system_prompt: str | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tools: Iterable[ToolItem] = (),
         stop: StopCondition | None = None,
         guards: Sequence[ToolGuard] = (),
         hooks: Sequence[Hook | CommandHook] = (),
@@ -237,7 +238,8 @@ class Agent:
         self.model = model
         self.name = name
         self.system_prompt = system_prompt
-        self.tools = _tool_table(tools)
+        self.tools, self.toolsets = _tool_choice(tools)
+        """The tools by name, and the toolsets whose tools are chosen before every model call."""
         self.stop = stop if stop is not None else MaxSteps(50)
         self.guards = tuple(guards)
         self.hooks = _hook_tuple(hooks)
@@ -271,7 +273,7 @@ class Agent:
         description: str | None = None,
         *,
         context: SubagentContext | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: Iterable[ToolItem] | None = None,
     ) -> Tool:
         """A tool that runs this agent, for another agent: each call runs it on one task.
 
@@ -295,7 +297,7 @@ class Agent:
         breakpoints: Iterable[Break] = (),
         parent: ToolContext | None = None,
         stop: StopCondition | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: Iterable[ToolItem] | None = None,
     ) -> AgentRun:
         """A new run, ready to be stepped; nothing is executed yet.
 
@@ -324,7 +326,7 @@ class Agent:
             state.model_copy(update={"messages": stamped}),
             settings,
             on_text_delta,
-            tools=None if tools is None else _tool_table(tools),
+            tools=None if tools is None else _tool_choice(tools),
             stop=stop,
         )
         run.breakpoints.extend(breakpoints)
@@ -431,7 +433,7 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: Iterable[ToolItem] | None = None,
     ) -> AgentRun:
         """A new run from ``snapshot``'s step, with the edits, ready to be stepped.
 
@@ -440,7 +442,7 @@ class Agent:
         is untouched; the new one names it in ``state.rerun_of``.
         """
         merged = ModelSettings(**{**snapshot.model_settings, **(settings or {})})  # type: ignore[typeddict-item]
-        table = None if tools is None else _tool_table(tools)
+        table = None if tools is None else _tool_choice(tools)
         state = rerun_state(snapshot, messages)
         return self._run_from(state, merged, None, model=model, tools=table)
 
@@ -450,7 +452,7 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: Iterable[ToolItem] | None = None,
     ) -> RunResult:
         """Re-run from ``snapshot``'s step with edits (see `start_rerun`) to the end or a pause."""
         run = self.start_rerun(snapshot, messages, model, settings, tools)
@@ -462,7 +464,7 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: Iterable[ToolItem] | None = None,
     ) -> RunResult:
         """Sync `rerun`."""
         return run_sync(self.rerun(snapshot, messages, model, settings, tools))
@@ -474,12 +476,14 @@ class Agent:
         on_text_delta: Callable[[str], None] | None,
         *,
         model: Model | None = None,
-        tools: Mapping[str, Tool] | None = None,
+        tools: tuple[dict[str, Tool], tuple[Toolset, ...]] | None = None,
         stop: StopCondition | None = None,
     ) -> AgentRun:
+        table, toolsets = (self.tools, self.toolsets) if tools is None else tools
         config = LoopConfig(
             model=model or self.model,
-            tools=self.tools if tools is None else tools,
+            tools=table,
+            toolsets=toolsets,
             stop=self.stop if stop is None else self.stop | stop,
             subagents=self.subagents,
             guards=self.guards,
@@ -513,14 +517,23 @@ class Agent:
         return tuple(observers)
 
 
-def _tool_table(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+ToolItem = Tool | Toolset | Callable[..., Any]
+"""What ``tools=`` takes: tools, plain functions (made tools with `workbench.tool`), toolsets."""
+
+
+def _tool_choice(tools: Iterable[ToolItem]) -> tuple[dict[str, Tool], tuple[Toolset, ...]]:
+    """The fixed tools by name, and the toolsets whose tools are chosen every step."""
     table: dict[str, Tool] = {}
+    toolsets: list[Toolset] = []
     for item in tools:
+        if isinstance(item, Toolset):
+            toolsets.append(item)
+            continue
         made = item if isinstance(item, Tool) else tool(item)
         if made.name in table:
             raise ValueError(f"two tools are named {made.name!r}")
         table[made.name] = made
-    return table
+    return table, tuple(toolsets)
 
 
 def _hook_tuple(hooks: Sequence[Hook | CommandHook]) -> tuple[Hook | CommandHook, ...]:

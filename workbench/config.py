@@ -18,6 +18,7 @@ from workbench.models.base import Model, ModelSettings
 from workbench.records import RunObserver
 from workbench.subagent import SubagentLimits
 from workbench.tools import Tool
+from workbench.toolsets import Toolset
 
 __all__ = ["DEFAULT_WRAP_UP", "LoopConfig"]
 
@@ -34,6 +35,8 @@ class LoopConfig:
     model: Model
     tools: Mapping[str, Tool]
     stop: StopCondition
+    toolsets: tuple[Toolset, ...] = ()
+    """Toolsets whose tools are chosen anew before every model call (`Toolset.resolve`)."""
     guards: tuple[ToolGuard, ...] = ()
     history_processors: tuple[HistoryProcessor, ...] = ()
     settings: ModelSettings = field(default_factory=lambda: ModelSettings())

@@ -15,14 +15,14 @@ import asyncio
 import hashlib
 import time
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 from pydantic import Field
 
 from workbench._record import Record
 from workbench.conditions import Budget, RunView
 from workbench.config import LoopConfig
-from workbench.errors import ResponseRetriesExceeded, ToolRetriesExceeded
+from workbench.errors import ResponseRetriesExceeded, ToolRetriesExceeded, UsageError
 from workbench.hooks.loop import LoopHooks, with_arguments
 from workbench.hooks.runner import HookReport
 from workbench.messages import (
@@ -56,12 +56,13 @@ from workbench.state import (
     new_id,
 )
 from workbench.toolcalls import CallResult, ToolRunner
-from workbench.tools import ToolContext, schema_hash
+from workbench.tools import Tool, ToolContext, schema_hash
 
 __all__ = ["Execution"]
 
 GRACE_MESSAGE = "The run reached its limit. Call the tool {tool!r} now to finish the task."
 EMPTY_RESPONSE = "Your response was empty. Answer the question or call one of the tools."
+LACKING = "Tools you do not have in this task: "
 _GRACE_LIMITS = (StopReason.STEP_LIMIT, StopReason.TIME_LIMIT)
 _MODEL_STOPS = (StopReason.COMPLETED, StopReason.TASK_COMPLETE)
 """Stop reasons where the model ended the run itself: Stop hooks may ask for another turn."""
@@ -75,6 +76,7 @@ class _Draft(Record):
     messages_in: tuple[Message, ...] = ()
     first_new: int = 0
     tools_offered: tuple[str, ...] = ()
+    tools_hidden: tuple[tuple[str, str], ...] = ()
     response: ModelResponse | None = None
     outcomes: tuple[ToolOutcome, ...] = ()
     timing: dict[Phase, float] = Field(default_factory=dict)
@@ -99,9 +101,11 @@ class Execution:
         """When the phase under way started; None between phases."""
         self._stop_asked: StopReason | None = None
         """An end asked for during a phase (an abort); it takes effect when the phase ends."""
-        self._tool_names = tuple(config.tools)
-        self._definitions = {name: t.definition for name, t in config.tools.items()}
-        self._schema_hash = schema_hash(tuple(self._definitions.values()))
+        self._step_tools: Mapping[str, Tool] = config.tools
+        """The tools of the step under way: the agent's, and what its toolsets offer now."""
+        self._hidden: tuple[tuple[str, str], ...] = ()
+        """The toolsets' tools hidden this step, with the reason."""
+        self._schema_hashes: dict[tuple[Tool, ...], str] = {}
         self._limits = config.stop.limits()
         prompt = config.system_prompt
         self._prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()[:16] if prompt else None
@@ -182,17 +186,21 @@ class Execution:
     # -- phases ---------------------------------------------------------------------------------
 
     async def _prepare(self) -> Phase | None:
-        """Check the budget, open the step, shape the messages and take the snapshot."""
+        """Check the budget, choose the tools, take the snapshot and shape the messages."""
         view = self._view(self.state.step)
         if self._end_at_limit(view):
             return None
+        await self._choose_tools(view)
         snapshot = self._snapshot(view)  # the state as the step starts: what a re-run starts from
         first_new = len(self.state.messages)
         self._update(step=snapshot.step)
+        if self.state.depth and snapshot.step == 1 and self._hidden:  # a sub-agent is told
+            lacking = "; ".join(f"{name} ({why})" for name, why in self._hidden)
+            self._append(self._message("user", TextPart(text=f"{LACKING}{lacking}.")))
         if context := self._hooks.take_context():
             self._append(self._message("user", TextPart(text=context)))
         last_step = snapshot.budget.steps_left == 1 and not self.state.grace_turn
-        if last_step and self.config.wrap_up_message and self._definitions:
+        if last_step and self.config.wrap_up_message and self._step_tools:
             self._append(self._message("user", TextPart(text=self.config.wrap_up_message)))
         messages: Sequence[Message] = self.state.messages
         for process in self.config.history_processors:
@@ -206,6 +214,7 @@ class Execution:
                 messages_in=tuple(messages),
                 first_new=first_new,
                 tools_offered=self._offered(last_step),
+                tools_hidden=self._hidden,
                 snapshot_id=snapshot.id,
             )
         )
@@ -218,7 +227,7 @@ class Execution:
         draft = self._step_draft()
         request = ModelRequest(
             messages=draft.messages_in,
-            tools=tuple(self._definitions[name] for name in draft.tools_offered),
+            tools=tuple(self._step_tools[name].definition for name in draft.tools_offered),
             settings=self.config.settings,
             on_text_delta=self.config.on_text_delta,
         )
@@ -265,10 +274,13 @@ class Execution:
             return Phase.CONTINUATION
         if self._end_at_limit(view):
             return None
+        if self._draft is None:  # resumed mid-step: the tools are chosen again
+            await self._choose_tools(view)
         draft = self._step_draft()
         results = await self._runner.run(
             calls,
             ToolContext(view=view, limits=self._limits),
+            self._step_tools,
             draft.tools_offered,
             self.state.approved,
         )
@@ -346,7 +358,7 @@ class Execution:
             name = result.outcome.name
             if result.retry_of is not None:
                 retries[result.retry_of] = retries.get(result.retry_of, 0) + 1
-                tool = self.config.tools.get(result.retry_of)
+                tool = self._step_tools.get(result.retry_of)
                 limit = tool.retries if tool else 1
                 if retries[result.retry_of] > limit and exceeded is None:
                     exceeded = ToolRetriesExceeded(
@@ -446,7 +458,8 @@ class Execution:
                     index=self.state.step,
                     started_at=time.time(),
                     first_new=len(self.state.messages),
-                    tools_offered=self._tool_names,
+                    tools_offered=tuple(self._step_tools),
+                    tools_hidden=self._hidden,
                 )
             )
         assert self._draft is not None
@@ -499,6 +512,7 @@ class Execution:
             status=self.state.status,
             stop_reason=self.state.stop_reason,
             tools_offered=draft.tools_offered,
+            tools_hidden=draft.tools_hidden,
             snapshot_id=draft.snapshot_id,
             started_at=draft.started_at,
             hook_errors=hooks.errors,
@@ -532,10 +546,34 @@ class Execution:
         """The budget during a step: the step under way does not count as used yet."""
         return Budget.of(self._limits, self._view(self.state.step - 1))
 
+    async def _choose_tools(self, view: RunView) -> None:
+        """The step's tools: the agent's, and what each toolset offers at this point of the run."""
+        if not self.config.toolsets:
+            return
+        tools, hidden = dict(self.config.tools), list[tuple[str, str]]()
+        for toolset in self.config.toolsets:
+            offered, hidden_here = await toolset.resolve(view)
+            hidden += hidden_here
+            for tool in offered:
+                if tool.name in tools:
+                    raise UsageError(
+                        f"two tools named {tool.name!r} are offered in step {view.state.step + 1}: "
+                        "give one toolset a prefix (Toolset.prefixed)"
+                    )
+                tools[tool.name] = tool
+        self._step_tools, self._hidden = tools, tuple(hidden)
+
     def _offered(self, last_step: bool) -> tuple[str, ...]:
         if self.state.grace_turn and self.config.grace_tool:
             return (self.config.grace_tool,)
-        return () if last_step and self.config.wrap_up_message else self._tool_names
+        return () if last_step and self.config.wrap_up_message else tuple(self._step_tools)
+
+    def _schema_hash(self) -> str:
+        """The hash of the step's tool definitions (worked out once per set of tools)."""
+        tools = tuple(self._step_tools.values())
+        if tools not in self._schema_hashes:
+            self._schema_hashes[tools] = schema_hash(tuple(t.definition for t in tools))
+        return self._schema_hashes[tools]
 
     def _grace_tool_ran(self) -> bool:
         outcomes = self._step_draft().outcomes
@@ -552,8 +590,8 @@ class Execution:
             step=state.step + 1,
             model_name=self.config.model.name,
             model_settings=dict(self.config.settings),
-            tool_names=self._tool_names,
-            tool_schema_hash=self._schema_hash,
+            tool_names=tuple(self._step_tools),
+            tool_schema_hash=self._schema_hash(),
             system_prompt_hash=self._prompt_hash,
             budget=Budget.of(self._limits, view),
             message_count=len(state.messages),

@@ -11,6 +11,7 @@ Who caused it decides where an error sits, because that decides what the user do
     │   ├── ArgumentError           tool arguments that do not fit the schema (the model retries)
     │   ├── ToolRetry               a tool asks the model to try again (raised by tools)
     │   ├── ToolRetriesExceeded     a tool's retries ran out: the run fails
+    │   ├── ToolRateLimited         a call over a toolset's rate limit (a tool error; says when)
     │   └── ResponseRetriesExceeded unusable (empty) responses ran out: the run fails
     ├── ExternalError               the world outside failed: a server, a file, a process
     │   ├── ModelError              the model could not answer; the run ends with ERROR
@@ -20,6 +21,7 @@ Who caused it decides where an error sits, because that decides what the user do
     │   │   ├── MalformedResponseError   a 2xx that is not a valid response
     │   │   └── ReplayDivergence, ReplayExhausted   a recording that no longer fits the run
     │   ├── ToolTimeout             a tool ran past its timeout (the model retries)
+    │   ├── MCPServerError          an MCP server unreachable, gone, or failing a call
     │   ├── HookFailure             a hook gave no usable answer (recorded, never raised out)
     │   ├── StoreError              a store that cannot do what was asked; RunNotFound
     │   ├── StateFormatError        a serialized state that cannot be read
@@ -43,6 +45,7 @@ __all__ = [
     "ExternalError",
     "HookFailure",
     "InvalidTransition",
+    "MCPServerError",
     "MalformedResponseError",
     "MessageFormatError",
     "ModelBehaviourError",
@@ -60,6 +63,7 @@ __all__ = [
     "StateFormatError",
     "StoreError",
     "SubagentError",
+    "ToolRateLimited",
     "ToolRetriesExceeded",
     "ToolRetry",
     "ToolTimeout",
@@ -108,6 +112,14 @@ class ToolRetry(ModelBehaviourError):
 
 class ToolRetriesExceeded(ModelBehaviourError, RuntimeError):
     """A tool needed more retries than it allows; the run fails."""
+
+
+class ToolRateLimited(ModelBehaviourError, RuntimeError):
+    """A call over a `Toolset.rate_limited` limit: not run; ``retry_after`` says when it may be."""
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ResponseRetriesExceeded(ModelBehaviourError, RuntimeError):
@@ -180,6 +192,14 @@ class ReplayExhausted(ModelError):
 
 class ToolTimeout(ExternalError, TimeoutError):
     """A tool ran past its timeout."""
+
+
+class MCPServerError(ExternalError, RuntimeError):
+    """An MCP server could not be started or reached, went away, or failed a call.
+
+    Raised inside a tool call it is a tool error the model reads; raised while listing tools
+    (before a model call) it ends the run with the server's problem in the message.
+    """
 
 
 class HookFailure(ExternalError):

@@ -124,6 +124,8 @@ class StepRecord(Record):
     status: ExecutionStatus
     stop_reason: StopReason | None
     tools_offered: tuple[str, ...]
+    tools_hidden: tuple[tuple[str, str], ...] = ()
+    """Tools a toolset hid in this step, with the reason (``(name, reason)``)."""
     snapshot_id: str | None
     started_at: float
     hook_errors: tuple[str, ...] = ()

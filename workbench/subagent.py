@@ -30,6 +30,7 @@ from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolRe
 from workbench.records import RunResult, SubagentResult
 from workbench.state import AgentState, ExecutionStatus, StopReason
 from workbench.tools import Tool, ToolContext, ToolReturn, tool
+from workbench.toolsets import Toolset
 
 __all__ = ["SubagentContext", "SubagentLimits", "SubagentTree", "subagent_tool", "subagent_tree"]
 
@@ -118,7 +119,7 @@ class Delegate(Protocol):
         metadata: Mapping[str, JsonValue] | None = None,
         parent: ToolContext | None = None,
         stop: StopCondition | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: Iterable[Tool | Toolset | Callable[..., Any]] | None = None,
     ) -> _SubRun: ...
 
 
@@ -127,7 +128,7 @@ def subagent_tool(
     name: str,
     description: str,
     context: SubagentContext,
-    tools: Iterable[Tool | Callable[..., Any]] | None,
+    tools: Iterable[Tool | Toolset | Callable[..., Any]] | None,
 ) -> Tool:
     """A tool that runs ``agent`` on a task and answers with its final output."""
     own_tools = None if tools is None else tuple(tools)

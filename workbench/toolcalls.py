@@ -66,6 +66,7 @@ class ToolRunner:
         self._config = config
         self._hooks = hooks
         self._observers = observers
+        self._tools: Mapping[str, Tool] = {}
         self._offered: tuple[str, ...] = ()
         self._approved: tuple[str, ...] = ()
 
@@ -73,6 +74,7 @@ class ToolRunner:
         self,
         calls: tuple[ToolCall, ...],
         ctx: ToolContext,
+        tools: Mapping[str, Tool],
         offered: tuple[str, ...],
         approved: tuple[str, ...],
     ) -> list[CallResult]:
@@ -80,7 +82,7 @@ class ToolRunner:
 
         The results come in the order of the calls; their time counts in the TOOLS phase's.
         """
-        self._offered, self._approved = offered, approved
+        self._tools, self._offered, self._approved = tools, offered, approved
         scope = parent_hooks.set(self._hooks.for_subagents())
         tree = subagent_tree.get() or SubagentTree(self._config.subagents)  # a root run's tree
         tree_scope = subagent_tree.set(tree)
@@ -109,7 +111,7 @@ class ToolRunner:
         return result.model_copy(update={"outcome": outcome})
 
     async def _decide_and_run(self, call: ToolCall, ctx: ToolContext) -> CallResult:
-        tool = self._config.tools.get(call.name)
+        tool = self._tools.get(call.name)
         refusal = self._refuse(call, tool)
         if refusal is not None:
             return refusal
@@ -176,7 +178,7 @@ class ToolRunner:
     def _refuse(self, call: ToolCall, tool: Tool | None) -> CallResult | None:
         """A retry prompt for calls that cannot run at all, else None."""
         if tool is None:
-            known = ", ".join(self._config.tools) or "none"
+            known = ", ".join(self._tools) or "none"
             return _retry(call, f"Unknown tool {call.name!r}. Available tools: {known}.")
         if call.name not in self._offered:
             return _result(
@@ -192,7 +194,7 @@ class ToolRunner:
         return None
 
     def _sequential(self, call: ToolCall) -> bool:
-        tool = self._config.tools.get(call.name)
+        tool = self._tools.get(call.name)
         return tool is not None and tool.sequential
 
 

@@ -15,8 +15,8 @@ import hashlib
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, get_type_hints, overload
 
 import pydantic_core
@@ -128,25 +128,49 @@ class Tool:
     max_result_chars: int = 20_000
     sequential: bool = False
     """Run alone, after the calls that may run concurrently."""
-    _args_model: type[BaseModel] = field(init=False, repr=False)
+    parameters: Mapping[str, Any] | None = None
+    """The arguments' JSON schema, when no Python signature describes them (an MCP server's tool):
+    the function takes them as ``**kwargs``, checked against this schema (with ``jsonschema``,
+    which the ``mcp`` extra installs)."""
+    _args_model: type[BaseModel] | None = field(init=False, repr=False)
+    _schema_check: Any = field(init=False, repr=False)
     _context_param: str | None = field(init=False, repr=False)
     _is_async: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        args_model, context_param = _arguments_model(self.function, self.name)
+        args_model, context_param, check = None, None, None
+        if self.parameters is None:
+            args_model, context_param = _arguments_model(self.function, self.name)
+        else:
+            check = _schema_validator(self.parameters, self.name)
         object.__setattr__(self, "_args_model", args_model)
+        object.__setattr__(self, "_schema_check", check)
         object.__setattr__(self, "_context_param", context_param)
         object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.function))
+
+    def with_options(self, **changes: Any) -> Tool:
+        """A new tool like this one with some options changed (``name=``, ``timeout=``, ...).
+
+        Built through the constructor, so the new tool is checked and described afresh.
+        """
+        options = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        return type(self)(**(options | changes))
 
     @functools.cached_property
     def definition(self) -> ToolDefinition:
         """The definition sent to the model."""
+        if self._args_model is None:
+            return ToolDefinition(
+                name=self.name, description=self.description, parameters=dict(self.parameters or {})
+            )
         schema = self._args_model.model_json_schema()
         schema.pop("title", None)
         return ToolDefinition(name=self.name, description=self.description, parameters=schema)
 
     def validate(self, arguments: dict[str, JsonValue]) -> dict[str, Any]:
         """Check and coerce the model's arguments; raise `ArgumentError` saying what to fix."""
+        if self._args_model is None:
+            return _check_against_schema(self._schema_check, arguments)
         try:
             parsed = self._args_model.model_validate(arguments)
         except ValidationError as exc:
@@ -272,6 +296,39 @@ def _arguments_model(fn: ToolFunction, tool_name: str) -> tuple[type[BaseModel],
         fields[param.name] = (annotation, Field(default, description=param_docs.get(param.name)))
     model = create_model(f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     return model, context_param
+
+
+def _schema_validator(schema: Mapping[str, Any], tool_name: str) -> Any:
+    """A JSON Schema validator for ``schema``; `ValueError` when it is no valid schema."""
+    try:
+        import jsonschema
+    except ImportError:  # pragma: no cover - the mcp extra installs it
+        raise ImportError(
+            f"tool {tool_name!r} has a JSON schema: pip install 'workbench[mcp]' to check it"
+        ) from None
+    validator_class = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+    try:
+        validator_class.check_schema(dict(schema))
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "the top"
+        raise ValueError(
+            f"tool {tool_name!r}: invalid JSON schema at {where}: {exc.message}"
+        ) from None
+    if schema.get("type", "object") != "object":
+        raise ValueError(f"tool {tool_name!r}: the arguments' schema must describe an object")
+    return validator_class(dict(schema))
+
+
+def _check_against_schema(validator: Any, arguments: dict[str, JsonValue]) -> dict[str, Any]:
+    """The arguments, if they fit the tool's JSON schema; else `ArgumentError` saying why."""
+    problems = [
+        f"argument {'.'.join(str(p) for p in error.absolute_path) or 'arguments'!r}: "
+        f"{error.message}"
+        for error in validator.iter_errors(arguments)
+    ]
+    if problems:
+        raise ArgumentError("; ".join(problems))
+    return dict(arguments)
 
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")

@@ -24,7 +24,7 @@ def main() -> int:
     action = sys.argv[1] if len(sys.argv) > 1 else "none"
     arg = sys.argv[2] if len(sys.argv) > 2 else ""
     name = event["hook_event_name"]
-    if action in ("allow", "deny", "ask"):
+    if action in ("allow", "deny", "ask", "defer"):
         answer = {"permissionDecision": action, "permissionDecisionReason": arg}
         print(json.dumps({"hookSpecificOutput": {"hookEventName": name, **answer}}))
     elif action == "rewrite":

@@ -5,9 +5,16 @@ is an in-process `Hook` (a Python callable) or a `CommandHook` (a shell command 
 Code's JSON protocol); `hooks_from_settings` reads them from a Claude Code settings file.
 """
 
-from workbench.hooks.command import CommandHook, hooks_from_settings
+from workbench.hooks.command import (
+    CommandHook,
+    HookSettingsWarning,
+    hooks_from_plugin,
+    hooks_from_settings,
+)
 from workbench.hooks.events import (
     EVENT_RIGHTS,
+    NOT_FIRED,
+    PROTOCOL_VERSION,
     EventRights,
     HookEvent,
     HookInput,
@@ -28,6 +35,8 @@ from workbench.hooks.runner import Hook, HookFunction
 
 __all__ = [
     "EVENT_RIGHTS",
+    "NOT_FIRED",
+    "PROTOCOL_VERSION",
     "CommandHook",
     "EventRights",
     "Hook",
@@ -35,6 +44,7 @@ __all__ = [
     "HookFunction",
     "HookInput",
     "HookResult",
+    "HookSettingsWarning",
     "NotificationInput",
     "PostToolUseFailureInput",
     "PostToolUseInput",
@@ -46,5 +56,6 @@ __all__ = [
     "SubagentStartInput",
     "SubagentStopInput",
     "UserPromptSubmitInput",
+    "hooks_from_plugin",
     "hooks_from_settings",
 ]

@@ -1,10 +1,16 @@
-"""`CommandHook`: a shell command that speaks Claude Code's hook protocol.
+"""`CommandHook`: a shell command that speaks Claude Code's hook protocol (`PROTOCOL_VERSION`).
 
 The hook input goes to the command's stdin as JSON. Exit 0: stdout is read as JSON (``continue``,
 ``stopReason``, ``systemMessage``, ``decision``/``reason``, ``hookSpecificOutput`` with
-``permissionDecision``, ``permissionDecisionReason``, ``updatedInput``, ``additionalContext``);
-plain text on stdout is added context for UserPromptSubmit and SessionStart. Exit 2: block, with
-stderr as the reason. Any other exit code is a non-blocking error.
+``permissionDecision`` (``allow``/``deny``/``ask``/``defer``), ``permissionDecisionReason``,
+``updatedInput``, ``additionalContext``). Plain text on stdout is a success too, as in Claude
+Code: added context for UserPromptSubmit and SessionStart, and a note for the user (kept on the
+step record) for every other event. Exit 2: block, with stderr as the reason. Any other exit code
+is a non-blocking error.
+
+Every command gets ``CLAUDE_PROJECT_DIR``; hooks loaded from a plugin (`hooks_from_plugin`, or a
+plugin's ``hooks/hooks.json`` given to `hooks_from_settings`) also get ``CLAUDE_PLUGIN_ROOT``, so
+commands written as ``${CLAUDE_PLUGIN_ROOT}/hooks/stop.sh`` run unchanged.
 
 The command runs in its own session (process group); at its timeout, or when it prints more than
 ``max_output`` bytes, the whole group is killed, so children it spawned do not outlive it.
@@ -17,10 +23,9 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
-import tempfile
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -30,14 +35,26 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from workbench.errors import HookFailure
 from workbench.hooks.events import (
     EVENT_RIGHTS,
+    NOT_FIRED,
     HookEvent,
     HookInput,
     HookResult,
     compile_matcher,
 )
-from workbench.messages import JsonValue, Message
+from workbench.messages import JsonValue
 
-__all__ = ["CommandHook", "HookFailure", "Transcript", "hooks_from_settings"]
+__all__ = [
+    "CommandHook",
+    "HookFailure",
+    "HookSettingsWarning",
+    "hooks_from_plugin",
+    "hooks_from_settings",
+]
+
+
+class HookSettingsWarning(UserWarning):
+    """A settings file has hooks workbench skips (events of the protocol it never fires)."""
+
 
 _EVENT_NAMES = frozenset(e.value for e in HookEvent)
 _PLAIN_TEXT_CONTEXT = frozenset({HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START})
@@ -58,6 +75,8 @@ class CommandHook:
     timeout: float = 60.0
     max_output: int = 1 << 20
     """Bytes of stdout (and of stderr) read at most; a hook that prints more is killed."""
+    env: Mapping[str, str] = field(default_factory=dict, hash=False, repr=False)
+    """Environment variables the command gets on top of the process's (``CLAUDE_PLUGIN_ROOT``)."""
     pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -94,7 +113,7 @@ def _blocking(event: HookEvent, reason: str) -> HookResult:
 
 
 async def _run(hook: CommandHook, payload: bytes, cwd: str | None) -> tuple[int, bytes, bytes]:
-    env = {**os.environ}
+    env = {**os.environ, **hook.env}
     env.setdefault("CLAUDE_PROJECT_DIR", cwd or os.getcwd())
     process = await asyncio.create_subprocess_shell(
         hook.command,
@@ -180,7 +199,7 @@ class _Specific(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     hookEventName: str | None = None
-    permissionDecision: Literal["allow", "deny", "ask"] | None = None
+    permissionDecision: Literal["allow", "deny", "ask", "defer"] | None = None
     permissionDecisionReason: str | None = None
     updatedInput: dict[str, JsonValue] | None = None
     additionalContext: str | None = None
@@ -203,10 +222,10 @@ def parse_output(event: HookEvent, stdout: str) -> HookResult | None:
     text = stdout.strip()
     if not text:
         return None
-    if not text.startswith("{"):
+    if not text.startswith("{"):  # plain text: a success, as in Claude Code
         if event in _PLAIN_TEXT_CONTEXT:
             return HookResult(additional_context=text)
-        raise HookFailure(f"stdout is not JSON: {_clip(text)!r}")
+        return HookResult(system_message=text)
     try:
         raw = json.loads(text)
     except json.JSONDecodeError:
@@ -234,49 +253,6 @@ def _clip(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
-# -- the transcript -----------------------------------------------------------------------------
-
-
-class Transcript:
-    """The conversation as a JSONL file for command hooks (``transcript_path``).
-
-    Written only when a command hook is about to run, and only the new messages are appended
-    while the history just grows; removed when the execution ends.
-    """
-
-    def __init__(self) -> None:
-        self._dir: str | None = None
-        self._written: tuple[Message, ...] = ()
-
-    def write(self, messages: Sequence[Message]) -> str:
-        """Bring the file up to date with ``messages``; its path ("" if it cannot be written)."""
-        try:
-            return self._write(messages)
-        except OSError:
-            self._written = ()
-            return ""
-
-    def _write(self, messages: Sequence[Message]) -> str:
-        if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="workbench-hooks-")
-        path = Path(self._dir) / "transcript.jsonl"
-        written = self._written
-        grows = len(messages) >= len(written) and all(
-            a is b for a, b in zip(written, messages, strict=False)
-        )
-        start = len(written) if grows else 0
-        with path.open("a" if grows else "w", encoding="utf-8") as file:
-            file.writelines(m.model_dump_json() + "\n" for m in messages[start:])
-        self._written = tuple(messages)
-        return str(path)
-
-    def remove(self) -> None:
-        """Delete the file (hooks that still hold the path find it gone)."""
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir, self._written = None, ()
-
-
 # -- settings files -----------------------------------------------------------------------------
 
 
@@ -297,33 +273,65 @@ class _Settings(BaseModel):
     hooks: dict[str, list[_MatcherGroup]] = Field(default_factory=dict)
 
 
-def hooks_from_settings(path: str | os.PathLike[str], *, strict: bool = True) -> list[CommandHook]:
+def hooks_from_settings(
+    path: str | os.PathLike[str],
+    *,
+    strict: bool = True,
+    plugin_root: str | os.PathLike[str] | None = None,
+) -> list[CommandHook]:
     """The command hooks of a Claude-Code-style settings file (``.claude/settings.json``).
 
-    Other settings in the file are ignored. Events and hook types workbench does not run (for
-    example ``PermissionRequest``, or ``"type": "prompt"``) raise ValueError, or are skipped
-    with ``strict=False``.
+    Other settings in the file are ignored. Hooks for events of the protocol that workbench
+    never fires (`NOT_FIRED`: ``PermissionRequest``, ``PermissionDenied``, ``Setup``, ...) are
+    skipped with a `HookSettingsWarning` saying why. Unknown events and hook types workbench does
+    not run (``"type": "prompt"``) raise ValueError, or are skipped with ``strict=False``.
+
+    A plugin's ``hooks/hooks.json`` (next to its ``.claude-plugin/``) is read as the plugin's:
+    its commands get ``CLAUDE_PLUGIN_ROOT``; ``plugin_root`` names the plugin directory outright.
     """
-    text = Path(path).read_text(encoding="utf-8")
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
     try:
         settings = _Settings.model_validate_json(text)
     except ValidationError as exc:
         problem = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in problem["loc"]) or "<root>"
         raise ValueError(f"{path}: not a hooks settings file ({where}: {problem['msg']})") from None
+    if plugin_root is None and _is_plugin_hooks_file(path):
+        plugin_root = path.parent.parent
+    env = {} if plugin_root is None else {"CLAUDE_PLUGIN_ROOT": str(Path(plugin_root).resolve())}
     hooks: list[CommandHook] = []
     for name, groups in settings.hooks.items():
+        if name in NOT_FIRED:
+            warnings.warn(
+                HookSettingsWarning(f"{path}: {name} hooks skipped: {NOT_FIRED[name]}"),
+                stacklevel=2,
+            )
+            continue
         if name not in _EVENT_NAMES:
             if strict:
                 raise ValueError(f"{path}: {_unknown(name)}")
             continue
         for group in groups:
-            hooks.extend(_group_hooks(path, HookEvent(name), group, strict))
+            hooks.extend(_group_hooks(path, HookEvent(name), group, strict, env))
     return hooks
 
 
+def hooks_from_plugin(
+    plugin_dir: str | os.PathLike[str], *, strict: bool = True
+) -> list[CommandHook]:
+    """The command hooks of a Claude Code plugin: its ``hooks/hooks.json``, with its root set."""
+    return hooks_from_settings(
+        Path(plugin_dir) / "hooks" / "hooks.json", strict=strict, plugin_root=plugin_dir
+    )
+
+
+def _is_plugin_hooks_file(path: Path) -> bool:
+    return path.parent.name == "hooks" and (path.parent.parent / ".claude-plugin").is_dir()
+
+
 def _group_hooks(
-    path: str | os.PathLike[str], event: HookEvent, group: _MatcherGroup, strict: bool
+    path: Path, event: HookEvent, group: _MatcherGroup, strict: bool, env: dict[str, str]
 ) -> list[CommandHook]:
     made = []
     for spec in group.hooks:
@@ -334,7 +342,7 @@ def _group_hooks(
                     '(only "command" hooks with a command)'
                 )
             continue
-        made.append(CommandHook(event, spec.command, group.matcher or None, spec.timeout))
+        made.append(CommandHook(event, spec.command, group.matcher or None, spec.timeout, env=env))
     return made
 
 

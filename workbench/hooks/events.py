@@ -7,6 +7,10 @@ its own (``step``, ``agent_name``, ``parent_run_id``); scripts that do not know 
 
 What a hook may change depends on the event (`EVENT_RIGHTS`); anything else it answers is ignored
 and recorded as a hook error on the step, so a misconfigured hook is visible rather than silent.
+
+The protocol followed is Claude Code's, as of the version in `PROTOCOL_VERSION` (the one place it
+is named): its events, input and output fields, exit codes and transcript layout. Events of that
+protocol that have no place in a workbench run are listed in `NOT_FIRED`, with the reason.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from workbench.messages import JsonValue, Message
 
 __all__ = [
     "EVENT_RIGHTS",
+    "NOT_FIRED",
+    "PROTOCOL_VERSION",
     "EventRights",
     "HookEvent",
     "HookInput",
@@ -39,6 +45,32 @@ __all__ = [
     "UserPromptSubmitInput",
     "compile_matcher",
 ]
+
+
+PROTOCOL_VERSION = "2.1"
+"""The Claude Code version whose hook protocol workbench follows (events, fields, exit codes,
+the ``defer`` decision, the transcript layout); also the ``version`` of transcript lines."""
+
+NOT_FIRED: dict[str, str] = {
+    "PermissionRequest": (
+        "it fires when Claude Code shows a permission dialog; a workbench run pauses for "
+        "approval instead (answer with resume(approvals=...), or decide in a guard)"
+    ),
+    "PermissionDenied": (
+        "it fires after Claude Code's auto mode denies a call; workbench has no auto mode "
+        "(a guard's or hook's deny reaches the model as the tool result)"
+    ),
+    "Setup": "it fires for `claude --init` / `--maintenance`; a workbench run has no such phase",
+    "PostCompact": "workbench fires PreCompact only (history processors have no after-step)",
+    "StopFailure": "a failed run ends with status FAILED; SessionEnd fires with its reason",
+    "InstructionsLoaded": "workbench loads no CLAUDE.md instructions",
+    "CwdChanged": "a workbench run does not change directory",
+    "FileChanged": "workbench does not watch files",
+    "WorktreeCreate": "workbench creates no git worktrees",
+    "WorktreeRemove": "workbench creates no git worktrees",
+}
+"""Events of the protocol that workbench knows but never fires, and why: a settings file that has
+hooks for them loads with a warning (their hooks are skipped), instead of being refused."""
 
 
 class HookEvent(StrEnum):
@@ -66,13 +98,14 @@ class HookEvent(StrEnum):
             raise ValueError(f"unknown hook event {value!r}; known events: {known}") from None
 
 
-Decision = Literal["allow", "deny", "ask", "block"]
+Decision = Literal["allow", "deny", "ask", "block", "defer"]
 
 
 class HookResult(BaseModel):
     """What a hook answers. Every field is optional; the default changes nothing.
 
-    ``decision``: PreToolUse hooks answer ``allow``, ``deny`` or ``ask`` (``block`` means deny);
+    ``decision``: PreToolUse hooks answer ``allow``, ``deny``, ``ask`` or ``defer`` (``block``
+    means deny; ``defer``, "decide later", pauses the run for approval as ``ask`` does);
     UserPromptSubmit, PostToolUse, Stop and SubagentStop hooks may ``block`` (refuse the prompt,
     send ``reason`` back to the model, or ask for one more turn). ``continue_=False`` ends the
     run with `StopReason.HOOK_STOP`, whatever the event.
@@ -287,6 +320,8 @@ def normalize_decision(event: HookEvent, decision: str | None) -> str | None:
         return None
     if event is HookEvent.PRE_TOOL_USE and decision == "block":
         return "deny"
+    if event is HookEvent.PRE_TOOL_USE and decision == "defer":
+        return "ask"  # the run pauses; whoever resumes it decides
     if decision == "deny" and "block" in EVENT_RIGHTS[event].decisions:
         return "block"
     if decision not in EVENT_RIGHTS[event].decisions:

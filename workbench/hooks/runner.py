@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench._record import Record
-from workbench.hooks.command import CommandHook, HookFailure, Transcript
+from workbench.hooks.command import CommandHook, HookFailure
 from workbench.hooks.events import (
     EVENT_RIGHTS,
     HookEvent,
@@ -28,6 +28,7 @@ from workbench.hooks.events import (
     compile_matcher,
     normalize_decision,
 )
+from workbench.hooks.transcript import Transcript
 from workbench.messages import JsonValue
 from workbench.records import HookTiming, StepRecord
 from workbench.state import AgentState
@@ -200,7 +201,8 @@ class _Combined:
         rights = EVENT_RIGHTS[self.event]
         problems: list[str] = []
         try:
-            self._decide(normalize_decision(self.event, result.decision), result.reason)
+            decision = normalize_decision(self.event, result.decision)
+            self._decide(decision, result.reason or self._unexplained(name, result.decision))
         except ValueError as exc:
             problems.append(f"{exc}; ignored")
         if result.updated_input is not None:
@@ -220,6 +222,15 @@ class _Combined:
         if result.system_message:
             self.notes.append(f"{self.event.value} hook {name!r}: {result.system_message}")
         return problems
+
+    def _unexplained(self, name: str, decision: str | None) -> str | None:
+        """A PreToolUse refusal that gave no reason still says which hook it was."""
+        if self.event is not HookEvent.PRE_TOOL_USE or decision in (None, "allow"):
+            return None
+        if decision == "defer":
+            return f"PreToolUse hook {name!r} deferred the call"
+        verb = "asks for approval" if decision == "ask" else "refused the call"
+        return f"PreToolUse hook {name!r} {verb} (no reason given)"
 
     def _decide(self, decision: str | None, reason: str | None) -> None:
         if _RANK[decision] > _RANK[self.decision]:
@@ -379,7 +390,9 @@ class HookDispatch:
             "messages": state.messages,
         }
         if any(isinstance(h, CommandHook) for h in hooks):
-            update["transcript_path"] = self._transcript.write(state.messages)
+            update["transcript_path"] = self._transcript.write(
+                state.messages, session_id=state.run_id, cwd=update["cwd"]
+            )
         return data.model_copy(update=update)
 
     def _keep(self, verdict: HookVerdict) -> None:

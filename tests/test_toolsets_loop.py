@@ -1,0 +1,96 @@
+"""Toolsets in the loop: chosen before every model call, with what was hidden on each step."""
+
+from __future__ import annotations
+
+import pytest
+
+import workbench as wb
+
+R = wb.ModelResponse
+
+
+@wb.tool
+def read(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+@wb.tool
+def delete(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"
+
+
+def _after_first_step(tool: wb.Tool, view: wb.RunView) -> bool | str:
+    if tool.name == "delete" and view.steps_completed >= 1:
+        return "no deleting after the first step"
+    return True
+
+
+def test_filters_run_before_every_inference_and_the_step_record_says_what_was_hidden() -> None:
+    model = wb.ScriptedModel(
+        [
+            R.tool_call("read", {"path": "a"}),
+            R.tool_call("delete", {"path": "a"}),
+            "done",
+        ]
+    )
+    files = wb.Toolset([read, delete]).filtered(_after_first_step)
+    agent = wb.Agent(model=model, tools=[files], store=False)
+    result = agent.run_sync("tidy up")
+    first, second, _ = result.steps
+    assert first.tools_offered == ("read", "delete") and first.tools_hidden == ()
+    assert second.tools_offered == ("read",)
+    assert second.tools_hidden == (("delete", "no deleting after the first step"),)
+    assert [d.name for d in model.calls[1].tools] == ["read"]  # the model was not offered it
+    refused = second.tool_outcomes[0]
+    assert refused.status == "retry" and "Unknown tool 'delete'" in refused.content
+    assert result.snapshots[1].tool_names == ("read",)
+    assert result.snapshots[0].tool_schema_hash != result.snapshots[1].tool_schema_hash
+
+
+def test_a_filter_that_raises_hides_the_tool_with_the_error() -> None:
+    def broken(tool: wb.Tool, view: wb.RunView) -> bool:
+        raise RuntimeError("filter bug")
+
+    agent = wb.Agent(
+        model=wb.ScriptedModel(["ok"]),
+        tools=[read, wb.Toolset([delete]).filtered(broken)],
+        store=False,
+    )
+    step = agent.run_sync("x").steps[0]
+    assert step.tools_offered == ("read",)
+    assert step.tools_hidden[0][0] == "delete" and "filter bug" in step.tools_hidden[0][1]
+
+
+def test_two_tools_of_one_name_offered_together_fail_the_run_clearly() -> None:
+    agent = wb.Agent(model=wb.ScriptedModel(["ok"]), tools=[read, wb.Toolset([read])], store=False)
+    result = agent.run_sync("x")
+    assert result.status is wb.ExecutionStatus.FAILED
+    assert result.error is not None and "Toolset.prefixed" in result.error.message
+
+
+def test_a_sub_agent_gets_a_filtered_toolset_and_its_record_says_what_it_lacks() -> None:
+    researcher = wb.Agent(model=wb.ScriptedModel(["found it"]), name="researcher", store=False)
+    safe = wb.Toolset([read, delete]).filtered(
+        lambda tool, view: tool.name != "delete" or "read-only researcher"
+    )
+    lead = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("research", {"task": "look"}), "done"]),
+        tools=[researcher.as_tool("research", tools=[safe])],
+        store=False,
+    )
+    child = lead.run_sync("go").children[0]
+    assert child.steps[0].tools_offered == ("read",)
+    assert child.steps[0].tools_hidden == (("delete", "read-only researcher"),)
+    told = child.steps[0].messages_in[-1].text
+    assert told == "Tools you do not have in this task: delete (read-only researcher)."
+
+
+@pytest.mark.parametrize("prefix", ["fs_"])
+def test_prefixed_toolsets_keep_names_apart(prefix: str) -> None:
+    model = wb.ScriptedModel([R.tool_call(f"{prefix}read", {"path": "b"}), "ok"])
+    agent = wb.Agent(model=model, tools=[read, wb.Toolset([read]).prefixed(prefix)], store=False)
+    result = agent.run_sync("x")
+    assert result.steps[0].tools_offered == ("read", f"{prefix}read")
+    assert result.steps[0].tool_outcomes[0].content == "contents of b"
