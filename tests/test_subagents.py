@@ -114,22 +114,70 @@ def test_a_failed_sub_run_is_a_tool_error_the_parent_reads_and_is_still_a_child(
     assert isinstance(answer, wb.ToolResult) and answer.is_error
 
 
-def test_a_paused_sub_run_says_which_call_waits() -> None:
+def test_an_approval_inside_a_sub_run_pauses_the_parent_and_resumes_as_one() -> None:
+    @wb.tool(requires_approval=True)
+    def wipe(path: str) -> str:
+        """Wipe."""
+        return f"wiped {path}"
+
+    store = wb.RunStore(":memory:")
+    cleaner = wb.Agent(
+        model=wb.ScriptedModel(
+            [
+                R.tool_call("wipe", {"path": "/tmp"}, call_id="w1", usage=USAGE),
+                R.text("clean", usage=USAGE),
+            ]
+        ),
+        name="cleaner",
+        tools=[wipe],
+        store=store,
+    )
+    lead = _lead(
+        cleaner.as_tool("clean"),
+        [
+            R.tool_call("clean", {"task": "x"}, call_id="c1", usage=USAGE),
+            R.text("all done", usage=USAGE),
+        ],
+        store=store,
+    )
+    paused = lead.run_sync("go")
+    assert paused.status is wb.ExecutionStatus.PAUSED
+    (waiting,) = paused.pending
+    assert (waiting.call_id, waiting.tool, waiting.via) == ("w1", "wipe", "c1")
+    assert paused.steps[0].tool_outcomes[0].status == "pending"
+    state = wb.AgentState.from_json(paused.state.to_json())  # e.g. in another process
+    done = lead.resume_sync(state, approvals={"w1": True})
+    assert done.status is wb.ExecutionStatus.COMPLETED and done.output == "all done"
+    (child,) = done.children
+    assert child.status is wb.ExecutionStatus.COMPLETED and child.output == "clean"
+    assert any(o.content == "wiped /tmp" for s in child.steps for o in s.tool_outcomes)
+    assert done.usage.total_tokens == 4 * 120  # two calls each, the sub-run's charged once
+    assert done.state.waiting_subruns == {} and done.state.subrun_answers == {}
+
+
+def test_a_denial_inside_a_sub_run_reaches_the_sub_agent() -> None:
     @wb.tool(requires_approval=True)
     def wipe(path: str) -> str:
         """Wipe."""
         return "wiped"
 
     cleaner = wb.Agent(
-        model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/"})]),
+        model=wb.FunctionModel(
+            lambda m, i: (
+                R.tool_call("wipe", {"path": "/"}, call_id="w1")
+                if len(m) == 1
+                else m[-1].parts[0].content
+            )  # type: ignore[union-attr]
+        ),
         name="cleaner",
         tools=[wipe],
         store=False,
     )
     lead = _lead(cleaner.as_tool("clean"), [R.tool_call("clean", {"task": "x"}), "ok"], store=False)
-    outcome = lead.run_sync("go").steps[0].tool_outcomes[0]
-    assert outcome.status == "error"
-    assert "paused" in outcome.content and "wipe" in outcome.content
+    paused = lead.run_sync("go")
+    done = lead.resume_sync(paused.state, approvals={"w1": "not the root"})
+    assert done.output == "ok"
+    assert done.steps[-2].tool_outcomes[0].content == "The user denied this call: not the root."
 
 
 def test_limits_refuse_a_call_naming_the_limit() -> None:

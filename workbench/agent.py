@@ -85,7 +85,9 @@ class AgentRun:
             state=self.state,
             steps=(earlier.steps if earlier else ()) + self.steps,
             snapshots=(earlier.snapshots if earlier else ()) + self.snapshots,
-            children=(earlier.children if earlier else ()) + tuple(self._execution.children),
+            children=_latest(
+                (earlier.children if earlier else ()) + tuple(self._execution.children)
+            ),
         )
 
     async def anext_phase(self) -> PhaseEvent | None:
@@ -541,3 +543,9 @@ def _hook_tuple(hooks: Sequence[Hook | CommandHook]) -> tuple[Hook | CommandHook
         if not isinstance(hook, Hook | CommandHook):
             raise TypeError(f"hooks must be Hook or CommandHook objects, got {hook!r}")
     return tuple(hooks)
+
+
+def _latest(runs: tuple[RunResult, ...]) -> tuple[RunResult, ...]:
+    """Each run once, as it was last seen (a sub-run paused and resumed is one child)."""
+    by_id = {run.run_id: run for run in runs}
+    return tuple(by_id[run_id] for run_id in dict.fromkeys(run.run_id for run in runs))

@@ -285,7 +285,7 @@ class Execution:
             self.state.approved,
         )
         self._apply(results)
-        pending = tuple(r.pending for r in results if r.pending is not None)
+        pending = tuple(p for r in results for p in r.pending)
         if not pending:
             return Phase.CONTINUATION
         await self._hooks.notification(pending)
@@ -336,6 +336,11 @@ class Execution:
             elif result.outcome.status == "ok":
                 consecutive = 0
         answers = [self._message("tool", r.part) for r in results if r.part is not None]
+        waiting = dict(self.state.waiting_subruns)  # a sub-run that ran again is no longer kept
+        for result in results:
+            waiting.pop(result.outcome.call_id, None)
+            if result.waiting is not None:
+                waiting[result.outcome.call_id] = result.waiting
         self.children += [child for r in results for child in r.children]
         usage = sum((r.usage for r in results if r.usage is not None), self.state.usage)
         self._append(
@@ -345,6 +350,8 @@ class Execution:
             errors_total=total,
             errors_consecutive=consecutive,
             approved=(),
+            waiting_subruns=waiting,
+            subrun_answers={} if not waiting else self.state.subrun_answers,
         )
         if exceeded is not None:  # raised only now, so the answers are kept in the state
             raise exceeded

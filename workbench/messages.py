@@ -176,6 +176,16 @@ class Usage(Record):
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
+    def __sub__(self, other: Usage) -> Usage:
+        """What was used since ``other`` (an earlier reading of the same counter)."""
+        cost = None if self.cost is None or other.cost is None else self.cost - other.cost
+        return Usage(
+            input_tokens=self.input_tokens - other.input_tokens,
+            output_tokens=self.output_tokens - other.output_tokens,
+            requests=self.requests - other.requests,
+            cost=cost,
+        )
+
     def __add__(self, other: Usage) -> Usage:
         cost = None if self.cost is None or other.cost is None else self.cost + other.cost
         return Usage(

@@ -194,6 +194,8 @@ class PendingCall(Record):
     arguments: dict[str, JsonValue]
     reason: str
     kind: Literal["approval", "deferred"] = "approval"
+    via: str | None = None
+    """For a call of a sub-run that waits: the call of this run that started the sub-run."""
 
 
 class ErrorInfo(Record):
@@ -266,6 +268,10 @@ class AgentState(Record):
     """Set on a run made by `Agent.rerun`: the original run and step (``workbench.rerun.of``)."""
     trace: TraceRef | None = None
     """The trace of the execution that made this state (None without telemetry)."""
+    waiting_subruns: dict[str, AgentState] = Field(default_factory=dict)
+    """Paused sub-runs, by the call of this run that started each: resumed when it runs again."""
+    subrun_answers: dict[str, JsonValue] = Field(default_factory=dict)
+    """Answers given on resume for sub-runs' calls (``approval:ID`` / ``result:ID`` keys)."""
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     """What the caller attached to the run (``metadata=``): stored, shown, passed to sub-agents."""
 

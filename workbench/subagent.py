@@ -122,6 +122,13 @@ class Delegate(Protocol):
         tools: Iterable[Tool | Toolset | Callable[..., Any]] | None = None,
     ) -> _SubRun: ...
 
+    def start_resume(
+        self,
+        state: AgentState,
+        approvals: Mapping[str, bool | str] | None = None,
+        results: Mapping[str, JsonValue] | None = None,
+    ) -> _SubRun: ...
+
 
 def subagent_tool(
     agent: Delegate,
@@ -141,11 +148,13 @@ def subagent_tool(
             ctx: The calling run (filled in by the loop).
 
         """
-        tree = subagent_tree.get() or SubagentTree(SubagentLimits())
-        refusal = tree.admit(ctx)
-        if refusal is not None:
-            return _refused(agent.name, refusal)
         parent_state, stop = ctx.view.state, _budget_cap(ctx)
+        paused = parent_state.waiting_subruns.get(ctx.call_id or "")
+        if paused is None:
+            tree = subagent_tree.get() or SubagentTree(SubagentLimits())
+            refusal = tree.admit(ctx)
+            if refusal is not None:
+                return _refused(agent.name, refusal)
 
         def start(
             prompt: str, history: tuple[Message, ...], metadata: dict[str, JsonValue]
@@ -154,9 +163,12 @@ def subagent_tool(
                 prompt, history=history, metadata=metadata, parent=ctx, stop=stop, tools=own_tools
             )
 
-        first = start(task, context.history(parent_state), context.metadata(parent_state))
-        runs = await _run_with_hooks(agent.name, first, start, parent_hooks.get())
-        return _returned(agent.name, runs)
+        if paused is None:
+            first = start(task, context.history(parent_state), context.metadata(parent_state))
+        else:  # the sub-run paused with its parent: resume it with the answers given to the parent
+            first = agent.start_resume(paused, *_subrun_answers(parent_state, paused))
+        runs = await _run_with_hooks(agent.name, first, start, parent_hooks.get(), paused is None)
+        return _returned(agent.name, runs, paused)
 
     return tool(name=name, description=description)(run_subagent)
 
@@ -165,17 +177,19 @@ _Start = Callable[[str, tuple[Message, ...], dict[str, JsonValue]], _SubRun]
 
 
 async def _run_with_hooks(
-    name: str, run: _SubRun, start: _Start, parent: ParentHooks | None
+    name: str, run: _SubRun, start: _Start, parent: ParentHooks | None, fresh: bool
 ) -> tuple[RunResult, ...]:
     """Run the sub-run; SubagentStop hooks of the parent may give it more turns (bounded).
 
     Each extra turn is a new sub-run on the conversation so far; all of them are returned.
+    SubagentStart fires when the sub-run starts (not when it resumes), SubagentStop when it
+    ends (not when it pauses).
     """
     agent_id = run.state.run_id
-    if parent is not None:
+    if parent is not None and fresh:
         await parent.fire(SubagentStartInput(agent_id=agent_id, agent_type=name))
     runs = [await run.arun_to_end()]
-    while parent is not None:
+    while parent is not None and runs[-1].status is not ExecutionStatus.PAUSED:
         turn = len(runs) - 1
         stop = SubagentStopInput(agent_id=agent_id, agent_type=name, stop_hook_active=turn > 0)
         verdict = await parent.fire(stop)
@@ -224,13 +238,23 @@ def _summary(name: str, result: RunResult) -> SubagentResult:
     )
 
 
-def _returned(name: str, runs: tuple[RunResult, ...]) -> ToolReturn:
-    """What the parent gets: the answer, or a tool error saying why there is none."""
+def _returned(name: str, runs: tuple[RunResult, ...], paused: AgentState | None) -> ToolReturn:
+    """What the parent gets: the answer, a tool error saying why there is none, or a pause.
+
+    What a resumed sub-run spent before its pause was charged to the parent then, not again.
+    """
     result = runs[-1]
+    spent = sum((r.usage for r in runs[1:]), runs[0].usage)
+    if paused is not None:
+        spent = spent - paused.usage
+    if result.status is ExecutionStatus.PAUSED:
+        return ToolReturn(
+            value="", usage=spent, runs=runs, subagent=_summary(name, result), waiting=result.state
+        )
     problem = _problem(name, result)
     return ToolReturn(
         value=problem or result.output or "",
-        usage=sum((r.usage for r in runs[1:]), runs[0].usage),
+        usage=spent,
         runs=runs,
         subagent=_summary(name, result),
         is_error=problem is not None,
@@ -238,9 +262,6 @@ def _returned(name: str, runs: tuple[RunResult, ...]) -> ToolReturn:
 
 
 def _problem(name: str, result: RunResult) -> str | None:
-    if result.status is ExecutionStatus.PAUSED:
-        waiting = ", ".join(f"{p.tool} ({p.reason})" for p in result.pending)
-        return f"Sub-agent {name!r} paused: its call to {waiting} waits for approval."
     if result.status is not ExecutionStatus.COMPLETED:
         why = result.error.message if result.error else result.status.value
         return f"Sub-agent {name!r} did not finish: {why}"
@@ -289,3 +310,19 @@ def _last_messages(messages: Sequence[Message], count: int | Literal["all"]) -> 
 
 def _kept(part: object, answered: set[str]) -> bool:
     return not isinstance(part, ToolCall) or part.call_id in answered
+
+
+def _subrun_answers(
+    state: AgentState, paused: AgentState
+) -> tuple[dict[str, bool | str], dict[str, JsonValue]]:
+    """The approvals and results given to ``state`` for the calls of its paused sub-run."""
+    approvals: dict[str, bool | str] = {}
+    results: dict[str, JsonValue] = {}
+    for pending in paused.pending:
+        answers = state.subrun_answers
+        if (key := f"result:{pending.call_id}") in answers:
+            results[pending.call_id] = answers[key]
+        elif (key := f"approval:{pending.call_id}") in answers:
+            decision = answers[key]
+            approvals[pending.call_id] = decision if isinstance(decision, bool | str) else False
+    return approvals, results

@@ -28,6 +28,7 @@ from workbench.tools import (
     Tool,
     ToolContext,
     ToolRetry,
+    ToolReturn,
     ToolTimeout,
     result_text,
 )
@@ -43,7 +44,10 @@ class CallResult(Record):
 
     outcome: ToolOutcome
     part: ToolResult | RetryPrompt | None
-    pending: PendingCall | None = None
+    pending: tuple[PendingCall, ...] = ()
+    """Calls that wait: this one, or the calls of the sub-run it started."""
+    waiting: AgentState | None = None
+    """The paused sub-run this call started, kept in the run's state until it runs again."""
     counts_as_error: bool = False
     retry_of: str | None = None
     rewritten: bool = False
@@ -167,6 +171,8 @@ class ToolRunner:
             message = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
             result = _result(call, "error", message, is_error=True)
         else:
+            if returned.waiting is not None:
+                return _waiting(call, returned)
             status: OutcomeStatus = "error" if returned.is_error else "ok"
             result = _result(
                 call, status, returned.value, is_error=returned.is_error, subagent=returned.subagent
@@ -239,7 +245,7 @@ def _pending(call: ToolCall, reason: str, kind: Any) -> CallResult:
     pending = PendingCall(
         call_id=call.call_id, tool=call.name, arguments=call.arguments, reason=reason, kind=kind
     )
-    return CallResult(outcome=_outcome(call, "pending", reason), part=None, pending=pending)
+    return CallResult(outcome=_outcome(call, "pending", reason), part=None, pending=(pending,))
 
 
 def _feedback(name: str, exc: Exception) -> str:
@@ -279,9 +285,13 @@ def resume_state(
     execution_id = new_id("exe")
     answers: list[Message] = []
     approved: list[str] = []
+    for_subruns = dict(state.subrun_answers)
     for pending in state.pending:
         decision = approvals.get(pending.call_id)
-        if pending.call_id in results:
+        if pending.via is not None:  # a sub-run's call: its answer waits for the sub-run
+            for_subruns.update(_subrun_answer(pending, decision, results))
+            approved.append(pending.via)  # the call that started it was permitted already
+        elif pending.call_id in results:
             answers.append(_answer(pending, result_text(results[pending.call_id])))
         elif decision is True and pending.kind == "deferred":
             raise ValueError(
@@ -300,9 +310,28 @@ def resume_state(
                 *(m.stamped(state.run_id, execution_id, state.step) for m in answers),
             ),
             "pending": (),
-            "approved": tuple(approved),
+            "approved": tuple(dict.fromkeys(approved)),
+            "subrun_answers": for_subruns,
             "next_phase": Phase.TOOLS,
         }
+    )
+
+
+def _waiting(call: ToolCall, returned: ToolReturn) -> CallResult:
+    """A call whose sub-run paused: its calls wait in this run's name, and this call with them."""
+    assert returned.waiting is not None
+    pending = tuple(p.model_copy(update={"via": call.call_id}) for p in returned.waiting.pending)
+    reason = "; ".join(f"{p.tool}: {p.reason}" for p in pending)
+    outcome = _outcome(call, "pending", f"its sub-run waits ({reason})").model_copy(
+        update={"subagent": returned.subagent}
+    )
+    return CallResult(
+        outcome=outcome,
+        part=None,
+        pending=pending,
+        waiting=returned.waiting,
+        usage=returned.usage,
+        children=returned.runs,
     )
 
 
@@ -311,3 +340,14 @@ def _answer(pending: PendingCall, content: str, *, is_error: bool = False) -> Me
         call_id=pending.call_id, name=pending.tool, content=content, is_error=is_error
     )
     return Message(role="tool", parts=(part,))
+
+
+def _subrun_answer(
+    pending: PendingCall, decision: bool | str | None, results: Mapping[str, JsonValue]
+) -> dict[str, JsonValue]:
+    """The answer to a sub-run's call, kept until the sub-run resumes."""
+    if pending.call_id in results:
+        return {f"result:{pending.call_id}": results[pending.call_id]}
+    if decision is not None:
+        return {f"approval:{pending.call_id}": decision}
+    return {}

@@ -27,6 +27,7 @@ from workbench.conditions import Budget, Limits, RunView
 from workbench.errors import ArgumentError, RunFatalError, ToolRetry, ToolTimeout
 from workbench.messages import JsonValue, Usage
 from workbench.records import RunResult, SubagentResult
+from workbench.state import AgentState
 
 __all__ = [
     "ArgumentError",
@@ -108,6 +109,8 @@ class ToolReturn(Record):
     """The sub-run as the calling run's step record shows it."""
     is_error: bool = False
     """The value is an error the model should read as one (the call did not do its job)."""
+    waiting: AgentState | None = None
+    """A sub-run that paused (its calls wait for approval): the calling run pauses with it."""
 
 
 ToolFunction = Callable[..., Any]
