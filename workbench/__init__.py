@@ -41,6 +41,8 @@ from workbench.errors import (
     RunNotFound,
     ScriptExhausted,
     ServerError,
+    SessionBusy,
+    SessionFormatError,
     StateFormatError,
     StoreError,
     SubagentError,
@@ -104,6 +106,8 @@ from workbench.records import (
     Timing,
     ToolOutcome,
 )
+from workbench.session import Retention, Session
+from workbench.session_state import SessionState
 from workbench.state import (
     AgentState,
     ErrorInfo,
@@ -190,6 +194,7 @@ __all__ = [
     "ReplayModel",
     "RerunOf",
     "ResponseRetriesExceeded",
+    "Retention",
     "RetryPolicy",
     "RetryPrompt",
     "RunDiff",
@@ -203,8 +208,12 @@ __all__ = [
     "ScriptExhausted",
     "ScriptedModel",
     "ServerError",
+    "Session",
+    "SessionBusy",
     "SessionEndInput",
+    "SessionFormatError",
     "SessionStartInput",
+    "SessionState",
     "StateFormatError",
     "StepContext",
     "StepDiff",
