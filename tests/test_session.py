@@ -295,6 +295,8 @@ def test_a_stepped_execution_is_taken_in_when_done() -> None:
     seen: list[list[str]] = []
     session = wb.Session(_agent(seen))
     run = session.start("step me")
+    with pytest.raises(wb.SessionBusy, match="execution 1 is still running"):
+        session.start("not yet")
     assert run.next_step() is not None and run.done
     assert session.state.executions[0].run_id == run.state.run_id
     assert session.run_sync("next").output == "answer 2"

@@ -152,11 +152,16 @@ class Session:
         settings: ModelSettings | None = None,
         metadata: Mapping[str, JsonValue] | None = None,
     ) -> AgentRun:
-        """The next execution, ready to be stepped (the Stepper takes it).
+        """The next execution, ready to be stepped (`AgentRun.next_phase`, `next_step`, ...).
 
         The session takes it in once it is done: at the next `run`, `start`, or read of `state`.
         """
         self._take_stepped()
+        if self._current is not None:
+            raise SessionBusy(
+                f"session {self.session_id}: execution {len(self._state.executions) + 1} is "
+                "still running; run it to its end (or abort it) before starting another"
+            )
         if self._state.paused is not None:
             raise SessionBusy(
                 f"session {self.session_id}: execution {len(self._state.executions)} is paused; "
