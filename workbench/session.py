@@ -17,8 +17,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from workbench._record import Record
 from workbench._sync import run_sync
 from workbench.errors import SessionBusy
 from workbench.hooks.events import PreCompactInput
@@ -53,7 +54,7 @@ DEFAULT_SUMMARY_PROMPT = (
 )
 
 
-class Retention(BaseModel):
+class Retention(Record):
     """How much of a session's conversation later executions see.
 
     After each execution, the oldest whole executions leave the conversation until at most
@@ -62,8 +63,6 @@ class Retention(BaseModel):
     ``summarize`` the executions that leave are replaced by one summary written by the agent's
     model (``summary_prompt`` asks for it); without, they are dropped.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_messages: int | None = Field(default=None, ge=1)
     max_executions: int | None = Field(default=None, ge=1)
