@@ -303,6 +303,33 @@ def test_a_stepped_execution_is_taken_in_when_done() -> None:
     assert len(session.executions) == 2
 
 
+def test_stepped_executions_get_their_retention_before_the_next_run() -> None:
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen), retention=wb.Retention(max_executions=1))
+    for prompt in ("one", "two"):
+        session.start(prompt).run_to_end()
+    assert [e.retained for e in session.state.executions] == ["kept", "kept"]  # nothing ran it
+    session.run_sync("three")
+    assert "one" not in seen[-1] and "two" in seen[-1]
+    assert [e.retained for e in session.state.executions] == ["dropped", "dropped", "kept"]
+
+
+def test_dropping_after_summarizing_drops_the_summary_too() -> None:
+    seen: list[list[str]] = []
+    summarizing = wb.Retention(max_executions=1, summarize=True)
+    session = wb.Session(_agent(seen), retention=summarizing)
+    session.run_sync("one")
+    session.run_sync("two")
+    assert summary_span(session.messages[0]) == (1, 1)
+    dropping = wb.Session.from_json(
+        session.state.to_json(), _agent(seen), retention=wb.Retention(max_executions=1)
+    )
+    dropping.run_sync("three")
+    assert [boundary_number(m) for m in dropping.messages] == [3, None, None]
+    assert [e.retained for e in dropping.state.executions] == ["dropped", "dropped", "kept"]
+    wb.SessionState.from_json(dropping.state.to_json())
+
+
 def test_fork_branches_the_conversation_at_a_step() -> None:
     agent = _tool_agent(wb.RunStore(":memory:"))  # a resumed run's result: the whole run
     session = wb.Session(agent)

@@ -189,6 +189,7 @@ class Session:
         metadata: Mapping[str, JsonValue] | None = None,
     ) -> RunResult:
         """Run the next execution to its end (or a pause) and take it into the conversation."""
+        self._take_stepped()
         await self._retain()  # a stepped execution taken in now still owes its retention
         run = self.start(prompt, settings=settings, metadata=metadata)
         result = await run.arun_to_end()
