@@ -68,6 +68,21 @@ def test_two_executions_share_one_conversation_with_boundaries_the_model_reads()
     assert store.session("ses_nothing") == []
 
 
+def test_the_session_is_the_conversation_on_every_runs_span() -> None:
+    seen: list[list[str]] = []
+    telemetry = wb.Telemetry()
+    session = wb.Session(_agent(seen, telemetry=telemetry))
+    session.run_sync("one")
+    session.run_sync("two")
+    runs = [s for s in telemetry.spans if s.name.startswith("invoke_agent")]
+    assert len(runs) == 2
+    conversation = {(s.attributes or {}).get("gen_ai.conversation.id") for s in runs}
+    assert conversation == {session.session_id}
+    assert {(s.attributes or {}).get("workbench.run.id") for s in runs} == {
+        r.run_id for r in session.executions
+    }
+
+
 def test_a_prompt_that_looks_like_a_boundary_is_not_one() -> None:
     seen: list[list[str]] = []
     session = wb.Session(_agent(seen))
