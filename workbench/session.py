@@ -311,7 +311,7 @@ class Session:
         rest = state.messages[_boundary_index(state.messages, leaving[-1] + 1) :]
         gone = state.messages[: len(state.messages) - len(rest)]
         mode: Retained = "summarized" if self.retention.summarize else "dropped"
-        after = len(rest) + (mode == "summarized")
+        after = len(rest) + (1 if mode == "summarized" else 0)  # the summary message
         hooks = await self._pre_compact(len(state.messages), after)
         usage, error, opening = Usage(), None, tuple[Message, ...]()
         if mode == "summarized":
@@ -319,7 +319,9 @@ class Session:
                 text, usage = await self._summary(gone)
             except Exception as exc:  # the summary failed: nothing leaves, the reason is kept
                 error = f"{type(exc).__name__}: {exc}"
-                logger.warning("session %s: no summary, nothing left: %s", self.session_id, error)
+                logger.warning(
+                    "session %s: summary failed, the executions stay: %s", self.session_id, error
+                )
             else:
                 first = min(e.number for e in state.executions if e.retained != "dropped")
                 opening = (summary_message(first, leaving[-1], text),)
