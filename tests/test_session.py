@@ -465,3 +465,17 @@ def test_a_session_resumes_in_another_process(tmp_path: Path) -> None:
     assert back.messages[-1].text == "Deleted it."
     runs = wb.RunStore(store_path).session(session.session_id)
     assert [(r.status, r.steps) for r in runs] == [("completed", 2)]
+
+
+def test_the_stepper_steps_a_sessions_next_execution() -> None:
+    from workbench.notebook import Stepper
+
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen))
+    session.run_sync("one")
+    stepper = Stepper(session, "two")
+    assert 'class="wb-boundary"' in stepper.messages.value  # execution 2's marker, drawn
+    stepper.run.run_to_end()
+    assert [e.output for e in session.state.executions] == ["answer 1", "answer 2"]
+    with pytest.raises(ValueError, match="takes a prompt and no history"):
+        Stepper(session, None)

@@ -14,7 +14,7 @@ data: ``session.state.to_json()`` and `Session.from_json` carry it to another pr
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import Field
@@ -150,6 +150,7 @@ class Session:
         *,
         settings: ModelSettings | None = None,
         metadata: Mapping[str, JsonValue] | None = None,
+        on_text_delta: Callable[[str], None] | None = None,
     ) -> AgentRun:
         """The next execution, ready to be stepped (`AgentRun.next_phase`, `next_step`, ...).
 
@@ -171,6 +172,7 @@ class Session:
             prompt,
             history=(*self._state.messages, boundary_message(number)),
             settings=settings,
+            on_text_delta=on_text_delta,
             metadata={
                 **self._state.metadata,
                 **(metadata or {}),
