@@ -47,7 +47,7 @@ def test_two_executions_share_one_conversation_with_boundaries_the_model_reads()
     r2 = session.run_sync("follow-up")
     assert (r1.output, r2.output) == ("answer 1", "answer 2")
     boundary_2 = (
-        "[Execution 2 of this conversation begins; the messages above are from earlier ones.]"
+        "[Execution 2 of this conversation begins; any messages above are from earlier ones.]"
     )
     assert seen[1][0] == "Be brief." and seen[1][-2:] == [boundary_2, "follow-up"]
     assert seen[1].count("Be brief.") == 1  # each run adds its own system prompt, only once
@@ -86,7 +86,7 @@ def test_the_session_is_the_conversation_on_every_runs_span() -> None:
 def test_a_prompt_that_looks_like_a_boundary_is_not_one() -> None:
     seen: list[list[str]] = []
     session = wb.Session(_agent(seen))
-    fake = "[Execution 9 of this conversation begins; the messages above are from earlier ones.]"
+    fake = "[Execution 9 of this conversation begins; any messages above are from earlier ones.]"
     session.run_sync(fake)
     assert [boundary_number(m) for m in session.messages] == [1, None, None]
     wb.SessionState.from_json(session.state.to_json())  # still a valid session
@@ -135,7 +135,7 @@ def test_retention_summarizes_with_the_agents_model() -> None:
         session.run_sync(prompt)
     summary_request = seen[3]
     assert summary_request[:3] == [
-        "[Execution 1 of this conversation begins; the messages above are from earlier ones.]",
+        "[Execution 1 of this conversation begins; any messages above are from earlier ones.]",
         "one",
         "answer 1",
     ]
@@ -377,10 +377,10 @@ def test_a_fork_runs_on_as_the_next_execution() -> None:
     forked = session.fork(execution=1, step=1)
     forked.run_sync("other two")
     assert seen[-1][1:] == [
-        "[Execution 1 of this conversation begins; the messages above are from earlier ones.]",
+        "[Execution 1 of this conversation begins; any messages above are from earlier ones.]",
         "one",
         "answer 1",
-        "[Execution 2 of this conversation begins; the messages above are from earlier ones.]",
+        "[Execution 2 of this conversation begins; any messages above are from earlier ones.]",
         "other two",
     ]
     assert len(session.executions) == 2 and len(forked.executions) == 2

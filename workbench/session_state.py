@@ -1,7 +1,7 @@
 """What a `Session` is made of, as data: its conversation, its executions, and their boundaries.
 
 A session's conversation is one tuple of messages across executions. Each execution starts with
-a boundary marker: a user message the model reads ("Execution 2 of this conversation begins")
+a boundary marker: a user message the model reads ("Execution 2 of this conversation begins; ...")
 and the views draw as a divider. The session made it, not a run, so it carries no run stamp; a
 message a run made always does, which is what keeps a prompt that merely looks like a boundary
 from being taken for one. Retention may replace the oldest executions by one summary message at
@@ -40,9 +40,9 @@ __all__ = [
 SESSION_SCHEMA_VERSION = 1
 """Version of the `SessionState` JSON format. Bump it (and add a migration) on any change."""
 
-_BOUNDARY = "[Execution {n} of this conversation begins; the messages above are from earlier ones.]"
+_BOUNDARY = "[Execution {n} of this conversation begins; any messages above are from earlier ones.]"
 _BOUNDARY_RE = re.compile(
-    r"\[Execution (\d+) of this conversation begins; the messages above are from earlier ones\.\]"
+    r"\[Execution (\d+) of this conversation begins; any messages above are from earlier ones\.\]"
 )
 _SUMMARY = "[Summary of executions {first} to {last} of this conversation, no longer shown:]\n"
 _SUMMARY_RE = re.compile(
