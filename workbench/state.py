@@ -303,7 +303,7 @@ class AgentState(Record):
         return ()
 
     def fork(self, *, up_to_step: int) -> AgentState:
-        """A new run (PENDING, fresh ids) holding the conversation as it was after step ``n``.
+        """A new run (PENDING, fresh ids) holding the conversation as it was after ``up_to_step``.
 
         The messages kept are those before the first message this run made after step
         ``up_to_step``: the history it started with, and every step up to that one whole (a
