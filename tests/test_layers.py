@@ -15,7 +15,7 @@ the ones below, never one above:
  6  delegation       sub-agents as tools: context, limits, the structured result
  7  loop             the loop's configuration, the engine and the tool-call pipeline
  8  observers        the run store and telemetry: they watch records, they never drive a run
- 9  agent            the facade that ties a loop to its observers
+ 9  agent            the facade that ties a loop to its observers; sessions of its runs
 10  analysis         what reads finished runs: diff, expect
 11  public API       ``workbench/__init__.py``, the re-exports (exact module only)
 12  views            the notebook, the HTML report and the demo: users of the public API
@@ -45,13 +45,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("state", ("workbench.state",)),
     ("rules", ("workbench.conditions", "workbench.history", "workbench.breakpoints")),
-    ("records", ("workbench.records", "workbench.rerun")),
+    ("records", ("workbench.records", "workbench.rerun", "workbench.session_state")),
     ("tools", ("workbench.tools", "workbench.guards", "workbench.toolsets", "workbench.mcp_tools")),
     ("plug-ins", ("workbench.models", "workbench.hooks")),
     ("delegation", ("workbench.subagent",)),
     ("loop", ("workbench.config", "workbench.engine", "workbench.toolcalls")),
     ("observers", ("workbench.store", "workbench._storage", "workbench.telemetry")),
-    ("agent", ("workbench.agent",)),
+    ("agent", ("workbench.agent", "workbench.session")),
     ("analysis", ("workbench.diff", "workbench.expect")),
     ("public API", ("workbench",)),
     ("views", ("workbench.notebook", "workbench.report", "workbench.demo")),

@@ -43,6 +43,8 @@ from workbench.errors import (
     RunNotFound,
     ScriptExhausted,
     ServerError,
+    SessionBusy,
+    SessionFormatError,
     StateFormatError,
     StoreError,
     SubagentError,
@@ -111,6 +113,8 @@ from workbench.records import (
     Timing,
     ToolOutcome,
 )
+from workbench.session import Retention, Session
+from workbench.session_state import SessionState
 from workbench.state import (
     AgentState,
     ErrorInfo,
@@ -205,6 +209,7 @@ __all__ = [
     "RerunOf",
     "Resolved",
     "ResponseRetriesExceeded",
+    "Retention",
     "RetryPolicy",
     "RetryPrompt",
     "RunDiff",
@@ -218,8 +223,12 @@ __all__ = [
     "ScriptExhausted",
     "ScriptedModel",
     "ServerError",
+    "Session",
+    "SessionBusy",
     "SessionEndInput",
+    "SessionFormatError",
     "SessionStartInput",
+    "SessionState",
     "StateFormatError",
     "StepContext",
     "StepDiff",

@@ -6,6 +6,7 @@ Who caused it decides where an error sits, because that decides what the user do
     ├── UsageError                  the caller used the workbench wrongly: fix the code
     │   ├── InvalidTransition       a status change the run lifecycle forbids
     │   ├── MessageFormatError      edited messages that cannot be read
+    │   ├── SessionBusy             a session asked to start while an execution is unfinished
     │   └── ScriptExhausted         a ScriptedModel asked for more responses than it was given
     ├── ModelBehaviourError         the model did something the run cannot use
     │   ├── ArgumentError           tool arguments that do not fit the schema (the model retries)
@@ -25,6 +26,7 @@ Who caused it decides where an error sits, because that decides what the user do
     │   ├── HookFailure             a hook gave no usable answer (recorded, never raised out)
     │   ├── StoreError              a store that cannot do what was asked; RunNotFound
     │   ├── StateFormatError        a serialized state that cannot be read
+    │   │   └── SessionFormatError  a serialized session that cannot be read
     │   └── SubagentError           a sub-agent's run ended without an answer
     ├── RunFatalError               raised by a tool to end the whole run as FAILED
     └── ExpectationFailed           a run is not what a `wb.expect` check asked for (a test failed)
@@ -60,6 +62,8 @@ __all__ = [
     "RunNotFound",
     "ScriptExhausted",
     "ServerError",
+    "SessionBusy",
+    "SessionFormatError",
     "StateFormatError",
     "StoreError",
     "SubagentError",
@@ -89,6 +93,10 @@ class InvalidTransition(UsageError, RuntimeError):
 
 class MessageFormatError(UsageError, ValueError):
     """Edited messages that cannot be read; the message says where and what is wrong."""
+
+
+class SessionBusy(UsageError, RuntimeError):
+    """A session cannot start an execution while its last one is still running or paused."""
 
 
 # -- what the model did -------------------------------------------------------------------------
@@ -216,6 +224,10 @@ class RunNotFound(StoreError, LookupError):
 
 class StateFormatError(ExternalError, ValueError):
     """A serialized state that cannot be read: bad JSON, wrong version, unknown fields or kinds."""
+
+
+class SessionFormatError(StateFormatError):
+    """A serialized session that cannot be read: newer version, broken boundary, bad fields."""
 
 
 class SubagentError(ExternalError, RuntimeError):

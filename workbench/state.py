@@ -312,6 +312,29 @@ class AgentState(Record):
                     answered.add(part.call_id)
         return ()
 
+    def fork(self, *, up_to_step: int) -> AgentState:
+        """A new run (PENDING, fresh ids) holding the conversation as it was after ``up_to_step``.
+
+        The messages kept are those before the first message this run made after step
+        ``up_to_step``: the history it started with, and every step up to that one whole (a
+        step's tool results belong to it). Messages keep their provenance, so the new run's
+        history still says which run and step made each of them.
+        """
+        if not 0 <= up_to_step <= self.step:
+            raise ValueError(f"run {self.run_id} has steps 0..{self.step}, not {up_to_step}")
+        later = (
+            i
+            for i, m in enumerate(self.messages)
+            if m.run_id == self.run_id and m.step is not None and m.step > up_to_step
+        )
+        cut = next(later, len(self.messages))
+        return AgentState(
+            agent_name=self.agent_name,
+            parent_run_id=self.parent_run_id,
+            messages=self.messages[:cut],
+            metadata=dict(self.metadata),
+        )
+
     def to_json(self, *, indent: int | None = None) -> str:
         """Serialize to JSON; `AgentState.from_json` gives back an identical state."""
         return self.model_dump_json(indent=indent)

@@ -65,6 +65,8 @@ class RunSummary(Record):
     rerun_of: str | None
     rerun_of_step: int | None
     output: str | None
+    session_id: str | None = None
+    """The `Session` the run is an execution of (``metadata["session_id"]``), if any."""
 
 
 _Write = Callable[["_RunLog", sqlite3.Connection], None]
@@ -72,9 +74,14 @@ _Write = Callable[["_RunLog", sqlite3.Connection], None]
 _CHILDREN = "SELECT run_id FROM runs WHERE parent_run_id = ? ORDER BY created_at, rowid"
 """The sub-runs of a run, in the order they started."""
 
+_SESSION = "CASE WHEN json_valid(state) THEN json_extract(state, '$.metadata.session_id') END"
+"""A run's session id (a damaged state payload has none, rather than failing the listing)."""
+_SESSION_EXECUTION = (
+    "CASE WHEN json_valid(state) THEN json_extract(state, '$.metadata.session_execution') END"
+)
 _SUMMARY_COLUMNS = (
     "run_id, agent_name, status, stop_reason, step, model_name, input_tokens, output_tokens, "
-    "cost, created_at, updated_at, parent_run_id, rerun_of_run, rerun_of_step, output"
+    f"cost, created_at, updated_at, parent_run_id, rerun_of_run, rerun_of_step, output, {_SESSION}"
 )
 
 
@@ -223,10 +230,23 @@ class RunStore(RunObserver):
 
     def runs(self) -> list[RunSummary]:
         """Every run in the store, oldest first, without loading any of them."""
+        return self._summaries("ORDER BY created_at, rowid")
+
+    def session(self, session_id: str) -> list[RunSummary]:
+        """The runs of one `Session`, in the order of its executions (empty if none are here).
+
+        A session's runs carry its id in their metadata; nothing else groups them, so a session
+        whose JSON was lost can still be found here.
+        """
+        return self._summaries(
+            f"WHERE {_SESSION} = ? ORDER BY {_SESSION_EXECUTION}, created_at, rowid", session_id
+        )
+
+    def _summaries(self, where: str, *params: object) -> list[RunSummary]:
         with self._reading() as conn:
             if conn is None:
                 return []
-            rows = conn.execute(f"SELECT {_SUMMARY_COLUMNS} FROM runs ORDER BY created_at, rowid")
+            rows = conn.execute(f"SELECT {_SUMMARY_COLUMNS} FROM runs {where}", params)
             names = list(RunSummary.model_fields)
             return [RunSummary(**dict(zip(names, row, strict=True))) for row in rows]
 

@@ -15,6 +15,7 @@ from html import escape
 from workbench.conditions import Budget
 from workbench.messages import Message, RetryPrompt, TextPart, ToolCall, ToolResult
 from workbench.records import StepRecord, ToolOutcome
+from workbench.session_state import boundary_number, summary_span
 from workbench.state import AgentState, PendingCall, Phase
 
 __all__ = [
@@ -52,6 +53,11 @@ _PRE = (
 )
 _BOX = (
     "border-left:4px solid {border};background:{bg};padding:4px 8px;margin:4px 0;border-radius:3px"
+)
+
+_DIVIDER = (
+    "display:flex;align-items:center;gap:8px;margin:10px 0 4px;color:#5e35b1;font-size:11px;"
+    "font-weight:600;text-transform:uppercase;border-top:2px dashed #b39ddb;padding-top:2px"
 )
 
 
@@ -94,7 +100,25 @@ def _part_html(part: TextPart | ToolCall | ToolResult | RetryPrompt) -> str:
 
 
 def message_html(message: Message) -> str:
-    """One message as a role-coloured box: text, tool calls with arguments, results, retries."""
+    """One message as a role-coloured box: text, tool calls with arguments, results, retries.
+
+    A session's boundary marker is drawn as a divider between executions, and its summary of
+    executions that left the conversation as a box that says which ones it stands for.
+    """
+    number = boundary_number(message)
+    if number is not None:
+        return (
+            f'<div class="wb-boundary" title="{escape(message.text)}" style="{_DIVIDER}">'
+            f"execution {number}</div>"
+        )
+    span = summary_span(message)
+    if span is not None:
+        body = message.text.split("\n", 1)[1]
+        return (
+            f'<div class="wb-msg wb-summary" style="{_BOX.format(bg="#f3e5f5", border="#8e24aa")}">'
+            f"{_badge(f'summary of executions {span[0]} to {span[1]}', '#8e24aa')}"
+            f'<pre style="{_PRE}">{escape(body)}</pre></div>'
+        )
     bg, border = ROLE_COLOURS.get(message.role, ("#ffffff", "#999999"))
     is_retry = any(isinstance(p, RetryPrompt) for p in message.parts)
     if is_retry:

@@ -29,6 +29,7 @@ from workbench.notebook.html import (
 from workbench.notebook.spans import spans_from_steps, waterfall_figure
 from workbench.notebook.tables import step_labels
 from workbench.records import PhaseEvent
+from workbench.session import Session
 from workbench.state import PendingCall, Phase
 
 __all__ = ["ApprovalRow", "Stepper"]
@@ -63,22 +64,32 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     they stream; and a live waterfall of the run so far.
 
     The run itself is `run` (an `AgentRun`): anything the buttons do can also be done on it.
+    Given a `Session` instead of an agent, it steps the session's next execution (boundary marker
+    included), which the session takes in once it ends.
     In a kernel, button work runs as a task on the kernel's loop; ``await stepper.wait()`` waits
     for it (tests and scripts use this instead of sleeping).
     """
 
     def __init__(
         self,
-        agent: Agent,
+        agent: Agent | Session,
         prompt: str | None = None,
         *,
         history: Sequence[Message] = (),
         settings: ModelSettings | None = None,
     ) -> None:
-        self.agent = agent
-        self.run: AgentRun = agent.start(
-            prompt, history=history, settings=settings, on_text_delta=self._on_delta
-        )
+        if isinstance(agent, Session):  # the session's next execution, taken in when it ends
+            if prompt is None or history:
+                raise ValueError("a session's execution takes a prompt and no history")
+            self.agent = agent.agent
+            self.run: AgentRun = agent.start(
+                prompt, settings=settings, on_text_delta=self._on_delta
+            )
+        else:
+            self.agent = agent
+            self.run = agent.start(
+                prompt, history=history, settings=settings, on_text_delta=self._on_delta
+            )
         self.events: list[PhaseEvent] = []
         self.streamed = ""
         """The text streamed by the model call of the current step so far."""

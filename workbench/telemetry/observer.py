@@ -105,7 +105,7 @@ class SpanObserver(RunObserver):
             n.STEP_INDEX: state.step,
             n.OPERATION: n.OP_INVOKE_AGENT,
             n.AGENT_NAME: state.agent_name,
-            n.CONVERSATION_ID: state.run_id,
+            n.CONVERSATION_ID: _conversation_id(state),
             n.REQUEST_MODEL: self._model_name,
         }
         if self._provider is not None:
@@ -414,3 +414,9 @@ def _add_response(attributes: Attributes, response: ModelResponse) -> None:
         attributes[n.RESPONSE_ID] = response.response_id
     if response.time_to_first_token is not None:
         attributes[n.RESPONSE_TIME_TO_FIRST_CHUNK] = response.time_to_first_token
+
+
+def _conversation_id(state: AgentState) -> str:
+    """The conversation a run belongs to: its `Session` when it is one's execution, else itself."""
+    session = state.metadata.get("session_id")
+    return session if isinstance(session, str) and session else state.run_id

@@ -1,0 +1,481 @@
+"""Sessions: executions of one conversation, boundaries, retention, JSON in and out, forks.
+
+Everything goes through the public API with offline models and a real SQLite store; resuming in
+another process runs a real Python subprocess on the session's JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+import workbench as wb
+from workbench.notebook.html import messages_html
+from workbench.session_state import boundary_number, summary_span
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _answering(seen: list[list[str]]) -> wb.FunctionModel:
+    """A model that keeps every conversation it is sent and answers with a count of them."""
+
+    def answer(messages: Sequence[wb.Message], request: wb.ModelRequest) -> str:
+        seen.append([m.text for m in messages])
+        if messages[-1].text.startswith("Summarize"):
+            return f"summary of {sum(boundary_number(m) is not None for m in messages)} executions"
+        return f"answer {len(seen)}"
+
+    return wb.FunctionModel(answer)
+
+
+def _agent(seen: list[list[str]], store: wb.RunStore | None = None, **kw: object) -> wb.Agent:
+    return wb.Agent(_answering(seen), system_prompt="Be brief.", store=store or False, **kw)  # type: ignore[arg-type]
+
+
+def test_two_executions_share_one_conversation_with_boundaries_the_model_reads() -> None:
+    seen: list[list[str]] = []
+    store = wb.RunStore(":memory:")
+    session = wb.Session(_agent(seen, store), metadata={"user": "ada"})
+    r1 = session.run_sync("first question")
+    r2 = session.run_sync("follow-up")
+    assert (r1.output, r2.output) == ("answer 1", "answer 2")
+    boundary_2 = (
+        "[Execution 2 of this conversation begins; any messages above are from earlier ones.]"
+    )
+    assert seen[1][0] == "Be brief." and seen[1][-2:] == [boundary_2, "follow-up"]
+    assert seen[1].count("Be brief.") == 1  # each run adds its own system prompt, only once
+    assert [r.run_id for r in session.executions] == [r1.run_id, r2.run_id]
+    numbers = [boundary_number(m) for m in session.messages]
+    assert numbers == [1, None, None, 2, None, None]
+    own = [m for m in session.messages if boundary_number(m) is None]
+    assert [m.run_id for m in own] == [r1.run_id] * 2 + [r2.run_id] * 2
+    assert {m.execution_id for m in own} == {r1.state.execution_id, r2.state.execution_id}
+    assert r2.state.metadata == {
+        "user": "ada",
+        "session_id": session.session_id,
+        "session_execution": 2,
+    }
+    grouped = store.session(session.session_id)
+    assert [s.run_id for s in grouped] == [r1.run_id, r2.run_id]
+    assert list(store.list_runs()["session_id"]) == [session.session_id] * 2
+    assert store.session("ses_nothing") == []
+
+
+def test_the_session_is_the_conversation_on_every_runs_span() -> None:
+    seen: list[list[str]] = []
+    telemetry = wb.Telemetry()
+    session = wb.Session(_agent(seen, telemetry=telemetry))
+    session.run_sync("one")
+    session.run_sync("two")
+    runs = [s for s in telemetry.spans if s.name.startswith("invoke_agent")]
+    assert len(runs) == 2
+    conversation = {(s.attributes or {}).get("gen_ai.conversation.id") for s in runs}
+    assert conversation == {session.session_id}
+    assert {(s.attributes or {}).get("workbench.run.id") for s in runs} == {
+        r.run_id for r in session.executions
+    }
+
+
+def test_a_prompt_that_looks_like_a_boundary_is_not_one() -> None:
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen))
+    fake = "[Execution 9 of this conversation begins; any messages above are from earlier ones.]"
+    session.run_sync(fake)
+    assert [boundary_number(m) for m in session.messages] == [1, None, None]
+    wb.SessionState.from_json(session.state.to_json())  # still a valid session
+
+
+def test_retention_drops_whole_old_executions_after_precompact_hooks() -> None:
+    seen: list[list[str]] = []
+    heard: list[tuple[int, int, int]] = []
+
+    def pre_compact(data: wb.PreCompactInput) -> None:
+        heard.append((data.messages_before, data.messages_after, len(data.messages)))
+
+    agent = _agent(seen, hooks=[wb.Hook("PreCompact", pre_compact)])
+    session = wb.Session(agent, retention=wb.Retention(max_executions=2))
+    for prompt in ("one", "two", "three"):
+        session.run_sync(prompt)
+    assert heard == [(9, 6, 9)]  # fired before anything left: the hook saw all nine messages
+    assert [boundary_number(m) for m in session.messages if boundary_number(m)] == [2, 3]
+    assert [e.retained for e in session.state.executions] == ["dropped", "kept", "kept"]
+    (compaction,) = session.state.compactions
+    assert compaction.executions == (1,) and compaction.mode == "dropped"
+    session.run_sync("four")  # it reads the two executions kept, then two leaves in turn
+    assert "one" not in seen[-1] and "two" in seen[-1] and "three" in seen[-1]
+    assert [boundary_number(m) for m in session.messages if boundary_number(m)] == [3, 4]
+    assert len(session.executions) == 4  # the results stay; only the conversation is cut
+
+
+def test_retention_by_message_count_keeps_the_latest_execution_whole() -> None:
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen), retention=wb.Retention(max_messages=4))
+    session.run_sync("one")
+    assert len(session.messages) == 3  # under the limit: nothing leaves
+    session.run_sync("two")
+    assert [m.text for m in session.messages][1:] == ["two", "answer 2"]
+    session2 = wb.Session(_agent(seen), retention=wb.Retention(max_messages=1))
+    session2.run_sync("a")
+    session2.run_sync("b")
+    assert [m.text for m in session2.messages][1:] == ["b", "answer 4"]  # over, but whole
+
+
+def test_retention_summarizes_with_the_agents_model() -> None:
+    seen: list[list[str]] = []
+    retention = wb.Retention(max_executions=2, summarize=True)
+    session = wb.Session(_agent(seen), retention=retention)
+    for prompt in ("one", "two", "three"):
+        session.run_sync(prompt)
+    summary_request = seen[3]
+    assert summary_request[:3] == [
+        "[Execution 1 of this conversation begins; any messages above are from earlier ones.]",
+        "one",
+        "answer 1",
+    ]
+    assert summary_request[-1] == wb.session.DEFAULT_SUMMARY_PROMPT
+    first = session.messages[0]
+    assert summary_span(first) == (1, 1) and first.text.endswith("summary of 1 executions")
+    session.run_sync("four")  # the next summary folds the first one in
+    assert summary_span(session.messages[0]) == (1, 2)
+    four = seen[-2]  # the last request is the second summary
+    assert four[0] == "Be brief." and four[1].startswith("[Summary of executions 1 to 1")
+    assert [e.retained for e in session.state.executions] == [
+        "summarized",
+        "summarized",
+        "kept",
+        "kept",
+    ]
+    assert session.usage.requests == 6  # four executions and two summaries
+    wb.SessionState.from_json(session.state.to_json())
+
+
+def test_a_failed_summary_keeps_everything_and_says_why() -> None:
+    def model(messages: Sequence[wb.Message], request: wb.ModelRequest) -> str:
+        if messages[-1].text.startswith("Summarize"):
+            raise RuntimeError("the summary server is down")
+        return "ok"
+
+    agent = wb.Agent(wb.FunctionModel(model), store=False)
+    session = wb.Session(agent, retention=wb.Retention(max_executions=1, summarize=True))
+    session.run_sync("one")
+    session.run_sync("two")
+    assert [boundary_number(m) for m in session.messages if boundary_number(m)] == [1, 2]
+    (compaction,) = session.state.compactions
+    assert compaction.error == "RuntimeError: the summary server is down"
+    assert [e.retained for e in session.state.executions] == ["kept", "kept"]
+
+
+def test_retention_settings_are_validated() -> None:
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        wb.Retention(max_messages=0)
+    with pytest.raises(ValueError, match="Extra inputs"):
+        wb.Retention(max_turns=3)  # type: ignore[call-arg]
+
+
+def test_session_json_round_trips_and_goes_on_from_there() -> None:
+    seen: list[list[str]] = []
+    store = wb.RunStore(":memory:")
+    session = wb.Session(_agent(seen, store), retention=wb.Retention(max_executions=3))
+    session.run_sync("one")
+    session.run_sync("two")
+    text = session.state.to_json()
+    again = wb.Session.from_json(text, _agent(seen, store))
+    assert again.state == session.state and again.state.to_json() == text
+    assert [r.steps for r in again.executions] == [r.steps for r in session.executions]
+    assert again.run_sync("three").output == "answer 3"
+    assert [boundary_number(m) for m in again.messages if boundary_number(m)] == [1, 2, 3]
+
+
+def test_without_the_store_executions_are_rebuilt_from_the_session() -> None:
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen))
+    session.run_sync("one")
+    again = wb.Session.from_json(session.state.to_json(), _agent(seen))
+    (result,) = again.executions
+    assert result.run_id == session.executions[0].run_id and result.steps == ()
+    assert result.output == "answer 1" and result.status is wb.ExecutionStatus.COMPLETED
+
+
+def _two_execution_json() -> dict[str, object]:
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen))
+    session.run_sync("one")
+    session.run_sync("two")
+    data: dict[str, object] = json.loads(session.state.to_json())
+    return data
+
+
+def test_session_json_from_a_future_version_is_refused() -> None:
+    data = _two_execution_json()
+    data["schema_version"] = 99
+    with pytest.raises(wb.SessionFormatError, match="written by a newer workbench"):
+        wb.SessionState.from_json(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda m: m.pop(3), "is in execution 1, which another run made"),
+        (lambda m: m.__delitem__(slice(3, None)), "execution 2 has no boundary marker"),
+        (lambda m: m.pop(0), "before the first boundary"),
+        (
+            lambda m: m.insert(0, m.pop(3)),
+            "starts execution 2, but the session expects execution 1",
+        ),
+        (lambda m: m.append(m[1]), "which another run made"),
+        (lambda m: m.insert(1, dict(m[0])), "starts execution 1, but the session expects"),
+    ],
+)
+def test_a_broken_boundary_is_a_clear_error(edit: object, message: str) -> None:
+    data = _two_execution_json()
+    messages = data["messages"]
+    assert isinstance(messages, list)
+    edit(messages)  # type: ignore[operator]
+    with pytest.raises(wb.SessionFormatError, match=message):
+        wb.SessionState.from_json(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "must be an object"),
+        ('{"schema_version": 1, "messages": 3}', "messages"),
+    ],
+)
+def test_unreadable_session_json_is_a_clear_error(text: str, message: str) -> None:
+    with pytest.raises(wb.SessionFormatError, match=message):
+        wb.SessionState.from_json(text)
+
+
+def test_executions_out_of_order_or_a_missing_summary_are_refused() -> None:
+    data = _two_execution_json()
+    executions = data["executions"]
+    assert isinstance(executions, list)
+    executions[1]["retained"] = "dropped"
+    with pytest.raises(wb.SessionFormatError, match="oldest executions first"):
+        wb.SessionState.from_json(json.dumps(data))
+    executions[1]["retained"], executions[0]["retained"] = "kept", "summarized"
+    with pytest.raises(wb.SessionFormatError, match="summary of executions 1 to 1"):
+        wb.SessionState.from_json(json.dumps(data))
+    executions[0]["number"] = 5
+    with pytest.raises(wb.SessionFormatError, match="numbered"):
+        wb.SessionState.from_json(json.dumps(data))
+
+
+def _tool_agent(store: wb.RunStore | None = None) -> wb.Agent:
+    @wb.tool(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    return wb.Agent(
+        wb.ScriptedModel(
+            [
+                wb.ModelResponse.tool_call("delete", {"path": "a.txt"}, call_id="c1"),
+                "Deleted it.",
+                wb.ModelResponse.tool_call("delete", {"path": "b.txt"}, call_id="c2"),
+                wb.ModelResponse.tool_call("delete", {"path": "c.txt"}, call_id="c3"),
+                "Both gone.",
+            ]
+        ),
+        tools=[delete],
+        store=store or False,
+    )
+
+
+def test_a_paused_execution_must_be_resumed_before_the_next() -> None:
+    session = wb.Session(_tool_agent())
+    paused = session.run_sync("delete a.txt")
+    assert paused.status is wb.ExecutionStatus.PAUSED
+    assert session.state.paused is not None and session.state.paused.run_id == paused.run_id
+    with pytest.raises(wb.SessionBusy, match="execution 1 is paused"):
+        session.run_sync("something else")
+    done = session.resume_sync({"c1": True})
+    assert done.output == "Deleted it." and session.state.paused is None
+    assert [e.status for e in session.state.executions] == [wb.ExecutionStatus.COMPLETED]
+    assert [boundary_number(m) for m in session.messages].count(1) == 1
+    with pytest.raises(wb.SessionBusy, match="no paused execution"):
+        session.resume_sync({"c1": True})
+
+
+def test_a_stepped_execution_is_taken_in_when_done() -> None:
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen))
+    run = session.start("step me")
+    with pytest.raises(wb.SessionBusy, match="execution 1 is still running"):
+        session.start("not yet")
+    assert run.next_step() is not None and run.done
+    assert session.state.executions[0].run_id == run.state.run_id
+    assert session.run_sync("next").output == "answer 2"
+    assert len(session.executions) == 2
+
+
+def test_stepped_executions_get_their_retention_before_the_next_run() -> None:
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen), retention=wb.Retention(max_executions=1))
+    for prompt in ("one", "two"):
+        session.start(prompt).run_to_end()
+    assert [e.retained for e in session.state.executions] == ["kept", "kept"]  # nothing ran it
+    session.run_sync("three")
+    assert "one" not in seen[-1] and "two" in seen[-1]
+    assert [e.retained for e in session.state.executions] == ["dropped", "dropped", "kept"]
+
+
+def test_dropping_after_summarizing_drops_the_summary_too() -> None:
+    seen: list[list[str]] = []
+    summarizing = wb.Retention(max_executions=1, summarize=True)
+    session = wb.Session(_agent(seen), retention=summarizing)
+    session.run_sync("one")
+    session.run_sync("two")
+    assert summary_span(session.messages[0]) == (1, 1)
+    dropping = wb.Session.from_json(
+        session.state.to_json(), _agent(seen), retention=wb.Retention(max_executions=1)
+    )
+    dropping.run_sync("three")
+    assert [boundary_number(m) for m in dropping.messages] == [3, None, None]
+    assert [e.retained for e in dropping.state.executions] == ["dropped", "dropped", "kept"]
+    wb.SessionState.from_json(dropping.state.to_json())
+
+
+def test_fork_branches_the_conversation_at_a_step() -> None:
+    agent = _tool_agent(wb.RunStore(":memory:"))  # a resumed run's result: the whole run
+    session = wb.Session(agent)
+    session.run_sync("delete a.txt")
+    session.resume_sync({"c1": True})
+    session.run_sync("delete b and c")
+    session.resume_sync({"c2": True})
+    session.resume_sync({"c3": True})
+    forked = session.fork(execution=2, step=1)
+    texts = [m.text for m in forked.messages]
+    assert texts[-1] == "" and forked.messages[-1].role == "tool"  # step 1: call and its result
+    assert forked.messages[-2].tool_calls[0].call_id == "c2"
+    assert len(forked.messages) == len(session.messages) - 3
+    assert forked.state.forked_from == wb.session_state.ForkPoint(
+        session_id=session.session_id, execution=2, step=1
+    )
+    assert forked.session_id != session.session_id
+    assert [r.steps[-1].index for r in forked.executions] == [2, 1]
+    assert len(session.messages) == 12  # the original is untouched
+    only_prompt = session.fork(execution=2, step=0)
+    assert only_prompt.messages[-1].text == "delete b and c"
+    wb.SessionState.from_json(forked.state.to_json())
+
+
+def test_a_fork_runs_on_as_the_next_execution() -> None:
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen))
+    session.run_sync("one")
+    session.run_sync("two")
+    forked = session.fork(execution=1, step=1)
+    forked.run_sync("other two")
+    assert seen[-1][1:] == [
+        "[Execution 1 of this conversation begins; any messages above are from earlier ones.]",
+        "one",
+        "answer 1",
+        "[Execution 2 of this conversation begins; any messages above are from earlier ones.]",
+        "other two",
+    ]
+    assert len(session.executions) == 2 and len(forked.executions) == 2
+
+
+def test_fork_refuses_what_is_not_there() -> None:
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen), retention=wb.Retention(max_executions=1))
+    session.run_sync("one")
+    session.run_sync("two")
+    with pytest.raises(ValueError, match=r"executions 1\.\.2, not 3"):
+        session.fork(execution=3, step=1)
+    with pytest.raises(ValueError, match="execution 1 was dropped"):
+        session.fork(execution=1, step=1)
+    with pytest.raises(ValueError, match=r"steps 0\.\.1, not 2"):
+        session.fork(execution=2, step=2)
+
+
+def test_agent_state_fork_keeps_messages_up_to_the_step() -> None:
+    agent = _tool_agent()
+    paused = agent.run_sync("delete a.txt")
+    result = agent.resume_sync(paused.state, {"c1": True})
+    state = result.state
+    one = state.fork(up_to_step=1)
+    assert [m.step for m in one.messages] == [0, 1, 1]
+    assert one.run_id != state.run_id and one.status is wb.ExecutionStatus.PENDING
+    assert one.step == 0 and one.usage == wb.Usage()
+    assert state.fork(up_to_step=2).messages == state.messages
+    assert [m.text for m in state.fork(up_to_step=0).messages] == ["delete a.txt"]
+    with pytest.raises(ValueError, match=r"steps 0\.\.2, not -1"):
+        state.fork(up_to_step=-1)
+
+
+def test_views_draw_boundaries_and_summaries_escaped() -> None:
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen), retention=wb.Retention(max_executions=1, summarize=True))
+    session.run_sync("<b>one</b>")
+    session.run_sync("two")
+    html = messages_html(session.messages)
+    assert 'class="wb-msg wb-summary"' in html and "summary of executions 1 to 1" in html
+    assert 'class="wb-boundary"' in html and ">execution 2</div>" in html
+    assert "<b>one</b>" not in html
+
+
+def test_a_session_resumes_in_another_process(tmp_path: Path) -> None:
+    """A paused session written to JSON is resumed and continued by a real subprocess."""
+    store_path = tmp_path / "runs.sqlite"
+    session = wb.Session(_tool_agent(wb.RunStore(store_path)))
+    session.run_sync("delete a.txt")
+    (tmp_path / "session.json").write_text(session.state.to_json())
+    script = textwrap.dedent(
+        """
+        import sys
+        from pathlib import Path
+
+        import workbench as wb
+        sys.path.insert(0, sys.argv[2])
+        from tests.test_session import _tool_agent
+
+        where = Path(sys.argv[1])
+        agent = _tool_agent(wb.RunStore(where / "runs.sqlite"))
+        agent.model.responses = agent.model.responses[1:]  # the first answer was used already
+        session = wb.Session.from_json((where / "session.json").read_text(), agent)
+        print(session.resume_sync({"c1": True}).output)
+        (where / "session.json").write_text(session.state.to_json())
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path), str(REPO)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Deleted it."
+    back = wb.SessionState.from_json((tmp_path / "session.json").read_text())
+    assert back.session_id == session.session_id and back.paused is None
+    assert [e.status for e in back.executions] == [wb.ExecutionStatus.COMPLETED]
+    assert back.messages[-1].text == "Deleted it."
+    runs = wb.RunStore(store_path).session(session.session_id)
+    assert [(r.status, r.steps) for r in runs] == [("completed", 2)]
+
+
+def test_the_stepper_steps_a_sessions_next_execution() -> None:
+    from workbench.notebook import Stepper
+
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen))
+    session.run_sync("one")
+    stepper = Stepper(session, "two")
+    assert 'class="wb-boundary"' in stepper.messages.value  # execution 2's marker, drawn
+    stepper.run.run_to_end()
+    assert [e.output for e in session.state.executions] == ["answer 1", "answer 2"]
+    with pytest.raises(ValueError, match="takes a prompt and no history"):
+        Stepper(session, None)
