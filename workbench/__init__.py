@@ -91,6 +91,7 @@ from workbench.models import (
     OpenAIModel,
     RecordedCall,
     ReplayModel,
+    RequestDiff,
     RetryPolicy,
     ScriptedModel,
 )
@@ -185,6 +186,7 @@ __all__ = [
     "ReplayDivergence",
     "ReplayExhausted",
     "ReplayModel",
+    "RequestDiff",
     "RerunOf",
     "ResponseRetriesExceeded",
     "RetryPolicy",

@@ -32,6 +32,11 @@ Each class also derives from the built-in exception it has always been (``ValueE
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a type only: the diff module sits above this one
+    from workbench.models.request_diff import RequestDiff
+
 __all__ = [
     "APIError",
     "ArgumentError",
@@ -163,12 +168,23 @@ class MalformedResponseError(ModelError):
 
 
 class ReplayDivergence(ModelError):
-    """The conversation departed from the recording; ``step`` and ``detail`` say where and how."""
+    """The conversation departed from the recording; ``step`` and ``detail`` say where and how.
 
-    def __init__(self, step: int, detail: str) -> None:
+    ``diff`` is the structured difference (which message, part, tool or setting; recorded
+    against sent) when the request could be compared with a recorded one; the message then
+    shows it as ``-`` recorded / ``+`` sent lines.
+    """
+
+    def __init__(self, step: int, detail: str, *, diff: RequestDiff | None = None) -> None:
         super().__init__(f"replay departs from the recording at step {step}: {detail}")
         self.step = step
         self.detail = detail
+        self.diff = diff
+
+    @classmethod
+    def at(cls, step: int, diff: RequestDiff) -> ReplayDivergence:
+        """The divergence at ``step`` that ``diff`` describes."""
+        return cls(step, diff.text(), diff=diff)
 
 
 class ReplayExhausted(ModelError):
