@@ -1,6 +1,7 @@
 """Agent Workbench: build, step through, observe and replay LLM agent loops."""
 
 from workbench.agent import Agent, AgentRun, RunResult
+from workbench.cassette import Cassette, cassette
 from workbench.conditions import (
     AllOf,
     AnyOf,
@@ -23,6 +24,7 @@ from workbench.errors import (
     ArgumentError,
     AuthenticationError,
     BadRequestError,
+    CassetteError,
     ExternalError,
     HookFailure,
     InvalidTransition,
@@ -134,6 +136,8 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "Budget",
+    "Cassette",
+    "CassetteError",
     "CommandHook",
     "DoomLoop",
     "ErrorBudget",
@@ -237,6 +241,7 @@ __all__ = [
     "UsageError",
     "UserPromptSubmitInput",
     "WorkbenchError",
+    "cassette",
     "diff",
     "hooks_from_settings",
     "tool",

@@ -23,6 +23,7 @@ Who caused it decides where an error sits, because that decides what the user do
     │   ├── HookFailure             a hook gave no usable answer (recorded, never raised out)
     │   ├── StoreError              a store that cannot do what was asked; RunNotFound
     │   ├── StateFormatError        a serialized state that cannot be read
+    │   ├── CassetteError           a cassette file that is damaged, foreign or from a newer version
     │   └── SubagentError           a sub-agent's run ended without an answer
     └── RunFatalError               raised by a tool to end the whole run as FAILED
 
@@ -42,6 +43,7 @@ __all__ = [
     "ArgumentError",
     "AuthenticationError",
     "BadRequestError",
+    "CassetteError",
     "ExternalError",
     "HookFailure",
     "InvalidTransition",
@@ -209,6 +211,10 @@ class RunNotFound(StoreError, LookupError):
 
 class StateFormatError(ExternalError, ValueError):
     """A serialized state that cannot be read: bad JSON, wrong version, unknown fields or kinds."""
+
+
+class CassetteError(ExternalError, ValueError):
+    """A cassette file that cannot be replayed: damaged, not a cassette, or a newer version."""
 
 
 class SubagentError(ExternalError, RuntimeError):
