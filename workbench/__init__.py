@@ -97,6 +97,7 @@ from workbench.models import (
     RetryPolicy,
     ScriptedModel,
 )
+from workbench.recheck import RecheckSummary, arecheck, recheck
 from workbench.records import (
     HookTiming,
     PhaseEvent,
@@ -186,6 +187,7 @@ __all__ = [
     "PreCompactInput",
     "PreToolUseInput",
     "RateLimitError",
+    "RecheckSummary",
     "RecordedCall",
     "ReplayDivergence",
     "ReplayExhausted",
@@ -241,8 +243,10 @@ __all__ = [
     "UsageError",
     "UserPromptSubmitInput",
     "WorkbenchError",
+    "arecheck",
     "cassette",
     "diff",
     "hooks_from_settings",
+    "recheck",
     "tool",
 ]
