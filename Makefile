@@ -45,6 +45,7 @@ bench: $(VENV)/.dev-installed
 	$(PY) bench/hooks_overhead.py
 	$(PY) bench/client_overhead.py
 	$(PY) bench/view_build.py
+	$(PY) bench/replay_speed.py
 
 clean:
 	rm -rf $(VENV) .workbench .pytest_cache .mypy_cache .ruff_cache
