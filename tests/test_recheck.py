@@ -230,3 +230,11 @@ def test_sub_runs_are_rechecked_after_their_parent(run: wb.RunResult) -> None:
 async def test_recheck_in_async_code(run: wb.RunResult) -> None:
     frame = await wb.arecheck(run, guards=[no_dotfiles])
     assert len(frame) == 4 and EXECUTED == []
+
+
+def test_the_summary_is_inert_text(run: wb.RunResult) -> None:
+    hook = wb.CommandHook(
+        "PreToolUse", script("decide.py", "deny", "\x1b[31mred\nline"), matcher="Bash"
+    )
+    summary = str(wb.recheck(run, hooks=[hook]).attrs["summary"])
+    assert "\x1b" not in summary and "\\x1b[31mred\\nline" in summary

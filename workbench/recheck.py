@@ -222,6 +222,15 @@ def _row(
     }
 
 
+def _printable(text: str) -> str:
+    """Hook output and model arguments as inert text.
+
+    Control characters (terminal escapes, newlines) are written as escapes, so a summary printed
+    in a terminal cannot drive it.
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _summary(rows: list[dict[str, Any]]) -> RecheckSummary:
     changed = [r for r in rows if r["changed"]]
     transitions: dict[str, int] = {}
@@ -230,7 +239,8 @@ def _summary(rows: list[dict[str, Any]]) -> RecheckSummary:
         key = f"{row['decision_then']} → {row['decision_now']}"
         transitions[key] = transitions.get(key, 0) + 1
         why = f": {row['reason']}" if row["reason"] else ""
-        lines.append(f"step {row['step']} {row['tool']} {row['arguments']}: {key}{why}")
+        line = f"step {row['step']} {row['tool']} {row['arguments']}: {key}{why}"
+        lines.append(_printable(line))
     return RecheckSummary(
         calls=len(rows), changed=len(changed), transitions=transitions, lines=tuple(lines)
     )
