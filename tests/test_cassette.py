@@ -219,3 +219,17 @@ def test_wrong_use_is_a_usage_error(tmp_path: Path) -> None:
         wb.cassette(tmp_path / "missing.json")  # once, no file, nothing to record from
     with pytest.raises(wb.UsageError, match="mode must be"):
         wb.cassette(tmp_path / "x.json", wb.ScriptedModel([]), mode="rewind")  # type: ignore[arg-type]
+
+
+def test_a_stream_recorded_without_a_listener_still_replays_its_deltas(tmp_path: Path) -> None:
+    path = tmp_path / "quiet.json"
+    settings: wb.ModelSettings = {"stream": True}
+    with chat_server() as server:
+        calculator(wb.cassette(path, openai(server.base_url))).run_sync(
+            "What is 4 + 5?", settings=settings
+        )
+    deltas: list[str] = []
+    replayed = calculator(wb.cassette(path, mode="replay")).run_sync(
+        "What is 4 + 5?", settings=settings, on_text_delta=deltas.append
+    )
+    assert replayed.output == "4 + 5 = 9" and deltas == ["4 +", " 5 ", "= 9"]

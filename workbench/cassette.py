@@ -22,7 +22,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -148,11 +148,10 @@ class Cassette:
         assert self.model is not None
         deltas: list[str] = []
         forward = request.on_text_delta
-        collect: Callable[[str], None] | None = None
-        if forward is not None:
 
-            def collect(text: str) -> None:
-                deltas.append(text)
+        def collect(text: str) -> None:  # kept even when nobody listens now: a replay may
+            deltas.append(text)
+            if forward is not None:
                 forward(text)
 
         sent = ModelRequest(request.messages, request.tools, request.settings, collect)
