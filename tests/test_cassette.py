@@ -51,7 +51,7 @@ def test_recorded_against_a_server_replayed_with_it_gone(tmp_path: Path, stream:
     assert replayed_deltas == live_deltas
     assert (len(live_deltas) > 1) is stream  # the answer came in 3-character pieces
     replay.assert_complete()
-    assert len(server.bodies) == 2
+    assert len(server.bodies) == 2 and len(replay.calls) == 2
 
 
 def test_the_file_is_readable_versioned_json_without_secrets(tmp_path: Path) -> None:

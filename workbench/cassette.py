@@ -76,8 +76,9 @@ class Cassette:
     """A `Model` that records to, or replays from, a cassette file (see the module docstring).
 
     ``mode`` is the mode in effect (``once`` resolved to ``record`` or ``replay`` when made).
-    ``interactions`` are those recorded or loaded; ``used`` counts the replayed ones and
-    `assert_complete()` checks every recorded answer was asked for again.
+    Every request is kept in ``calls``; ``interactions`` are those recorded or loaded; ``used``
+    counts the replayed ones and `assert_complete()` checks every recorded answer was asked for
+    again.
     """
 
     __test__ = False
@@ -99,6 +100,7 @@ class Cassette:
         )
         self.redactor = Redactor(redact)
         self.interactions: list[Interaction] = []
+        self.calls: list[ModelRequest] = []
         self._used: set[int] = set()
         self._recorded_model = {"name": "", "provider": ""}
         if self.mode == "record" and model is None:
@@ -133,6 +135,7 @@ class Cassette:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Record the model's answer, or replay the recorded one (never calling the model)."""
+        self.calls.append(request)
         if self.mode == "replay":
             return self._replay(request)
         return await self._record(request)
