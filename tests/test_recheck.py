@@ -238,3 +238,19 @@ def test_the_summary_is_inert_text(run: wb.RunResult) -> None:
     )
     summary = str(wb.recheck(run, hooks=[hook]).attrs["summary"])
     assert "\x1b" not in summary and "\\x1b[31mred\\nline" in summary
+
+
+def test_a_call_that_waited_for_approval_was_an_ask() -> None:
+    EXECUTED.clear()
+    paused = wb.Agent(
+        model=wb.ScriptedModel([CALLS[3]]),
+        tools=[wb.tool(Bash, requires_approval=True)],
+        store=False,
+    ).run_sync("Clean up.")
+    assert paused.status is wb.ExecutionStatus.PAUSED
+    hooks = [wb.CommandHook("PreToolUse", script("protect_files.py"))]
+    frame = wb.recheck(paused, hooks=hooks)
+    row = frame.iloc[0]
+    assert (row["decision_then"], row["decision_now"], row["changed"]) == ("ask", "ask", False)
+    assert row["reason_then"] == "tool requires approval"
+    assert EXECUTED == []
