@@ -16,7 +16,7 @@ the ones below, never one above:
  7  loop             the loop's configuration, the engine and the tool-call pipeline
  8  observers        the run store and telemetry: they watch records, they never drive a run
  9  agent            the facade that ties a loop to its observers; sessions of its runs
-10  analysis         what reads finished runs: diff, expect
+10  analysis         what reads or replays finished runs: diff, expect, cassettes, recheck
 11  public API       ``workbench/__init__.py``, the re-exports (exact module only)
 12  views            the notebook, the HTML report and the demo: users of the public API
 13  command line     ``workbench/cli``: the top; nothing imports it
@@ -52,7 +52,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("loop", ("workbench.config", "workbench.engine", "workbench.toolcalls")),
     ("observers", ("workbench.store", "workbench._storage", "workbench.telemetry")),
     ("agent", ("workbench.agent", "workbench.session")),
-    ("analysis", ("workbench.diff", "workbench.expect")),
+    (
+        "analysis",
+        (
+            "workbench.diff",
+            "workbench.expect",
+            "workbench.cassette",
+            "workbench.recheck",
+            "workbench.pytest_plugin",
+        ),
+    ),
     ("public API", ("workbench",)),
     ("views", ("workbench.notebook", "workbench.report", "workbench.demo")),
     ("command line", ("workbench.cli",)),

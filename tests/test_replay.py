@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import workbench as wb
 from tests._counting import PROMPT, add, content, counting_agent, counting_model
 from workbench.models import replay as replay_module
+from workbench.models.request_diff import RecordedRequest, RequestDiff
 
 
 @pytest.fixture
@@ -84,8 +86,9 @@ def test_a_different_tool_result_is_reported_at_its_step(recorded: wb.RunResult)
     assert result.status is wb.ExecutionStatus.FAILED and result.error is not None
     assert result.error.type == "ReplayDivergence"
     assert result.error.message == (
-        "replay departs from the recording at step 4: message 6 differs: (tool) part 0: "
-        "recorded result of c3 '6', sent result of c3 '7'"
+        "replay departs from the recording at step 4: message 6 (tool), part 0\n"
+        "- recorded: result of c3 '6'\n"
+        "+ sent:     result of c3 '7'"
     )
     assert len(result.steps) == 4  # steps 1-3 replayed; step 4 refused instead of answering
 
@@ -98,8 +101,10 @@ def test_different_tools_offered_is_a_divergence(recorded: wb.RunResult) -> None
     agent = wb.Agent(model=wb.ReplayModel.from_run(recorded), tools=[add, subtract], store=False)
     result = agent.run_sync(PROMPT)
     assert result.error is not None and result.error.type == "ReplayDivergence"
-    assert "step 1: tools offered differ: recorded ['add'], sent ['add', 'subtract']" in (
-        result.error.message
+    assert result.error.message == (
+        "replay departs from the recording at step 1: tools offered\n"
+        "- recorded: ['add']\n"
+        "+ sent:     ['add', 'subtract']"
     )
 
 
@@ -107,7 +112,9 @@ def test_a_different_prompt_is_a_divergence_at_step_1(recorded: wb.RunResult) ->
     result = counting_agent(20, model=wb.ReplayModel.from_run(recorded)).run_sync("Count again.")
     assert result.error is not None and result.error.type == "ReplayDivergence"
     assert result.error.message.startswith("replay departs from the recording at step 1: message 0")
-    assert "recorded text 'Count for me.', sent text 'Count again.'" in result.error.message
+    assert "- recorded: text 'Count for me.'\n+ sent:     text 'Count again.'" in (
+        result.error.message
+    )
 
 
 def test_an_extra_message_is_a_divergence() -> None:
@@ -123,13 +130,15 @@ def test_each_check_compares_only_what_is_new(
     recorded: wb.RunResult, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[int, int]] = []
-    real = replay_module._first_difference
+    real = replay_module.first_difference
 
-    def spy(rec: tuple[wb.Message, ...], sent: tuple[wb.Message, ...], start: int) -> str | None:
+    def spy(
+        rec: RecordedRequest, sent: tuple[wb.Message, ...], *args: Any, start: int, strict: bool
+    ) -> RequestDiff | None:
         calls.append((start, len(sent)))
-        return real(rec, sent, start)
+        return real(rec, sent, *args, start=start, strict=strict)
 
-    monkeypatch.setattr(replay_module, "_first_difference", spy)
+    monkeypatch.setattr(replay_module, "first_difference", spy)
     counting_agent(20, model=wb.ReplayModel.from_run(recorded)).run_sync(PROMPT)
     checks = calls[-20:]  # the first request also locates itself; then one check per request
     assert checks[0] == (0, 1)

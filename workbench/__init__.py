@@ -2,6 +2,7 @@
 
 from workbench.agent import Agent, AgentRun, RunResult
 from workbench.breakpoints import Break
+from workbench.cassette import Cassette, cassette
 from workbench.conditions import (
     AllOf,
     AnyOf,
@@ -24,6 +25,7 @@ from workbench.errors import (
     ArgumentError,
     AuthenticationError,
     BadRequestError,
+    CassetteError,
     ExpectationFailed,
     ExternalError,
     HookFailure,
@@ -100,9 +102,11 @@ from workbench.models import (
     OpenAIModel,
     RecordedCall,
     ReplayModel,
+    RequestDiff,
     RetryPolicy,
     ScriptedModel,
 )
+from workbench.recheck import RecheckSummary, arecheck, recheck
 from workbench.records import (
     HookTiming,
     PhaseEvent,
@@ -150,6 +154,8 @@ __all__ = [
     "BadRequestError",
     "Break",
     "Budget",
+    "Cassette",
+    "CassetteError",
     "CommandHook",
     "DoomLoop",
     "ErrorBudget",
@@ -202,10 +208,12 @@ __all__ = [
     "PreCompactInput",
     "PreToolUseInput",
     "RateLimitError",
+    "RecheckSummary",
     "RecordedCall",
     "ReplayDivergence",
     "ReplayExhausted",
     "ReplayModel",
+    "RequestDiff",
     "RerunOf",
     "Resolved",
     "ResponseRetriesExceeded",
@@ -271,9 +279,12 @@ __all__ = [
     "UsageError",
     "UserPromptSubmitInput",
     "WorkbenchError",
+    "arecheck",
+    "cassette",
     "diff",
     "expect",
     "hooks_from_plugin",
     "hooks_from_settings",
+    "recheck",
     "tool",
 ]

@@ -27,6 +27,7 @@ Who caused it decides where an error sits, because that decides what the user do
     │   ├── StoreError              a store that cannot do what was asked; RunNotFound
     │   ├── StateFormatError        a serialized state that cannot be read
     │   │   └── SessionFormatError  a serialized session that cannot be read
+    │   ├── CassetteError           a cassette file that is damaged, foreign or from a newer version
     │   └── SubagentError           a sub-agent's run ended without an answer
     ├── RunFatalError               raised by a tool to end the whole run as FAILED
     └── ExpectationFailed           a run is not what a `wb.expect` check asked for (a test failed)
@@ -38,11 +39,21 @@ Each class also derives from the built-in exception it has always been (``ValueE
 
 from __future__ import annotations
 
+from typing import Protocol
+
+
+class _Described(Protocol):
+    """A structured difference that can say itself (`workbench.models.request_diff.RequestDiff`)."""
+
+    def text(self) -> str: ...
+
+
 __all__ = [
     "APIError",
     "ArgumentError",
     "AuthenticationError",
     "BadRequestError",
+    "CassetteError",
     "ExpectationFailed",
     "ExternalError",
     "HookFailure",
@@ -186,12 +197,23 @@ class MalformedResponseError(ModelError):
 
 
 class ReplayDivergence(ModelError):
-    """The conversation departed from the recording; ``step`` and ``detail`` say where and how."""
+    """The conversation departed from the recording; ``step`` and ``detail`` say where and how.
 
-    def __init__(self, step: int, detail: str) -> None:
+    ``diff`` is the structured difference (which message, part, tool or setting; recorded
+    against sent) when the request could be compared with a recorded one; the message then
+    shows it as ``-`` recorded / ``+`` sent lines.
+    """
+
+    def __init__(self, step: int, detail: str, *, diff: _Described | None = None) -> None:
         super().__init__(f"replay departs from the recording at step {step}: {detail}")
         self.step = step
         self.detail = detail
+        self.diff = diff
+
+    @classmethod
+    def at(cls, step: int, diff: _Described) -> ReplayDivergence:
+        """The divergence at ``step`` that ``diff`` describes."""
+        return cls(step, diff.text(), diff=diff)
 
 
 class ReplayExhausted(ModelError):
@@ -228,6 +250,10 @@ class StateFormatError(ExternalError, ValueError):
 
 class SessionFormatError(StateFormatError):
     """A serialized session that cannot be read: newer version, broken boundary, bad fields."""
+
+
+class CassetteError(ExternalError, ValueError):
+    """A cassette file that cannot be replayed: damaged, not a cassette, or a newer version."""
 
 
 class SubagentError(ExternalError, RuntimeError):

@@ -84,11 +84,13 @@ def _summary(result: RunResult) -> str:
         "tokens": f"{usage.input_tokens:,} in / {usage.output_tokens:,} out ({cost})",
         "output": result.output or "—",
     }
-    if state.error is not None:
-        rows["error"] = f"{state.error.type}: {state.error.message}"
     if state.rerun_of is not None:
         rows["re-run of"] = f"{state.rerun_of.run_id} from step {state.rerun_of.step}"
     cells = "".join(f"<tr><td><b>{k}</b></td><td>{escape(v)}</td></tr>" for k, v in rows.items())
+    if state.error is not None:  # a replay divergence shows its recorded / sent lines as a diff
+        from workbench.notebook.html import error_html
+
+        cells += f"<tr><td><b>error</b></td><td>{error_html(state.error)}</td></tr>"
     return f'<table class="wb-summary">{cells}</table>'
 
 

@@ -16,6 +16,7 @@ from workbench.models.openai import (
 )
 from workbench.models.prices import PRICES, ModelPrice, price_for
 from workbench.models.replay import RecordedCall, ReplayDivergence, ReplayExhausted, ReplayModel
+from workbench.models.request_diff import RequestDiff
 
 __all__ = [
     "PRICES",
@@ -37,6 +38,7 @@ __all__ = [
     "ReplayDivergence",
     "ReplayExhausted",
     "ReplayModel",
+    "RequestDiff",
     "RetryPolicy",
     "ScriptExhausted",
     "ScriptedModel",

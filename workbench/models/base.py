@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import Field
-from typing_extensions import TypedDict  # pydantic validates only this one on Python 3.11
+from pydantic import Field, SkipValidation
+from typing_extensions import TypedDict  # pydantic reads only this one on Python 3.11
 
 from workbench._record import Record
 from workbench.errors import ModelError
@@ -34,7 +34,8 @@ class ModelRequest(Record):
 
     messages: Sequence[Message]
     tools: Sequence[ToolDefinition] = ()
-    settings: ModelSettings = Field(default_factory=lambda: ModelSettings())
+    settings: SkipValidation[ModelSettings] = Field(default_factory=lambda: ModelSettings())
+    """The caller's settings, passed to the model as they were given (ints stay ints)."""
     on_text_delta: Callable[[str], None] | None = Field(default=None, exclude=True, repr=False)
     """Called with each piece of text as it streams in (streaming models only)."""
 

@@ -13,26 +13,30 @@ replay from step 1 and a re-run from any snapshot (``agent.rerun(snapshot, model
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Protocol
 
 from workbench._record import Record
 from workbench.errors import ReplayDivergence, ReplayExhausted
-from workbench.messages import Message, ModelResponse, RetryPrompt, TextPart, ToolCall, ToolResult
+from workbench.messages import Message, ModelResponse
 from workbench.models.base import Model, ModelRequest
 from workbench.models.offline import OfflineModel
-from workbench.records import StepRecord
+from workbench.models.request_diff import (
+    RecordedRequest,
+    describe_part,
+    first_difference,
+    messages_difference,
+)
+from workbench.records import StepContext, StepRecord
 
-__all__ = ["RecordedCall", "ReplayDivergence", "ReplayExhausted", "ReplayModel"]
+__all__ = ["RecordedCall", "ReplayDivergence", "ReplayExhausted", "ReplayModel", "describe_part"]
 
 
 class RecordedCall(Record):
-    """One recorded model call: the step, what the model was sent and offered, what it answered."""
+    """One recorded model call: the step, what the model was asked, what it answered."""
 
     step: int
-    messages: tuple[Message, ...]
-    tools: tuple[str, ...]
+    request: RecordedRequest
     response: ModelResponse
 
 
@@ -40,12 +44,36 @@ class _Recorded(Protocol):
     @property
     def steps(self) -> Sequence[StepRecord]: ...
 
+    @property
+    def snapshots(self) -> Sequence[StepContext]: ...
+
+
+def _recorded_call(step: StepRecord, snapshot: StepContext | None) -> RecordedCall:
+    """A step as a recorded call; its snapshot adds the settings and the tools' schema hash."""
+    assert step.response is not None
+    settings = tools_hash = None
+    if snapshot is not None:
+        settings = snapshot.model_settings
+        if snapshot.tool_names == step.tools_offered:  # the hash covers the agent's tools
+            tools_hash = snapshot.tool_schema_hash
+    request = RecordedRequest(
+        messages=step.messages_in,
+        tools=step.tools_offered,
+        tools_hash=tools_hash,
+        settings=settings,
+    )
+    return RecordedCall(step=step.index, request=request, response=step.response)
+
 
 class ReplayModel(OfflineModel):
     """Answers with recorded responses, in order, then (optionally) hands over to a live model.
 
     Use `ReplayModel.from_run`. Every request is kept in `calls`; `replayed` counts the recorded
     responses given; `assert_complete()` checks every replayable response was used.
+
+    Every request is checked against the recorded one: the messages and the names of the tools
+    offered always; with ``strict=True`` also the settings and the tool definitions, so a replay
+    under changed settings or a changed tool schema fails at once instead of passing silently.
     """
 
     __test__ = False
@@ -57,10 +85,12 @@ class ReplayModel(OfflineModel):
         until_step: int | None = None,
         then: Model | None = None,
         name: str | None = None,
+        strict: bool = False,
     ) -> None:
         self.recording = tuple(recording)
         self.until_step = until_step
         self.then = then
+        self.strict = strict
         self.calls: list[ModelRequest] = []
         self.replayed = 0
         first = self.recording[0].response.model_name if self.recording else ""
@@ -72,21 +102,24 @@ class ReplayModel(OfflineModel):
 
     @classmethod
     def from_run(
-        cls, run: _Recorded, until_step: int | None = None, then: Model | None = None
+        cls,
+        run: _Recorded,
+        until_step: int | None = None,
+        then: Model | None = None,
+        *,
+        strict: bool = False,
     ) -> ReplayModel:
         """Replay ``run`` (a `RunResult`, or a run loaded from a `RunStore`).
 
         Responses of steps up to ``until_step`` (all, when None) are replayed; after that the
         ``then`` model answers live. Without ``then``, asking beyond them is a `ReplayExhausted`.
+        ``strict`` also compares settings and tool definitions (see the class).
         """
+        snapshots = {s.step: s for s in run.snapshots}
         recording = [
-            RecordedCall(
-                step=s.index, messages=s.messages_in, tools=s.tools_offered, response=s.response
-            )
-            for s in run.steps
-            if s.response is not None
+            _recorded_call(s, snapshots.get(s.index)) for s in run.steps if s.response is not None
         ]
-        return cls(recording, until_step=until_step, then=then)
+        return cls(recording, until_step=until_step, then=then, strict=strict)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """The recorded response for this step, after checking the request matches the recording."""
@@ -96,7 +129,7 @@ class ReplayModel(OfflineModel):
             return await self._handover(request)
         recorded = self.recording[index]
         sent = tuple(request.messages)
-        self._check(recorded, sent, tuple(t.name for t in request.tools))
+        self._check(recorded, sent, request)
         self._cursor, self._last = index + 1, (recorded, sent)
         self.replayed += 1
         return recorded.response
@@ -127,15 +160,17 @@ class ReplayModel(OfflineModel):
     def _locate(self, request: ModelRequest) -> int | None:
         """The first request finds its place in the recording by content."""
         sent = tuple(request.messages)
-        same_count = [i for i, r in enumerate(self.recording) if len(r.messages) == len(sent)]
+        same_count = [
+            i for i, r in enumerate(self.recording) if len(r.request.messages) == len(sent)
+        ]
         for i in same_count:
-            if _first_difference(self.recording[i].messages, sent, 0) is None:
+            if messages_difference(self.recording[i].request.messages, sent) is None:
                 return i
         if same_count and same_count[0] < self._limit:
             return same_count[0]  # the check then says how it differs
         if self.then is not None and self.until_step is not None:
             return None  # past the replayed part: the live model answers
-        counts = sorted({len(r.messages) for r in self.recording})
+        counts = sorted({len(r.request.messages) for r in self.recording})
         seen = f"{counts[0]}–{counts[-1]}" if counts else "no"
         first = self.recording[0].step if self.recording else 1
         raise ReplayDivergence(
@@ -145,86 +180,27 @@ class ReplayModel(OfflineModel):
         )
 
     def _check(
-        self, recorded: RecordedCall, sent: tuple[Message, ...], tools: tuple[str, ...]
+        self, recorded: RecordedCall, sent: tuple[Message, ...], request: ModelRequest
     ) -> None:
-        if tools != recorded.tools:
-            raise ReplayDivergence(
-                recorded.step,
-                f"tools offered differ: recorded {list(recorded.tools)}, sent {list(tools)}",
-            )
         start = 0
         if self._last is not None:  # compare only what is new since the previous request
             last_recorded, last_sent = self._last
             n = len(last_sent)
             if (
                 len(sent) >= n
-                and len(last_recorded.messages) == n
+                and len(last_recorded.request.messages) == n
                 and sent[:n] == last_sent
-                and recorded.messages[:n] == last_recorded.messages
+                and recorded.request.messages[:n] == last_recorded.request.messages
             ):
                 start = n
-        problem = _first_difference(recorded.messages, sent, start)
-        if problem is not None:
-            raise ReplayDivergence(recorded.step, problem)
+        diff = first_difference(
+            recorded.request, sent, request.tools, request.settings, start=start, strict=self.strict
+        )
+        if diff is not None:
+            raise ReplayDivergence.at(recorded.step, diff)
 
     async def _handover(self, request: ModelRequest) -> ModelResponse:
         self._live = True
         if self.then is None:
             raise ReplayExhausted("the replay has no live model to hand over to")
         return await self.then.request(request)
-
-
-def _first_difference(
-    recorded: tuple[Message, ...], sent: tuple[Message, ...], start: int
-) -> str | None:
-    """How ``sent`` differs from ``recorded`` (role and parts, not provenance), or None."""
-    for i in range(start, min(len(recorded), len(sent))):
-        a, b = recorded[i], sent[i]
-        if a is b or (a.role == b.role and a.parts == b.parts):
-            continue
-        return f"message {i} differs: {_message_difference(a, b)}"
-    if len(recorded) == len(sent):
-        return None
-    if len(sent) > len(recorded):
-        extra = f"first extra: {_describe_message(sent[len(recorded)])}"
-    else:
-        extra = f"first missing: {_describe_message(recorded[len(sent)])}"
-    return f"the model was sent {len(sent)} messages, the recording has {len(recorded)} ({extra})"
-
-
-def _message_difference(recorded: Message, sent: Message) -> str:
-    if recorded.role != sent.role:
-        return f"recorded a {recorded.role} message, sent a {sent.role} message"
-    for j, (a, b) in enumerate(zip(recorded.parts, sent.parts, strict=False)):
-        if a != b:
-            return f"({sent.role}) part {j}: recorded {describe_part(a)}, sent {describe_part(b)}"
-    return f"({sent.role}) recorded {len(recorded.parts)} parts, sent {len(sent.parts)} parts"
-
-
-def _describe_message(message: Message) -> str:
-    first = describe_part(message.parts[0]) if message.parts else "no parts"
-    return f"{message.role} message: {first}"
-
-
-def describe_part(part: TextPart | ToolCall | ToolResult | RetryPrompt) -> str:
-    """A one-line description of a part for error messages and diffs (long text clipped)."""
-    match part:
-        case TextPart():
-            return f"text {_clip(part.text)}"
-        case ToolCall():
-            args = (
-                json.dumps(part.arguments, sort_keys=True)
-                if part.invalid_arguments is None
-                else part.invalid_arguments
-            )
-            return f"call {part.name}({_clip(args, 60, quote=False)}) [{part.call_id}]"
-        case ToolResult():
-            error = " (error)" if part.is_error else ""
-            return f"result of {part.call_id}{error} {_clip(part.content)}"
-        case RetryPrompt():
-            return f"retry prompt {_clip(part.content)}"
-
-
-def _clip(text: str, limit: int = 60, *, quote: bool = True) -> str:
-    cut = text if len(text) <= limit else f"{text[:limit]}…"
-    return repr(cut) if quote else cut

@@ -16,11 +16,12 @@ from workbench.conditions import Budget
 from workbench.messages import Message, RetryPrompt, TextPart, ToolCall, ToolResult
 from workbench.records import StepRecord, ToolOutcome
 from workbench.session_state import boundary_number, summary_span
-from workbench.state import AgentState, PendingCall, Phase
+from workbench.state import AgentState, ErrorInfo, PendingCall, Phase
 
 __all__ = [
     "ROLE_COLOURS",
     "calls_html",
+    "error_html",
     "message_html",
     "message_lines",
     "messages_diff_html",
@@ -225,6 +226,24 @@ def _diff_line(sign: str, text: str, colour: str, bg: str) -> str:
     )
 
 
+def error_html(error: ErrorInfo) -> str:
+    """A run's error; the ``-`` recorded / ``+`` sent lines of a replay divergence as a diff."""
+    head, *rest = error.message.split("\n")
+    lines = []
+    for line in rest:
+        sign, text = line[:1], line[2:]
+        if sign == "-":
+            lines.append(_diff_line("-", text, "#b71c1c", "#ffebee"))
+        elif sign == "+":
+            lines.append(_diff_line("+", text, "#1b5e20", "#e8f5e9"))
+        else:
+            lines.append(_diff_line(" ", line, "#666", "transparent"))
+    return (
+        f'<div class="wb-error" style="color:#c62828">{escape(error.type)}: {escape(head)}'
+        f"{''.join(lines)}</div>"
+    )
+
+
 def _previous_model_step(step: StepRecord, steps: Sequence[StepRecord]) -> StepRecord | None:
     """The last record before ``step`` that made a model call (None if there is none)."""
     previous = None
@@ -334,11 +353,6 @@ def status_html(
         escape(_budget_text(budget)),
         f"tokens {state.usage.total_tokens:,}",
     ]
-    error = ""
-    if state.error is not None:
-        error = (
-            f'<div class="wb-error" style="color:#c62828">{escape(state.error.type)}: '
-            f"{escape(state.error.message)}</div>"
-        )
+    error = error_html(state.error) if state.error is not None else ""
     extra = f'<div style="color:#555">{escape(note)}</div>' if note else ""
     return f'<div class="wb-status">{" · ".join(parts)}{error}{extra}</div>'

@@ -1,0 +1,79 @@
+"""The pytest plugin: a cassette in one line of a user's test, run by a real pytest process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+USER_TEST = """
+import os
+
+import pytest
+
+import workbench as wb
+
+
+def answer(messages, request):
+    if os.environ.get("MODEL_DOWN"):
+        raise AssertionError("the live model was called")
+    return "hello " + messages[-1].text
+
+
+def test_agent(model_cassette):
+    agent = wb.Agent(model=model_cassette(wb.FunctionModel(answer)), store=False)
+    result = agent.run_sync(os.environ.get("PROMPT", "there"))
+    assert result.error is None, result.error.message
+    assert result.output == "hello there"
+
+
+@pytest.mark.cassette(path="custom/agent.json", redact=[r"acct-\\\\d+"])
+def test_marked(model_cassette):
+    agent = wb.Agent(model=model_cassette(wb.FunctionModel(answer)), store=False)
+    assert agent.run_sync("there").output == "hello there"
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_other_plugins(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only this plugin in the inner pytest, not this venv's many (loading them takes a minute)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_inprocess("-p", "workbench.pytest_plugin", *args)
+
+
+def test_first_run_records_then_replays_without_the_model(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_user=USER_TEST)
+    run(pytester).assert_outcomes(passed=2)
+    recorded = pytester.path / "cassettes" / "test_user" / "test_agent.json"
+    assert json.loads(recorded.read_text())["format"] == "workbench-cassette"
+    assert (pytester.path / "custom" / "agent.json").exists()
+
+    monkeypatch.setenv("MODEL_DOWN", "1")
+    run(pytester).assert_outcomes(passed=2)  # replayed: the model is never called
+
+    monkeypatch.setenv("PROMPT", "you")  # the test changed: the cassette says how
+    result = run(pytester, "-k", "test_agent")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ReplayDivergence*", "*- recorded: text 'there'*"])
+
+
+def test_the_command_line_mode_wins(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_user=USER_TEST)
+    result = run(pytester, "--cassette-mode=replay", "-k", "test_agent")
+    result.assert_outcomes(errors=0, failed=1)
+    result.stdout.fnmatch_lines(["*CassetteError*cannot be read*"])
+
+    run(pytester, "-k", "test_agent").assert_outcomes(passed=1)
+    monkeypatch.setenv("PROMPT", "you")
+    monkeypatch.setenv("MODEL_DOWN", "1")
+    result = run(pytester, "--cassette-mode=record", "-k", "test_agent")
+    result.stdout.fnmatch_lines(["*the live model was called*"])  # record really calls it

@@ -1,0 +1,77 @@
+"""The workbench's pytest plugin: a model cassette in one line of a test.
+
+Installed with the package (entry point ``pytest11``), so any project that has the workbench
+installed has the fixture; without the entry point, add
+``pytest_plugins = ["workbench.pytest_plugin"]`` to the top-level ``conftest.py``::
+
+    def test_calculator(model_cassette):
+        agent = wb.Agent(model=model_cassette(wb.OpenAIModel("gpt-4o-mini")), tools=[add])
+        assert agent.run_sync("What is 2 + 3?").output == "2 + 3 = 5"
+
+The first run records ``cassettes/<test module>/<test name>.json`` next to the test file; every
+run after replays it without calling the model. ``@pytest.mark.cassette(path=..., mode=...,
+redact=[...])`` sets the file, the mode and extra secret patterns for one test;
+``pytest --cassette-mode=record`` records every cassette again (``replay`` makes a missing
+cassette an error, for CI). The command line wins over the marker, the marker over ``once``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+
+from workbench.cassette import Cassette, CassetteMode
+from workbench.models.base import Model
+
+__all__ = ["model_cassette"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--cassette-mode``: the mode of every `model_cassette` in the run."""
+    parser.addoption(
+        "--cassette-mode",
+        choices=get_args(CassetteMode),
+        default=None,
+        help="workbench model cassettes: once (default), replay (no recording) or record (again)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declare the ``cassette`` marker (so ``--strict-markers`` accepts it)."""
+    config.addinivalue_line(
+        "markers",
+        "cassette(path=None, mode=None, redact=()): the workbench model cassette of this test",
+    )
+
+
+@pytest.fixture
+def model_cassette(request: pytest.FixtureRequest) -> Callable[..., Cassette]:
+    """``model_cassette(model)``: ``model`` wrapped in this test's cassette (see the module).
+
+    A second call in the same test makes a second cassette (``<name>-2.json``), so two agents in
+    one test keep their recordings apart.
+    """
+    marker = request.node.get_closest_marker("cassette")
+    options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
+    mode: CassetteMode = request.config.getoption("--cassette-mode") or options.get("mode", "once")
+    default = _default_path(request)
+    made: list[Cassette] = []
+
+    def wrap(model: Model | None = None) -> Cassette:
+        path = Path(options.get("path") or default)
+        if made:
+            path = path.with_name(f"{path.stem}-{len(made) + 1}{path.suffix}")
+        made.append(Cassette(path, model, mode=mode, redact=options.get("redact", ())))
+        return made[-1]
+
+    return wrap
+
+
+def _default_path(request: pytest.FixtureRequest) -> Path:
+    test_file = Path(str(request.node.path))
+    name = re.sub(r"[^\w.-]+", "_", request.node.name).strip("_")
+    return test_file.parent / "cassettes" / test_file.stem / f"{name}.json"

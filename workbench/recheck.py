@@ -1,0 +1,244 @@
+"""What-if checks: yesterday's tool calls through today's guards and hooks, nothing executed.
+
+``wb.recheck(run, guards=[...], hooks=[...])`` takes every tool call of a recorded run (a
+`RunResult`, or a run loaded from a `RunStore`; sub-runs in ``run.children`` too) and asks the
+given guards and PreToolUse hooks what they would decide now. No tool runs: only the guards and
+the hooks do, each with the run as it was when the call was made (the conversation up to the
+call, its step, its usage), so a Claude Code hook script reads the same input and the same
+transcript as it would have live. That is the question to ask before shipping a new policy:
+which of the calls my agent made would it have blocked, or asked about?
+
+The decision is combined as the loop combines it (guards first: the first deny wins; then
+PreToolUse hooks: a block denies; then a guard's or a hook's ask; otherwise allow). A tool's own
+``requires_approval`` is not part of it: the tools are not consulted. The decision then is what the
+recording says happened to the call. Needs pandas (the ``notebook`` extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from workbench._record import Record
+from workbench._sync import run_sync
+from workbench.conditions import Limits, RunView
+from workbench.guards import ALLOWED, ToolGuard, ToolPermission, check_guards
+from workbench.hooks.command import CommandHook
+from workbench.hooks.events import HookEvent
+from workbench.hooks.loop import LoopHooks
+from workbench.hooks.runner import Hook
+from workbench.messages import ToolCall
+from workbench.records import StepContext, StepRecord, ToolOutcome
+from workbench.state import AgentState
+from workbench.tools import ToolContext
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["COLUMNS", "RecheckSummary", "arecheck", "recheck"]
+
+COLUMNS = (
+    "step",
+    "tool",
+    "arguments",
+    "decision_then",
+    "decision_now",
+    "reason",
+    "changed",
+    "reason_then",
+    "hook_errors",
+    "call_id",
+    "run_id",
+)
+"""The frame's columns: the six the question needs, then what helps to follow one up."""
+
+_THEN = {
+    "ok": "allow",
+    "error": "allow",
+    "retry": "allow",
+    "denied": "deny",
+    "pending": "ask",
+    "dropped": "dropped",
+}
+"""What the recorded outcome of a call says was decided (a call that ran, failed or was sent back
+for new arguments was allowed)."""
+
+
+class _Recorded(Protocol):
+    @property
+    def state(self) -> AgentState: ...
+
+    @property
+    def steps(self) -> Sequence[StepRecord]: ...
+
+    @property
+    def snapshots(self) -> Sequence[StepContext]: ...
+
+
+class RecheckSummary(Record):
+    """What changed: how many calls, how many decided differently, and each change in a line."""
+
+    calls: int
+    changed: int
+    transitions: dict[str, int]
+    """``"allow → deny": 2`` and so on, for the calls that changed."""
+    lines: tuple[str, ...]
+
+    def __str__(self) -> str:
+        if not self.changed:
+            return f"{self.calls} tool calls rechecked: every decision is the same"
+        counts = ", ".join(f"{n} {t}" for t, n in self.transitions.items())
+        head = f"{self.changed} of {self.calls} tool calls would be decided differently ({counts})"
+        return "\n".join((head, *(f"  {line}" for line in self.lines)))
+
+
+def recheck(
+    run: _Recorded,
+    guards: Sequence[ToolGuard] = (),
+    hooks: Sequence[Hook | CommandHook] = (),
+) -> pd.DataFrame:
+    """Every tool call of ``run`` through ``guards`` and PreToolUse ``hooks``; nothing executed.
+
+    Returns a DataFrame with one row per call (columns `COLUMNS`: step, tool, arguments, decision
+    then, decision now, reason, …) and the `RecheckSummary` in ``frame.attrs["summary"]``.
+    Works inside a running event loop (a notebook); `arecheck` is the async form.
+    """
+    return run_sync(arecheck(run, guards, hooks))
+
+
+async def arecheck(
+    run: _Recorded,
+    guards: Sequence[ToolGuard] = (),
+    hooks: Sequence[Hook | CommandHook] = (),
+) -> pd.DataFrame:
+    """`recheck`, awaited."""
+    import pandas as pd
+
+    pre_tool_use = [h for h in hooks if h.event == HookEvent.PRE_TOOL_USE]
+    rows: list[dict[str, Any]] = []
+    for recorded in _runs(run):
+        rows += await _recheck_run(recorded, tuple(guards), pre_tool_use)
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    frame.attrs["summary"] = _summary(rows)
+    return frame
+
+
+def _runs(run: _Recorded) -> list[_Recorded]:
+    """The run and its sub-runs, depth first, in call order."""
+    found = [run]
+    for child in getattr(run, "children", ()):
+        found += _runs(child)
+    return found
+
+
+async def _recheck_run(
+    run: _Recorded, guards: tuple[ToolGuard, ...], hooks: list[Hook | CommandHook]
+) -> list[dict[str, Any]]:
+    snapshots = {s.step: s for s in run.snapshots}
+    outcomes = _first_outcomes(run.steps)
+    state = run.state
+    dispatch = LoopHooks(hooks, lambda: state, lambda report: None, max_turns=0)
+    rows = []
+    try:
+        for step in run.steps:
+            if step.response is None:
+                continue
+            state = _state_at(run.state, step, snapshots.get(step.index))
+            view = _view(state, step, snapshots.get(step.index))
+            ctx = ToolContext(view=view, limits=Limits())
+            for call in step.response.calls:
+                now, reason, errors = await _decide(guards, dispatch, call, ctx)
+                rows.append(_row(run, step, call, outcomes.get(call.call_id), now, reason, errors))
+    finally:
+        dispatch.close()
+    return rows
+
+
+def _first_outcomes(steps: Sequence[StepRecord]) -> dict[str, ToolOutcome]:
+    """Each call's first recorded outcome: the decision made when it was asked for."""
+    outcomes: dict[str, ToolOutcome] = {}
+    for step in steps:
+        for outcome in step.tool_outcomes:
+            outcomes.setdefault(outcome.call_id, outcome)
+    return outcomes
+
+
+def _state_at(final: AgentState, step: StepRecord, snapshot: StepContext | None) -> AgentState:
+    """The run as the step's calls were decided: the model's answer is the last message."""
+    assert step.response is not None
+    start = snapshot.state if snapshot is not None else final
+    messages = (*step.messages_in, step.response.to_message())
+    return start.model_copy(update={"messages": messages, "step": step.index})
+
+
+def _view(state: AgentState, step: StepRecord, snapshot: StepContext | None) -> RunView:
+    elapsed = snapshot.budget.seconds_used if snapshot is not None else 0.0
+    return RunView(state=state, elapsed=elapsed, steps_completed=step.index - 1)
+
+
+async def _decide(
+    guards: tuple[ToolGuard, ...], hooks: LoopHooks, call: ToolCall, ctx: ToolContext
+) -> tuple[str, str, str]:
+    """The decision now, its reason, and what went wrong in hooks (as the loop decides)."""
+    permission, reason = await check_guards(guards, call, ctx) if guards else ALLOWED
+    if permission is ToolPermission.DENY:
+        return "deny", reason, ""
+    verdict = await hooks.pre_tool_use(call)
+    errors = "; ".join(r.error for r in verdict.reports if r.error)
+    if verdict.blocked or verdict.stop is not None:
+        why = verdict.reason or verdict.stop or "refused by a PreToolUse hook"
+        return "deny", why, errors
+    if permission is ToolPermission.ASK:
+        return "ask", reason, errors
+    if verdict.decision == "ask":
+        return "ask", verdict.reason or "a PreToolUse hook asks", errors
+    return "allow", verdict.reason, errors
+
+
+def _row(
+    run: _Recorded,
+    step: StepRecord,
+    call: ToolCall,
+    then: ToolOutcome | None,
+    now: str,
+    reason: str,
+    errors: str,
+) -> dict[str, Any]:
+    decision_then = _THEN[then.status] if then is not None else "not decided"
+    return {
+        "step": step.index,
+        "tool": call.name,
+        "arguments": call.arguments,
+        "decision_then": decision_then,
+        "decision_now": now,
+        "reason": reason,
+        "changed": decision_then != now,
+        "reason_then": then.content if then is not None and decision_then != "allow" else "",
+        "hook_errors": errors,
+        "call_id": call.call_id,
+        "run_id": run.state.run_id,
+    }
+
+
+def _printable(text: str) -> str:
+    """Hook output and model arguments as inert text.
+
+    Control characters (terminal escapes, newlines) are written as escapes, so a summary printed
+    in a terminal cannot drive it.
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _summary(rows: list[dict[str, Any]]) -> RecheckSummary:
+    changed = [r for r in rows if r["changed"]]
+    transitions: dict[str, int] = {}
+    lines = []
+    for row in changed:
+        key = f"{row['decision_then']} → {row['decision_now']}"
+        transitions[key] = transitions.get(key, 0) + 1
+        why = f": {row['reason']}" if row["reason"] else ""
+        line = f"step {row['step']} {row['tool']} {row['arguments']}: {key}{why}"
+        lines.append(_printable(line))
+    return RecheckSummary(
+        calls=len(rows), changed=len(changed), transitions=transitions, lines=tuple(lines)
+    )
