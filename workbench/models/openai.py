@@ -241,8 +241,10 @@ class OpenAIModel:
 
     ``api_key`` defaults to ``$OPENAI_API_KEY``; without one no ``Authorization`` header is sent
     (local servers need none). ``http_client`` is used as given and never closed here; without one
-    the model uses a client shared per event loop and closed with it. ``timeout`` is per request
-    in seconds, or an `httpx.Timeout`; ``settings={"timeout": ...}`` overrides it for one request.
+    the model uses a client shared per event loop and closed with it. ``timeout`` bounds each
+    request as a whole (connect, send, every byte of the answer, a stream included), in seconds; an
+    `httpx.Timeout` sets httpx's per-operation limits and its longest one bounds the whole request;
+    ``settings={"timeout": ...}`` overrides it for one request.
     ``price`` overrides the `PRICES` table for this model; a model with no known price reports
     ``Usage.cost=None``. ``settings`` are defaults under each request's own settings. ``sleep`` is
     what waits between retries (tests pass a fake that does not).
@@ -353,18 +355,23 @@ class OpenAIModel:
         headers = self._headers()
         answered = False
         try:
-            async with client.stream(
-                "POST", self._url, json=body, headers=headers, timeout=limits
-            ) as response:
-                answered = True
-                if response.is_success:
-                    return await read(response, started)
-                await response.aread()
-                return self._status_error(response), retry_after_seconds(response.headers)
+            # httpx bounds each read; this bounds the whole exchange, so a server that drips one
+            # byte a second cannot hold the request for as long as it likes.
+            async with asyncio.timeout(_whole(limits)):
+                async with client.stream(
+                    "POST", self._url, json=body, headers=headers, timeout=limits
+                ) as response:
+                    answered = True
+                    if response.is_success:
+                        return await read(response, started)
+                    await response.aread()
+                    return self._status_error(response), retry_after_seconds(response.headers)
         except httpx.ConnectTimeout as exc:
             return self._connection_error(exc), None
         except httpx.TimeoutException as exc:
-            raise self._timeout_error(exc, limits) from None
+            raise self._timeout_error(type(exc).__name__, limits.read) from None
+        except TimeoutError:
+            raise self._timeout_error("the whole request", _whole(limits)) from None
         except httpx.TransportError as exc:
             # A pooled connection the server had just closed: it never saw the request.
             stale = isinstance(exc, httpx.RemoteProtocolError) and not answered
@@ -425,13 +432,10 @@ class OpenAIModel:
         kind = _StaleConnection if stale else ModelConnectionError
         return kind(f"cannot reach {self.base_url}: {detail}")
 
-    def _timeout_error(
-        self, exc: httpx.TimeoutException, limits: httpx.Timeout
-    ) -> ModelTimeoutError:
-        seconds = limits.read if limits.read is not None else "no"
+    def _timeout_error(self, what: str, seconds: float | None) -> ModelTimeoutError:
+        within = f"{seconds:g}s" if seconds is not None else "no limit"
         return ModelTimeoutError(
-            f"{self._model} at {self.base_url} did not answer within {seconds}s "
-            f"({type(exc).__name__})"
+            f"{self._model} at {self.base_url} did not answer within {within} ({what})"
         )
 
     # --- reading a success -----------------------------------------------------------------------
@@ -482,6 +486,12 @@ class OpenAIModel:
             requests=1,
             cost=cost_of(self.price, tokens_in, tokens_out),
         )
+
+
+def _whole(limits: httpx.Timeout) -> float | None:
+    """The bound on one whole exchange: the longest of httpx's per-operation limits."""
+    values = [v for v in (limits.connect, limits.read, limits.write, limits.pool) if v is not None]
+    return max(values) if values else None
 
 
 async def _sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
