@@ -210,3 +210,88 @@ def headers_then_drop(length: int, sent: bytes) -> Answer:
 def elapsed(since: float) -> float:
     """Seconds since a ``time.monotonic()`` reading."""
     return time.monotonic() - since
+
+
+# --- a trace endpoint ----------------------------------------------------------------------------
+
+
+class _TraceHandler(BaseHTTPRequestHandler):
+    server: _TraceServer
+    protocol_version = "HTTP/1.0"
+
+    def do_POST(self) -> None:
+        receiver = self.server.receiver
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        receiver.bodies.append(raw)
+        receiver.hit.set()
+        receiver.released.wait(receiver.delay)
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceResponse,
+        )
+
+        answer = ExportTraceServiceResponse().SerializeToString()
+        status = receiver.status
+        self.send_response(status)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+
+class _TraceServer(ThreadingHTTPServer):
+    daemon_threads = True
+    receiver: TraceReceiver
+
+
+class TraceReceiver:
+    """An OTLP/HTTP trace endpoint on loopback that keeps each request's raw bytes.
+
+    ``status`` is what it answers (200, or an error to play a failing backend); ``delay`` is how
+    long it holds each request before answering (a slow backend), cut short at shutdown.
+    """
+
+    def __init__(self, status: int = 200, delay: float = 0.0) -> None:
+        self.status = status
+        self.delay = delay
+        self.bodies: list[bytes] = []
+        self.hit = threading.Event()
+        self.released = threading.Event()
+        self._server = _TraceServer(("127.0.0.1", 0), _TraceHandler)
+        self._server.receiver = self
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1/traces"
+
+    def span_names(self) -> list[str]:
+        """The names of every span received."""
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        names = []
+        for body in self.bodies:
+            request = ExportTraceServiceRequest.FromString(body)
+            for resource in request.resource_spans:
+                for scope in resource.scope_spans:
+                    names += [span.name for span in scope.spans]
+        return names
+
+
+@contextmanager
+def receiving(status: int = 200, delay: float = 0.0) -> Iterator[TraceReceiver]:
+    """Run a `TraceReceiver` for the block."""
+    receiver = TraceReceiver(status, delay)
+    thread = threading.Thread(target=receiver._server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        receiver.released.set()
+        receiver._server.shutdown()
+        receiver._server.server_close()
+        thread.join(5)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import re
@@ -36,8 +37,12 @@ from workbench.hooks.events import (
     compile_matcher,
 )
 from workbench.messages import JsonValue, Message
+from workbench.redact import Redactor
 
 __all__ = ["CommandHook", "HookFailure", "Transcript", "hooks_from_settings"]
+
+_REDACTOR = Redactor()
+"""The built-in patterns: what a hook's name (its command line) is cleaned with."""
 
 _EVENT_NAMES = frozenset(e.value for e in HookEvent)
 _PLAIN_TEXT_CONTEXT = frozenset({HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START})
@@ -68,10 +73,18 @@ class CommandHook:
         if self.timeout <= 0:
             raise ValueError(f"CommandHook timeout must be positive, got {self.timeout}")
 
-    @property
+    def __repr__(self) -> str:  # the command as `name` shows it: a credential in it stays hidden
+        return f"CommandHook({self.event.value!r}, {self.name!r}, matcher={self.matcher!r})"
+
+    @functools.cached_property
     def name(self) -> str:
-        """The command, shortened for records and spans."""
-        return self.command if len(self.command) <= 80 else f"{self.command[:77]}..."
+        """The command, redacted and shortened, for records, the store, spans and reports.
+
+        A command line may carry a credential (``curl -H 'Authorization: Bearer ...'``); the name
+        is made once, here, so every place that shows the hook shows it redacted.
+        """
+        command = _REDACTOR.text(self.command)
+        return command if len(command) <= 80 else f"{command[:77]}..."
 
     async def invoke(self, data: HookInput) -> HookResult | None:
         """Run the command with ``data`` on stdin and read its answer."""

@@ -15,8 +15,9 @@ Faults handled here, not by the caller:
 - Tool-call arguments that are not valid JSON are not an error here: they come back as a
   `ToolCall` with ``invalid_arguments``, and the loop asks the model to try again.
 
-The API key is held as a `pydantic.SecretStr`: it is not in the repr, and error messages built
-from what the server said are scrubbed of it and of any ``Authorization`` value.
+The API key is held as a `pydantic.SecretStr`: it is not in the repr, and every error message
+(whichever part built it from what the server said) is scrubbed of it, of the credential headers
+and of any bearer token, in one place (`OpenAIModel.redact`, which telemetry uses as well).
 """
 
 from __future__ import annotations
@@ -145,27 +146,41 @@ def retry_after_seconds(headers: httpx.Headers, now: datetime | None = None) -> 
 # --- secrets -------------------------------------------------------------------------------------
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
+_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key"})
 
 
-def _redact(text: str, secret: SecretStr | None) -> str:
-    """``text`` without the API key and without any bearer token in it."""
-    if secret is not None and (value := secret.get_secret_value()):
-        text = text.replace(value, "[REDACTED]")
+def _secrets(key: SecretStr | None, headers: Mapping[str, str]) -> tuple[SecretStr, ...]:
+    """The client's own secrets: its key, and each credential header's value and last word."""
+    found = [key.get_secret_value()] if key is not None else []
+    for name, value in headers.items():
+        if name.lower() in _CREDENTIAL_HEADERS:
+            found += [value, *value.split()[-1:]]
+    # longest first, so that a whole header value goes before the token inside it
+    return tuple(SecretStr(v) for v in sorted({v for v in found if v}, key=len, reverse=True))
+
+
+def _redact(text: str, secrets: tuple[SecretStr, ...]) -> str:
+    """``text`` without the client's secrets (whatever their length) and without bearer tokens."""
+    for secret in secrets:
+        text = text.replace(secret.get_secret_value(), "[REDACTED]")
     return _BEARER.sub(r"\1[REDACTED]", text)
 
 
-def _server_message(response: httpx.Response) -> str:
-    """Return the server's own words about the error: ``error.message`` when it sent JSON."""
+def _server_message(response: httpx.Response, redact: Callable[[str], str]) -> str:
+    """Return the server's own words about the error: ``error.message`` when it sent JSON.
+
+    Scrubbed before it is cut to 500 characters, so no piece of a key survives the cut.
+    """
     try:
         payload: Any = response.json()
     except ValueError:
-        return response.text[:500] or response.reason_phrase
+        return redact(response.text)[:500] or response.reason_phrase
     if isinstance(payload, dict):
         error = payload.get("error", payload)
         if isinstance(error, dict):
             error = error.get("message") or error.get("detail") or error
-        return str(error)[:500]
-    return str(payload)[:500]
+        return redact(str(error))[:500]
+    return redact(str(payload))[:500]
 
 
 # --- the shared client --------------------------------------------------------------------------
@@ -276,6 +291,7 @@ class OpenAIModel:
         self.base_url = base_url.rstrip("/")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self._api_key = SecretStr(key) if isinstance(key, str) else key
+        self._secrets = _secrets(self._api_key, headers or {})
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         retry = retry or RetryPolicy()
         if max_retries is not None:
@@ -287,6 +303,14 @@ class OpenAIModel:
         self._extra_headers = dict(headers or {})
         self._sleep: Sleep = sleep or asyncio.sleep
         self._given_client = http_client
+
+    def redact(self, text: str) -> str:
+        """``text`` without this client's API key, credential headers or any bearer token.
+
+        Every error this model raises has been through it; telemetry uses it too, so a key that
+        fits no built-in secret pattern (short, or not ``sk-`` shaped) is still caught.
+        """
+        return _redact(text, self._secrets)
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self._model!r}, base_url={self.base_url!r})"
@@ -314,6 +338,23 @@ class OpenAIModel:
     # --- one HTTP exchange, with retries ---------------------------------------------------------
 
     async def _send(
+        self,
+        body: dict[str, Any],
+        limits: httpx.Timeout,
+        read: Callable[[httpx.Response, float], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        """POST ``body``; every error raised is scrubbed here, whichever part built its message.
+
+        The messages quote what the server said (an echoed key, a body that is not JSON), so this
+        is the one place they all pass before the caller, the store and the spans see them.
+        """
+        try:
+            return await self._send_retrying(body, limits, read)
+        except ModelError as exc:
+            exc.args = tuple(self.redact(str(a)) for a in exc.args)
+            raise
+
+    async def _send_retrying(
         self,
         body: dict[str, Any],
         limits: httpx.Timeout,
@@ -413,7 +454,7 @@ class OpenAIModel:
 
     def _status_error(self, response: httpx.Response) -> APIError:
         status = response.status_code
-        said = _redact(_server_message(response), self._api_key)
+        said = _server_message(response, self.redact)
         where = f"{self._model} at {self.base_url}"
         if status in (401, 403):
             return AuthenticationError(
@@ -428,7 +469,7 @@ class OpenAIModel:
     def _connection_error(
         self, exc: httpx.TransportError, *, stale: bool = False
     ) -> ModelConnectionError:
-        detail = _redact(str(exc) or type(exc).__name__, self._api_key)
+        detail = str(exc) or type(exc).__name__
         kind = _StaleConnection if stale else ModelConnectionError
         return kind(f"cannot reach {self.base_url}: {detail}")
 
@@ -441,7 +482,7 @@ class OpenAIModel:
     # --- reading a success -----------------------------------------------------------------------
 
     async def _read_completion(self, response: httpx.Response, started: float) -> ModelResponse:
-        completion = parse_completion(await response.aread())
+        completion = parse_completion(await response.aread(), self.redact)
         choice = completion.choices[0]
         return ModelResponse(
             parts=completion_parts(choice.message),
@@ -456,7 +497,7 @@ class OpenAIModel:
     ) -> ModelResponse:
         stream = StreamAssembler(started=started, on_text_delta=request.on_text_delta)
         try:
-            done = await _feed_events(response, stream, lambda t: _redact(t, self._api_key))
+            done = await _feed_events(response, stream, self.redact)
         except httpx.TimeoutException:
             raise  # handled (and not retried) by _send
         except httpx.TransportError as exc:
@@ -519,14 +560,17 @@ async def _sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str
 async def _feed_events(
     response: httpx.Response, stream: StreamAssembler, redact: Callable[[str], str]
 ) -> bool:
-    """Feed each chunk of the stream to ``stream``; return True when the server said ``[DONE]``."""
+    """Feed each chunk of the stream to ``stream``; return True when the server said ``[DONE]``.
+
+    What the server said is scrubbed before it is cut short, so no piece of a key survives a cut.
+    """
     async for event, data in _sse_events(response.aiter_lines()):
         if data.strip() == "[DONE]":
             return True
         if event == "error":
-            raise ServerError(f"the server's stream failed: {redact(data[:500])}")
-        chunk = parse_chunk(data)
+            raise ServerError(f"the server's stream failed: {redact(data)[:500]}")
+        chunk = parse_chunk(data, redact)
         if chunk.error is not None:
-            raise ServerError(f"the server's stream failed: {redact(chunk.error.message)}")
+            raise ServerError(f"the server's stream failed: {chunk.error.message}")
         stream.feed(chunk)
     return False

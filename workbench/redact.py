@@ -1,4 +1,4 @@
-"""Secret redaction for everything telemetry writes: attributes, events and exported files.
+"""Secret redaction for everything that leaves a run: span attributes, exported files, hook names.
 
 The built-in patterns catch the usual shapes (``sk-…`` API keys, ``Bearer``/``Basic`` credentials,
 ``api_key=…``-style assignments, cloud and VCS tokens, JWTs); `Redactor` adds the patterns a user
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = ["REDACTED", "Redactor"]
@@ -68,7 +68,8 @@ class Redactor:
     r"""Replaces secrets in text with ``[REDACTED]``.
 
     ``patterns`` are extra regular expressions (strings or compiled); each whole match is
-    replaced. The built-in patterns always apply.
+    replaced. The built-in patterns always apply. `including` adds a scrubber that knows literal
+    secrets (a model's own API key, whatever its length or shape).
 
     >>> Redactor().text("key sk-abcdefghijklmnop1234 and Authorization: Bearer abc.def.ghi")
     'key [REDACTED] and Authorization: Bearer [REDACTED]'
@@ -79,6 +80,17 @@ class Redactor:
     def __init__(self, patterns: Iterable[str | re.Pattern[str]] = ()) -> None:
         self._builtin = tuple((re.compile(p), r, t) for p, r, t in _BUILTIN)
         self._extra = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
+        self._scrubbers: tuple[Callable[[str], str], ...] = ()
+
+    def including(self, scrubber: Callable[[str], str]) -> Redactor:
+        """A redactor that also passes every text through ``scrubber`` (e.g. `OpenAIModel.redact`).
+
+        The patterns catch secrets by their shape; a client knows its own key, which may have none.
+        """
+        wider = Redactor()
+        wider._builtin, wider._extra = self._builtin, self._extra
+        wider._scrubbers = (*self._scrubbers, scrubber)
+        return wider
 
     def text(self, value: str) -> str:
         """The text with every secret replaced."""
@@ -93,6 +105,8 @@ class Redactor:
                 value = pattern.sub(replacement, value)
         for extra in self._extra:
             value = extra.sub(REDACTED, value)
+        for scrubber in self._scrubbers:
+            value = scrubber(value)
         return value
 
     def value(self, value: Any) -> Any:
