@@ -20,6 +20,8 @@ Who caused it decides where an error sits, because that decides what the user do
     │   │   ├── MalformedResponseError   a 2xx that is not a valid response
     │   │   └── ReplayDivergence, ReplayExhausted   a recording that no longer fits the run
     │   ├── ToolTimeout             a tool ran past its timeout (the model retries)
+    │   ├── ToolInterrupted         a tool raised CancelledError, SystemExit or KeyboardInterrupt
+    │   │                           of its own (the model reads it as the tool's failure)
     │   ├── HookFailure             a hook gave no usable answer (recorded, never raised out)
     │   ├── StoreError              a store that cannot do what was asked; RunNotFound
     │   ├── StateFormatError        a serialized state that cannot be read
@@ -57,6 +59,7 @@ __all__ = [
     "StateFormatError",
     "StoreError",
     "SubagentError",
+    "ToolInterrupted",
     "ToolRetriesExceeded",
     "ToolRetry",
     "ToolTimeout",
@@ -177,6 +180,13 @@ class ReplayExhausted(ModelError):
 
 class ToolTimeout(ExternalError, TimeoutError):
     """A tool ran past its timeout."""
+
+
+class ToolInterrupted(ExternalError):
+    """A tool raised a task- or process-ending exception of its own; the model reads it.
+
+    ``CancelledError`` while the run was not cancelled, ``SystemExit``, ``KeyboardInterrupt``.
+    """
 
 
 class HookFailure(ExternalError):

@@ -22,7 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from workbench._record import frozen_record
 from workbench.conditions import Budget, Limits, RunView
-from workbench.errors import ArgumentError, RunFatalError, ToolRetry, ToolTimeout
+from workbench.errors import (
+    ArgumentError,
+    RunFatalError,
+    ToolInterrupted,
+    ToolRetry,
+    ToolTimeout,
+)
 from workbench.messages import JsonValue, Usage
 
 __all__ = [
@@ -137,12 +143,34 @@ class Tool:
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
         if self.timeout is None:  # no timer to arm
-            return truncate(result_text(await self._call(kwargs)), self.max_result_chars)
+            return truncate(result_text(await self._contained(kwargs)), self.max_result_chars)
         try:
-            result = await asyncio.wait_for(self._call(kwargs), self.timeout)
+            result = await asyncio.wait_for(self._contained(kwargs), self.timeout)
         except TimeoutError:
             raise ToolTimeout(f"tool {self.name!r} timed out after {self.timeout:g}s") from None
         return truncate(result_text(result), self.max_result_chars)
+
+    async def _contained(self, kwargs: dict[str, Any]) -> Any:
+        """Call the function; what it raises to stop a task or a process is its own failure.
+
+        A ``CancelledError`` it raises while nobody cancelled this task (a future it awaited was
+        cancelled), a ``SystemExit`` (argparse on bad input) or a ``KeyboardInterrupt`` it
+        raises itself would otherwise end the run, or the event loop the run is on. They become
+        `ToolInterrupted`, which the model reads. A real cancellation (the run was cancelled, or
+        the timeout fired) goes on as ``CancelledError``. This runs inside the task that
+        ``wait_for`` makes, so nothing escapes that task's step either.
+        """
+        try:
+            return await self._call(kwargs)
+        except (asyncio.CancelledError, SystemExit, KeyboardInterrupt) as exc:
+            task = asyncio.current_task()
+            if isinstance(exc, asyncio.CancelledError) and task is not None and task.cancelling():
+                raise
+            said = f": {exc}" if str(exc) else ""
+            raise ToolInterrupted(
+                f"tool {self.name!r} raised {type(exc).__name__}{said} (the run was not "
+                "cancelled: this is the tool failing)"
+            ) from None
 
     def _call(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
         if self._is_async:
