@@ -236,7 +236,10 @@ class RunStore(RunObserver):
         columns = [f.name for f in fields(RunSummary)]
         frame = pd.DataFrame([asdict(s) for s in self.runs()], columns=columns)
         for column in ("created_at", "updated_at"):
-            frame[column] = pd.to_datetime(frame[column], unit="s")
+            # a damaged time shows as NaT; the listing is how a user finds the runs still readable
+            frame[column] = pd.to_datetime(
+                pd.to_numeric(frame[column], errors="coerce"), unit="s", errors="coerce"
+            )
         return frame
 
     def resolve(self, ref: str) -> str:
@@ -379,7 +382,7 @@ class RunStore(RunObserver):
                     yield conn
                 finally:
                     conn.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except st.DB_ERRORS as exc:
                 raise st.db_error(self.path, exc) from None
 
     @contextmanager
@@ -396,7 +399,7 @@ class RunStore(RunObserver):
                     conn.rollback()
                     raise
                 conn.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except st.DB_ERRORS as exc:
                 raise st.db_error(self.path, exc) from None
 
     # -- writing: the RunObserver side ----------------------------------------------------------
