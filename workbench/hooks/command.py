@@ -222,7 +222,7 @@ def parse_output(event: HookEvent, stdout: str) -> HookResult | None:
         raise HookFailure(f"stdout is not JSON: {_clip(text)!r}")
     try:
         raw = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # not JSON, or nested past what we read
         raise HookFailure(f"stdout is not JSON: {_clip(text)!r}") from None
     try:
         output = _Output.model_validate(raw)
