@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ __all__ = [
     "ToolTimeout",
     "tool",
     "truncate",
+    "unicode_text",
 ]
 
 
@@ -237,8 +239,31 @@ def tool(
 def result_text(result: Any) -> str:
     """The text the model reads for a tool's return value (JSON for anything but a string)."""
     if isinstance(result, str):
-        return result
-    return pydantic_core.to_json(result, fallback=repr).decode()
+        return unicode_text(result)
+    try:
+        return pydantic_core.to_json(result, fallback=repr).decode()
+    except pydantic_core.PydanticSerializationError:  # a lone surrogate in one of its strings
+        plain = pydantic_core.to_jsonable_python(result, fallback=repr)
+        return unicode_text(json.dumps(plain, ensure_ascii=False))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unicode_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, so that it can be written as UTF-8.
+
+    Python decodes a file name that is not UTF-8 with ``surrogateescape``, so a tool that lists a
+    directory can return such text; JSON, SQLite and protobuf refuse it, and the run could not be
+    stored, serialized or exported. ASCII text, the usual case, is returned at once.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def truncate(text: str, limit: int) -> str:

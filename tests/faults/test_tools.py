@@ -9,6 +9,8 @@ unknown tools and bad arguments (retry prompts).
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +105,38 @@ def test_a_tool_raising_keyboard_interrupt_is_a_tool_failure() -> None:
     assert "KeyboardInterrupt" in tool_answer(result)
     # and the portal loop every sync call runs on is alive: the next run works
     assert agent(interrupted).run_sync("again").output == "the model read it"
+
+
+# --- beyond the issue: a result that is not valid Unicode ----------------------------------------
+
+
+@wb.tool
+def list_files() -> list[str]:
+    """List a directory holding a file whose name is not UTF-8, as Python decodes it."""
+    return [os.fsdecode(b"report-\xff.txt"), "notes.txt"]
+
+
+@wb.tool
+def read_name() -> str:
+    """Return such a name as text."""
+    return "found " + os.fsdecode(b"report-\xff.txt")
+
+
+@pytest.mark.parametrize("tool", [read_name, list_files], ids=["text", "json"])
+def test_a_result_with_lone_surrogates_is_stored_serialized_and_exported(
+    tool: wb.Tool, tmp_path: Path
+) -> None:
+    """Before, the store could not record the run (it stayed "running" with no step), the
+    state could not be serialized, and the spans could not be encoded for export."""
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    telemetry = wb.Telemetry(capture_content=True)
+    result = agent(tool, store=store, telemetry=telemetry).run_sync("go")
+    assert result.output == "the model read it"
+    assert "report-\ufffd.txt" in tool_answer(result)
+    assert wb.AgentState.from_json(result.state.to_json()) == result.state
+    stored = store.load(result.run_id)
+    assert stored.status is wb.ExecutionStatus.COMPLETED and len(stored.steps) == 2
+    telemetry.write_otlp_json(tmp_path / "run.otlp.json")
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    assert encode_spans(telemetry.spans).SerializeToString()
