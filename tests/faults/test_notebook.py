@@ -102,3 +102,35 @@ def test_approving_everything_is_the_users_visible_choice(kernel: Kernel) -> Non
     assert approved["checkbox"] is True and approved["checkbox_on_screen"] is True
     assert approved["deleted"] == ["/important"] and approved["fork"] == "completed"
     assert approved["rows"] == []
+
+
+SECRET_WIDGETS = """
+import json
+import ipywidgets.widgets.widget as registry
+import workbench as wb
+from workbench.notebook import Stepper, TraceView
+
+model = wb.OpenAIModel("m", base_url={url!r}, api_key={key!r}, max_retries=0)
+stepper = Stepper(wb.Agent(model=model, store=False), "hi")
+stepper.run_button.click()
+await stepper.wait()
+view = TraceView(stepper)
+synced = json.dumps([w.get_state() for w in list(registry._instances.values())], default=repr)
+state = stepper.run.state
+print(json.dumps({{"status": state.status.value, "error": state.error.message,
+                   "widgets": len(registry._instances), "leaks": synced.count({key!r})}}))
+"""
+
+
+def test_an_echoed_api_key_is_in_no_widgets_synced_state(kernel: Kernel) -> None:
+    """What a widget syncs to the browser is a path out: the key echoed by a server is not in it."""
+    from tests.faults.server import reply, serving
+
+    key = "h7Qz9"
+    with serving() as server:
+        server.answer(reply(200, {"error": {"message": f"your key {key} is revoked"}}))
+        out, updates = kernel.run(SECRET_WIDGETS.format(url=server.url, key=key))
+    shown = json.loads(out.strip().splitlines()[-1])
+    assert shown["status"] == "failed" and "[REDACTED]" in shown["error"]
+    assert shown["widgets"] > 10 and shown["leaks"] == 0
+    assert key not in json.dumps(updates)
