@@ -187,6 +187,21 @@ def test_a_200_of_the_wrong_shape_fails_the_run(server: ModelServer, body: Any, 
     assert says in failed_with(run(server), wb.MalformedResponseError)
 
 
+def test_a_body_that_lies_about_its_encoding_fails_the_run_with_a_model_error(
+    server: ModelServer,
+) -> None:
+    def gzip_that_is_not(handler: Any) -> None:
+        handler.send_response(200)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-encoding", "gzip")
+        handler.send_header("content-length", "10")
+        handler.end_headers()
+        handler.wfile.write(b"not gzip!!")
+
+    server.answer(gzip_that_is_not)
+    assert "could not be decoded" in failed_with(run(server), wb.MalformedResponseError)
+
+
 def test_a_200_html_page_fails_the_run(server: ModelServer) -> None:
     server.answer(reply(200, "<html>captive portal</html>"))
     assert "captive portal" in failed_with(run(server), wb.MalformedResponseError)

@@ -413,6 +413,10 @@ class OpenAIModel:
             raise self._timeout_error(type(exc).__name__, limits.read) from None
         except TimeoutError:
             raise self._timeout_error("the whole request", _whole(limits)) from None
+        except httpx.DecodingError as exc:  # e.g. "Content-Encoding: gzip" on a body that is not
+            raise MalformedResponseError(
+                f"the response from {self.base_url} could not be decoded: {exc}"
+            ) from None
         except httpx.TransportError as exc:
             # A pooled connection the server had just closed: it never saw the request.
             stale = isinstance(exc, httpx.RemoteProtocolError) and not answered
