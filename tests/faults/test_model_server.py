@@ -254,3 +254,15 @@ def test_an_unknown_finish_reason_and_missing_usage_are_kept_as_unknown(
     assert result.steps[0].response is not None
     assert result.steps[0].response.finish_reason is wb.FinishReason.UNKNOWN
     assert result.usage.cost is None
+
+
+def test_negative_usage_cannot_lift_a_token_budget(server: ModelServer) -> None:
+    """A server that reports negative tokens would have the run's totals go down."""
+    lying = completion(None, tool_calls=[tool_call("add", '{"a": 1, "b": 2}')])
+    lying["usage"] = {"prompt_tokens": -1_000_000, "completion_tokens": -5}
+    server.answer(reply(200, completion(None, tool_calls=[tool_call("add", '{"a": 1, "b": 2}')])))
+    server.answer(reply(200, lying), reply(200, completion("done")))
+    agent = wb.Agent(model=model(server), tools=[add], stop=wb.MaxTokens(25))
+    result = agent.run_sync("hi")
+    assert result.usage.input_tokens >= 0 and result.usage.output_tokens >= 0
+    assert result.stop_reason is wb.StopReason.TOKEN_LIMIT  # 15 + 0 + 15 > 25

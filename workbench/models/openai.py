@@ -524,7 +524,9 @@ class OpenAIModel:
     def _usage(self, usage: WireUsage | None) -> Usage:
         if usage is None:
             return Usage(requests=1, cost=None)
-        tokens_in, tokens_out = usage.prompt_tokens, usage.completion_tokens
+        # A negative count (a server that lies) would be subtracted from the run's totals and let
+        # it slip past MaxTokens and MaxCost: it counts as none.
+        tokens_in, tokens_out = max(0, usage.prompt_tokens), max(0, usage.completion_tokens)
         return Usage(
             input_tokens=tokens_in,
             output_tokens=tokens_out,
