@@ -29,6 +29,8 @@ _BUILTIN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # (pattern, replacement, triggers): a pattern can only match a text whose lowercased form
     # contains one of its triggers, so a text without them is not scanned by the pattern.
     (r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}", rf"\1 {REDACTED}", ("bearer", "basic")),
+    # the password of a URL's user info: scheme://user:password@host
+    (r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@", rf"\1:{REDACTED}@", ("://",)),
     (r"\bsk-[A-Za-z0-9_-]{16,}", REDACTED, ("sk-",)),
     (r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{12,}", REDACTED, ("k_live_", "k_test_")),
     (r"\bAKIA[0-9A-Z]{16}\b", REDACTED, ("akia",)),
@@ -50,7 +52,7 @@ _BUILTIN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 _KEY_NAME = re.compile(rf"(?i)^{_SECRET_KEY}$")
 _QUICK = re.compile(
-    r"(?i)sk-|[rsp]k_|bearer|basic|akia|gh[pousr]_|github_pat|aiza|xox|eyj|"
+    r"(?i)sk-|[rsp]k_|bearer|basic|akia|gh[pousr]_|github_pat|aiza|xox|eyj|://|"
     r"auth|api|key|token|secret|passw"
 )
 """Any text a built-in pattern can match has a match here (the check for non-ASCII text)."""

@@ -180,3 +180,31 @@ def test_a_token_in_a_hook_command_leaves_by_no_path(
     paths["report"] = report_html(wb.RunStore(tmp_path / "runs.sqlite").load(result.run_id))
     paths["repr"] = repr(agent.hooks)
     assert_nowhere(TOKEN, paths)
+
+
+# --- beyond the issue: a password in a URL --------------------------------------------------------
+
+PASSWORD = "pw-77q"
+
+
+def test_a_password_in_the_base_url_leaves_by_no_path(
+    server: ModelServer, receiver: TraceReceiver, tmp_path: Path
+) -> None:
+    server.answer(reply(502, "bad gateway"))
+    base_url = server.url.replace("http://", f"http://user:{PASSWORD}@")
+    model = wb.OpenAIModel("m", base_url=base_url, api_key=KEY, max_retries=0)
+    traces = receiver.url.replace("http://", f"http://otel:{PASSWORD}@")
+    telemetry = wb.Telemetry(capture_content=True, otlp_endpoint=traces)
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    result = wb.Agent(model=model, telemetry=telemetry, store=store).run_sync("hi")
+    store.close()
+    assert result.state.error is not None and "user:[REDACTED]@" in result.state.error.message
+    texts = {
+        "the run's error": result.state.error.message,
+        "the model's repr": repr(model),
+        "the telemetry's repr": repr(telemetry),
+    }
+    paths = everything_written(tmp_path, telemetry, receiver) | texts
+    stats = telemetry.export_stats
+    assert stats is not None and PASSWORD not in stats.endpoint
+    assert_nowhere(PASSWORD, paths)

@@ -149,13 +149,20 @@ _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
 _CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key"})
 
 
-def _secrets(key: SecretStr | None, headers: Mapping[str, str]) -> tuple[SecretStr, ...]:
-    """The client's own secrets: its key, and each credential header's value and last word."""
+def _secrets(
+    key: SecretStr | None, headers: Mapping[str, str], base_url: str
+) -> tuple[SecretStr, ...]:
+    """The client's own secrets, longest first.
+
+    Its key, each credential header's value and last word, and the password of the base URL
+    (``https://user:password@host/v1``).
+    """
     found = [key.get_secret_value()] if key is not None else []
+    found.append(httpx.URL(base_url).password or "")
     for name, value in headers.items():
         if name.lower() in _CREDENTIAL_HEADERS:
             found += [value, *value.split()[-1:]]
-    # longest first, so that a whole header value goes before the token inside it
+    # longest first: a whole header value goes before the token inside it
     return tuple(SecretStr(v) for v in sorted({v for v in found if v}, key=len, reverse=True))
 
 
@@ -291,7 +298,7 @@ class OpenAIModel:
         self.base_url = base_url.rstrip("/")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self._api_key = SecretStr(key) if isinstance(key, str) else key
-        self._secrets = _secrets(self._api_key, headers or {})
+        self._secrets = _secrets(self._api_key, headers or {}, self.base_url)
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         retry = retry or RetryPolicy()
         if max_retries is not None:
@@ -313,7 +320,7 @@ class OpenAIModel:
         return _redact(text, self._secrets)
 
     def __repr__(self) -> str:
-        return f"OpenAIModel({self._model!r}, base_url={self.base_url!r})"
+        return f"OpenAIModel({self._model!r}, base_url={self.redact(self.base_url)!r})"
 
     @property
     def name(self) -> str:

@@ -154,7 +154,7 @@ class Telemetry:
         self._instruments = Instruments(tracer, self.redactor, capture_content)
 
     def __repr__(self) -> str:
-        where = f", otlp_endpoint={self.endpoint!r}" if self.endpoint else ""
+        where = f", otlp_endpoint={self.redactor.text(self.endpoint)!r}" if self.endpoint else ""
         return f"Telemetry(capture_content={self.capture_content}{where}, spans={len(self.spans)})"
 
     def __enter__(self) -> Telemetry:
