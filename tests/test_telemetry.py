@@ -349,8 +349,8 @@ def test_content_cost_grows_with_new_messages_not_history(monkeypatch: pytest.Mo
 def test_content_json_is_what_json_dumps_writes() -> None:
     """Messages are written from templates: byte for byte what ``json.dumps`` writes."""
     from workbench.messages import RetryPrompt, TextPart, ToolCall, ToolResult
+    from workbench.redact import Redactor
     from workbench.telemetry.content import ContentEncoder
-    from workbench.telemetry.redact import Redactor
 
     tricky = 'quote " backslash \\ newline \n tab \t nul \x00 accents \u00e9\u20ac emoji \U0001f600'
     arguments = {
@@ -598,7 +598,8 @@ def test_hook_spans_under_step_and_run() -> None:
 
 
 def test_docstring_examples_run() -> None:
-    from workbench.telemetry import core, redact
+    from workbench import redact
+    from workbench.telemetry import core
 
     for module in (redact, core):
         failed, tried = doctest.testmod(module)

@@ -133,7 +133,7 @@ def open_connection(path: str, *, create: bool, busy_timeout: float) -> sqlite3.
     )
     try:
         _prepare(conn, path, memory)
-    except sqlite3.DatabaseError as exc:
+    except DB_ERRORS as exc:
         conn.close()
         raise db_error(path, exc) from None
     except StoreError:
@@ -220,11 +220,21 @@ def _check_header(path: str) -> None:
         )
 
 
-def db_error(path: str, exc: sqlite3.Error) -> StoreError:
+DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+"""What SQLite can raise on a damaged file. A damaged schema makes SQLite quote the damaged bytes
+in its error message, and Python, unable to decode that message, raises `UnicodeDecodeError`
+in place of the `sqlite3.Error`."""
+
+
+def db_error(path: str, exc: sqlite3.Error | UnicodeDecodeError) -> StoreError:
     """A `StoreError` for an error SQLite raised, saying which store and what to suspect."""
-    text = str(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        text = "SQLite's error message quotes bytes that are not text"
+    else:
+        text = str(exc)
     hint = ""
-    if "malformed" in text or "not a database" in text or "disk image" in text:
+    damage = ("malformed", "not a database", "disk image", "not text")
+    if any(word in text for word in damage):
         hint = " (the file looks damaged; it was not modified)"
     elif "locked" in text or "busy" in text:
         hint = " (another process holds a write lock for too long)"

@@ -39,7 +39,7 @@ from workbench.models.request_diff import (
     first_difference,
     tool_payload,
 )
-from workbench.telemetry.redact import Redactor
+from workbench.redact import Redactor
 from workbench.tools import ToolDefinition
 
 __all__ = ["CASSETTE_FORMAT", "CASSETTE_VERSION", "Cassette", "CassetteMode", "cassette"]

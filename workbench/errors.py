@@ -23,6 +23,8 @@ Who caused it decides where an error sits, because that decides what the user do
     │   │   └── ReplayDivergence, ReplayExhausted   a recording that no longer fits the run
     │   ├── ToolTimeout             a tool ran past its timeout (the model retries)
     │   ├── MCPServerError          an MCP server unreachable, gone, or failing a call
+    │   ├── ToolInterrupted         a tool raised CancelledError, SystemExit or KeyboardInterrupt
+    │   │                           of its own (the model reads it as the tool's failure)
     │   ├── HookFailure             a hook gave no usable answer (recorded, never raised out)
     │   ├── StoreError              a store that cannot do what was asked; RunNotFound
     │   ├── StateFormatError        a serialized state that cannot be read
@@ -78,6 +80,7 @@ __all__ = [
     "StateFormatError",
     "StoreError",
     "SubagentError",
+    "ToolInterrupted",
     "ToolRateLimited",
     "ToolRetriesExceeded",
     "ToolRetry",
@@ -229,6 +232,13 @@ class MCPServerError(ExternalError, RuntimeError):
 
     Raised inside a tool call it is a tool error the model reads; raised while listing tools
     (before a model call) it ends the run with the server's problem in the message.
+    """
+
+
+class ToolInterrupted(ExternalError):
+    """A tool raised a task- or process-ending exception of its own; the model reads it.
+
+    ``CancelledError`` while the run was not cancelled, ``SystemExit``, ``KeyboardInterrupt``.
     """
 
 

@@ -75,7 +75,7 @@ class ToolCall(Record):
             return cls(name=name, arguments=arguments, call_id=call_id)
         try:
             parsed = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # broken, or nested past Python's limit
             return cls(name=name, call_id=call_id, invalid_arguments=arguments)
         if not isinstance(parsed, dict):
             return cls(name=name, call_id=call_id, invalid_arguments=arguments)

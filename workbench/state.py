@@ -344,7 +344,7 @@ class AgentState(Record):
         """Read a state written by `to_json`, refusing versions this code cannot read."""
         try:
             raw = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, nesting too deep
             raise StateFormatError(f"state is not valid JSON: {exc}") from None
         if not isinstance(raw, dict):
             raise StateFormatError(f"state JSON must be an object, got {type(raw).__name__}")

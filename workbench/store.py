@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pydantic import ValidationError
+
 from workbench import _storage as st
 from workbench._record import Record
 from workbench._storage import RunNotFound, StoreError
 from workbench.messages import Message
 from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
-from workbench.state import AgentState
+from workbench.state import AgentState, validation_summary
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,8 +61,9 @@ class RunSummary(Record):
     input_tokens: int
     output_tokens: int
     cost: float | None
-    created_at: float
-    updated_at: float
+    created_at: float | None
+    """None where the stored time is damaged."""
+    updated_at: float | None
     parent_run_id: str | None
     rerun_of: str | None
     rerun_of_step: int | None
@@ -79,9 +82,12 @@ _SESSION = "CASE WHEN json_valid(state) THEN json_extract(state, '$.metadata.ses
 _SESSION_EXECUTION = (
     "CASE WHEN json_valid(state) THEN json_extract(state, '$.metadata.session_execution') END"
 )
+_TIME = "CASE WHEN typeof({0}) IN ('real', 'integer') THEN {0} END"
+"""A time column, or NULL where a damaged row holds something else (it lists as no time)."""
 _SUMMARY_COLUMNS = (
     "run_id, agent_name, status, stop_reason, step, model_name, input_tokens, output_tokens, "
-    f"cost, created_at, updated_at, parent_run_id, rerun_of_run, rerun_of_step, output, {_SESSION}"
+    f"cost, {_TIME.format('created_at')}, {_TIME.format('updated_at')}, parent_run_id, "
+    f"rerun_of_run, rerun_of_step, output, {_SESSION}"
 )
 
 
@@ -248,7 +254,12 @@ class RunStore(RunObserver):
                 return []
             rows = conn.execute(f"SELECT {_SUMMARY_COLUMNS} FROM runs {where}", params)
             names = list(RunSummary.model_fields)
-            return [RunSummary(**dict(zip(names, row, strict=True))) for row in rows]
+            try:
+                return [RunSummary(**dict(zip(names, row, strict=True))) for row in rows]
+            except ValidationError as exc:
+                raise StoreError(
+                    f"{self.path} has a damaged run row: {validation_summary(exc, limit=2)}"
+                ) from None
 
     def list_runs(self) -> pd.DataFrame:
         """The runs as a pandas DataFrame (one row per run; times as datetimes)."""
@@ -257,7 +268,10 @@ class RunStore(RunObserver):
         columns = list(RunSummary.model_fields)
         frame = pd.DataFrame([s.model_dump() for s in self.runs()], columns=columns)
         for column in ("created_at", "updated_at"):
-            frame[column] = pd.to_datetime(frame[column], unit="s")
+            # a damaged time shows as NaT; the listing is how a user finds the runs still readable
+            frame[column] = pd.to_datetime(
+                pd.to_numeric(frame[column], errors="coerce"), unit="s", errors="coerce"
+            )
         return frame
 
     def resolve(self, ref: str) -> str:
@@ -415,7 +429,7 @@ class RunStore(RunObserver):
                     yield conn
                 finally:
                     conn.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except st.DB_ERRORS as exc:
                 raise st.db_error(self.path, exc) from None
 
     @contextmanager
@@ -432,7 +446,7 @@ class RunStore(RunObserver):
                     conn.rollback()
                     raise
                 conn.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except st.DB_ERRORS as exc:
                 raise st.db_error(self.path, exc) from None
 
     # -- writing: the RunObserver side ----------------------------------------------------------

@@ -31,6 +31,7 @@ from workbench.tools import (
     ToolReturn,
     ToolTimeout,
     result_text,
+    unicode_text,
 )
 
 if TYPE_CHECKING:
@@ -168,7 +169,7 @@ class ToolRunner:
         except RunFatalError:
             raise
         except Exception as exc:
-            message = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
+            message = unicode_text(f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}")
             result = _result(call, "error", message, is_error=True)
         else:
             if returned.waiting is not None:

@@ -24,7 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from workbench._record import Record
 from workbench.conditions import Budget, Limits, RunView
-from workbench.errors import ArgumentError, RunFatalError, ToolRetry, ToolTimeout
+from workbench.errors import (
+    ArgumentError,
+    RunFatalError,
+    ToolInterrupted,
+    ToolRetry,
+    ToolTimeout,
+)
 from workbench.messages import JsonValue, Usage
 from workbench.records import RunResult, SubagentResult
 from workbench.state import AgentState
@@ -40,6 +46,7 @@ __all__ = [
     "ToolTimeout",
     "tool",
     "truncate",
+    "unicode_text",
 ]
 
 
@@ -187,12 +194,34 @@ class Tool:
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
         try:
-            result = await asyncio.wait_for(self._call(kwargs), self.timeout)
+            result = await asyncio.wait_for(self._contained(kwargs), self.timeout)
         except TimeoutError:
             raise ToolTimeout(f"tool {self.name!r} timed out after {self.timeout:g}s") from None
         returned = result if isinstance(result, ToolReturn) else ToolReturn(value=result)
         text = truncate(result_text(returned.value), self.max_result_chars)
         return returned.model_copy(update={"value": text})
+
+    async def _contained(self, kwargs: dict[str, Any]) -> Any:
+        """Call the function; what it raises to stop a task or a process is its own failure.
+
+        A ``CancelledError`` it raises while nobody cancelled this task (a future it awaited was
+        cancelled), a ``SystemExit`` (argparse on bad input) or a ``KeyboardInterrupt`` it
+        raises itself would otherwise end the run, or the event loop the run is on. They become
+        `ToolInterrupted`, which the model reads. A real cancellation (the run was cancelled, or
+        the timeout fired) goes on as ``CancelledError``. This runs inside the task that
+        ``wait_for`` makes, so nothing escapes that task's step either.
+        """
+        try:
+            return await self._call(kwargs)
+        except (asyncio.CancelledError, SystemExit, KeyboardInterrupt) as exc:
+            task = asyncio.current_task()
+            if isinstance(exc, asyncio.CancelledError) and task is not None and task.cancelling():
+                raise
+            said = f": {exc}" if str(exc) else ""
+            raise ToolInterrupted(
+                f"tool {self.name!r} raised {type(exc).__name__}{said} (the run was not "
+                "cancelled: this is the tool failing)"
+            ) from None
 
     def _call(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
         if self._is_async:
@@ -265,8 +294,31 @@ def schema_hash(definitions: tuple[ToolDefinition, ...]) -> str:
 def result_text(result: Any) -> str:
     """The text the model reads for a tool's return value (JSON for anything but a string)."""
     if isinstance(result, str):
-        return result
-    return pydantic_core.to_json(result, fallback=repr).decode()
+        return unicode_text(result)
+    try:
+        return pydantic_core.to_json(result, fallback=repr).decode()
+    except pydantic_core.PydanticSerializationError:  # a lone surrogate in one of its strings
+        plain = pydantic_core.to_jsonable_python(result, fallback=repr)
+        return unicode_text(json.dumps(plain, ensure_ascii=False))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unicode_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, so that it can be written as UTF-8.
+
+    Python decodes a file name that is not UTF-8 with ``surrogateescape``, so a tool that lists a
+    directory can return such text; JSON, SQLite and protobuf refuse it, and the run could not be
+    stored, serialized or exported. ASCII text, the usual case, is returned at once.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def truncate(text: str, limit: int) -> str:

@@ -32,3 +32,34 @@ def test_two_calls_with_one_id_each_keep_their_own_result() -> None:
         ("call_1", "first"),
         ("call_1-2", "second"),
     ]
+
+
+def test_arguments_nested_past_the_recursion_limit_are_a_retry_not_a_crash() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    agent = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("echo", '{"text": ' + deep + "}"), "gave up"]),
+        tools=[echo],
+        store=False,
+    )
+    result = agent.run_sync("go")
+    assert result.status is wb.ExecutionStatus.COMPLETED
+    retry = result.steps[0].tool_outcomes[0]
+    assert retry.status == "retry" and "not a valid JSON object" in retry.content
+
+
+def test_a_tool_error_with_lone_surrogates_is_stored_and_exported() -> None:
+    @wb.tool
+    def listing(path: str) -> str:
+        """List a directory."""
+        raise OSError("cannot open caf\udce9")
+
+    store = wb.RunStore(":memory:")
+    agent = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("listing", {"path": "."}), "ok"]),
+        tools=[listing],
+        store=store,
+    )
+    result = agent.run_sync("go")
+    assert "caf\ufffd" in result.steps[0].tool_outcomes[0].content
+    assert store.load(result.run_id).steps[0].tool_outcomes[0].status == "error"
+    result.state.to_json().encode()  # no lone surrogate left to refuse

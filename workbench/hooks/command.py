@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import re
@@ -42,6 +43,7 @@ from workbench.hooks.events import (
     compile_matcher,
 )
 from workbench.messages import JsonValue
+from workbench.redact import Redactor
 
 __all__ = [
     "CommandHook",
@@ -55,6 +57,9 @@ __all__ = [
 class HookSettingsWarning(UserWarning):
     """A settings file has hooks workbench skips (events of the protocol it never fires)."""
 
+
+_REDACTOR = Redactor()
+"""The built-in patterns: what a hook's name (its command line) is cleaned with."""
 
 _EVENT_NAMES = frozenset(e.value for e in HookEvent)
 _PLAIN_TEXT_CONTEXT = frozenset({HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START})
@@ -87,10 +92,18 @@ class CommandHook:
         if self.timeout <= 0:
             raise ValueError(f"CommandHook timeout must be positive, got {self.timeout}")
 
-    @property
+    def __repr__(self) -> str:  # the command as `name` shows it: a credential in it stays hidden
+        return f"CommandHook({self.event.value!r}, {self.name!r}, matcher={self.matcher!r})"
+
+    @functools.cached_property
     def name(self) -> str:
-        """The command, shortened for records and spans."""
-        return self.command if len(self.command) <= 80 else f"{self.command[:77]}..."
+        """The command, redacted and shortened, for records, the store, spans and reports.
+
+        A command line may carry a credential (``curl -H 'Authorization: Bearer ...'``); the name
+        is made once, here, so every place that shows the hook shows it redacted.
+        """
+        command = _REDACTOR.text(self.command)
+        return command if len(command) <= 80 else f"{command[:77]}..."
 
     async def invoke(self, data: HookInput) -> HookResult | None:
         """Run the command with ``data`` on stdin and read its answer."""
@@ -228,7 +241,7 @@ def parse_output(event: HookEvent, stdout: str) -> HookResult | None:
         return HookResult(system_message=text)
     try:
         raw = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # not JSON, or nested past what we read
         raise HookFailure(f"stdout is not JSON: {_clip(text)!r}") from None
     try:
         output = _Output.model_validate(raw)

@@ -253,26 +253,33 @@ def finish_reason(raw: str | None) -> FinishReason:
     return _FINISH_REASONS.get(raw or "", FinishReason.UNKNOWN)
 
 
-def _snippet(raw: bytes | str) -> str:
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+Redact = Callable[[str], str]
+"""Scrubs the client's secrets from what the server said (servers echo keys back)."""
+
+
+def _snippet(raw: bytes | str, redact: Redact) -> str:
+    """The start of what the server sent, scrubbed before it is cut (no half key survives)."""
+    text = redact(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
     return text if len(text) <= 200 else f"{text[:200]}... ({len(text)} characters)"
 
 
-def parse_completion(raw: bytes) -> WireCompletion:
-    """Validate a complete (non-streamed) response body."""
+def parse_completion(raw: bytes, redact: Redact) -> WireCompletion:
+    """Validate a complete (non-streamed) response body; messages quote it through ``redact``."""
     try:
         completion = WireCompletion.model_validate_json(raw)
     except ValidationError as exc:
         raise MalformedResponseError(
             f"the server's response is not a chat completion ({exc.error_count()} problems): "
-            f"{_snippet(raw)}"
+            f"{_snippet(raw, redact)}"
         ) from None
     if completion.error is not None:
         raise MalformedResponseError(
-            f"the server answered with an error: {completion.error.message}"
+            f"the server answered with an error: {redact(completion.error.message)}"
         )
     if not completion.choices:
-        raise MalformedResponseError(f"the server's response has no choices: {_snippet(raw)}")
+        raise MalformedResponseError(
+            f"the server's response has no choices: {_snippet(raw, redact)}"
+        )
     return completion
 
 
@@ -295,14 +302,14 @@ def _parts(text: str, calls: list[ToolCall]) -> tuple[TextPart | ToolCall, ...]:
     return head + tuple(calls)
 
 
-def parse_chunk(data: str) -> WireChunk:
+def parse_chunk(data: str, redact: Redact) -> WireChunk:
     """Validate one stream event's data (an ``error`` in it is the caller's to raise)."""
     try:
         chunk = WireChunk.model_validate_json(data)
     except ValidationError as exc:
         raise MalformedResponseError(
             f"the server sent a stream event that is not a chat completion chunk "
-            f"({exc.error_count()} problems): {_snippet(data)}"
+            f"({exc.error_count()} problems): {_snippet(data, redact)}"
         ) from None
     return chunk
 

@@ -15,8 +15,9 @@ Faults handled here, not by the caller:
 - Tool-call arguments that are not valid JSON are not an error here: they come back as a
   `ToolCall` with ``invalid_arguments``, and the loop asks the model to try again.
 
-The API key is held as a `pydantic.SecretStr`: it is not in the repr, and error messages built
-from what the server said are scrubbed of it and of any ``Authorization`` value.
+The API key is held as a `pydantic.SecretStr`: it is not in the repr, and every error message
+(whichever part built it from what the server said) is scrubbed of it, of the credential headers
+and of any bearer token, in one place (`OpenAIModel.redact`, which telemetry uses as well).
 """
 
 from __future__ import annotations
@@ -143,27 +144,48 @@ def retry_after_seconds(headers: httpx.Headers, now: datetime | None = None) -> 
 # --- secrets -------------------------------------------------------------------------------------
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
+_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key"})
 
 
-def _redact(text: str, secret: SecretStr | None) -> str:
-    """``text`` without the API key and without any bearer token in it."""
-    if secret is not None and (value := secret.get_secret_value()):
-        text = text.replace(value, "[REDACTED]")
+def _secrets(
+    key: SecretStr | None, headers: Mapping[str, str], base_url: str
+) -> tuple[SecretStr, ...]:
+    """The client's own secrets, longest first.
+
+    Its key, each credential header's value and last word, and the password of the base URL
+    (``https://user:password@host/v1``).
+    """
+    found = [key.get_secret_value()] if key is not None else []
+    found.append(httpx.URL(base_url).password or "")
+    for name, value in headers.items():
+        if name.lower() in _CREDENTIAL_HEADERS:
+            found += [value, *value.split()[-1:]]
+    # longest first: a whole header value goes before the token inside it
+    return tuple(SecretStr(v) for v in sorted({v for v in found if v}, key=len, reverse=True))
+
+
+def _redact(text: str, secrets: tuple[SecretStr, ...]) -> str:
+    """``text`` without the client's secrets (whatever their length) and without bearer tokens."""
+    for secret in secrets:
+        text = text.replace(secret.get_secret_value(), "[REDACTED]")
     return _BEARER.sub(r"\1[REDACTED]", text)
 
 
-def _server_message(response: httpx.Response) -> str:
-    """Return the server's own words about the error: ``error.message`` when it sent JSON."""
+def _server_message(response: httpx.Response, redact: Callable[[str], str]) -> str:
+    """Return the server's own words about the error: ``error.message`` when it sent JSON.
+
+    Scrubbed before it is cut to 500 characters, so no piece of a key survives the cut.
+    """
     try:
         payload: Any = response.json()
     except ValueError:
-        return response.text[:500] or response.reason_phrase
+        return redact(response.text)[:500] or response.reason_phrase
     if isinstance(payload, dict):
         error = payload.get("error", payload)
         if isinstance(error, dict):
             error = error.get("message") or error.get("detail") or error
-        return str(error)[:500]
-    return str(payload)[:500]
+        return redact(str(error))[:500]
+    return redact(str(payload))[:500]
 
 
 # --- the shared client --------------------------------------------------------------------------
@@ -239,8 +261,10 @@ class OpenAIModel:
 
     ``api_key`` defaults to ``$OPENAI_API_KEY``; without one no ``Authorization`` header is sent
     (local servers need none). ``http_client`` is used as given and never closed here; without one
-    the model uses a client shared per event loop and closed with it. ``timeout`` is per request
-    in seconds, or an `httpx.Timeout`; ``settings={"timeout": ...}`` overrides it for one request.
+    the model uses a client shared per event loop and closed with it. ``timeout`` bounds each
+    request as a whole (connect, send, every byte of the answer, a stream included), in seconds; an
+    `httpx.Timeout` sets httpx's per-operation limits and its longest one bounds the whole request;
+    ``settings={"timeout": ...}`` overrides it for one request.
     ``price`` overrides the `PRICES` table for this model; a model with no known price reports
     ``Usage.cost=None``. ``settings`` are defaults under each request's own settings. ``sleep`` is
     what waits between retries (tests pass a fake that does not).
@@ -272,6 +296,7 @@ class OpenAIModel:
         self.base_url = base_url.rstrip("/")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self._api_key = SecretStr(key) if isinstance(key, str) else key
+        self._secrets = _secrets(self._api_key, headers or {}, self.base_url)
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         retry = retry or RetryPolicy()
         if max_retries is not None:
@@ -284,8 +309,16 @@ class OpenAIModel:
         self._sleep: Sleep = sleep or asyncio.sleep
         self._given_client = http_client
 
+    def redact(self, text: str) -> str:
+        """``text`` without this client's API key, credential headers or any bearer token.
+
+        Every error this model raises has been through it; telemetry uses it too, so a key that
+        fits no built-in secret pattern (short, or not ``sk-`` shaped) is still caught.
+        """
+        return _redact(text, self._secrets)
+
     def __repr__(self) -> str:
-        return f"OpenAIModel({self._model!r}, base_url={self.base_url!r})"
+        return f"OpenAIModel({self._model!r}, base_url={self.redact(self.base_url)!r})"
 
     @property
     def name(self) -> str:
@@ -310,6 +343,23 @@ class OpenAIModel:
     # --- one HTTP exchange, with retries ---------------------------------------------------------
 
     async def _send(
+        self,
+        body: dict[str, Any],
+        limits: httpx.Timeout,
+        read: Callable[[httpx.Response, float], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        """POST ``body``; every error raised is scrubbed here, whichever part built its message.
+
+        The messages quote what the server said (an echoed key, a body that is not JSON), so this
+        is the one place they all pass before the caller, the store and the spans see them.
+        """
+        try:
+            return await self._send_retrying(body, limits, read)
+        except ModelError as exc:
+            exc.args = tuple(self.redact(str(a)) for a in exc.args)
+            raise
+
+    async def _send_retrying(
         self,
         body: dict[str, Any],
         limits: httpx.Timeout,
@@ -351,18 +401,27 @@ class OpenAIModel:
         headers = self._headers()
         answered = False
         try:
-            async with client.stream(
-                "POST", self._url, json=body, headers=headers, timeout=limits
-            ) as response:
-                answered = True
-                if response.is_success:
-                    return await read(response, started)
-                await response.aread()
-                return self._status_error(response), retry_after_seconds(response.headers)
+            # httpx bounds each read; this bounds the whole exchange, so a server that drips one
+            # byte a second cannot hold the request for as long as it likes.
+            async with asyncio.timeout(_whole(limits)):
+                async with client.stream(
+                    "POST", self._url, json=body, headers=headers, timeout=limits
+                ) as response:
+                    answered = True
+                    if response.is_success:
+                        return await read(response, started)
+                    await response.aread()
+                    return self._status_error(response), retry_after_seconds(response.headers)
         except httpx.ConnectTimeout as exc:
             return self._connection_error(exc), None
         except httpx.TimeoutException as exc:
-            raise self._timeout_error(exc, limits) from None
+            raise self._timeout_error(type(exc).__name__, limits.read) from None
+        except TimeoutError:
+            raise self._timeout_error("the whole request", _whole(limits)) from None
+        except httpx.DecodingError as exc:  # e.g. "Content-Encoding: gzip" on a body that is not
+            raise MalformedResponseError(
+                f"the response from {self.base_url} could not be decoded: {exc}"
+            ) from None
         except httpx.TransportError as exc:
             # A pooled connection the server had just closed: it never saw the request.
             stale = isinstance(exc, httpx.RemoteProtocolError) and not answered
@@ -404,7 +463,7 @@ class OpenAIModel:
 
     def _status_error(self, response: httpx.Response) -> APIError:
         status = response.status_code
-        said = _redact(_server_message(response), self._api_key)
+        said = _server_message(response, self.redact)
         where = f"{self._model} at {self.base_url}"
         if status in (401, 403):
             return AuthenticationError(
@@ -419,23 +478,20 @@ class OpenAIModel:
     def _connection_error(
         self, exc: httpx.TransportError, *, stale: bool = False
     ) -> ModelConnectionError:
-        detail = _redact(str(exc) or type(exc).__name__, self._api_key)
+        detail = str(exc) or type(exc).__name__
         kind = _StaleConnection if stale else ModelConnectionError
         return kind(f"cannot reach {self.base_url}: {detail}")
 
-    def _timeout_error(
-        self, exc: httpx.TimeoutException, limits: httpx.Timeout
-    ) -> ModelTimeoutError:
-        seconds = limits.read if limits.read is not None else "no"
+    def _timeout_error(self, what: str, seconds: float | None) -> ModelTimeoutError:
+        within = f"{seconds:g}s" if seconds is not None else "no limit"
         return ModelTimeoutError(
-            f"{self._model} at {self.base_url} did not answer within {seconds}s "
-            f"({type(exc).__name__})"
+            f"{self._model} at {self.base_url} did not answer within {within} ({what})"
         )
 
     # --- reading a success -----------------------------------------------------------------------
 
     async def _read_completion(self, response: httpx.Response, started: float) -> ModelResponse:
-        completion = parse_completion(await response.aread())
+        completion = parse_completion(await response.aread(), self.redact)
         choice = completion.choices[0]
         return ModelResponse(
             parts=completion_parts(choice.message),
@@ -450,7 +506,7 @@ class OpenAIModel:
     ) -> ModelResponse:
         stream = StreamAssembler(started=started, on_text_delta=request.on_text_delta)
         try:
-            done = await _feed_events(response, stream, lambda t: _redact(t, self._api_key))
+            done = await _feed_events(response, stream, self.redact)
         except httpx.TimeoutException:
             raise  # handled (and not retried) by _send
         except httpx.TransportError as exc:
@@ -473,13 +529,21 @@ class OpenAIModel:
     def _usage(self, usage: WireUsage | None) -> Usage:
         if usage is None:
             return Usage(requests=1, cost=None)
-        tokens_in, tokens_out = usage.prompt_tokens, usage.completion_tokens
+        # A negative count (a server that lies) would be subtracted from the run's totals and let
+        # it slip past MaxTokens and MaxCost: it counts as none.
+        tokens_in, tokens_out = max(0, usage.prompt_tokens), max(0, usage.completion_tokens)
         return Usage(
             input_tokens=tokens_in,
             output_tokens=tokens_out,
             requests=1,
             cost=cost_of(self.price, tokens_in, tokens_out),
         )
+
+
+def _whole(limits: httpx.Timeout) -> float | None:
+    """The bound on one whole exchange: the longest of httpx's per-operation limits."""
+    values = [v for v in (limits.connect, limits.read, limits.write, limits.pool) if v is not None]
+    return max(values) if values else None
 
 
 async def _sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
@@ -507,14 +571,17 @@ async def _sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str
 async def _feed_events(
     response: httpx.Response, stream: StreamAssembler, redact: Callable[[str], str]
 ) -> bool:
-    """Feed each chunk of the stream to ``stream``; return True when the server said ``[DONE]``."""
+    """Feed each chunk of the stream to ``stream``; return True when the server said ``[DONE]``.
+
+    What the server said is scrubbed before it is cut short, so no piece of a key survives a cut.
+    """
     async for event, data in _sse_events(response.aiter_lines()):
         if data.strip() == "[DONE]":
             return True
         if event == "error":
-            raise ServerError(f"the server's stream failed: {redact(data[:500])}")
-        chunk = parse_chunk(data)
+            raise ServerError(f"the server's stream failed: {redact(data)[:500]}")
+        chunk = parse_chunk(data, redact)
         if chunk.error is not None:
-            raise ServerError(f"the server's stream failed: {redact(chunk.error.message)}")
+            raise ServerError(f"the server's stream failed: {chunk.error.message}")
         stream.feed(chunk)
     return False

@@ -154,6 +154,10 @@ def _directive_part(head: str, number: int, content: str) -> Part:
             f"line {number + exc.lineno}: the arguments of @call {name} are not valid JSON: "
             f"{exc.msg}"
         ) from None
+    except RecursionError:
+        raise MessageFormatError(
+            f"line {number + 1}: the arguments of @call {name} are nested too deeply"
+        ) from None
     if not isinstance(arguments, dict):
         raise MessageFormatError(
             f"line {number + 1}: the arguments of @call {name} must be a JSON object, "
@@ -176,6 +180,8 @@ def messages_from_json(text: str) -> list[Message]:
         raise MessageFormatError(
             f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
+    except RecursionError:
+        raise MessageFormatError("the JSON is nested too deeply to read") from None
     if not isinstance(raw, list):
         raise MessageFormatError(f"expected a JSON list of messages, got {type(raw).__name__}")
     try:

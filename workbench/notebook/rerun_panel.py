@@ -28,9 +28,9 @@ from workbench.notebook.edit import (
     messages_to_text,
 )
 from workbench.notebook.html import messages_html
-from workbench.notebook.stepper import Stepper
+from workbench.notebook.stepper import ApprovalRow, Stepper
 from workbench.records import StepContext
-from workbench.state import ExecutionStatus
+from workbench.state import ExecutionStatus, PendingCall
 
 __all__ = ["RerunPanel"]
 
@@ -43,8 +43,12 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     Shows the original and the fork side by side from that step on, and `workbench.diff` of the
     two. ``agent`` is the agent that made the run (a `Stepper` brings its own); ``models`` are
-    the models offered besides the agent's, by name. With ``approve=True`` (the default) calls
-    that need approval in the fork are approved, so the fork runs to its end.
+    the models offered besides the agent's, by name.
+
+    A fork asks for approval as the original run did: when it pauses, its calls are listed with
+    Approve and Deny buttons, and nothing waiting runs until they are pressed. Approving every
+    call is the user's visible choice: the "approve every call" checkbox (``approve_all``),
+    which ``approve=True`` ticks from the start.
     """
 
     def __init__(
@@ -53,7 +57,7 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         agent: Agent | None = None,
         *,
         models: Mapping[str, Model] | Sequence[Model] = (),
-        approve: bool = True,
+        approve: bool = False,
     ) -> None:
         if agent is None and isinstance(run, Stepper):
             agent = run.agent
@@ -63,7 +67,6 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.original = as_result(run)
         if not self.original.snapshots:
             raise ValueError("the run has no snapshots: it never started a step")
-        self.approve = approve
         self.fork: RunResult | None = None
         self.diff: RunDiff | None = None
         self.task: asyncio.Task[None] | None = None
@@ -81,6 +84,13 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.editor = widgets.Textarea(layout=widgets.Layout(width="100%", height="18em"))
         self.model_picker = widgets.Dropdown(description="Model", options=list(self.models))
         self.rerun_button = widgets.Button(description="Re-run", button_style="primary")
+        self.approve_all = widgets.Checkbox(
+            value=approve, description="approve every call the fork asks for", indent=False
+        )
+        self.approval_rows: list[ApprovalRow] = []
+        self.approvals = widgets.VBox()
+        self._forked: list[RunResult] = []
+        self._decisions: dict[str, bool | str] = {}
         self.error = widgets.HTML()
         self.status = widgets.HTML()
         self.original_view = widgets.HTML()
@@ -90,7 +100,9 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.step_picker.observe(lambda _: self._load_step(), names="value")
         self.format_picker.observe(self._reformat, names="value")
         self.rerun_button.on_click(lambda _: self.rerun())
-        controls = widgets.HBox([self.step_picker, self.model_picker, self.rerun_button])
+        controls = widgets.HBox(
+            [self.step_picker, self.model_picker, self.rerun_button, self.approve_all]
+        )
         sides = widgets.HBox(
             [self.original_view, self.fork_view],
             layout=widgets.Layout(width="100%", align_items="flex-start"),
@@ -104,12 +116,18 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                 self.editor,
                 self.error,
                 self.status,
+                self.approvals,
                 sides,
                 self.diff_view,
                 self.diff_table,
             ]
         )
         self._load_step()
+
+    @property
+    def approve(self) -> bool:
+        """Whether the fork's calls are approved without asking (the checkbox, as shown)."""
+        return bool(self.approve_all.value)
 
     @property
     def snapshot(self) -> StepContext:
@@ -132,6 +150,7 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self.error.value = _error_html(f"Cannot read the messages: {exc}")
             return
         self.error.value = ""
+        self._show_approvals(())
         self.rerun_button.disabled = True
         self.status.value = "re-running…"
         model = self.models[self.model_picker.value]
@@ -144,13 +163,43 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     async def _rerun(self, messages: list[Message], model: Model) -> None:
         try:
-            results = [await self.agent.rerun(self.snapshot, messages=messages, model=model)]
-            while self.approve and results[-1].status is ExecutionStatus.PAUSED:
-                approvals: dict[str, bool | str] = {p.call_id: True for p in results[-1].pending}
-                results.append(await self.agent.resume(results[-1].state, approvals=approvals))
-            self._show_fork(combine_results(results))
+            fork = await self.agent.rerun(self.snapshot, messages=messages, model=model)
+            await self._go_on([fork])
         finally:
             self.rerun_button.disabled = False
+
+    async def _go_on(self, results: list[RunResult]) -> None:
+        """Approve and resume only if the checkbox says so; else show what waits, and wait."""
+        while self.approve and results[-1].status is ExecutionStatus.PAUSED:
+            approvals: dict[str, bool | str] = {p.call_id: True for p in results[-1].pending}
+            results.append(await self.agent.resume(results[-1].state, approvals=approvals))
+        self._forked = results
+        self._show_fork(combine_results(results))
+        last = results[-1]
+        self._show_approvals(last.pending if last.status is ExecutionStatus.PAUSED else ())
+
+    def _show_approvals(self, pending: Sequence[PendingCall]) -> None:
+        self._decisions = {}
+        self.approval_rows = [ApprovalRow(p, self._decide) for p in pending]
+        self.approvals.children = tuple(self.approval_rows)
+        if pending:
+            self.status.value += (
+                f" · {len(pending)} call(s) wait for your approval, as in the original run"
+            )
+
+    def _decide(self, call_id: str, decision: bool | str) -> None:
+        """One Approve or Deny; when every waiting call has one, the fork goes on."""
+        self._decisions[call_id] = decision
+        if any(r.pending.call_id not in self._decisions for r in self.approval_rows):
+            return
+        decisions, results = self._decisions, self._forked
+        self._show_approvals(())
+        self.status.value = "resuming the fork…"
+        self.task = schedule(lambda: self._resume(results, decisions), self._failed)
+
+    async def _resume(self, results: list[RunResult], decisions: dict[str, bool | str]) -> None:
+        resumed = await self.agent.resume(results[-1].state, approvals=decisions)
+        await self._go_on([*results, resumed])
 
     def _failed(self, exc: BaseException) -> None:
         self.rerun_button.disabled = False

@@ -11,6 +11,7 @@ an approximate waterfall.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from html import escape
 from typing import Any
 
 import numpy as np
@@ -315,7 +316,13 @@ _HOVER_SKIP = frozenset({"workbench.run.id", "workbench.execution.id", "workbenc
 
 
 def _hover(name: str, category: str, start: float, duration: float, attrs: dict[str, Any]) -> str:
-    lines = [f"<b>{name}</b> ({category})<br>start {start * 1e3:.2f} ms, {duration * 1e3:.3f} ms"]
+    """A span's hover label, in which only our own ``<b>`` and ``<br>`` are markup.
+
+    Plotly renders ``<a href>``, ``<b>`` and friends in hovers, so every piece of run data is
+    escaped (after any cut, so that no entity is cut in half).
+    """
+    head = f"<b>{escape(name, quote=False)}</b> ({category})"
+    lines = [f"{head}<br>start {start * 1e3:.2f} ms, {duration * 1e3:.3f} ms"]
     shown = 0
     for key, value in attrs.items():
         if key in _HOVER_SKIP:
@@ -326,7 +333,7 @@ def _hover(name: str, category: str, start: float, duration: float, attrs: dict[
         text = value if isinstance(value, str) else str(value)
         if len(text) > _HOVER_VALUE_CHARS:
             text = text[:_HOVER_VALUE_CHARS] + "…"
-        lines.append(f"{key} = {text}")
+        lines.append(f"{escape(key, quote=False)} = {escape(text, quote=False)}")
         shown += 1
     return "<br>".join(lines)
 
@@ -375,8 +382,8 @@ def waterfall_figure(
             }
         )
     labelled = len(frame) <= max_labels
-    labels = [
-        "·" * d + " " + n
+    labels = [  # escaped: plotly renders markup in tick labels too
+        "·" * d + " " + escape(n, quote=False)
         for d, n in zip(frame["depth"].tolist(), frame["name"].tolist(), strict=True)
     ]
     layout = dict(

@@ -8,6 +8,7 @@ Nothing here imports OpenTelemetry or pandas until it is used: ``import workbenc
 the ``otlp`` and ``notebook`` extras.
 """
 
+from workbench.redact import REDACTED, Redactor
 from workbench.telemetry.core import (
     RunLike,
     Telemetry,
@@ -15,7 +16,6 @@ from workbench.telemetry.core import (
     otlp_traces_endpoint,
 )
 from workbench.telemetry.rebuild import rebuild_telemetry, spans_from_run
-from workbench.telemetry.redact import REDACTED, Redactor
 
 __all__ = [
     "REDACTED",

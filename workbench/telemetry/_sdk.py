@@ -15,6 +15,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from workbench.redact import Redactor
 from workbench.telemetry.names import SCOPE
 
 __all__ = ["Collector", "ExportPipe", "ExportStats"]
@@ -123,6 +124,7 @@ class ExportPipe(SpanProcessor):
         schedule_delay: float,
     ) -> None:
         exporter = OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=timeout)
+        endpoint = Redactor().text(endpoint)  # shown in logs and stats: no password of the URL
         self.endpoint = endpoint
         self._exporter = _CountingExporter(exporter, endpoint)
         self._batch = BatchSpanProcessor(

@@ -37,7 +37,7 @@ from workbench.messages import (
     ToolCall,
     ToolResult,
 )
-from workbench.telemetry.redact import Redactor
+from workbench.redact import Redactor
 
 __all__ = ["ContentEncoder"]
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.records import StepContext, StepRecord
+from workbench.redact import Redactor
 from workbench.state import AgentState
 from workbench.telemetry import names
 from workbench.telemetry.observer import Instruments, SpanObserver
-from workbench.telemetry.redact import Redactor
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -154,7 +154,7 @@ class Telemetry:
         self._instruments = Instruments(tracer, self.redactor, capture_content)
 
     def __repr__(self) -> str:
-        where = f", otlp_endpoint={self.endpoint!r}" if self.endpoint else ""
+        where = f", otlp_endpoint={self.redactor.text(self.endpoint)!r}" if self.endpoint else ""
         return f"Telemetry(capture_content={self.capture_content}{where}, spans={len(self.spans)})"
 
     def __enter__(self) -> Telemetry:
@@ -166,8 +166,17 @@ class Telemetry:
     # -- recording ------------------------------------------------------------------------------
 
     def observer(self, model: Model) -> SpanObserver:
-        """A fresh observer for one execution of a run on ``model`` (the `Agent` calls this)."""
-        return SpanObserver(self._instruments, getattr(model, "provider", None), model.name)
+        """A fresh observer for one execution of a run on ``model`` (the `Agent` calls this).
+
+        A model that can scrub its own secrets (``redact``, as `OpenAIModel` has) adds that to
+        the redaction of these spans: it knows its key even when no pattern would.
+        """
+        instruments = self._instruments
+        scrubber = getattr(model, "redact", None)
+        if callable(scrubber):
+            redactor = self.redactor.including(scrubber)
+            instruments = Instruments(instruments.tracer, redactor, instruments.capture_content)
+        return SpanObserver(instruments, getattr(model, "provider", None), model.name)
 
     @property
     def spans(self) -> list[ReadableSpan]:

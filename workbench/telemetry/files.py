@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.telemetry.redact import Redactor
+from workbench.redact import Redactor
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan

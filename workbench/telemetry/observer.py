@@ -5,10 +5,16 @@ start times and durations, so every span is created with explicit start and end 
 explicit parent: the run and step spans are kept here, and nothing depends on the current OTel
 context surviving the loop's yields. Attribute keys come from `workbench.telemetry.names`.
 A failure here never breaks the run: the loop's `Observers` logs it and goes on.
+
+Redaction happens here, once, as each span is made: every span name and string attribute (a hook's
+command line, a tool or agent name, ids a model sent) passes the redactor, and content is redacted
+by its encoder. So the spans in memory, the OTLP export, the files and the DataFrames all carry
+the same redacted text: no path out can skip it.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,10 +29,10 @@ from workbench.records import (
     StepRecord,
     ToolOutcome,
 )
+from workbench.redact import Redactor
 from workbench.state import AgentState, ExecutionStatus, Phase, TraceRef
 from workbench.telemetry import names as n
 from workbench.telemetry.content import ContentEncoder
-from workbench.telemetry.redact import Redactor
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -76,6 +82,8 @@ class SpanObserver(RunObserver):
         self._clock = clock
         self._tracer = instruments.tracer
         self._redact = instruments.redactor.text
+        # names and ids repeat from span to span: each distinct one is scanned once per execution
+        self._text = functools.lru_cache(maxsize=1024)(instruments.redactor.text)
         self._content = (
             ContentEncoder(instruments.redactor) if instruments.capture_content else None
         )
@@ -115,9 +123,9 @@ class SpanObserver(RunObserver):
             attributes[n.RERUN_STEP] = state.rerun_of.step
             attributes[n.RERUN_SNAPSHOT_ID] = state.rerun_of.snapshot_id
         self._run = self._tracer.start_span(
-            f"{n.SPAN_RUN} {state.agent_name}",
+            self._text(f"{n.SPAN_RUN} {state.agent_name}"),
             kind=self._trace.SpanKind.INTERNAL,
-            attributes=attributes,
+            attributes=self._clean(attributes),
             links=self._links(state),
             start_time=self._run_start,
         )
@@ -159,7 +167,7 @@ class SpanObserver(RunObserver):
         if state.stop_reason is not None:
             run.set_attribute(n.RUN_STOP_REASON, state.stop_reason.value)
         if state.status is ExecutionStatus.PAUSED:
-            pending = [p.call_id for p in state.pending]
+            pending = [self._text(p.call_id) for p in state.pending]
             run.set_attribute(n.RUN_PENDING, pending)
             correlation = {**self._base, n.STEP_INDEX: state.step, n.RUN_PENDING: pending}
             run.add_event(n.EVENT_PAUSED, correlation, timestamp=end)
@@ -194,7 +202,7 @@ class SpanObserver(RunObserver):
             return
         span = self._tracer.start_span(
             name, context=parent, attributes=self._step_attrs, start_time=start
-        )
+        )  # the step's attributes were cleaned when the step opened
         span.end(end_time=start + _ns(event.duration))
 
     def step_ended(self, record: StepRecord) -> None:
@@ -247,10 +255,11 @@ class SpanObserver(RunObserver):
             _add_settings(attributes, snapshot.model_settings)
         if response is not None:
             _add_response(attributes, response)
-        if self._content is not None:
+        attributes = self._clean(attributes)
+        if self._content is not None:  # redacted by the encoder
             self._add_content(attributes, request_messages, response)
         span = self._tracer.start_span(
-            f"{n.SPAN_CHAT} {model}",
+            self._text(f"{n.SPAN_CHAT} {model}"),
             context=parent,
             kind=self._trace.SpanKind.CLIENT,
             attributes=attributes,
@@ -276,12 +285,16 @@ class SpanObserver(RunObserver):
             n.TOOL_TYPE: n.TOOL_TYPE_FUNCTION,
             n.TOOL_STATUS: outcome.status,
         }
-        if self._content is not None:
+        attributes = self._clean(attributes)
+        if self._content is not None:  # redacted by the encoder
             attributes[n.TOOL_CALL_ARGUMENTS] = self._content.arguments(outcome.arguments)
             if outcome.status != "pending":
                 attributes[n.TOOL_CALL_RESULT] = self._content.result(outcome.content)
         span = self._tracer.start_span(
-            f"{n.SPAN_TOOL} {outcome.name}", context=parent, attributes=attributes, start_time=start
+            self._text(f"{n.SPAN_TOOL} {outcome.name}"),
+            context=parent,
+            attributes=attributes,
+            start_time=start,
         )
         end = start + _ns(outcome.duration)
         error_type = _TOOL_ERRORS.get(outcome.status)
@@ -301,7 +314,10 @@ class SpanObserver(RunObserver):
         correlation = self._step_attrs if in_step else {**self._base, n.STEP_INDEX: step}
         attributes = {**correlation, n.HOOK_EVENT: timing.event, n.HOOK_NAME: timing.hook}
         span = self._tracer.start_span(
-            f"{n.SPAN_HOOK} {timing.event}", context=parent, attributes=attributes, start_time=start
+            self._text(f"{n.SPAN_HOOK} {timing.event}"),
+            context=parent,
+            attributes=self._clean(attributes),
+            start_time=start,
         )
         end = start + _ns(timing.duration)
         if error is not None:
@@ -309,6 +325,17 @@ class SpanObserver(RunObserver):
         span.end(end_time=end)
 
     # -- helpers --------------------------------------------------------------------------------
+
+    def _clean(self, attributes: Attributes) -> Attributes:
+        """The attributes with every string (and string in a sequence) redacted."""
+        return {key: self._clean_value(value) for key, value in attributes.items()}
+
+    def _clean_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._text(value)
+        if isinstance(value, list | tuple):
+            return tuple(self._text(v) if isinstance(v, str) else v for v in value)
+        return value
 
     def _links(self, state: AgentState) -> list[Any]:
         ref = state.trace
@@ -334,7 +361,7 @@ class SpanObserver(RunObserver):
         if self._step is not None:
             self._step.end(end_time=start)
         self._step_index = index
-        self._step_attrs = {**self._base, n.STEP_INDEX: index}
+        self._step_attrs = self._clean({**self._base, n.STEP_INDEX: index})
         if snapshot is not None:
             self._step_attrs[n.SNAPSHOT_ID] = snapshot.id
             attributes = {**self._step_attrs, n.STEP_MESSAGE_COUNT: snapshot.message_count}

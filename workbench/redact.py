@@ -1,4 +1,4 @@
-"""Secret redaction for everything telemetry writes: attributes, events and exported files.
+"""Secret redaction for everything that leaves a run: span attributes, exported files, hook names.
 
 The built-in patterns catch the usual shapes (``sk-…`` API keys, ``Bearer``/``Basic`` credentials,
 ``api_key=…``-style assignments, cloud and VCS tokens, JWTs); `Redactor` adds the patterns a user
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = ["REDACTED", "Redactor"]
@@ -29,6 +29,8 @@ _BUILTIN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # (pattern, replacement, triggers): a pattern can only match a text whose lowercased form
     # contains one of its triggers, so a text without them is not scanned by the pattern.
     (r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}", rf"\1 {REDACTED}", ("bearer", "basic")),
+    # the password of a URL's user info: scheme://user:password@host
+    (r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@", rf"\1:{REDACTED}@", ("://",)),
     (r"\bsk-[A-Za-z0-9_-]{16,}", REDACTED, ("sk-",)),
     (r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{12,}", REDACTED, ("k_live_", "k_test_")),
     (r"\bAKIA[0-9A-Z]{16}\b", REDACTED, ("akia",)),
@@ -50,7 +52,7 @@ _BUILTIN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 _KEY_NAME = re.compile(rf"(?i)^{_SECRET_KEY}$")
 _QUICK = re.compile(
-    r"(?i)sk-|[rsp]k_|bearer|basic|akia|gh[pousr]_|github_pat|aiza|xox|eyj|"
+    r"(?i)sk-|[rsp]k_|bearer|basic|akia|gh[pousr]_|github_pat|aiza|xox|eyj|://|"
     r"auth|api|key|token|secret|passw"
 )
 """Any text a built-in pattern can match has a match here (the check for non-ASCII text)."""
@@ -68,7 +70,8 @@ class Redactor:
     r"""Replaces secrets in text with ``[REDACTED]``.
 
     ``patterns`` are extra regular expressions (strings or compiled); each whole match is
-    replaced. The built-in patterns always apply.
+    replaced. The built-in patterns always apply. `including` adds a scrubber that knows literal
+    secrets (a model's own API key, whatever its length or shape).
 
     >>> Redactor().text("key sk-abcdefghijklmnop1234 and Authorization: Bearer abc.def.ghi")
     'key [REDACTED] and Authorization: Bearer [REDACTED]'
@@ -79,6 +82,17 @@ class Redactor:
     def __init__(self, patterns: Iterable[str | re.Pattern[str]] = ()) -> None:
         self._builtin = tuple((re.compile(p), r, t) for p, r, t in _BUILTIN)
         self._extra = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
+        self._scrubbers: tuple[Callable[[str], str], ...] = ()
+
+    def including(self, scrubber: Callable[[str], str]) -> Redactor:
+        """A redactor that also passes every text through ``scrubber`` (e.g. `OpenAIModel.redact`).
+
+        The patterns catch secrets by their shape; a client knows its own key, which may have none.
+        """
+        wider = Redactor()
+        wider._builtin, wider._extra = self._builtin, self._extra
+        wider._scrubbers = (*self._scrubbers, scrubber)
+        return wider
 
     def text(self, value: str) -> str:
         """The text with every secret replaced."""
@@ -93,6 +107,8 @@ class Redactor:
                 value = pattern.sub(replacement, value)
         for extra in self._extra:
             value = extra.sub(REDACTED, value)
+        for scrubber in self._scrubbers:
+            value = scrubber(value)
         return value
 
     def value(self, value: Any) -> Any:

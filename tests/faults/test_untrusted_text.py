@@ -1,0 +1,102 @@
+"""Fault table: untrusted text (tool results, model output, names a model made up) in the views.
+
+Plotly renders a few HTML tags in hover labels and axis labels (``<a href>``, ``<b>``, ``<br>``):
+a tool result carrying ``<a href="https://...">`` became a live link in the report and the
+notebook (issue 15 #11). Every piece of run data in a figure is escaped; the markup plotly is
+meant to render is only ours. The messages HTML is escaped already (``tests/test_notebook_
+builders.py``); this checks the figures, on their JSON and in a real browser.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import workbench as wb
+from tests.test_browser import browser_context
+from workbench.notebook.data import run_view_data, trace_figures
+from workbench.report import write_report
+
+__all__ = ["browser_context"]  # the module-scoped fixture, used by name below
+
+LINK = '<a href="https://evil.example/steal">click me</a>'
+NAME = "<b>fake</b><a href='https://evil.example/name'>tool</a>"
+
+
+@wb.tool
+def fetch(url: str) -> str:
+    """Fetch a page (here: one that carries a link)."""
+    return f"page {url}: {LINK}"
+
+
+def a_run(telemetry: wb.Telemetry | None = None) -> wb.RunResult:
+    script = [
+        wb.ModelResponse.tool_call("fetch", {"url": LINK}),
+        wb.ModelResponse.tool_call(NAME, {}),  # a tool the model made up: a retry prompt
+        wb.ModelResponse.text(f"done {LINK}"),
+    ]
+    agent = wb.Agent(model=wb.ScriptedModel(script), tools=[fetch], telemetry=telemetry)
+    return agent.run_sync("go")
+
+
+def figure_texts(figure: Any) -> list[str]:
+    """Every string of a figure plotly may render as markup: hovers, names, tick labels."""
+    data = json.loads(figure.to_json())
+    texts: list[str] = []
+    for trace in data["data"]:
+        for key in ("hovertext", "text", "name"):
+            value = trace.get(key)
+            texts += value if isinstance(value, list) else [value] if value else []
+    for axis in ("xaxis", "yaxis"):
+        texts += [str(t) for t in data["layout"].get(axis, {}).get("ticktext") or []]
+    return texts
+
+
+@pytest.mark.parametrize("with_telemetry", [False, True], ids=["from-steps", "from-spans"])
+def test_no_figure_renders_run_data_as_markup(with_telemetry: bool) -> None:
+    telemetry = wb.Telemetry(capture_content=True) if with_telemetry else None
+    result = a_run(telemetry)
+    figures = trace_figures(run_view_data(result, telemetry=telemetry))
+    texts = [t for f in figures.values() for t in figure_texts(f)]
+    assert any("evil.example" in t for t in texts), "the run's data should be in the hovers"
+    live = [t for t in texts if "<a" in t or "<b>fake" in t]
+    assert not live, live[:3]
+    assert any("&lt;a href=" in t for t in texts)  # shown as text
+
+
+@pytest.mark.browser
+def test_a_link_in_a_tool_result_is_text_in_the_reports_hover(
+    browser_context: Any, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    telemetry = wb.Telemetry(capture_content=True)
+    result = a_run(telemetry)
+    report = write_report(result, tmp_path / "run.html", telemetry=telemetry)
+    page = browser_context.new_page()
+
+    def only_the_file(route: Any) -> None:
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            route.abort()
+
+    page.route("**/*", only_the_file)
+    page.goto(Path(report).as_uri())
+    bars = page.locator("#wb-waterfall .barlayer .point")
+    expect(bars.first).to_be_attached()
+    hover = page.locator("#wb-waterfall .hoverlayer")
+    shown = []
+    for index in range(bars.count()):
+        bars.nth(index).hover(force=True)
+        text = hover.text_content() or ""
+        if "https://evil" in text:  # hovers cut values at 90 characters: match the start
+            shown.append(text)
+            assert hover.locator("a").count() == 0  # no live link in the label
+    assert shown, "no hover showed the run's data"
+    assert any("<a href=" in text for text in shown)  # the markup shows as text
+    assert page.locator("#wb-waterfall a").count() == 0
+    page.close()
