@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from workbench._record import Record
 from workbench._sync import run_sync
 from workbench.conditions import Limits, RunView
-from workbench.guards import ALLOWED, ToolGuard, ToolPermission, check_guards
+from workbench.guards import ToolGuard
 from workbench.hooks.command import CommandHook
 from workbench.hooks.events import HookEvent
 from workbench.hooks.loop import LoopHooks
@@ -30,6 +30,7 @@ from workbench.hooks.runner import Hook
 from workbench.messages import ToolCall
 from workbench.records import StepContext, StepRecord, ToolOutcome
 from workbench.state import AgentState
+from workbench.toolcalls import decide
 from workbench.tools import ToolContext
 
 if TYPE_CHECKING:
@@ -147,7 +148,12 @@ async def _recheck_run(
             view = _view(state, step, snapshots.get(step.index))
             ctx = ToolContext(view=view, limits=Limits())
             for call in step.response.calls:
-                now, reason, errors = await _decide(guards, dispatch, call, ctx)
+                decision = await decide(guards, dispatch, call, ctx)
+                now, reason, errors = (
+                    decision.answer,
+                    decision.reason,
+                    "; ".join(decision.hook_errors),
+                )
                 rows.append(_row(run, step, call, outcomes.get(call.call_id), now, reason, errors))
     finally:
         dispatch.close()
@@ -174,25 +180,6 @@ def _state_at(final: AgentState, step: StepRecord, snapshot: StepContext | None)
 def _view(state: AgentState, step: StepRecord, snapshot: StepContext | None) -> RunView:
     elapsed = snapshot.budget.seconds_used if snapshot is not None else 0.0
     return RunView(state=state, elapsed=elapsed, steps_completed=step.index - 1)
-
-
-async def _decide(
-    guards: tuple[ToolGuard, ...], hooks: LoopHooks, call: ToolCall, ctx: ToolContext
-) -> tuple[str, str, str]:
-    """The decision now, its reason, and what went wrong in hooks (as the loop decides)."""
-    permission, reason = await check_guards(guards, call, ctx) if guards else ALLOWED
-    if permission is ToolPermission.DENY:
-        return "deny", reason, ""
-    verdict = await hooks.pre_tool_use(call)
-    errors = "; ".join(r.error for r in verdict.reports if r.error)
-    if verdict.blocked or verdict.stop is not None:
-        why = verdict.reason or verdict.stop or "refused by a PreToolUse hook"
-        return "deny", why, errors
-    if permission is ToolPermission.ASK:
-        return "ask", reason, errors
-    if verdict.decision == "ask":
-        return "ask", verdict.reason or "a PreToolUse hook asks", errors
-    return "allow", verdict.reason, errors
 
 
 def _row(

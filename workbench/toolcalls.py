@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from workbench._record import Record
 from workbench.config import LoopConfig
-from workbench.guards import ALLOWED, ToolPermission, check_guards
+from workbench.guards import ALLOWED, ToolGuard, ToolPermission, check_guards
 from workbench.hooks.runner import parent_hooks
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
 from workbench.records import Observers, OutcomeStatus, RunResult, SubagentResult, ToolOutcome
@@ -57,6 +57,42 @@ class CallResult(Record):
     """Tokens the tool spent itself (a sub-agent's run), charged to the calling run."""
     children: tuple[RunResult, ...] = ()
     """The sub-runs the tool made, children of the calling run."""
+
+
+class Decision(Record):
+    """What the guards and PreToolUse hooks answer for one call, before its tool is asked."""
+
+    answer: Literal["allow", "deny", "ask"]
+    reason: str = ""
+    updated_input: dict[str, JsonValue] | None = None
+    """Arguments a PreToolUse hook gave instead of the model's."""
+    hook_errors: tuple[str, ...] = ()
+
+
+async def decide(
+    guards: Sequence[ToolGuard], hooks: LoopHooks, call: ToolCall, ctx: ToolContext
+) -> Decision:
+    """Guards, then PreToolUse hooks, in the order the loop asks them (`wb.recheck` asks too).
+
+    The first DENY wins, then a hook's block, then an ASK (a guard's, then a hook's); hooks only
+    restrict: a hook's allow does not lift a guard's ask.
+    """
+    permission, reason = await check_guards(guards, call, ctx) if guards else ALLOWED
+    if permission is ToolPermission.DENY:
+        return Decision(answer="deny", reason=reason)
+    verdict = await hooks.pre_tool_use(call)
+    errors = tuple(r.error for r in verdict.reports if r.error)
+    if verdict.blocked or verdict.stop is not None:
+        why = verdict.reason or verdict.stop or "refused by a PreToolUse hook"
+        return Decision(answer="deny", reason=why, hook_errors=errors)
+    if permission is ToolPermission.ASK:
+        asked = Decision(answer="ask", reason=reason, hook_errors=errors)
+    elif verdict.decision == "ask":
+        why = verdict.reason or "a PreToolUse hook asks"
+        asked = Decision(answer="ask", reason=why, hook_errors=errors)
+    else:
+        asked = Decision(answer="allow", reason=verdict.reason, hook_errors=errors)
+    return asked.model_copy(update={"updated_input": verdict.updated_input})
 
 
 class ToolRunner:
@@ -140,20 +176,14 @@ class ToolRunner:
 
         Hooks only restrict: a hook's allow does not lift a guard's ask or a required approval.
         """
-        guards = self._config.guards
-        permission, reason = await check_guards(guards, call, ctx) if guards else ALLOWED
-        if permission is ToolPermission.DENY:
-            return call, _result(call, "denied", f"Permission denied: {reason}", is_error=True)
-        verdict = await self._hooks.pre_tool_use(call)
-        if verdict.blocked or self._hooks.stop_reason is not None:
-            why = verdict.reason or self._hooks.stop_reason or "refused by a PreToolUse hook"
+        decision = await decide(self._config.guards, self._hooks, call, ctx)
+        if decision.answer == "deny" or self._hooks.stop_reason is not None:
+            why = decision.reason or self._hooks.stop_reason
             return call, _result(call, "denied", f"Permission denied: {why}", is_error=True)
-        if verdict.updated_input is not None:
-            call = call.model_copy(update={"arguments": verdict.updated_input})
-        if permission is ToolPermission.ASK:
-            return call, _pending(call, reason, "approval")
-        if verdict.decision == "ask":
-            return call, _pending(call, verdict.reason or "a PreToolUse hook asks", "approval")
+        if decision.updated_input is not None:
+            call = call.model_copy(update={"arguments": decision.updated_input})
+        if decision.answer == "ask":
+            return call, _pending(call, decision.reason, "approval")
         if tool.requires_approval:
             return call, _pending(call, "tool requires approval", "approval")
         return call, None
