@@ -204,4 +204,4 @@ def test_a_run_sent_over_otlp_reads_back_from_phoenix(phoenix: Phoenix) -> None:
     retry = next(s for s in first if s["attributes"].get(n.TOOL_STATUS) == "retry")
     assert retry["status_code"] == "ERROR" and retry["span_kind"] == "TOOL"
     assert retry["attributes"][n.TOOL_CALL_ID] == paused.steps[0].tool_calls[0].call_id
-    assert [e["name"] for e in retry["events"]] == ["exception"]
+    assert [e["name"] for e in retry["events"]] == ["workbench.failure"]  # handled, not raised

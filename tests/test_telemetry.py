@@ -548,11 +548,17 @@ def test_redactor_patterns() -> None:
 
 
 def test_hook_spans_under_step_and_run() -> None:
+    """Hook spans come from the step record: before-step events under the run, the rest under
+    the step; a failed hook is an error span with no invented exception; a hook that ran after
+    the last record (reported, never recorded) goes under the run span."""
     telemetry = wb.Telemetry()
     observer = telemetry.observer(wb.ScriptedModel([], name="m"))
     state = wb.AgentState(agent_name="hooked").with_status(wb.ExecutionStatus.RUNNING)
     observer.run_started(state)
-    observer.hook_called(0, wb.HookTiming("SessionStart", "greet", 0.001), 1e9, None)
+    greet = wb.HookTiming("SessionStart", "greet", 0.001, started_at=1e9)
+    check = wb.HookTiming("PreToolUse", "check.sh", 0.002, started_at=1e9 + 0.02, error="exit 3")
+    for hook in (greet, check):
+        observer.hook_called(1, hook, hook.started_at or 0.0, hook.error)
     snapshot = wb.StepContext(
         run_id=state.run_id,
         execution_id=state.execution_id,
@@ -568,8 +574,27 @@ def test_hook_spans_under_step_and_run() -> None:
         state=state,
     )
     observer.step_started(snapshot)
-    observer.phase_ended(wb.PhaseEvent(wb.Phase.PREPARE, 1, state, 0.001), 1e9 + 0.01)
-    observer.hook_called(1, wb.HookTiming("PreToolUse", "check.sh", 0.002), 1e9 + 0.02, "exit 3")
+    record = wb.StepRecord(
+        index=1,
+        run_id=state.run_id,
+        execution_id=state.execution_id,
+        messages_in=(),
+        new_messages=(),
+        response=None,
+        tool_outcomes=(),
+        usage=wb.Usage(),
+        timing=wb.Timing(prepare=0.001, hooks=0.003, per_hook=(greet, check)),
+        status=wb.ExecutionStatus.ABORTED,
+        stop_reason=wb.StopReason.ABORTED,
+        tools_offered=(),
+        snapshot_id=snapshot.id,
+        started_at=1e9 + 0.011,
+        phase_starts=((wb.Phase.PREPARE, 1e9 + 0.01),),
+        ended_at=1e9 + 0.03,
+    )
+    observer.step_ended(record)
+    late = wb.HookTiming("SessionEnd", "bye", 0.001, started_at=1e9 + 0.04)
+    observer.hook_called(1, late, 1e9 + 0.04, None)
     observer.run_ended(
         state.with_status(wb.ExecutionStatus.ABORTED, stop_reason=wb.StopReason.ABORTED)
     )
@@ -578,19 +603,23 @@ def test_hook_spans_under_step_and_run() -> None:
             "invoke_agent hooked INTERNAL status=aborted": [
                 "workbench.hook SessionStart INTERNAL",
                 {
-                    "workbench.step 1 INTERNAL": [
+                    "workbench.step 1 INTERNAL status=aborted": [
                         "workbench.prepare INTERNAL",
                         "workbench.hook PreToolUse INTERNAL type=hook_error",
                     ]
                 },
+                "workbench.hook SessionEnd INTERNAL",
             ]
         }
     ]
     hook = by_name(telemetry.spans, "workbench.hook PreToolUse")[0]
     assert hook.attributes is not None and hook.attributes[n.HOOK_NAME] == "check.sh"
     assert (hook.end_time or 0) - (hook.start_time or 0) == 2_000_000
-    assert hook.events[0].attributes is not None
-    assert hook.events[0].attributes[n.SNAPSHOT_ID] == snapshot.id
+    assert hook.start_time == int((1e9 + 0.02) * 1e9)
+    (event,) = hook.events
+    assert event.name == n.EVENT_FAILURE and event.attributes is not None
+    assert event.attributes[n.SNAPSHOT_ID] == snapshot.id
+    assert event.attributes[n.FAILURE_MESSAGE] == "exit 3"
 
 
 def test_docstring_examples_run() -> None:
@@ -647,5 +676,5 @@ def test_a_telemetry_failure_never_breaks_the_run(
     _, done = run_with_pause(telemetry)
     assert done.status is wb.ExecutionStatus.COMPLETED and done.output == "84, saved."
     assert telemetry.spans == []
-    assert "failed on run_started; the run goes on" in caplog.text
+    assert "failed on step_ended; the run goes on" in caplog.text  # spans are written there
     assert "RuntimeError: exporter exploded" in caplog.text

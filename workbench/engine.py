@@ -31,7 +31,7 @@ from workbench.messages import (
     Usage,
     unvalidated,
 )
-from workbench.models.base import Model, ModelRequest, ModelSettings
+from workbench.models.base import Model, ModelRequest, ModelSettings, server_of
 from workbench.records import (
     HookTiming,
     Observers,
@@ -123,6 +123,10 @@ class _Draft:
     timing: dict[Phase, float] = field(default_factory=dict)
     ttft: float | None = None
     snapshot_id: str | None = None
+    phase_starts: list[tuple[Phase, float]] = field(default_factory=list)
+    model_started_at: float | None = None
+    model_duration: float = 0.0
+    model_error: ErrorInfo | None = None
 
 
 class Execution:
@@ -140,6 +144,8 @@ class Execution:
         self._offers = {self._tool_names: self._definitions}
         """The definitions sent to the model, by the tools offered (all, none, the grace tool)."""
         self._schema_hash = tools_schema_hash(tuple(config.tools.values()))
+        self._provider: str | None = getattr(config.model, "provider", None)
+        self._server = server_of(config.model)
         self._limits = config.stop.limits()
         prompt = config.system_prompt
         self._prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()[:16] if prompt else None
@@ -193,7 +199,7 @@ class Execution:
         self._honour_hook_stop()
         state = self.state
         event = PhaseEvent(phase, state.step, state, time.perf_counter() - started)
-        self._add_time(phase, event.duration)
+        self._add_time(phase, event.duration, wall)
         self._observers.phase_ended(event, wall)
         if self.done:  # SessionEnd hooks cannot change that: they only observe
             await self._wind_up()
@@ -278,15 +284,20 @@ class Execution:
                 requested = asyncio.wait_for(requested, seconds_left)
             response = await requested
         except BaseException as exc:
+            draft.model_started_at, draft.model_duration = wall, time.perf_counter() - started
+            draft.model_error = ErrorInfo(
+                type=type(exc).__name__, message=str(exc), phase=_INFERENCE, step=draft.index
+            )
             self._observers.model_called(
-                draft.index, draft.messages_in, None, wall, time.perf_counter() - started, exc
+                draft.index, draft.messages_in, None, wall, draft.model_duration, exc
             )
             if isinstance(exc, TimeoutError) and seconds_left is not None:
                 self._end(StopReason.TIME_LIMIT)
                 return
             raise
+        draft.model_started_at, draft.model_duration = wall, time.perf_counter() - started
         self._observers.model_called(
-            draft.index, draft.messages_in, response, wall, time.perf_counter() - started, None
+            draft.index, draft.messages_in, response, wall, draft.model_duration, None
         )
         draft.response, draft.usage, draft.ttft = (
             response,
@@ -409,7 +420,9 @@ class Execution:
             self._end(StopReason.HOOK_STOP)
 
     def _hook_called(self, report: HookReport) -> None:
-        timing = HookTiming(report.event, report.hook, report.duration)
+        timing = HookTiming(
+            report.event, report.hook, report.duration, report.started_at, report.error
+        )
         self._observers.hook_called(self.state.step, timing, report.started_at, report.error)
 
     def _view(self, steps_completed: int) -> RunView:
@@ -462,6 +475,9 @@ class Execution:
                 "message_count": len(state.messages),
                 "created_at": time.time(),
                 "state": state,
+                "provider": self._provider,
+                "server_address": self._server[0],
+                "server_port": self._server[1],
             },
         )
 
@@ -501,9 +517,10 @@ class Execution:
         self._observers.seconds = 0.0
         return draft
 
-    def _add_time(self, phase: Phase, seconds: float) -> None:
+    def _add_time(self, phase: Phase, seconds: float, started_at: float) -> None:
         if self._draft is not None:
             self._draft.timing[phase] = self._draft.timing.get(phase, 0.0) + seconds
+            self._draft.phase_starts.append((phase, started_at))
 
     def _end(self, reason: StopReason) -> None:
         self.state = self.state.with_status(reason.status, stop_reason=reason)
@@ -555,6 +572,11 @@ class Execution:
             started_at=draft.started_at,
             hook_errors=hooks.errors,
             hook_messages=hooks.notes,
+            phase_starts=tuple(draft.phase_starts),
+            model_started_at=draft.model_started_at,
+            model_duration=draft.model_duration,
+            model_error=draft.model_error,
+            ended_at=time.time(),
         )
         self.steps.append(record)
         self._observers.step_ended(record)

@@ -20,7 +20,15 @@ from pydantic import Field
 from workbench._record import frozen_record
 from workbench.conditions import Budget
 from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, Usage, _Frozen
-from workbench.state import AgentState, ExecutionStatus, Phase, StopReason, TraceRef, new_id
+from workbench.state import (
+    AgentState,
+    ErrorInfo,
+    ExecutionStatus,
+    Phase,
+    StopReason,
+    TraceRef,
+    new_id,
+)
 from workbench.tools import Tool, ToolDefinition
 
 __all__ = [
@@ -49,6 +57,8 @@ class ToolOutcome:
     content: str
     """The text the model got back (result, error, retry feedback) or why the call waits."""
     duration: float = 0.0
+    started_at: float | None = None
+    """When the call's pipeline began (`time.time()`): its span starts here."""
 
 
 @frozen_record
@@ -58,6 +68,10 @@ class HookTiming:
     event: str
     hook: str
     duration: float
+    started_at: float | None = None
+    """When the invocation began (`time.time()`): its span starts here."""
+    error: str | None = None
+    """What went wrong (timeout, crash, bad output), if anything did."""
 
 
 @frozen_record
@@ -107,6 +121,16 @@ class StepRecord:
     """Hooks that failed (timeout, crash, bad output) or answered what their event cannot do."""
     hook_messages: tuple[str, ...] = ()
     """What hooks told the user (``systemMessage``), and why a hook stopped the run."""
+    phase_starts: tuple[tuple[Phase, float], ...] = ()
+    """When each phase of the step began (`time.time()`), in order: the spans start there."""
+    model_started_at: float | None = None
+    """When the model call began (`time.time()`); None if the step made none."""
+    model_duration: float = 0.0
+    """How long the model call took, in seconds (the INFERENCE phase also counts the rest)."""
+    model_error: ErrorInfo | None = None
+    """Why the model call failed, if it did (the run may still end otherwise, e.g. a time limit)."""
+    ended_at: float | None = None
+    """When the step's record was closed (`time.time()`)."""
 
     def __repr__(self) -> str:  # short: the full messages are one attribute away
         calls = ", ".join(f"{o.name}:{o.status}" for o in self.tool_outcomes)
@@ -151,6 +175,11 @@ class StepContext(_Frozen):
     created_at: float = Field(default_factory=time.time)
     state: AgentState
     """The state at the start of the step (before the step's own messages)."""
+    provider: str | None = None
+    """The model's provider (``gen_ai.provider.name``), so stored runs' spans can name it."""
+    server_address: str | None = None
+    """The host the model is served from (``server.address``); None for offline models."""
+    server_port: int | None = None
 
 
 def schema_hash(definitions: tuple[ToolDefinition, ...]) -> str:

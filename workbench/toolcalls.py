@@ -101,7 +101,7 @@ class ToolRunner:
         """Guards, approval, validation and execution of one call, as an outcome for the model."""
         started, wall = time.perf_counter(), time.time()
         result = await self._decide_and_run(call, ctx)
-        outcome = _timed(result.outcome, time.perf_counter() - started)
+        outcome = _timed(result.outcome, time.perf_counter() - started, wall)
         self._observers.tool_called(ctx.step, outcome, wall)
         result.outcome = outcome
         return result
@@ -202,10 +202,10 @@ def _result(call: ToolCall, status: Any, content: str, *, is_error: bool = False
     return CallResult(outcome, part, counts_as_error=is_error)
 
 
-def _timed(outcome: ToolOutcome, duration: float) -> ToolOutcome:
-    """The outcome with its duration (as `dataclasses.replace`, without its per-field walk)."""
+def _timed(outcome: ToolOutcome, duration: float, started_at: float) -> ToolOutcome:
+    """The outcome with its start and duration (as `dataclasses.replace`, without its walk)."""
     o = outcome
-    return ToolOutcome(o.call_id, o.name, o.arguments, o.status, o.content, duration)
+    return ToolOutcome(o.call_id, o.name, o.arguments, o.status, o.content, duration, started_at)
 
 
 def _with_feedback(result: CallResult, feedback: str) -> CallResult:

@@ -341,7 +341,9 @@ class HookDispatch:
             return _NO_LOG
         log = HookLog(
             seconds=self._seconds,
-            timings=tuple(HookTiming(r.event, r.hook, r.duration) for r in self._log),
+            timings=tuple(
+                HookTiming(r.event, r.hook, r.duration, r.started_at, r.error) for r in self._log
+            ),
             errors=tuple(self._errors),
             notes=tuple(self._notes),
         )

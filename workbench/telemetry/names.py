@@ -59,6 +59,8 @@ SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
 TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 ERROR_TYPE: Final = "error.type"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
 
 # -- correlation: on every span and every span event --------------------------------------------
 
@@ -122,6 +124,9 @@ EVENT_TOOL_PENDING: Final = "workbench.tool.pending"
 EVENT_PAUSED: Final = "workbench.run.paused"
 EVENT_STOPPED: Final = "workbench.run.stopped"
 EVENT_HOOK_ERROR: Final = "workbench.hook.error"
+EVENT_FAILURE: Final = "workbench.failure"
+"""A handled failure (a tool error or retry, a denial, a hook's bad answer): not an exception."""
+FAILURE_MESSAGE: Final = "workbench.failure.message"
 
 # -- error.type values for failures that are not Python exceptions ------------------------------
 
