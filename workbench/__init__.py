@@ -46,6 +46,7 @@ from workbench.errors import (
     ToolRetriesExceeded,
     ToolRetry,
     ToolTimeout,
+    TraceLoadError,
     UsageError,
     WorkbenchError,
 )
@@ -114,6 +115,8 @@ from workbench.state import (
 )
 from workbench.store import RunStore, RunSummary
 from workbench.telemetry import Telemetry, TelemetryExportWarning
+from workbench.telemetry.load import load_trace
+from workbench.telemetry.trace import SpanData, SpanEvent, SpanLink, Trace
 from workbench.tools import (
     Tool,
     ToolContext,
@@ -202,6 +205,9 @@ __all__ = [
     "ServerError",
     "SessionEndInput",
     "SessionStartInput",
+    "SpanData",
+    "SpanEvent",
+    "SpanLink",
     "StateFormatError",
     "StepContext",
     "StepDiff",
@@ -231,11 +237,14 @@ __all__ = [
     "ToolRetriesExceeded",
     "ToolRetry",
     "ToolTimeout",
+    "Trace",
+    "TraceLoadError",
     "Usage",
     "UsageError",
     "UserPromptSubmitInput",
     "WorkbenchError",
     "diff",
     "hooks_from_settings",
+    "load_trace",
     "tool",
 ]

@@ -23,6 +23,7 @@ Who caused it decides where an error sits, because that decides what the user do
     │   ├── HookFailure             a hook gave no usable answer (recorded, never raised out)
     │   ├── StoreError              a store that cannot do what was asked; RunNotFound
     │   ├── StateFormatError        a serialized state that cannot be read
+    │   ├── TraceLoadError          a trace file or backend that cannot be read as a trace
     │   └── SubagentError           a sub-agent's run ended without an answer
     └── RunFatalError               raised by a tool to end the whole run as FAILED
 
@@ -60,6 +61,7 @@ __all__ = [
     "ToolRetriesExceeded",
     "ToolRetry",
     "ToolTimeout",
+    "TraceLoadError",
     "UsageError",
     "WorkbenchError",
 ]
@@ -193,6 +195,10 @@ class RunNotFound(StoreError, LookupError):
 
 class StateFormatError(ExternalError, ValueError):
     """A serialized state that cannot be read: bad JSON, wrong version, unknown fields or kinds."""
+
+
+class TraceLoadError(ExternalError, ValueError):
+    """A trace that cannot be loaded: a truncated or foreign file, bad ids, a backend down."""
 
 
 class SubagentError(ExternalError, RuntimeError):

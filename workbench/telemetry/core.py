@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from workbench.models.base import Model
     from workbench.telemetry._sdk import ExportStats
+    from workbench.telemetry.trace import Trace
 
 __all__ = ["RunLike", "Telemetry", "TelemetryExportWarning", "otlp_traces_endpoint"]
 
@@ -173,6 +174,18 @@ class Telemetry:
     def spans(self) -> list[ReadableSpan]:
         """The finished spans collected so far, in the order they ended."""
         return list(self._collector.spans)
+
+    def trace(self, trace_id: str | None = None) -> Trace:
+        """The spans collected in memory as a `Trace` (those of ``trace_id``, or all of them).
+
+        Runs that have ended are whole; a run still going has the spans of its finished steps.
+        """
+        from workbench.telemetry.trace import Trace
+
+        spans = self._select(trace_id)
+        if not spans:
+            raise LookupError(f"no spans{f' of trace {trace_id}' if trace_id else ''} collected")
+        return Trace.from_spans(spans)
 
     def clear(self) -> None:
         """Forget the spans collected in memory (exports are not affected)."""

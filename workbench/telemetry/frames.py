@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from opentelemetry.sdk.trace import ReadableSpan
 
+    from workbench.telemetry.trace import SpanData
+
 __all__ = [
     "SPAN_COLUMNS",
     "STEP_COLUMNS",
@@ -95,7 +97,6 @@ _COMPONENTS = {
     n.SPAN_HOOK: "hook",
     n.SPAN_CONTINUATION: "continuation",
 }
-_STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
 
 
 def _pandas() -> Any:
@@ -134,34 +135,35 @@ def _common(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
-def spans_frame(spans: Sequence[ReadableSpan]) -> pd.DataFrame:
-    """One row per span, in start order.
+def spans_frame(spans: Sequence[ReadableSpan] | Sequence[SpanData]) -> pd.DataFrame:
+    """One row per span, in start order (SDK spans, or `SpanData` of a loaded trace).
 
     Built column by column (one list per column, filled in one pass) rather than from a dict per
     row: pandas makes a frame from lists several times faster, which is what keeps 100,000 spans
     within a notebook's patience.
     """
-    ordered = sorted(spans, key=lambda s: s.start_time or 0)
+    from workbench.telemetry.trace import SpanData, span_data
+
+    data = [s if isinstance(s, SpanData) else span_data(s) for s in spans]
+    ordered = sorted(data, key=lambda s: s.start_ns)
     columns: dict[str, list[Any]] = {name: [] for name in SPAN_COLUMNS}
     (trace_ids, span_ids, parent_ids, names, kinds, operations, starts, ends, durations, statuses,
      error_types, run_ids, execution_ids, steps, snapshot_ids, models, tools, input_tokens,
      output_tokens, attribute_dicts) = columns.values()  # fmt: skip
     for span in ordered:
-        attributes = dict(span.attributes or {})
+        attributes = dict(span.attributes)
         get = attributes.get
-        context, parent = span.context, span.parent
-        start = span.start_time or 0
-        end = span.end_time or start
-        trace_ids.append(format(context.trace_id, "032x") if context is not None else None)
-        span_ids.append(format(context.span_id, "016x") if context is not None else None)
-        parent_ids.append(format(parent.span_id, "016x") if parent else None)
+        start, end = span.start_ns, span.end_ns
+        trace_ids.append(span.trace_id)
+        span_ids.append(span.span_id)
+        parent_ids.append(span.parent_id)
         names.append(span.name)
-        kinds.append(span.kind.name)
+        kinds.append(span.kind)
         operations.append(get(n.OPERATION))
         starts.append(start)
         ends.append(end)
         durations.append((end - start) / 1e6)
-        statuses.append(_STATUS[int(span.status.status_code.value)])
+        statuses.append(span.status.upper())
         error_types.append(get(n.ERROR_TYPE))
         run_ids.append(get(n.RUN_ID))
         execution_ids.append(get(n.EXECUTION_ID))

@@ -1,0 +1,176 @@
+"""`Trace` and `SpanData`: a trace as plain frozen data, whatever it came from.
+
+A live run's in-memory spans (`Trace.from_spans`), an OTLP or Jaeger JSON file and a trace pulled
+from a backend (`workbench.telemetry.load.load_trace`) all become the same value, which the
+DataFrame helpers, `TraceView` and the trace explorer read. It needs neither OpenTelemetry nor
+pandas until a DataFrame is asked for.
+
+Ids are lowercase hex (32 digits for a trace, 16 for a span), times integer nanoseconds since
+the epoch, ``kind`` the OTel span kind's name (``INTERNAL``, ``CLIENT``, ``SERVER``, ``PRODUCER``,
+``CONSUMER``), ``status`` one of ``unset``, ``ok``, ``error``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from workbench.messages import Message
+from workbench.telemetry import names as n
+from workbench.telemetry.recover import messages_of_chat
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from opentelemetry.sdk.trace import ReadableSpan
+
+__all__ = ["SpanData", "SpanEvent", "SpanLink", "Trace"]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+_KIND_NAMES = ("INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
+_STATUS_NAMES: tuple[Literal["unset", "ok", "error"], ...] = ("unset", "ok", "error")
+
+
+class SpanEvent(BaseModel):
+    """Something that happened at one instant of a span (an exception, the first token)."""
+
+    model_config = _FROZEN
+
+    name: str
+    time_ns: int
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class SpanLink(BaseModel):
+    """A span this one points to in another trace (a resumed or re-run execution's origin)."""
+
+    model_config = _FROZEN
+
+    trace_id: str
+    span_id: str
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class SpanData(BaseModel):
+    """One finished span, as any backend or file gives it."""
+
+    model_config = _FROZEN
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None = None
+    name: str
+    kind: str = "INTERNAL"
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    events: tuple[SpanEvent, ...] = ()
+    links: tuple[SpanLink, ...] = ()
+    status: Literal["unset", "ok", "error"] = "unset"
+    status_message: str = ""
+    resource: dict[str, Any] = Field(default_factory=dict)
+    scope: str = ""
+
+
+class Trace(BaseModel):
+    """The spans of one trace (a file holding several keeps them all; ``trace_id`` is the first's).
+
+    ``spans`` are in start order.
+    """
+
+    model_config = _FROZEN
+
+    trace_id: str
+    spans: tuple[SpanData, ...]
+
+    def __repr__(self) -> str:
+        return f"Trace(trace_id={self.trace_id!r}, spans={len(self.spans)})"
+
+    @classmethod
+    def of(cls, spans: Iterable[SpanData]) -> Trace:
+        """A trace of these spans, in start order; its id is the earliest root's trace id."""
+        ordered = tuple(sorted(spans, key=lambda s: s.start_ns))
+        if not ordered:
+            raise ValueError("a trace needs at least one span")
+        roots = [s for s in ordered if s.parent_id is None] or list(ordered)
+        return cls(trace_id=roots[0].trace_id, spans=ordered)
+
+    @classmethod
+    def from_spans(cls, spans: Sequence[ReadableSpan]) -> Trace:
+        """A trace of OpenTelemetry SDK spans (what `Telemetry.spans` holds)."""
+        return cls.of(span_data(s) for s in spans)
+
+    def spans_df(self) -> pd.DataFrame:
+        """One row per span, the columns of `Telemetry.spans_df` (``frames.SPAN_COLUMNS``)."""
+        from workbench.telemetry.frames import spans_frame
+
+        return spans_frame(self.spans)
+
+    def chat_spans(self) -> list[SpanData]:
+        """The model calls (``gen_ai.operation.name`` = ``chat``), in start order."""
+        return [s for s in self.spans if s.attributes.get(n.OPERATION) == n.OP_CHAT]
+
+    def messages(self, step: int | None = None) -> tuple[Message, ...]:
+        """The conversation recovered from captured content, at ``step``.
+
+        What the model was sent at ``step`` (a ``workbench.step.index``, or the n-th model call
+        of a foreign trace), and its answer; without ``step``, the last model call's. Empty
+        without captured content.
+        """
+        chats = self.chat_spans()
+        if not chats:
+            return ()
+        if step is None:
+            return messages_of_chat(chats[-1].attributes)
+        for number, chat in enumerate(chats, start=1):
+            if chat.attributes.get(n.STEP_INDEX, number) == step:
+                return messages_of_chat(chat.attributes)
+        raise LookupError(f"the trace has no model call at step {step}")
+
+
+def span_data(span: ReadableSpan) -> SpanData:
+    """One SDK span as `SpanData`."""
+    context = span.context
+    assert context is not None
+    scope = span.instrumentation_scope
+    start = span.start_time or 0
+    return SpanData(
+        trace_id=format(context.trace_id, "032x"),
+        span_id=format(context.span_id, "016x"),
+        parent_id=format(span.parent.span_id, "016x") if span.parent is not None else None,
+        name=span.name,
+        kind=_KIND_NAMES[int(span.kind.value)],
+        start_ns=start,
+        end_ns=span.end_time or start,
+        attributes=_plain(span.attributes),
+        events=tuple(
+            SpanEvent(name=e.name, time_ns=e.timestamp, attributes=_plain(e.attributes))
+            for e in span.events
+        ),
+        links=tuple(
+            SpanLink(
+                trace_id=format(link.context.trace_id, "032x"),
+                span_id=format(link.context.span_id, "016x"),
+                attributes=_plain(link.attributes),
+            )
+            for link in span.links
+        ),
+        status=_STATUS_NAMES[int(span.status.status_code.value)],
+        status_message=span.status.description or "",
+        resource=_plain(span.resource.attributes),
+        scope=scope.name if scope is not None else "",
+    )
+
+
+def _plain(attributes: Any) -> dict[str, Any]:
+    """Attributes as a plain dict (sequences as tuples, as the SDK keeps them)."""
+    return {
+        k: tuple(v) if isinstance(v, list | tuple) else v for k, v in (attributes or {}).items()
+    }
+
+
+def dumps(value: Any) -> str:
+    """JSON for an attribute value that is a structure (kept as text, as OTel attributes are)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
