@@ -296,11 +296,11 @@ def test_content_is_captured_in_the_conventions_shape() -> None:
     telemetry = wb.Telemetry(capture_content=True)
     run_with_pause(telemetry)
     second_chat = by_name(telemetry.spans, "chat")[1].attributes or {}
-    assert json.loads(str(second_chat[n.SYSTEM_INSTRUCTIONS])) == [
-        {"type": "text", "content": "You are a calculator."}
-    ]
+    assert n.SYSTEM_INSTRUCTIONS not in second_chat  # Chat Completions style: in the messages
     inputs = json.loads(str(second_chat[n.INPUT_MESSAGES]))
-    assert [m["role"] for m in inputs] == ["user", "assistant", "tool"]
+    assert [m["role"] for m in inputs] == ["system", "user", "assistant", "tool"]
+    assert inputs[0]["parts"] == [{"type": "text", "content": "You are a calculator."}]
+    inputs = inputs[1:]
     call = inputs[1]["parts"][0]
     assert (call["type"], call["name"], call["arguments"]) == (
         "tool_call",
@@ -314,6 +314,25 @@ def test_content_is_captured_in_the_conventions_shape() -> None:
     tool = by_name(telemetry.spans, "execute_tool multiply")[0].attributes or {}
     assert json.loads(str(tool[n.TOOL_CALL_ARGUMENTS])) == {"a": 42, "b": 2}
     assert tool[n.TOOL_CALL_RESULT] == "84"
+    retry = by_name(telemetry.spans, "execute_tool add")[0].attributes or {}
+    assert n.TOOL_CALL_RESULT not in retry and n.TOOL_CALL_ARGUMENTS in retry  # failed: no result
+    first_run, last_run = (s.attributes or {} for s in by_name(telemetry.spans, "invoke_agent"))
+    assert json.loads(str(first_run[n.SYSTEM_INSTRUCTIONS])) == [
+        {"type": "text", "content": "You are a calculator."}
+    ]
+    asked = json.loads(str(first_run[n.INPUT_MESSAGES]))
+    assert asked == [
+        {
+            "role": "user",
+            "parts": [{"type": "text", "content": "What is 17 + 25, doubled? Save it."}],
+        }
+    ]
+    assert first_run[n.RESPONSE_FINISH_REASONS] == ("tool_calls",)
+    answered = json.loads(str(last_run[n.OUTPUT_MESSAGES]))
+    assert answered[0]["parts"] == [{"type": "text", "content": "84, saved."}]
+    assert answered[0]["finish_reason"] == "stop" and last_run[n.RESPONSE_FINISH_REASONS] == (
+        "stop",
+    )
 
 
 def test_no_content_without_capture() -> None:
@@ -403,13 +422,20 @@ def test_content_json_is_what_json_dumps_writes() -> None:
         return json.dumps(value, ensure_ascii=False)
 
     encoder = ContentEncoder(Redactor())
-    assert encoder.request(conversation[:1]) == (None, f"[{dumps(expected_inputs[0])}]")
+    assert encoder.request(conversation[:1]) == f"[{dumps(expected_inputs[0])}]"
     output = encoder.response(answer)
     assert output == dumps([{**expected_answer, "finish_reason": "tool_call"}])
     assert encoder.arguments(call.arguments) == dumps(redacted)
     assert encoder.arguments(dict(arguments)) == dumps(redacted)
-    inputs = encoder.request(conversation)[1]
+    inputs = encoder.request(conversation)
     assert inputs == "[" + ",".join(dumps(m) for m in expected_inputs) + "]"
+    system = wb.Message.system(tricky)
+    assert encoder.instructions((system, *conversation)) == dumps(
+        [{"type": "text", "content": tricky}]
+    )
+    assert encoder.request((system, *conversation)).startswith(
+        "[" + dumps({"role": "system", "parts": [{"type": "text", "content": tricky}]})
+    )
 
 
 def test_timing_numbers_agree_with_span_durations() -> None:
@@ -678,3 +704,49 @@ def test_a_telemetry_failure_never_breaks_the_run(
     assert telemetry.spans == []
     assert "failed on step_ended; the run goes on" in caplog.text  # spans are written there
     assert "RuntimeError: exporter exploded" in caplog.text
+
+
+def test_tool_definitions_descriptions_stream_and_unknown_finish_reason() -> None:
+    telemetry = wb.Telemetry(capture_content=True)
+    unsure = R.text("hm").model_copy(update={"finish_reason": wb.FinishReason.UNKNOWN})
+    agent = calculator(telemetry, [R.tool_call("add", {"a": 1, "b": 2}), unsure])
+    agent.run_sync("1 + 2?", settings={"stream": False, "temperature": 0})
+    first, second = by_name(telemetry.spans, "chat")
+    attributes = first.attributes or {}
+    assert n.REQUEST_STREAM not in attributes and attributes[n.REQUEST_TEMPERATURE] == 0
+    definitions = json.loads(str(attributes[n.TOOL_DEFINITIONS]))
+    assert [d["name"] for d in definitions] == ["add", "multiply", "save"]
+    assert definitions[0] == {
+        "type": "function",
+        "name": "add",
+        "description": "Add two integers.",
+        "parameters": add.definition.parameters,
+    }
+    tool = by_name(telemetry.spans, "execute_tool add")[0].attributes or {}
+    assert tool[n.TOOL_DESCRIPTION] == "Add two integers."
+    assert tool[n.CONVERSATION_ID] == attributes[n.CONVERSATION_ID] == tool[n.RUN_ID]
+    output = json.loads(str((second.attributes or {})[n.OUTPUT_MESSAGES]))
+    assert output[0]["finish_reason"] == "unknown"  # not made into "stop"
+    telemetry.clear()
+    agent.model = wb.ScriptedModel([R.text("ok")], name="scripted")
+    agent.run_sync("hi", settings={"stream": True})
+    (chat,) = by_name(telemetry.spans, "chat")
+    assert (chat.attributes or {})[n.REQUEST_STREAM] is True
+
+
+def test_older_or_both_attribute_names_where_the_conventions_renamed_them() -> None:
+    assert n.CONVENTIONS_VERSION == "1.41.0"
+    for conventions, present, absent in [
+        ("older", {"gen_ai.system", "gen_ai.usage.prompt_tokens"}, {n.PROVIDER}),
+        ("both", {"gen_ai.system", n.PROVIDER, "gen_ai.usage.completion_tokens"}, set()),
+        ("current", {n.PROVIDER, n.USAGE_INPUT_TOKENS}, {"gen_ai.system"}),
+    ]:
+        telemetry = wb.Telemetry(conventions=conventions)  # type: ignore[arg-type]
+        calculator(telemetry, ["4"]).run_sync("2 + 2?")
+        (chat,) = by_name(telemetry.spans, "chat")
+        keys = set(chat.attributes or {})
+        assert present <= keys and not absent & keys, conventions
+        if conventions == "older":
+            assert (chat.attributes or {})["gen_ai.system"] == "workbench"
+    with pytest.raises(ValueError, match="conventions must be"):
+        wb.Telemetry(conventions="newest")  # type: ignore[arg-type]

@@ -478,6 +478,7 @@ class Execution:
                 "provider": self._provider,
                 "server_address": self._server[0],
                 "server_port": self._server[1],
+                "tool_definitions": self._definitions,
             },
         )
 

@@ -226,6 +226,10 @@ class Usage(_Frozen):
     requests: int = 0
     cost: float | None = 0.0
     """US dollars; ``None`` means unknown (no price for the model), which is not free."""
+    cache_read_tokens: int = 0
+    """Of the input tokens, those served from the provider's prompt cache."""
+    reasoning_tokens: int = 0
+    """Of the output tokens, those the model spent reasoning (not in its answer)."""
 
     @property
     def total_tokens(self) -> int:
@@ -241,6 +245,8 @@ class Usage(_Frozen):
                 "output_tokens": self.output_tokens + other.output_tokens,
                 "requests": self.requests + other.requests,
                 "cost": cost,
+                "cache_read_tokens": self.cache_read_tokens + other.cache_read_tokens,
+                "reasoning_tokens": self.reasoning_tokens + other.reasoning_tokens,
             },
         )
 

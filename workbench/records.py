@@ -180,6 +180,8 @@ class StepContext(_Frozen):
     server_address: str | None = None
     """The host the model is served from (``server.address``); None for offline models."""
     server_port: int | None = None
+    tool_definitions: tuple[ToolDefinition, ...] = ()
+    """What the model is told about each tool (``gen_ai.tool.definitions``, tool descriptions)."""
 
 
 def schema_hash(definitions: tuple[ToolDefinition, ...]) -> str:

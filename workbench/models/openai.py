@@ -476,11 +476,17 @@ class OpenAIModel:
         if usage is None:
             return Usage(requests=1, cost=None)
         tokens_in, tokens_out = usage.prompt_tokens, usage.completion_tokens
+        cached = usage.prompt_tokens_details and usage.prompt_tokens_details.cached_tokens
+        reasoning = (
+            usage.completion_tokens_details and usage.completion_tokens_details.reasoning_tokens
+        )
         return Usage(
             input_tokens=tokens_in,
             output_tokens=tokens_out,
             requests=1,
             cost=cost_of(self.price, tokens_in, tokens_out),
+            cache_read_tokens=cached or 0,
+            reasoning_tokens=reasoning or 0,
         )
 
 

@@ -68,7 +68,7 @@ _FINISH = {
     FinishReason.TOOL_CALLS: "tool_call",
     FinishReason.CONTENT_FILTER: "content_filter",
     FinishReason.ERROR: "error",
-    FinishReason.UNKNOWN: "stop",
+    FinishReason.UNKNOWN: "unknown",  # not a reason the conventions list: said as it is
 }
 
 
@@ -78,43 +78,46 @@ class ContentEncoder:
     def __init__(self, redactor: Redactor) -> None:
         self._redactor = redactor
         self._fragments: dict[int, tuple[Message, str]] = {}
-        self._system: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
         self._sent: tuple[Message, ...] = ()
         self._inputs = ""
         """The input messages sent so far, encoded and joined (without the list's brackets)."""
-        self._instructions: list[dict[str, Any]] = []
-        self._instructions_json: str | None = None
         self._answer: tuple[tuple[Part, ...], str] | None = None
         """The last response's parts and its message, encoded: it is the next request's news."""
         self._calls: dict[int, tuple[dict[str, JsonValue], str]] = {}
         """The last response's tool call arguments (by identity), encoded: the tool spans' too."""
 
-    def request(self, messages: Sequence[Message]) -> tuple[str | None, str]:
-        """``(gen_ai.system_instructions, gen_ai.input.messages)`` for one model request.
+    def request(self, messages: Sequence[Message]) -> str:
+        """``gen_ai.input.messages`` for one model request.
 
-        System messages become the system instructions; the rest are the input messages. When
-        the request extends the previous one (the loop only appends), only the new messages are
-        looked at, and the previous request's input messages are extended, not joined again.
+        System messages stay in place with the ``system`` role: the workbench's models send
+        them as Chat Completions does, inside the conversation, and the conventions keep such
+        messages in ``gen_ai.input.messages`` (``gen_ai.system_instructions`` is for
+        instructions sent apart from it; the agent span carries the system prompt there).
+        When the request extends the previous one (the loop only appends), only the new
+        messages are looked at, and the previous request's input messages are extended.
         """
         messages = tuple(messages)
         known = len(self._sent)
         if not known or messages[:known] != self._sent:
-            known, self._inputs, self._instructions = 0, "", []
-            self._instructions_json = None
-        system_before = len(self._instructions)
+            known, self._inputs = 0, ""
         inputs = [self._inputs] if self._inputs else []
-        for message in messages[known:]:
-            if message.role == "system":
-                self._instructions.extend(self._system_parts(message))
-            else:
-                inputs.append(self._fragment(message))
+        inputs += [self._fragment(message) for message in messages[known:]]
         self._inputs = ",".join(inputs)
-        if len(self._instructions) != system_before or self._instructions_json is None:
-            self._instructions_json = _encode(self._instructions) if self._instructions else None
         self._sent, self._answer = messages, None
         if len(self._fragments) > 2 * len(messages) + 16:
             self._forget_except(messages)
-        return self._instructions_json, f"[{self._inputs}]"
+        return f"[{self._inputs}]"
+
+    def instructions(self, messages: Sequence[Message]) -> str | None:
+        """``gen_ai.system_instructions``: the system messages' text parts, or None."""
+        parts = [
+            {"type": "text", "content": self._redactor.text(p.text)}
+            for m in messages
+            if m.role == "system"
+            for p in m.parts
+            if isinstance(p, TextPart)
+        ]
+        return _encode(parts) if parts else None
 
     def response(self, response: ModelResponse) -> str:
         """``gen_ai.output.messages`` for one model response.
@@ -150,18 +153,6 @@ class ContentEncoder:
             encoded = self._message(message.role, message.parts)
         self._fragments[id(message)] = (message, encoded)
         return encoded
-
-    def _system_parts(self, message: Message) -> list[dict[str, Any]]:
-        cached = self._system.get(id(message))
-        if cached is not None and cached[0] is message:
-            return cached[1]
-        parts = [
-            {"type": "text", "content": self._redactor.text(p.text)}
-            for p in message.parts
-            if isinstance(p, TextPart)
-        ]
-        self._system[id(message)] = (message, parts)
-        return parts
 
     def _message(self, role: str, parts: Sequence[Part]) -> str:
         encoded = ", ".join([self._part(p) for p in parts])

@@ -104,6 +104,8 @@ class Telemetry:
         service_name: the ``service.name`` of a provider made here (``OTEL_SERVICE_NAME`` wins
             over the default).
         redact: extra regular expressions to redact, on top of the built-in secret patterns.
+        conventions: which GenAI attribute names to write where the conventions renamed one:
+            ``current`` (those of `names.CONVENTIONS_VERSION`), ``older``, or ``both``.
 
     Spans are always collected in memory as well (`spans`, the DataFrames, the file writers).
 
@@ -123,6 +125,7 @@ class Telemetry:
         max_export_batch_size: int = 512,
         schedule_delay: float = 1.0,
         flush_timeout: float = 3.0,
+        conventions: names.Conventions = "current",
     ) -> None:
         sdk_trace = _require_sdk()
         from workbench.telemetry._sdk import Collector, ExportPipe
@@ -152,7 +155,9 @@ class Telemetry:
             atexit.register(_shutdown_at_exit, weakref.ref(self))
         version = _version()
         tracer = tracer_provider.get_tracer(names.SCOPE, version)
-        self._instruments = Instruments(tracer, self.redactor, capture_content)
+        if conventions not in ("current", "older", "both"):
+            raise ValueError(f"conventions must be current, older or both, not {conventions!r}")
+        self._instruments = Instruments(tracer, self.redactor, capture_content, conventions)
 
     def __repr__(self) -> str:
         where = f", otlp_endpoint={self.endpoint!r}" if self.endpoint else ""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.records import StepContext, StepRecord
 from workbench.state import AgentState, ExecutionStatus, PendingCall, TraceRef
 from workbench.telemetry.core import RunLike, Telemetry
+from workbench.telemetry.names import Conventions
 from workbench.telemetry.writer import SpanWriter, step_bounds
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ def rebuild_telemetry(
     otlp_endpoint: str | None = None,
     service_name: str = "workbench",
     redact: Iterable[str | re.Pattern[str]] = (),
+    conventions: Conventions = "current",
 ) -> Telemetry:
     """A `Telemetry` holding the spans of ``run``, written from its records.
 
@@ -44,6 +46,7 @@ def rebuild_telemetry(
         otlp_endpoint=otlp_endpoint,
         service_name=service_name,
         redact=redact,
+        conventions=conventions,
     )
     write_run(run, telemetry)
     return telemetry

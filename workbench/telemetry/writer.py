@@ -16,11 +16,12 @@ step's record was closed (a ``SessionEnd`` after a stop between steps).
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workbench.messages import ModelResponse
+from workbench.messages import Message, ModelResponse
 from workbench.records import HookTiming, StepContext, StepRecord, ToolOutcome
 from workbench.state import AgentState, ExecutionStatus, Phase, TraceRef
 from workbench.telemetry import names as n
@@ -56,6 +57,7 @@ class Instruments:
     tracer: Tracer
     redactor: Redactor
     capture_content: bool
+    conventions: n.Conventions = "current"
 
 
 def ns(seconds: float) -> int:
@@ -90,11 +92,16 @@ class SpanWriter:
         )
         self._provider = provider
         self._model_name = model_name
+        self._conventions = instruments.conventions
         self._base: Attributes = {}
         self._run: Span | None = None
         self._run_ctx: Context | None = None
         self._last_status: ExecutionStatus | None = None
         self._opening: AgentState | None = None
+        self._first_messages: tuple[Message, ...] = ()
+        self._last_response: ModelResponse | None = None
+        self._redactor = instruments.redactor
+        self._encoded_definitions: dict[tuple[str, ...], str] = {}
         self._end = 0.0
         """When the last thing recorded ended (seconds): the run span ends there."""
         self.ref: TraceRef | None = None
@@ -146,7 +153,7 @@ class SpanWriter:
             self._run = self._tracer.start_span(
                 f"{n.SPAN_RUN} {state.agent_name}",
                 kind=self._trace.SpanKind.INTERNAL,
-                attributes=attributes,
+                attributes=n.renamed(attributes, self._conventions),
                 links=self._links(state),
                 start_time=ns(start),
             )
@@ -176,6 +183,7 @@ class SpanWriter:
         )
         if usage.cost is not None:
             run.set_attribute(n.USAGE_TOTAL_COST, usage.cost)
+        run.set_attributes(self._agent_outcome())
         correlation = {**self._base, n.STEP_INDEX: state.step}
         if state.stop_reason is not None:
             run.set_attribute(n.RUN_STOP_REASON, state.stop_reason.value)
@@ -197,6 +205,10 @@ class SpanWriter:
     def write_step(self, record: StepRecord, snapshot: StepContext | None) -> None:
         """All the spans of one step, from its record (and its snapshot, when it has one)."""
         self._last_status = record.status
+        if record.messages_in and not self._first_messages:
+            self._first_messages = record.messages_in
+        if record.response is not None:
+            self._last_response = record.response
         start, end = step_bounds(record)
         hooks = record.timing.per_hook
         self._open_run(min([start, *(h.started_at for h in hooks if h.started_at is not None)]))
@@ -219,8 +231,12 @@ class SpanWriter:
         if record.model_started_at is not None:
             self._chat(parent, step_attrs, record, snapshot)
         tools_start = phases.get(Phase.TOOLS, start)
+        descriptions = (
+            {d.name: d.description for d in snapshot.tool_definitions} if snapshot else {}
+        )
         for outcome in record.tool_outcomes:
-            self._tool(parent, step_attrs, outcome, tools_start)
+            description = descriptions.get(outcome.name)
+            self._tool(parent, step_attrs, outcome, tools_start, description)
         if Phase.CONTINUATION in phases:
             continuation = phases[Phase.CONTINUATION]
             self._phase(
@@ -281,12 +297,14 @@ class SpanWriter:
             _add_response(attributes, response)
         if self._content is not None:
             self._add_content(attributes, record)
+            if snapshot is not None and record.tools_offered:
+                attributes[n.TOOL_DEFINITIONS] = self._definitions(snapshot, record.tools_offered)
         start = ns(record.model_started_at)
         span = self._tracer.start_span(
             f"{n.SPAN_CHAT} {model}",
             context=parent,
             kind=self._trace.SpanKind.CLIENT,
-            attributes=attributes,
+            attributes=n.renamed(attributes, self._conventions),
             start_time=start,
         )
         ttft = response.time_to_first_token if response is not None else None
@@ -299,7 +317,12 @@ class SpanWriter:
         span.end(end_time=end)
 
     def _tool(
-        self, parent: Context, correlation: Attributes, outcome: ToolOutcome, fallback: float
+        self,
+        parent: Context,
+        correlation: Attributes,
+        outcome: ToolOutcome,
+        fallback: float,
+        description: str | None,
     ) -> None:
         """One ``execute_tool {tool}`` span; retries, errors and denials are marked as errors."""
         attributes = {
@@ -311,6 +334,8 @@ class SpanWriter:
             n.TOOL_STATUS: outcome.status,
             n.CONVERSATION_ID: correlation[n.RUN_ID],
         }
+        if description:
+            attributes[n.TOOL_DESCRIPTION] = description
         if self._content is not None:
             attributes[n.TOOL_CALL_ARGUMENTS] = self._content.arguments(outcome.arguments)
             if outcome.status == "ok":  # a failed call has no result, only its error
@@ -362,11 +387,52 @@ class SpanWriter:
         }
         return [trace.Link(context, attributes)]
 
-    def _add_content(self, attributes: Attributes, record: StepRecord) -> None:
-        assert self._content is not None
-        instructions, attributes[n.INPUT_MESSAGES] = self._content.request(record.messages_in)
+    def _definitions(self, snapshot: StepContext, offered: tuple[str, ...]) -> str:
+        """The offered tools in the conventions' shape, encoded once per set of tools."""
+        encoded = self._encoded_definitions.get(offered)
+        if encoded is None:
+            chosen = set(offered)
+            encoded = dumps_json(
+                [
+                    {
+                        "type": "function",
+                        "name": d.name,
+                        "description": d.description,
+                        "parameters": d.parameters,
+                    }
+                    for d in snapshot.tool_definitions
+                    if d.name in chosen
+                ]
+            )
+            self._encoded_definitions[offered] = encoded
+        return encoded
+
+    def _agent_outcome(self) -> Attributes:
+        """What the agent was asked and answered, for ``invoke_agent`` (content only if captured).
+
+        The input is the execution's first request without its system messages (those are the
+        agent's system instructions); the output and finish reason are its last answer's.
+        """
+        response = self._last_response
+        attributes: Attributes = {}
+        if response is not None:
+            attributes[n.RESPONSE_FINISH_REASONS] = (response.finish_reason.value,)
+        if self._content is None:
+            return attributes
+        encoder = ContentEncoder(self._redactor)  # its own: the chat spans' cache goes on
+        first = self._first_messages
+        instructions = encoder.instructions(first)
         if instructions is not None:
             attributes[n.SYSTEM_INSTRUCTIONS] = instructions
+        if first:
+            attributes[n.INPUT_MESSAGES] = encoder.request([m for m in first if m.role != "system"])
+        if response is not None:
+            attributes[n.OUTPUT_MESSAGES] = encoder.response(response)
+        return attributes
+
+    def _add_content(self, attributes: Attributes, record: StepRecord) -> None:
+        assert self._content is not None
+        attributes[n.INPUT_MESSAGES] = self._content.request(record.messages_in)
         if record.response is not None:
             attributes[n.OUTPUT_MESSAGES] = self._content.response(record.response)
 
@@ -432,6 +498,11 @@ class _Chosen:
         return bool(getattr(self._inner, "is_trace_id_random", lambda: False)())
 
 
+def dumps_json(value: Any) -> str:
+    """JSON text for an attribute (as the conventions' JSON-valued attributes are sent)."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _step_attributes(record: StepRecord, snapshot: StepContext | None) -> Attributes:
     """The step span's own attributes: budget at its start, status, tokens, timing."""
     timing = record.timing
@@ -482,6 +553,10 @@ def _add_response(attributes: Attributes, response: ModelResponse) -> None:
     attributes[n.RESPONSE_FINISH_REASONS] = (response.finish_reason.value,)
     attributes[n.USAGE_INPUT_TOKENS] = usage.input_tokens
     attributes[n.USAGE_OUTPUT_TOKENS] = usage.output_tokens
+    if usage.cache_read_tokens:
+        attributes[n.USAGE_CACHE_READ_TOKENS] = usage.cache_read_tokens
+    if usage.reasoning_tokens:
+        attributes[n.USAGE_REASONING_TOKENS] = usage.reasoning_tokens
     if response.model_name:
         attributes[n.RESPONSE_MODEL] = response.model_name
     if response.response_id:
