@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import pytest
 
 import workbench as wb
-from tests.test_telemetry import GOLDEN, run_with_pause
+from tests.test_telemetry import GOLDEN, R, add, multiply, run_with_pause, save
 from workbench.telemetry import names as n
 from workbench.telemetry.files import jaeger_json, otlp_json
 
@@ -381,3 +381,52 @@ def test_a_trace_of_100000_spans_loads_in_seconds(tmp_path: Path) -> None:
     seconds = time.perf_counter() - started
     print(f"100,000 spans loaded in {seconds:.2f}s")
     assert len(trace.spans) == 100_000 and trace.trace_id == trace_id
+
+
+# -- re-run from a trace -----------------------------------------------------------------------
+
+
+def test_rerun_from_a_loaded_trace_without_the_store(live: Any, tmp_path: Path) -> None:
+    telemetry, paused, _ = live
+    trace = wb.load_trace(
+        telemetry.write_otlp_json(tmp_path / "run.json"), trace_id=paused.trace_id
+    )
+    rerun_telemetry = wb.Telemetry()
+    agent = wb.Agent(
+        model=wb.ScriptedModel([R.text("42, no need to save.")], name="scripted"),
+        name="calc",
+        system_prompt="You are a calculator.",
+        tools=[add, multiply, save],
+        telemetry=rerun_telemetry,
+        store=False,
+    )
+    result = agent.rerun_from_trace_sync(trace, step=2)
+    assert result.status is wb.ExecutionStatus.COMPLETED and result.output == "42, no need to save."
+    # the conversation at step 2 came from the spans: as the original run had it
+    original = paused.snapshots[1].state.messages
+    sent = agent.model.calls[0].messages  # type: ignore[attr-defined]
+    assert [(m.role, m.text) for m in sent] == [(m.role, m.text) for m in original]
+    assert result.steps[0].index == 2 and result.state.rerun_of is not None
+    assert result.state.rerun_of.run_id == paused.run_id and result.state.rerun_of.step == 2
+    run_span = next(s for s in rerun_telemetry.spans if s.name.startswith("invoke_agent"))
+    (link,) = run_span.links
+    step_span = next(
+        s for s in trace.spans if s.name == "workbench.step 2" and s.trace_id == paused.trace_id
+    )
+    assert format(link.context.trace_id, "032x") == paused.trace_id
+    assert format(link.context.span_id, "016x") == step_span.span_id
+    assert (link.attributes or {})[n.LINK_REASON] == "origin"
+    assert (run_span.attributes or {})[n.RERUN_OF] == paused.run_id
+
+
+def test_rerun_from_a_trace_without_content_says_why(tmp_path: Path) -> None:
+    telemetry = wb.Telemetry()  # no capture_content
+    result = wb.Agent(model=wb.ScriptedModel(["hi"]), telemetry=telemetry, store=False).run_sync(
+        "x"
+    )
+    trace = telemetry.trace(result.trace_id)
+    agent = wb.Agent(model=wb.ScriptedModel(["again"]), store=False)
+    with pytest.raises(wb.TraceLoadError, match="capture_content=True"):
+        agent.rerun_from_trace_sync(trace, step=1)
+    with pytest.raises(wb.TraceLoadError, match="no model call at step 5"):
+        agent.rerun_from_trace_sync(trace, step=5)
