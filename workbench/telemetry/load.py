@@ -298,9 +298,12 @@ def _attributes(items: Any) -> dict[str, Any]:
 
 def _value(value: Any) -> Any:
     """An OTLP ``AnyValue`` as a Python value (arrays as tuples, key/value lists as JSON)."""
-    if not isinstance(value, Mapping) or not value:
+    if type(value) is not dict:
         return None
-    kind, inner = next(iter(value.items()))
+    found = next(((k, v) for k, v in value.items() if v is not None), None)
+    if found is None:  # some servers write every field, the unused ones as null
+        return None
+    kind, inner = found
     if kind in ("stringValue", "string_value"):
         return str(inner)
     if kind in ("boolValue", "bool_value"):
