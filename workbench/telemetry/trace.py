@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["SpanData", "SpanEvent", "SpanLink", "Trace"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+_OPENINFERENCE_KIND = "openinference.span.kind"
 _KIND_NAMES = ("INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
 _STATUS_NAMES: tuple[Literal["unset", "ok", "error"], ...] = ("unset", "ok", "error")
 
@@ -109,8 +110,15 @@ class Trace(BaseModel):
         return spans_frame(self.spans)
 
     def chat_spans(self) -> list[SpanData]:
-        """The model calls (``gen_ai.operation.name`` = ``chat``), in start order."""
-        return [s for s in self.spans if s.attributes.get(n.OPERATION) == n.OP_CHAT]
+        """The model calls, in start order.
+
+        Spans with ``gen_ai.operation.name`` = ``chat`` (the conventions), or OpenInference's
+        ``openinference.span.kind`` = ``LLM`` for a trace with no GenAI operation names.
+        """
+        chats = [s for s in self.spans if s.attributes.get(n.OPERATION) == n.OP_CHAT]
+        if chats:
+            return chats
+        return [s for s in self.spans if s.attributes.get(_OPENINFERENCE_KIND) == "LLM"]
 
     def messages(self, step: int | None = None) -> tuple[Message, ...]:
         """The conversation recovered from captured content, at ``step``.
