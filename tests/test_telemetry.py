@@ -750,3 +750,27 @@ def test_older_or_both_attribute_names_where_the_conventions_renamed_them() -> N
             assert (chat.attributes or {})["gen_ai.system"] == "workbench"
     with pytest.raises(ValueError, match="conventions must be"):
         wb.Telemetry(conventions="newest")  # type: ignore[arg-type]
+
+
+def test_a_trace_id_chosen_before_the_run_is_the_run_spans() -> None:
+    """The loop can give an execution its trace id when it starts (``AgentState.trace_id``,
+    from `new_trace_id`); the spans then go under it."""
+    from workbench.traceids import new_trace_id, valid_trace_id
+
+    trace_id = new_trace_id()
+    assert valid_trace_id(trace_id) and trace_id != new_trace_id()
+    telemetry = wb.Telemetry()
+    observer = telemetry.observer(wb.ScriptedModel([], name="m"))
+    state = wb.AgentState(agent_name="chosen", trace_id=trace_id)
+    observer.run_started(state.with_status(wb.ExecutionStatus.RUNNING))
+    ref = observer.trace_context()
+    assert ref is not None and ref.trace_id == trace_id
+    observer.run_ended(
+        state.with_status(wb.ExecutionStatus.RUNNING).with_status(
+            wb.ExecutionStatus.ABORTED, stop_reason=wb.StopReason.ABORTED
+        )
+    )
+    (run,) = telemetry.spans
+    assert run.context is not None and format(run.context.trace_id, "032x") == trace_id
+    assert format(run.context.span_id, "016x") == ref.span_id
+    assert wb.AgentState.from_json(state.to_json()).trace_id == trace_id  # kept with the state

@@ -229,6 +229,9 @@ class AgentState(_Frozen):
     """Set on a run made by `Agent.rerun`: the original run and step (``workbench.rerun.of``)."""
     trace: TraceRef | None = None
     """The trace of the execution that made this state (None without telemetry)."""
+    trace_id: str | None = None
+    """The trace id this execution's spans go under, chosen when it starts (with or without
+    telemetry: `workbench.traceids.new_trace_id`), so a run pushed later keeps it."""
 
     def with_status(self, status: ExecutionStatus, **changes: object) -> AgentState:
         """A copy with a new status; raises `InvalidTransition` if the lifecycle forbids it."""

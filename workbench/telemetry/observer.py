@@ -16,6 +16,7 @@ from collections.abc import Callable
 from workbench.records import HookTiming, RunObserver, StepContext, StepRecord
 from workbench.state import AgentState, TraceRef
 from workbench.telemetry.writer import Instruments, SpanWriter
+from workbench.traceids import new_span_id
 
 __all__ = ["Instruments", "SpanObserver"]
 
@@ -40,7 +41,8 @@ class SpanObserver(RunObserver):
     def run_started(self, state: AgentState) -> None:
         """Open the run span; link it to the execution this one continues, if any."""
         self._started = self._clock() / 1e9
-        self._writer.begin(state)
+        chosen = (state.trace_id, new_span_id()) if state.trace_id else None
+        self._writer.begin(state, chosen)
 
     def trace_context(self) -> TraceRef | None:
         """The execution's trace and run span, kept in the state for a later resume to link."""
