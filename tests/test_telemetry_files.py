@@ -186,3 +186,18 @@ def test_a_stored_run_exported_is_the_live_trace(tmp_path: Path) -> None:
         assert stored[key] == live[key], key
     chat = next(s for s in rebuilt if s.name == "chat scripted")
     assert chat.attributes is not None and chat.attributes[n.PROVIDER] == "workbench"
+
+
+def test_a_run_without_telemetry_is_pushed_under_the_trace_id_it_was_given() -> None:
+    from workbench.traceids import new_trace_id
+
+    trace_id = new_trace_id()
+    agent = wb.Agent(model=wb.ScriptedModel(["hi"]), store=False)
+    run = agent.start("hello")
+    run._execution.replace_state(
+        run.state.model_copy(update={"trace_id": trace_id})
+    )  # as the loop would
+    result = run.run_to_end()
+    assert result.state.trace is None and result.state.trace_id == trace_id  # no telemetry
+    spans = spans_from_run(result)
+    assert {format(s.context.trace_id, "032x") for s in spans if s.context} == {trace_id}

@@ -20,6 +20,7 @@ from workbench.state import AgentState, ExecutionStatus, PendingCall, TraceRef
 from workbench.telemetry.core import RunLike, Telemetry
 from workbench.telemetry.names import Conventions
 from workbench.telemetry.writer import SpanWriter, step_bounds
+from workbench.traceids import new_span_id
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -135,6 +136,14 @@ def _live_ref(
         ref = state.trace
         if ref is not None and ref.execution_id == execution_id:
             return ref
+    for state in [*states, final]:  # a run without telemetry: the trace id it was given
+        if state.trace_id and state.execution_id == execution_id:
+            return TraceRef(
+                trace_id=state.trace_id,
+                span_id=new_span_id(),
+                run_id=state.run_id,
+                execution_id=execution_id,
+            )
     return None
 
 
