@@ -39,7 +39,7 @@ from workbench.messages import (
 )
 from workbench.telemetry.redact import Redactor
 
-__all__ = ["ContentEncoder"]
+__all__ = ["ContentEncoder", "ContentStore", "joined"]
 
 
 def _json_encoder() -> Callable[[Any], str]:
@@ -79,8 +79,8 @@ class ContentEncoder:
         self._redactor = redactor
         self._fragments: dict[int, tuple[Message, str]] = {}
         self._sent: tuple[Message, ...] = ()
-        self._inputs = ""
-        """The input messages sent so far, encoded and joined (without the list's brackets)."""
+        self._log: list[str] = []
+        """The input messages sent so far, each encoded once, in order."""
         self._answer: tuple[tuple[Part, ...], str] | None = None
         """The last response's parts and its message, encoded: it is the next request's news."""
         self._calls: dict[int, tuple[dict[str, JsonValue], str]] = {}
@@ -93,20 +93,26 @@ class ContentEncoder:
         them as Chat Completions does, inside the conversation, and the conventions keep such
         messages in ``gen_ai.input.messages`` (``gen_ai.system_instructions`` is for
         instructions sent apart from it; the agent span carries the system prompt there).
-        When the request extends the previous one (the loop only appends), only the new
-        messages are looked at, and the previous request's input messages are extended.
+        """
+        log, count = self.request_log(messages)
+        return joined(log, count)
+
+    def request_log(self, messages: Sequence[Message]) -> tuple[list[str], int]:
+        """The request's messages as ``(log, count)``, the first ``count`` encoded ones of ``log``.
+
+        ``log`` only grows while the requests extend each other (the loop only appends), so a
+        span can keep a reference to it instead of its own copy of the history. Only the new
+        messages are encoded.
         """
         messages = tuple(messages)
         known = len(self._sent)
         if not known or messages[:known] != self._sent:
-            known, self._inputs = 0, ""
-        inputs = [self._inputs] if self._inputs else []
-        inputs += [self._fragment(message) for message in messages[known:]]
-        self._inputs = ",".join(inputs)
+            known, self._log = 0, []  # a new list: spans referring to the old one keep it
+        self._log.extend(self._fragment(message) for message in messages[known:])
         self._sent, self._answer = messages, None
         if len(self._fragments) > 2 * len(messages) + 16:
             self._forget_except(messages)
-        return f"[{self._inputs}]"
+        return self._log, len(messages)
 
     def instructions(self, messages: Sequence[Message]) -> str | None:
         """``gen_ai.system_instructions``: the system messages' text parts, or None."""
@@ -187,3 +193,36 @@ class ContentEncoder:
         """Drop cached fragments of messages no longer sent (history processors made new ones)."""
         keep = {id(m) for m in messages}
         self._fragments = {k: v for k, v in self._fragments.items() if k in keep}
+
+
+def joined(log: Sequence[str], count: int) -> str:
+    """The JSON list of the first ``count`` encoded messages of ``log``."""
+    return "[" + ",".join(log[:count]) + "]"
+
+
+class ContentStore:
+    """Conversations encoded once; a chat span keeps ``"{log}:{count}"``, not the history.
+
+    ``gen_ai.input.messages`` is the whole conversation at every model call: held as a string on
+    every span, a run's content grows with the square of its length. The store keeps each
+    conversation's encoded messages once, and `expand` builds the attribute when a span is read
+    or exported, so what leaves is the same text.
+    """
+
+    def __init__(self) -> None:
+        self._logs: dict[int, list[str]] = {}
+
+    def ref(self, log: list[str], count: int) -> str:
+        """A reference to the first ``count`` messages of ``log`` (kept alive from here on)."""
+        self._logs.setdefault(id(log), log)
+        return f"{id(log)}:{count}"
+
+    def expand(self, ref: str) -> str | None:
+        """The ``gen_ai.input.messages`` text a reference stands for (None if unknown)."""
+        key, _, count = ref.partition(":")
+        log = self._logs.get(int(key)) if key.isdigit() else None
+        return None if log is None or not count.isdigit() else joined(log, int(count))
+
+    def clear(self) -> None:
+        """Forget every conversation (the spans that refer to them are gone too)."""
+        self._logs.clear()

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from workbench.records import StepContext, StepRecord
 from workbench.state import AgentState
 from workbench.telemetry import names
+from workbench.telemetry.content import ContentStore
 from workbench.telemetry.observer import Instruments, SpanObserver
 from workbench.telemetry.redact import Redactor
+from workbench.telemetry.writer import expand
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -130,6 +132,12 @@ class Telemetry:
         sdk_trace = _require_sdk()
         from workbench.telemetry._sdk import Collector, ExportPipe
 
+        # With a provider of our own, chat spans refer to conversations kept once and the
+        # content is built when spans are read or exported; a provider passed in may feed other
+        # processors, which must get the text itself.
+        self._content_store = (
+            ContentStore() if capture_content and tracer_provider is None else None
+        )
         if tracer_provider is None:
             tracer_provider = sdk_trace.TracerProvider(
                 resource=_resource(service_name), shutdown_on_exit=False
@@ -150,6 +158,7 @@ class Telemetry:
                 max_queue_size=max_queue_size,
                 max_export_batch_size=max_export_batch_size,
                 schedule_delay=schedule_delay,
+                prepare=self._expanded,
             )
             tracer_provider.add_span_processor(self._pipe)
             atexit.register(_shutdown_at_exit, weakref.ref(self))
@@ -157,7 +166,9 @@ class Telemetry:
         tracer = tracer_provider.get_tracer(names.SCOPE, version)
         if conventions not in ("current", "older", "both"):
             raise ValueError(f"conventions must be current, older or both, not {conventions!r}")
-        self._instruments = Instruments(tracer, self.redactor, capture_content, conventions)
+        self._instruments = Instruments(
+            tracer, self.redactor, capture_content, conventions, self._content_store
+        )
 
     def __repr__(self) -> str:
         where = f", otlp_endpoint={self.endpoint!r}" if self.endpoint else ""
@@ -178,7 +189,14 @@ class Telemetry:
     @property
     def spans(self) -> list[ReadableSpan]:
         """The finished spans collected so far, in the order they ended."""
-        return list(self._collector.spans)
+        return self._expanded(self._collector.spans)
+
+    def _expanded(self, spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+        """The spans as they leave: content references replaced by the content."""
+        store = self._content_store
+        if store is None:
+            return list(spans)
+        return [expand(span, store) for span in spans]
 
     def trace(self, trace_id: str | None = None) -> Trace:
         """The spans collected in memory as a `Trace` (those of ``trace_id``, or all of them).
@@ -195,6 +213,8 @@ class Telemetry:
     def clear(self) -> None:
         """Forget the spans collected in memory (exports are not affected)."""
         self._collector.spans.clear()
+        if self._content_store is not None and self._pipe is None:
+            self._content_store.clear()  # with an export, queued spans may still refer to it
 
     # -- exports --------------------------------------------------------------------------------
 

@@ -25,15 +25,16 @@ from workbench.messages import Message, ModelResponse
 from workbench.records import HookTiming, StepContext, StepRecord, ToolOutcome
 from workbench.state import AgentState, ExecutionStatus, Phase, TraceRef
 from workbench.telemetry import names as n
-from workbench.telemetry.content import ContentEncoder
+from workbench.telemetry.content import ContentEncoder, ContentStore
 from workbench.telemetry.redact import Redactor
 from workbench.traceids import new_span_id, new_trace_id
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
+    from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.trace import Span, Tracer
 
-__all__ = ["BEFORE_STEP", "Instruments", "SpanWriter"]
+__all__ = ["BEFORE_STEP", "Instruments", "SpanWriter", "expand"]
 
 Attributes = dict[str, Any]
 
@@ -58,6 +59,8 @@ class Instruments:
     redactor: Redactor
     capture_content: bool
     conventions: n.Conventions = "current"
+    content_store: ContentStore | None = None
+    """Where conversations are kept once (chat spans then refer to them); None writes the text."""
 
 
 def ns(seconds: float) -> int:
@@ -93,6 +96,7 @@ class SpanWriter:
         self._provider = provider
         self._model_name = model_name
         self._conventions = instruments.conventions
+        self._content_store = instruments.content_store
         self._base: Attributes = {}
         self._run: Span | None = None
         self._run_ctx: Context | None = None
@@ -432,7 +436,13 @@ class SpanWriter:
 
     def _add_content(self, attributes: Attributes, record: StepRecord) -> None:
         assert self._content is not None
-        attributes[n.INPUT_MESSAGES] = self._content.request(record.messages_in)
+        store = self._content_store
+        if store is None:
+            attributes[n.INPUT_MESSAGES] = self._content.request(record.messages_in)
+        else:
+            attributes[n.INPUT_MESSAGES_REF] = store.ref(
+                *self._content.request_log(record.messages_in)
+            )
         if record.response is not None:
             attributes[n.OUTPUT_MESSAGES] = self._content.response(record.response)
 
@@ -563,3 +573,35 @@ def _add_response(attributes: Attributes, response: ModelResponse) -> None:
         attributes[n.RESPONSE_ID] = response.response_id
     if response.time_to_first_token is not None:
         attributes[n.RESPONSE_TIME_TO_FIRST_CHUNK] = response.time_to_first_token
+
+
+def expand(span: ReadableSpan, store: ContentStore) -> ReadableSpan:
+    """The span as it leaves: a content reference replaced by ``gen_ai.input.messages``."""
+    attributes = span.attributes or {}
+    ref = attributes.get(n.INPUT_MESSAGES_REF)
+    if not isinstance(ref, str):
+        return span
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    text = store.expand(ref)
+    full = {
+        (n.INPUT_MESSAGES if k == n.INPUT_MESSAGES_REF else k): (
+            text if k == n.INPUT_MESSAGES_REF else v
+        )
+        for k, v in attributes.items()
+        if k != n.INPUT_MESSAGES_REF or text is not None
+    }
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=full,
+        events=span.events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
