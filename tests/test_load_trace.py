@@ -49,7 +49,7 @@ def live() -> tuple[wb.Telemetry, wb.RunResult, wb.RunResult]:
 
 
 def test_our_otlp_file_round_trips(live: Any, tmp_path: Path) -> None:
-    telemetry, _, done = live
+    telemetry, paused, done = live
     path = telemetry.write_otlp_json(tmp_path / "run.otlp.json")
     loaded = wb.load_trace(path)
     expected = telemetry.trace()
@@ -60,6 +60,13 @@ def test_our_otlp_file_round_trips(live: Any, tmp_path: Path) -> None:
     assert {s.trace_id for s in second.spans} == {done.trace_id} == {second.trace_id}
     assert second == telemetry.trace(done.trace_id)
     assert loaded.spans_df().equals(telemetry.spans_df())
+    assert loaded.steps_df().equals(telemetry.steps_df())
+    assert loaded.timing_df().equals(telemetry.timing_df())
+    from workbench.notebook.data import run_view_data, trace_figures
+
+    view = run_view_data(loaded)  # what TraceView draws, from a loaded trace
+    assert len(view.table) == len(paused.steps) + len(done.steps)
+    assert set(trace_figures(view)) >= {"waterfall"}
 
 
 def test_our_jaeger_file_round_trips(live: Any, tmp_path: Path) -> None:

@@ -124,28 +124,34 @@ def _seconds_ms(value: Any) -> float | None:
     return None if value is None else float(value) * 1e3
 
 
-def _common(span: ReadableSpan) -> dict[str, Any]:
-    attributes = span.attributes or {}
-    context = span.context
+def _common(span: SpanData) -> dict[str, Any]:
+    attributes = span.attributes
     return {
-        "trace_id": format(context.trace_id, "032x") if context is not None else None,
+        "trace_id": span.trace_id,
         "run_id": attributes.get(n.RUN_ID),
         "execution_id": attributes.get(n.EXECUTION_ID),
         "step": attributes.get(n.STEP_INDEX),
     }
 
 
-def spans_frame(spans: Sequence[ReadableSpan] | Sequence[SpanData]) -> pd.DataFrame:
+Spans = Sequence["ReadableSpan"] | Sequence["SpanData"]
+"""SDK spans (a `Telemetry`'s) or `SpanData` (a `Trace`'s): every frame reads either."""
+
+
+def _data(spans: Spans) -> list[SpanData]:
+    from workbench.telemetry.trace import SpanData, span_data
+
+    return [s if isinstance(s, SpanData) else span_data(s) for s in spans]
+
+
+def spans_frame(spans: Spans) -> pd.DataFrame:
     """One row per span, in start order (SDK spans, or `SpanData` of a loaded trace).
 
     Built column by column (one list per column, filled in one pass) rather than from a dict per
     row: pandas makes a frame from lists several times faster, which is what keeps 100,000 spans
     within a notebook's patience.
     """
-    from workbench.telemetry.trace import SpanData, span_data
-
-    data = [s if isinstance(s, SpanData) else span_data(s) for s in spans]
-    ordered = sorted(data, key=lambda s: s.start_ns)
+    ordered = sorted(_data(spans), key=lambda s: s.start_ns)
     columns: dict[str, list[Any]] = {name: [] for name in SPAN_COLUMNS}
     (trace_ids, span_ids, parent_ids, names, kinds, operations, starts, ends, durations, statuses,
      error_types, run_ids, execution_ids, steps, snapshot_ids, models, tools, input_tokens,
@@ -181,13 +187,13 @@ def spans_frame(spans: Sequence[ReadableSpan] | Sequence[SpanData]) -> pd.DataFr
     return frame
 
 
-def _is_step(span: ReadableSpan) -> bool:
+def _is_step(span: SpanData) -> bool:
     return span.name.startswith(n.SPAN_STEP + " ")
 
 
-def _step_row(span: ReadableSpan) -> dict[str, Any]:
-    a = span.attributes or {}
-    start, end = span.start_time or 0, span.end_time or span.start_time or 0
+def _step_row(span: SpanData) -> dict[str, Any]:
+    a = span.attributes
+    start, end = span.start_ns, span.end_ns
     return {
         **_common(span),
         "snapshot_id": a.get(n.SNAPSHOT_ID),
@@ -208,16 +214,16 @@ def _step_row(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
-def steps_frame(spans: Sequence[ReadableSpan]) -> pd.DataFrame:
+def steps_frame(spans: Spans) -> pd.DataFrame:
     """One row per step span, in start order, with the step's timing breakdown."""
-    rows = sorted((_step_row(s) for s in spans if _is_step(s)), key=lambda r: r["start"])
+    rows = sorted((_step_row(s) for s in _data(spans) if _is_step(s)), key=lambda r: r["start"])
     return _frame(rows, STEP_COLUMNS)
 
 
-def _timing_rows(span: ReadableSpan) -> list[dict[str, Any]]:
-    start, end = span.start_time or 0, span.end_time or span.start_time or 0
+def _timing_rows(span: SpanData) -> list[dict[str, Any]]:
+    start, end = span.start_ns, span.end_ns
     if _is_step(span):
-        overhead = (span.attributes or {}).get(n.TIMING_TELEMETRY)
+        overhead = span.attributes.get(n.TIMING_TELEMETRY)
         if overhead is None:
             return []
         row = {"component": "telemetry", "name": "telemetry", "start": start}
@@ -229,7 +235,7 @@ def _timing_rows(span: ReadableSpan) -> list[dict[str, Any]]:
     return [{**_common(span), **row, "duration_ms": _ms(end - start)}]
 
 
-def timing_frame(spans: Sequence[ReadableSpan]) -> pd.DataFrame:
+def timing_frame(spans: Spans) -> pd.DataFrame:
     """The timed parts of every step (phases, model calls, tools, hooks, telemetry overhead)."""
-    rows = sorted((r for s in spans for r in _timing_rows(s)), key=lambda r: r["start"])
+    rows = sorted((r for s in _data(spans) for r in _timing_rows(s)), key=lambda r: r["start"])
     return _frame(rows, TIMING_COLUMNS)

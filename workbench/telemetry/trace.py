@@ -109,6 +109,18 @@ class Trace(BaseModel):
 
         return spans_frame(self.spans)
 
+    def steps_df(self) -> pd.DataFrame:
+        """One row per ``workbench.step`` span (``frames.STEP_COLUMNS``), as in `Telemetry`."""
+        from workbench.telemetry.frames import steps_frame
+
+        return steps_frame(self.spans)
+
+    def timing_df(self) -> pd.DataFrame:
+        """Where the time went (``frames.TIMING_COLUMNS``), as `Telemetry.timing_df`."""
+        from workbench.telemetry.frames import timing_frame
+
+        return timing_frame(self.spans)
+
     def chat_spans(self) -> list[SpanData]:
         """The model calls, in start order.
 
