@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import json.encoder
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.messages import (
     FinishReason,
@@ -37,9 +37,13 @@ from workbench.messages import (
     ToolCall,
     ToolResult,
 )
+from workbench.telemetry import names as n
 from workbench.telemetry.redact import Redactor
 
-__all__ = ["ContentEncoder", "ContentStore", "joined"]
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+__all__ = ["ContentEncoder", "ContentStore", "expand", "joined"]
 
 
 def _json_encoder() -> Callable[[Any], str]:
@@ -226,3 +230,35 @@ class ContentStore:
     def clear(self) -> None:
         """Forget every conversation (the spans that refer to them are gone too)."""
         self._logs.clear()
+
+
+def expand(span: ReadableSpan, store: ContentStore) -> ReadableSpan:
+    """The span as it leaves: a content reference replaced by ``gen_ai.input.messages``."""
+    attributes = span.attributes or {}
+    ref = attributes.get(n.INPUT_MESSAGES_REF)
+    if not isinstance(ref, str):
+        return span
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    text = store.expand(ref)
+    full = {
+        (n.INPUT_MESSAGES if k == n.INPUT_MESSAGES_REF else k): (
+            text if k == n.INPUT_MESSAGES_REF else v
+        )
+        for k, v in attributes.items()
+        if k != n.INPUT_MESSAGES_REF or text is not None
+    }
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=full,
+        events=span.events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )

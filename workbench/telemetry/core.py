@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from workbench.records import StepContext, StepRecord
 from workbench.state import AgentState
 from workbench.telemetry import names
-from workbench.telemetry.content import ContentStore
+from workbench.telemetry.content import ContentStore, expand
 from workbench.telemetry.observer import Instruments, SpanObserver
 from workbench.telemetry.redact import Redactor
-from workbench.telemetry.writer import expand
 
 if TYPE_CHECKING:
     import pandas as pd

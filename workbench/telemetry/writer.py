@@ -15,9 +15,8 @@ step's record was closed (a ``SessionEnd`` after a stop between steps).
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,16 +24,16 @@ from workbench.messages import Message, ModelResponse
 from workbench.records import HookTiming, StepContext, StepRecord, ToolOutcome
 from workbench.state import AgentState, ExecutionStatus, Phase, TraceRef
 from workbench.telemetry import names as n
+from workbench.telemetry._chosen import chosen_ids
 from workbench.telemetry.content import ContentEncoder, ContentStore
 from workbench.telemetry.redact import Redactor
 from workbench.traceids import new_span_id, new_trace_id
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
-    from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.trace import Span, Tracer
 
-__all__ = ["BEFORE_STEP", "Instruments", "SpanWriter", "expand"]
+__all__ = ["BEFORE_STEP", "Instruments", "SpanWriter"]
 
 Attributes = dict[str, Any]
 
@@ -153,7 +152,7 @@ class SpanWriter:
             attributes[n.RERUN_OF] = state.rerun_of.run_id
             attributes[n.RERUN_STEP] = state.rerun_of.step
             attributes[n.RERUN_SNAPSHOT_ID] = state.rerun_of.snapshot_id
-        with _chosen_ids(self._tracer, (self.ref.trace_id, self.ref.span_id)):
+        with chosen_ids(self._tracer, (self.ref.trace_id, self.ref.span_id)):
             self._run = self._tracer.start_span(
                 f"{n.SPAN_RUN} {state.agent_name}",
                 kind=self._trace.SpanKind.INTERNAL,
@@ -473,41 +472,6 @@ class SpanWriter:
             span.add_event(n.EVENT_FAILURE, event, timestamp=at)
 
 
-@contextlib.contextmanager
-def _chosen_ids(tracer: Any, ids: tuple[str, str]) -> Iterator[None]:
-    """While it lasts, the SDK tracer's next root span gets the chosen trace and span id."""
-    generator = getattr(tracer, "id_generator", None)
-    if generator is None:  # not the SDK's tracer: its own ids
-        yield
-        return
-    trace_id, span_id = ids
-    chosen = _Chosen(generator, int(trace_id, 16), int(span_id, 16))
-    tracer.id_generator = chosen
-    try:
-        yield
-    finally:
-        tracer.id_generator = generator
-
-
-class _Chosen:
-    """An id generator that hands out the chosen ids once, then asks the one it replaces."""
-
-    def __init__(self, inner: Any, trace_id: int, span_id: int | None) -> None:
-        self._inner, self._trace_id, self._span_id = inner, trace_id, span_id
-
-    def generate_trace_id(self) -> int:
-        chosen, self._trace_id = self._trace_id, 0
-        return chosen or int(self._inner.generate_trace_id())
-
-    def generate_span_id(self) -> int:
-        chosen, self._span_id = self._span_id, None
-        return chosen or int(self._inner.generate_span_id())
-
-    def is_trace_id_random(self) -> bool:
-        """As random as the ids it replaces (a chosen id was once made by such a generator)."""
-        return bool(getattr(self._inner, "is_trace_id_random", lambda: False)())
-
-
 def dumps_json(value: Any) -> str:
     """JSON text for an attribute (as the conventions' JSON-valued attributes are sent)."""
     return json.dumps(value, ensure_ascii=False, default=str)
@@ -573,35 +537,3 @@ def _add_response(attributes: Attributes, response: ModelResponse) -> None:
         attributes[n.RESPONSE_ID] = response.response_id
     if response.time_to_first_token is not None:
         attributes[n.RESPONSE_TIME_TO_FIRST_CHUNK] = response.time_to_first_token
-
-
-def expand(span: ReadableSpan, store: ContentStore) -> ReadableSpan:
-    """The span as it leaves: a content reference replaced by ``gen_ai.input.messages``."""
-    attributes = span.attributes or {}
-    ref = attributes.get(n.INPUT_MESSAGES_REF)
-    if not isinstance(ref, str):
-        return span
-    from opentelemetry.sdk.trace import ReadableSpan
-
-    text = store.expand(ref)
-    full = {
-        (n.INPUT_MESSAGES if k == n.INPUT_MESSAGES_REF else k): (
-            text if k == n.INPUT_MESSAGES_REF else v
-        )
-        for k, v in attributes.items()
-        if k != n.INPUT_MESSAGES_REF or text is not None
-    }
-    return ReadableSpan(
-        name=span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=full,
-        events=span.events,
-        links=span.links,
-        kind=span.kind,
-        status=span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
