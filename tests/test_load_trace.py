@@ -281,6 +281,51 @@ def test_a_trace_from_jaegers_api_v3(live: Any, jaeger: str) -> None:
     assert tree(trace) == GOLDEN[:1]
 
 
+JAEGER_GET_TRACE = {  # Jaeger's own snapshot of GET /api/v3/traces/{id} (apiv3/snapshots)
+    "result": {
+        "resourceSpans": [
+            {
+                "resource": {},
+                "scopeSpans": [
+                    {
+                        "scope": {},
+                        "spans": [
+                            {
+                                "endTimeUnixNano": "11651379494838206464",
+                                "kind": 2,
+                                "name": "foobar",
+                                "parentSpanId": "",
+                                "spanId": "00000000000000b4",
+                                "startTimeUnixNano": "11651379494838206464",
+                                "status": {"code": 2},
+                                "traceId": "000000000000009600000000000000a0",
+                            }
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
+}
+
+
+def test_jaegers_recorded_answer(jaeger: str) -> None:
+    _Jaeger.recorded["000000000000009600000000000000a0"] = JAEGER_GET_TRACE
+    trace = wb.load_trace(f"jaeger+{jaeger}/000000000000009600000000000000A0")
+    (span,) = trace.spans
+    assert (span.trace_id, span.span_id, span.parent_id) == (
+        "000000000000009600000000000000a0",
+        "00000000000000b4",
+        None,
+    )
+    assert (span.name, span.kind, span.status, span.start_ns) == (
+        "foobar",
+        "SERVER",
+        "error",
+        11651379494838206464,
+    )
+
+
 def test_a_backend_that_is_down_slow_or_without_the_trace(jaeger: str) -> None:
     missing = "0af7651916cd43dd8448eb211c80319c"
     with pytest.raises(wb.TraceLoadError, match="not found"):
