@@ -338,7 +338,7 @@ class SpanWriter:
             n.CONVERSATION_ID: correlation[n.RUN_ID],
         }
         if description:
-            attributes[n.TOOL_DESCRIPTION] = description
+            attributes[n.TOOL_DESCRIPTION] = self._redact(description)
         if self._content is not None:
             attributes[n.TOOL_CALL_ARGUMENTS] = self._content.arguments(outcome.arguments)
             if outcome.status == "ok":  # a failed call has no result, only its error
@@ -395,17 +395,19 @@ class SpanWriter:
         encoded = self._encoded_definitions.get(offered)
         if encoded is None:
             chosen = set(offered)
-            encoded = dumps_json(
-                [
-                    {
-                        "type": "function",
-                        "name": d.name,
-                        "description": d.description,
-                        "parameters": d.parameters,
-                    }
-                    for d in snapshot.tool_definitions
-                    if d.name in chosen
-                ]
+            encoded = self._redact(  # descriptions are text like any other: no secrets leave
+                dumps_json(
+                    [
+                        {
+                            "type": "function",
+                            "name": d.name,
+                            "description": d.description,
+                            "parameters": d.parameters,
+                        }
+                        for d in snapshot.tool_definitions
+                        if d.name in chosen
+                    ]
+                )
             )
             self._encoded_definitions[offered] = encoded
         return encoded
