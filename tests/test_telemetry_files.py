@@ -201,3 +201,47 @@ def test_a_run_without_telemetry_is_pushed_under_the_trace_id_it_was_given() -> 
     assert result.state.trace is None and result.state.trace_id == trace_id  # no telemetry
     spans = spans_from_run(result)
     assert {format(s.context.trace_id, "032x") for s in spans if s.context} == {trace_id}
+
+
+def test_files_hold_valid_json_scope_tags_big_ints_nan_flags_and_drop_counts(
+    tmp_path: Path,
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from workbench.telemetry.files import write_jaeger_json, write_otlp_json
+
+    telemetry = wb.Telemetry()
+    tracer = telemetry.tracer_provider.get_tracer(n.SCOPE, "1.2.3")
+    with tracer.start_as_current_span("odd", attributes={"big": 2**60, "nan": float("nan")}):
+        pass
+    assert isinstance(telemetry.tracer_provider, TracerProvider)
+
+    def strict(text: str) -> Any:
+        def refuse(constant: str) -> Any:
+            raise AssertionError(f"{constant} is not JSON")
+
+        return json.loads(text, parse_constant=refuse)
+
+    jaeger = strict(write_jaeger_json(telemetry.spans, tmp_path / "j.json").read_text())
+    (trace,) = jaeger["data"]
+    (span,) = trace["spans"]
+    tags = {t["key"]: t for t in span["tags"]}
+    assert tags["otel.scope.name"]["value"] == n.SCOPE
+    assert tags["otel.scope.version"]["value"] == "1.2.3"
+    assert tags["big"] == {"key": "big", "type": "int64", "value": str(2**60)}  # beyond 2^53
+    assert tags["nan"]["value"] == "NaN"
+    (process,) = trace["processes"].values()
+    assert process["serviceName"] == "workbench"
+    assert "service.name" not in {t["key"] for t in process["tags"]}
+    otlp = strict(write_otlp_json(telemetry.spans, tmp_path / "o.json").read_text())
+    (encoded,) = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert encoded["flags"] == 0x101  # sampled; the parent's remoteness is known (none)
+    assert (
+        encoded["droppedAttributesCount"],
+        encoded["droppedEventsCount"],
+        encoded["droppedLinksCount"],
+    ) == (0, 0, 0)
+    values = {a["key"]: a["value"] for a in encoded["attributes"]}
+    assert values["nan"] == {"doubleValue": "NaN"} and values["big"] == {"intValue": str(2**60)}
+    (loaded,) = wb.load_trace(tmp_path / "j.json").spans
+    assert loaded.attributes["big"] == 2**60 and loaded.scope == n.SCOPE
