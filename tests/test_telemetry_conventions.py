@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 
 import workbench as wb
+from tests.test_openai_model import SECRET as API_KEY
+from tests.test_openai_model import Recorder, ask, completion, make_model
 from tests.test_telemetry import SECRET, R, add, by_name, calculator, run_with_pause
+from workbench.models.base import server_of
 from workbench.telemetry import names as n
 
 
@@ -228,3 +232,28 @@ def test_a_trace_id_chosen_before_the_run_is_the_run_spans() -> None:
     assert run.context is not None and format(run.context.trace_id, "032x") == trace_id
     assert format(run.context.span_id, "016x") == ref.span_id
     assert wb.AgentState.from_json(state.to_json()).trace_id == trace_id  # kept with the state
+
+
+async def test_cache_and_reasoning_tokens_reach_usage_and_the_chat_span() -> None:
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 200,
+        "prompt_tokens_details": {"cached_tokens": 768},
+        "completion_tokens_details": {"reasoning_tokens": 150},
+    }
+    handler = Recorder(httpx.Response(200, json=completion("Hi", usage=usage)))
+    model = make_model(handler)
+    response = await model.request(ask())
+    assert (response.usage.cache_read_tokens, response.usage.reasoning_tokens) == (768, 150)
+    assert (response.usage + response.usage).cache_read_tokens == 1536
+
+    telemetry = wb.Telemetry()
+    agent = wb.Agent(model=model, telemetry=telemetry, store=False)
+    await agent.run("Hi")
+    chat = next(s for s in telemetry.spans if s.name.startswith("chat"))
+    attributes = chat.attributes or {}
+    assert attributes["gen_ai.usage.cache_read.input_tokens"] == 768
+    assert attributes["gen_ai.usage.reasoning.output_tokens"] == 150
+    host, port = server_of(model)
+    assert (attributes["server.address"], attributes["server.port"]) == (host, port)
+    assert host and API_KEY not in str(attributes)
