@@ -6,7 +6,7 @@ Every ``import`` in every module counts, wherever it is written: at the top, ins
 the ones below, never one above:
 
 ==  ===============  ===================================================================
- 0  foundation       errors, messages, _record, _sync, redact: what everything speaks
+ 0  foundation       errors, messages, _record, _sync, redact, traceids: the common words
  1  state            the run's state and its lifecycle (status, transitions, stop reasons)
  2  rules            stop conditions, history processors, breakpoints: functions of a run view
  3  records          what a run reports (step records, snapshots, events, results), re-run states
@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "workbench._record",
             "workbench._sync",
             "workbench.redact",
+            "workbench.traceids",
         ),
     ),
     ("state", ("workbench.state",)),

@@ -292,126 +292,6 @@ def test_chat_tool_and_run_attributes() -> None:
     assert paused_run[n.RUN_PENDING] == (paused.pending[0].call_id,)
 
 
-def test_content_is_captured_in_the_conventions_shape() -> None:
-    telemetry = wb.Telemetry(capture_content=True)
-    run_with_pause(telemetry)
-    second_chat = by_name(telemetry.spans, "chat")[1].attributes or {}
-    assert json.loads(str(second_chat[n.SYSTEM_INSTRUCTIONS])) == [
-        {"type": "text", "content": "You are a calculator."}
-    ]
-    inputs = json.loads(str(second_chat[n.INPUT_MESSAGES]))
-    assert [m["role"] for m in inputs] == ["user", "assistant", "tool"]
-    call = inputs[1]["parts"][0]
-    assert (call["type"], call["name"], call["arguments"]) == (
-        "tool_call",
-        "add",
-        {"a": 17, "b": "twenty-five"},
-    )
-    answer = inputs[2]["parts"][0]
-    assert answer["type"] == "tool_call_response" and answer["id"] == call["id"]
-    outputs = json.loads(str(second_chat[n.OUTPUT_MESSAGES]))
-    assert outputs[0]["role"] == "assistant" and outputs[0]["finish_reason"] == "tool_call"
-    tool = by_name(telemetry.spans, "execute_tool multiply")[0].attributes or {}
-    assert json.loads(str(tool[n.TOOL_CALL_ARGUMENTS])) == {"a": 42, "b": 2}
-    assert tool[n.TOOL_CALL_RESULT] == "84"
-
-
-def test_no_content_without_capture() -> None:
-    telemetry = wb.Telemetry()
-    run_with_pause(telemetry)
-    content = {n.INPUT_MESSAGES, n.OUTPUT_MESSAGES, n.SYSTEM_INSTRUCTIONS}
-    content |= {n.TOOL_CALL_ARGUMENTS, n.TOOL_CALL_RESULT}
-    assert not any(content & set(s.attributes or {}) for s in telemetry.spans)
-
-
-def test_content_cost_grows_with_new_messages_not_history(monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbench.telemetry import content
-
-    encoded: list[str] = []
-    original = content.ContentEncoder._message
-
-    def counting(self: content.ContentEncoder, role: str, parts: Any) -> str:
-        encoded.append(role)
-        return original(self, role, parts)
-
-    monkeypatch.setattr(content.ContentEncoder, "_message", counting)
-    steps = 30
-    script = [R.tool_call("add", {"a": i, "b": 1}) for i in range(steps)] + [R.text("done")]
-    agent = calculator(wb.Telemetry(capture_content=True), script)
-    agent.stop = wb.MaxSteps(steps + 5)
-    result = agent.run_sync("count")
-    messages = len(result.messages)
-    assert result.status is wb.ExecutionStatus.COMPLETED and messages == 2 * steps + 3
-    # each message is encoded once as input and each answer once as output: linear, not quadratic
-    assert messages - 1 <= len(encoded) <= 2 * messages
-
-
-def test_content_json_is_what_json_dumps_writes() -> None:
-    """Messages are written from templates: byte for byte what ``json.dumps`` writes."""
-    from workbench.messages import RetryPrompt, TextPart, ToolCall, ToolResult
-    from workbench.redact import Redactor
-    from workbench.telemetry.content import ContentEncoder
-
-    tricky = 'quote " backslash \\ newline \n tab \t nul \x00 accents \u00e9\u20ac emoji \U0001f600'
-    arguments = {
-        "text": tricky,
-        "n": [1, 2.5, None, True],
-        "api_key": "hunter2",
-        "x": {"y": SECRET},
-    }
-    call = ToolCall(name="add", arguments=arguments, call_id=f"c{tricky}")
-    broken = ToolCall(name="add", call_id="c2", invalid_arguments=f'{{"a": {tricky}')
-    answer = R(
-        parts=(TextPart(text=tricky), call, broken), finish_reason=wb.FinishReason.TOOL_CALLS
-    )
-    conversation = (
-        wb.Message.user(tricky),
-        wb.Message(role="assistant", parts=answer.parts),
-        wb.Message(role="tool", parts=(ToolResult(call_id=call.call_id, content=tricky),)),
-        wb.Message(role="tool", parts=(RetryPrompt(call_id="c2", content="fix it"),)),
-        wb.Message(role="user", parts=(RetryPrompt(content=f"empty {SECRET}"),)),
-    )
-    redacted = {
-        "text": tricky,
-        "n": [1, 2.5, None, True],
-        "api_key": "[REDACTED]",
-        "x": {"y": "[REDACTED]"},
-    }
-    expected_answer = {
-        "role": "assistant",
-        "parts": [
-            {"type": "text", "content": tricky},
-            {"type": "tool_call", "id": call.call_id, "name": "add", "arguments": redacted},
-            {"type": "tool_call", "id": "c2", "name": "add", "arguments": f'{{"a": {tricky}'},
-        ],
-    }
-    expected_inputs = [
-        {"role": "user", "parts": [{"type": "text", "content": tricky}]},
-        expected_answer,
-        {
-            "role": "tool",
-            "parts": [{"type": "tool_call_response", "id": call.call_id, "response": tricky}],
-        },
-        {
-            "role": "tool",
-            "parts": [{"type": "tool_call_response", "id": "c2", "response": "fix it"}],
-        },
-        {"role": "user", "parts": [{"type": "text", "content": "empty [REDACTED]"}]},
-    ]
-
-    def dumps(value: Any) -> str:
-        return json.dumps(value, ensure_ascii=False)
-
-    encoder = ContentEncoder(Redactor())
-    assert encoder.request(conversation[:1]) == (None, f"[{dumps(expected_inputs[0])}]")
-    output = encoder.response(answer)
-    assert output == dumps([{**expected_answer, "finish_reason": "tool_call"}])
-    assert encoder.arguments(call.arguments) == dumps(redacted)
-    assert encoder.arguments(dict(arguments)) == dumps(redacted)
-    inputs = encoder.request(conversation)[1]
-    assert inputs == "[" + ",".join(dumps(m) for m in expected_inputs) + "]"
-
-
 def test_timing_numbers_agree_with_span_durations() -> None:
     telemetry = wb.Telemetry()
     paused, done = run_with_pause(telemetry)
@@ -548,13 +428,19 @@ def test_redactor_patterns() -> None:
 
 
 def test_hook_spans_under_step_and_run() -> None:
+    """Hook spans come from the step record: before-step events under the run, the rest under
+    the step; a failed hook is an error span with no invented exception; a hook that ran after
+    the last record (reported, never recorded) goes under the run span."""
     telemetry = wb.Telemetry()
     observer = telemetry.observer(wb.ScriptedModel([], name="m"))
     state = wb.AgentState(agent_name="hooked").moved(wb.Transition.START)
     observer.run_started(state)
-    observer.hook_called(
-        0, wb.HookTiming(event="SessionStart", hook="greet", duration=0.001), 1e9, None
+    greet = wb.HookTiming(event="SessionStart", hook="greet", duration=0.001, started_at=1e9)
+    check = wb.HookTiming(
+        event="PreToolUse", hook="check.sh", duration=0.002, started_at=1e9 + 0.02, error="exit 3"
     )
+    for hook in (greet, check):
+        observer.hook_called(1, hook, hook.started_at or 0.0, hook.error)
     snapshot = wb.StepContext(
         run_id=state.run_id,
         execution_id=state.execution_id,
@@ -570,31 +456,50 @@ def test_hook_spans_under_step_and_run() -> None:
         state=state,
     )
     observer.step_started(snapshot)
-    observer.phase_ended(
-        wb.PhaseEvent(phase=wb.Phase.PREPARE, step=1, state=state, duration=0.001), 1e9 + 0.01
+    record = wb.StepRecord(
+        index=1,
+        run_id=state.run_id,
+        execution_id=state.execution_id,
+        messages_in=(),
+        new_messages=(),
+        response=None,
+        tool_outcomes=(),
+        usage=wb.Usage(),
+        timing=wb.Timing(prepare=0.001, hooks=0.003, per_hook=(greet, check)),
+        status=wb.ExecutionStatus.ABORTED,
+        stop_reason=wb.StopReason.ABORTED,
+        tools_offered=(),
+        snapshot_id=snapshot.id,
+        started_at=1e9 + 0.011,
+        phase_starts=((wb.Phase.PREPARE, 1e9 + 0.01),),
+        ended_at=1e9 + 0.03,
     )
-    observer.hook_called(
-        1, wb.HookTiming(event="PreToolUse", hook="check.sh", duration=0.002), 1e9 + 0.02, "exit 3"
-    )
+    observer.step_ended(record)
+    late = wb.HookTiming(event="SessionEnd", hook="bye", duration=0.001, started_at=1e9 + 0.04)
+    observer.hook_called(1, late, 1e9 + 0.04, None)
     observer.run_ended(state.moved(wb.Transition.ABORT, stop_reason=wb.StopReason.ABORTED))
     assert fold(telemetry.spans) == [
         {
             "invoke_agent hooked INTERNAL status=aborted": [
                 "workbench.hook SessionStart INTERNAL",
                 {
-                    "workbench.step 1 INTERNAL": [
+                    "workbench.step 1 INTERNAL status=aborted": [
                         "workbench.prepare INTERNAL",
                         "workbench.hook PreToolUse INTERNAL type=hook_error",
                     ]
                 },
+                "workbench.hook SessionEnd INTERNAL",
             ]
         }
     ]
     hook = by_name(telemetry.spans, "workbench.hook PreToolUse")[0]
     assert hook.attributes is not None and hook.attributes[n.HOOK_NAME] == "check.sh"
     assert (hook.end_time or 0) - (hook.start_time or 0) == 2_000_000
-    assert hook.events[0].attributes is not None
-    assert hook.events[0].attributes[n.SNAPSHOT_ID] == snapshot.id
+    assert hook.start_time == int((1e9 + 0.02) * 1e9)
+    (event,) = hook.events
+    assert event.name == n.EVENT_FAILURE and event.attributes is not None
+    assert event.attributes[n.SNAPSHOT_ID] == snapshot.id
+    assert event.attributes[n.FAILURE_MESSAGE] == "exit 3"
 
 
 def test_docstring_examples_run() -> None:
@@ -652,5 +557,5 @@ def test_a_telemetry_failure_never_breaks_the_run(
     _, done = run_with_pause(telemetry)
     assert done.status is wb.ExecutionStatus.COMPLETED and done.output == "84, saved."
     assert telemetry.spans == []
-    assert "failed on run_started; the run goes on" in caplog.text
+    assert "failed on step_ended; the run goes on" in caplog.text  # spans are written there
     assert "RuntimeError: exporter exploded" in caplog.text

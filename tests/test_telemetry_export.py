@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 import workbench as wb
 from tests.test_telemetry import calculator, run_with_pause
 from workbench.cli import main
+from workbench.telemetry import names as n
 from workbench.telemetry import otlp_traces_endpoint
 
 
@@ -42,6 +43,8 @@ class Collector:
     names: list[str] = field(default_factory=list)
     trace_ids: set[str] = field(default_factory=set)
     headers: list[dict[str, str]] = field(default_factory=list)
+    attributes: list[dict[str, str]] = field(default_factory=list)
+    """Each span's string attributes, as they arrived."""
 
 
 @pytest.fixture
@@ -56,6 +59,9 @@ def collector() -> Iterator[Collector]:
                 for scope in resource.scope_spans:
                     for span in scope.spans:
                         received.names.append(span.name)
+                        received.attributes.append(
+                            {a.key: a.value.string_value for a in span.attributes}
+                        )
                         received.trace_ids.add(span.trace_id.hex())
             received.headers.append({k.lower(): v for k, v in self.headers.items()})
             answer = ExportTraceServiceResponse().SerializeToString()
@@ -240,3 +246,42 @@ def test_demo_writes_its_trace_files(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert len(jaeger["data"]) == 2  # the run paused for an approval, then resumed
     spans = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
     assert sum(len(t["spans"]) for t in jaeger["data"]) == len(spans)
+
+
+def test_content_kept_once_leaves_as_the_text(collector: Collector) -> None:
+    """Chat spans in memory refer to their conversation; the content is built on the way out."""
+    telemetry = wb.Telemetry(capture_content=True, otlp_endpoint=collector.url)
+    run_with_pause(telemetry)
+    stats = telemetry.shutdown(timeout=10)
+    assert stats is not None and stats.exported == stats.queued
+    held = [s for s in telemetry._collector.spans if s.name.startswith("chat")]
+    assert held and all(
+        n.INPUT_MESSAGES not in (s.attributes or {})
+        and n.INPUT_MESSAGES_REF in (s.attributes or {})
+        for s in held
+    )
+    read = {
+        s.context.span_id: s for s in telemetry.spans if s.name.startswith("chat") and s.context
+    }
+    sent = [a for a in collector.attributes if a.get(n.OPERATION) == "chat"]
+    assert len(sent) == len(read) == len(held)
+    assert sorted(a[n.INPUT_MESSAGES] for a in sent) == sorted(
+        str((s.attributes or {})[n.INPUT_MESSAGES]) for s in read.values()
+    )
+    assert not any(n.INPUT_MESSAGES_REF in a for a in collector.attributes)
+    first = json.loads(min(sent, key=lambda a: len(a[n.INPUT_MESSAGES]))[n.INPUT_MESSAGES])
+    assert [m["role"] for m in first] == ["system", "user"]
+
+
+def test_a_provider_passed_in_gets_the_text_on_the_span() -> None:
+    """Other processors of a provider passed in read spans as they end: they get the text."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    run_with_pause(wb.Telemetry(provider, capture_content=True))
+    chats = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    assert chats and all(n.INPUT_MESSAGES in (s.attributes or {}) for s in chats)

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import workbench as wb
-from tests.test_telemetry import GOLDEN, StoredRun, by_name, fold, run_with_pause
+from tests.test_telemetry import (
+    GOLDEN,
+    HOOKS,
+    StoredRun,
+    by_name,
+    calculator,
+    fold,
+    run_with_pause,
+)
 from workbench.telemetry import names as n
 from workbench.telemetry import spans_from_run
 from workbench.telemetry.frames import SPAN_COLUMNS, STEP_COLUMNS, TIMING_COLUMNS
@@ -86,7 +95,7 @@ def test_otlp_json_file(tmp_path: Path) -> None:
     tokens = next(a for a in chat["attributes"] if a["key"] == n.USAGE_INPUT_TOKENS)
     assert tokens["value"]["intValue"] == str(paused.steps[0].usage.input_tokens)
     retry = next(s for s in spans if s["name"] == "execute_tool add")
-    assert retry["status"]["code"] == 2 and retry["events"][0]["name"] == "exception"
+    assert retry["status"]["code"] == 2 and retry["events"][0]["name"] == "workbench.failure"
 
 
 def test_dataframes_have_the_documented_columns() -> None:
@@ -125,3 +134,114 @@ def test_spans_rebuilt_from_records_match_the_live_trace() -> None:
     } == live_ids
     (link,) = by_name(rebuilt, "invoke_agent")[1].links
     assert format(link.context.trace_id, "032x") == paused.trace_id
+
+
+def _span_table(spans: list[Any]) -> dict[tuple[str, ...], Any]:
+    """Every span by its path of names from the root, with all it says but its own span id."""
+    by_id = {s.context.span_id: s for s in spans if s.context is not None}
+
+    def path(span: Any) -> tuple[str, ...]:
+        parent = by_id.get(span.parent.span_id) if span.parent is not None else None
+        return (*(path(parent) if parent is not None else ()), span.name)
+
+    table: dict[tuple[str, ...], Any] = {}
+    for span in spans:
+        key = path(span)
+        while key in table:  # several calls of one tool in a step: told apart by order
+            key = (*key[:-1], key[-1] + "'")
+        table[key] = (
+            format(span.context.trace_id, "032x"),
+            span.kind.name,
+            span.start_time,
+            span.end_time,
+            dict(span.attributes or {}),
+            span.status.status_code.name,
+            span.status.description,
+            [(e.name, e.timestamp, dict(e.attributes or {})) for e in span.events],
+            [
+                (lk.context.trace_id, lk.context.span_id, dict(lk.attributes or {}))
+                for lk in span.links
+            ],
+        )
+    return table
+
+
+def test_a_stored_run_exported_is_the_live_trace(tmp_path: Path) -> None:
+    """One path from records to spans: the spans of a run loaded back from SQLite are the live
+    spans, attribute for attribute, time for time, under the same trace and run span ids."""
+    telemetry = wb.Telemetry(capture_content=True)
+    with wb.RunStore(tmp_path / "runs.sqlite") as store:
+        agent = calculator(telemetry, hooks=HOOKS)
+        agent.store = store
+        paused = agent.run_sync("What is 17 + 25, doubled? Save it.")
+        done = agent.resume_sync(
+            paused.state, approvals={p.call_id: True for p in paused.state.pending}
+        )
+        loaded = store.load(done.run_id)
+    rebuilt = spans_from_run(loaded, capture_content=True)
+    assert fold(rebuilt) == GOLDEN
+    live, stored = _span_table(telemetry.spans), _span_table(rebuilt)
+    assert stored.keys() == live.keys()
+    for key in live:
+        assert stored[key] == live[key], key
+    chat = next(s for s in rebuilt if s.name == "chat scripted")
+    assert chat.attributes is not None and chat.attributes[n.PROVIDER] == "workbench"
+
+
+def test_a_run_without_telemetry_is_pushed_under_the_trace_id_it_was_given() -> None:
+    from workbench.traceids import new_trace_id
+
+    trace_id = new_trace_id()
+    agent = wb.Agent(model=wb.ScriptedModel(["hi"]), store=False)
+    run = agent.start("hello")
+    run._execution.replace_state(
+        run.state.model_copy(update={"trace_id": trace_id})
+    )  # as the loop would
+    result = run.run_to_end()
+    assert result.state.trace is None and result.state.trace_id == trace_id  # no telemetry
+    spans = spans_from_run(result)
+    assert {format(s.context.trace_id, "032x") for s in spans if s.context} == {trace_id}
+
+
+def test_files_hold_valid_json_scope_tags_big_ints_nan_flags_and_drop_counts(
+    tmp_path: Path,
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from workbench.telemetry.files import write_jaeger_json, write_otlp_json
+
+    telemetry = wb.Telemetry()
+    tracer = telemetry.tracer_provider.get_tracer(n.SCOPE, "1.2.3")
+    with tracer.start_as_current_span("odd", attributes={"big": 2**60, "nan": float("nan")}):
+        pass
+    assert isinstance(telemetry.tracer_provider, TracerProvider)
+
+    def strict(text: str) -> Any:
+        def refuse(constant: str) -> Any:
+            raise AssertionError(f"{constant} is not JSON")
+
+        return json.loads(text, parse_constant=refuse)
+
+    jaeger = strict(write_jaeger_json(telemetry.spans, tmp_path / "j.json").read_text())
+    (trace,) = jaeger["data"]
+    (span,) = trace["spans"]
+    tags = {t["key"]: t for t in span["tags"]}
+    assert tags["otel.scope.name"]["value"] == n.SCOPE
+    assert tags["otel.scope.version"]["value"] == "1.2.3"
+    assert tags["big"] == {"key": "big", "type": "int64", "value": str(2**60)}  # beyond 2^53
+    assert tags["nan"]["value"] == "NaN"
+    (process,) = trace["processes"].values()
+    assert process["serviceName"] == "workbench"
+    assert "service.name" not in {t["key"] for t in process["tags"]}
+    otlp = strict(write_otlp_json(telemetry.spans, tmp_path / "o.json").read_text())
+    (encoded,) = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert encoded["flags"] == 0x101  # sampled; the parent's remoteness is known (none)
+    assert (
+        encoded["droppedAttributesCount"],
+        encoded["droppedEventsCount"],
+        encoded["droppedLinksCount"],
+    ) == (0, 0, 0)
+    values = {a["key"]: a["value"] for a in encoded["attributes"]}
+    assert values["nan"] == {"doubleValue": "NaN"} and values["big"] == {"intValue": str(2**60)}
+    (loaded,) = wb.load_trace(tmp_path / "j.json").spans
+    assert loaded.attributes["big"] == 2**60 and loaded.scope == n.SCOPE

@@ -55,6 +55,7 @@ from workbench.errors import (
     ToolRetriesExceeded,
     ToolRetry,
     ToolTimeout,
+    TraceLoadError,
     UsageError,
     WorkbenchError,
 )
@@ -133,6 +134,8 @@ from workbench.state import (
 from workbench.store import RunStore, RunSummary
 from workbench.subagent import SubagentContext, SubagentLimits
 from workbench.telemetry import Telemetry, TelemetryExportWarning
+from workbench.telemetry.load import load_trace
+from workbench.telemetry.trace import SpanData, SpanEvent, SpanLink, Trace
 from workbench.tools import (
     Tool,
     ToolContext,
@@ -238,6 +241,9 @@ __all__ = [
     "SessionFormatError",
     "SessionStartInput",
     "SessionState",
+    "SpanData",
+    "SpanEvent",
+    "SpanLink",
     "StateFormatError",
     "StepContext",
     "StepDiff",
@@ -276,6 +282,8 @@ __all__ = [
     "ToolSource",
     "ToolTimeout",
     "Toolset",
+    "Trace",
+    "TraceLoadError",
     "Transition",
     "Usage",
     "UsageError",
@@ -287,6 +295,7 @@ __all__ = [
     "expect",
     "hooks_from_plugin",
     "hooks_from_settings",
+    "load_trace",
     "recheck",
     "tool",
 ]

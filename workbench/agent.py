@@ -32,6 +32,7 @@ from workbench.toolsets import Toolset
 
 if TYPE_CHECKING:
     from workbench.telemetry import Telemetry
+    from workbench.telemetry.trace import Trace
 
 __all__ = ["Agent", "AgentRun", "RunResult"]
 
@@ -470,6 +471,35 @@ class Agent:
     ) -> RunResult:
         """Sync `rerun`."""
         return run_sync(self.rerun(snapshot, messages, model, settings, tools))
+
+    async def rerun_from_trace(
+        self,
+        trace: Trace,
+        step: int,
+        messages: Sequence[Message] | None = None,
+        model: Model | None = None,
+        settings: ModelSettings | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+    ) -> RunResult:
+        """Re-run from ``step`` of a trace that captured content, with no store; edits as `rerun`.
+
+        The messages come from the step's model call span; the new run links to the traced step.
+        """
+        from workbench.telemetry.rerun_trace import snapshot_from_trace
+
+        return await self.rerun(snapshot_from_trace(trace, step), messages, model, settings, tools)
+
+    def rerun_from_trace_sync(
+        self,
+        trace: Trace,
+        step: int,
+        messages: Sequence[Message] | None = None,
+        model: Model | None = None,
+        settings: ModelSettings | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+    ) -> RunResult:
+        """Sync `rerun_from_trace`."""
+        return run_sync(self.rerun_from_trace(trace, step, messages, model, settings, tools))
 
     def _run_from(
         self,

@@ -17,9 +17,6 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 
-from pydantic import Field
-
-from workbench._record import Record
 from workbench.conditions import Budget, RunView
 from workbench.config import LoopConfig
 from workbench.errors import ResponseRetriesExceeded, ToolRetriesExceeded, UsageError
@@ -27,24 +24,21 @@ from workbench.hooks.loop import LoopHooks, with_arguments
 from workbench.hooks.runner import HookReport
 from workbench.messages import (
     Message,
-    ModelResponse,
     Part,
     RetryPrompt,
     Role,
     TextPart,
-    Usage,
     with_unique_call_ids,
 )
-from workbench.models.base import ModelRequest
+from workbench.models.base import ModelRequest, server_of
 from workbench.records import (
     HookTiming,
     Observers,
     PhaseEvent,
     RunResult,
     StepContext,
+    StepDraft,
     StepRecord,
-    Timing,
-    ToolOutcome,
 )
 from workbench.state import (
     AgentState,
@@ -57,6 +51,7 @@ from workbench.state import (
 )
 from workbench.toolcalls import CallResult, ToolRunner
 from workbench.tools import Tool, ToolContext, schema_hash
+from workbench.traceids import new_trace_id
 
 __all__ = ["Execution"]
 
@@ -66,21 +61,6 @@ LACKING = "Tools you do not have in this task: "
 _GRACE_LIMITS = (StopReason.STEP_LIMIT, StopReason.TIME_LIMIT)
 _MODEL_STOPS = (StopReason.COMPLETED, StopReason.TASK_COMPLETE)
 """Stop reasons where the model ended the run itself: Stop hooks may ask for another turn."""
-
-
-class _Draft(Record):
-    """The step under way; it becomes a `StepRecord` when the step ends or pauses."""
-
-    index: int
-    started_at: float
-    messages_in: tuple[Message, ...] = ()
-    first_new: int = 0
-    tools_offered: tuple[str, ...] = ()
-    tools_hidden: tuple[tuple[str, str], ...] = ()
-    response: ModelResponse | None = None
-    outcomes: tuple[ToolOutcome, ...] = ()
-    timing: dict[Phase, float] = Field(default_factory=dict)
-    snapshot_id: str | None = None
 
 
 class Execution:
@@ -93,7 +73,7 @@ class Execution:
         self.snapshots: list[StepContext] = []
         self.children: list[RunResult] = []
         """The sub-runs this execution's tools made (sub-agents), in call order."""
-        self._draft: _Draft | None = None
+        self._draft: StepDraft | None = None
         self._run_time = state.elapsed
         """Seconds the run has spent inside phases: what `Timeout` counts (not time paused or
         spent reading between manual steps)."""
@@ -106,6 +86,8 @@ class Execution:
         self._hidden: tuple[tuple[str, str], ...] = ()
         """The toolsets' tools hidden this step, with the reason."""
         self._schema_hashes: dict[tuple[Tool, ...], str] = {}
+        self._provider: str | None = getattr(config.model, "provider", None)
+        self._server = server_of(config.model)
         self._limits = config.stop.limits()
         prompt = config.system_prompt
         self._prompt_hash = hashlib.sha256(prompt.encode()).hexdigest()[:16] if prompt else None
@@ -208,7 +190,7 @@ class Execution:
         if len(messages) < len(self.state.messages):
             await self._hooks.pre_compact(len(self.state.messages), len(messages))
         self._open_step(
-            _Draft(
+            StepDraft(
                 index=snapshot.step,
                 started_at=time.time(),
                 messages_in=tuple(messages),
@@ -242,6 +224,12 @@ class Execution:
             response = await requested
         except Exception as exc:
             duration = time.perf_counter() - started
+            error = ErrorInfo(
+                type=type(exc).__name__, message=str(exc), phase=Phase.INFERENCE, step=draft.index
+            )
+            self._draft = draft.model_copy(
+                update={"model_started_at": wall, "model_duration": duration, "model_error": error}
+            )
             self._observers.model_called(draft.index, draft.messages_in, None, wall, duration, exc)
             if isinstance(exc, TimeoutError) and seconds_left is not None:
                 self._end(StopReason.TIME_LIMIT)
@@ -249,7 +237,9 @@ class Execution:
             raise
         duration = time.perf_counter() - started
         self._observers.model_called(draft.index, draft.messages_in, response, wall, duration, None)
-        self._draft = draft.model_copy(update={"response": response})
+        self._draft = draft.model_copy(
+            update={"response": response, "model_started_at": wall, "model_duration": duration}
+        )
         usage = self.state.usage + response.usage
         if response.parts and (response.calls or response.text_content.strip()):
             parts = with_unique_call_ids(response.parts)
@@ -381,7 +371,9 @@ class Execution:
         """Start the execution (SessionStart hooks first); the first phase, or None."""
         if self.state.done:
             return None
-        self.state = self.state.moved(Transition.START)
+        resumed = self.state.status is ExecutionStatus.PAUSED  # each execution is a trace of its own
+        trace_id = new_trace_id() if resumed or not self.state.trace_id else self.state.trace_id
+        self.state = self.state.moved(Transition.START, trace_id=trace_id)
         self._observers.run_started(self.state)
         trace = self._observers.trace_context()
         if trace != self.state.trace:
@@ -452,16 +444,16 @@ class Execution:
 
     # -- the step record ------------------------------------------------------------------------
 
-    def _open_step(self, draft: _Draft) -> None:
+    def _open_step(self, draft: StepDraft) -> None:
         """Start recording a step; the observers' cost is counted from here."""
         self._draft = draft
         self._observers.seconds = 0.0
 
-    def _step_draft(self) -> _Draft:
+    def _step_draft(self) -> StepDraft:
         """The step under way; a run resumed mid-step records it from TOOLS on."""
         if self._draft is None:
             self._open_step(
-                _Draft(
+                StepDraft(
                     index=self.state.step,
                     started_at=time.time(),
                     first_new=len(self.state.messages),
@@ -477,11 +469,14 @@ class Execution:
         duration = time.perf_counter() - started
         self._run_time += duration
         self._phase_started = None
+        wall = time.time() - duration
         if self._draft is not None:
-            timing = {**self._draft.timing, phase: self._draft.timing.get(phase, 0.0) + duration}
-            self._draft = self._draft.model_copy(update={"timing": timing})
+            draft = self._draft
+            timing = {**draft.timing, phase: draft.timing.get(phase, 0.0) + duration}
+            starts = (*draft.phase_starts, (phase, wall))
+            self._draft = draft.model_copy(update={"timing": timing, "phase_starts": starts})
         event = PhaseEvent(phase=phase, step=self.state.step, state=self.state, duration=duration)
-        self._observers.phase_ended(event, time.time() - duration)
+        self._observers.phase_ended(event, wall)
         return event
 
     def _close_step(self) -> None:
@@ -489,42 +484,9 @@ class Execution:
         if draft is None:
             self._record_late_hooks()
             return
-        record = self._step_record(draft)
+        record = draft.record(self.state, self._hooks.take(), self._observers.seconds)
         self.steps.append(record)
         self._observers.step_ended(record)
-
-    def _step_record(self, draft: _Draft) -> StepRecord:
-        hooks, timing, response = self._hooks.take(), draft.timing, draft.response
-        executed = [o for o in draft.outcomes if o.status in ("ok", "error", "retry")]
-        return StepRecord(
-            index=draft.index,
-            run_id=self.state.run_id,
-            execution_id=self.state.execution_id,
-            messages_in=draft.messages_in,
-            new_messages=self.state.messages[draft.first_new :],
-            response=draft.response,
-            tool_outcomes=draft.outcomes,
-            usage=response.usage if response is not None else Usage(),
-            timing=Timing(
-                prepare=timing.get(Phase.PREPARE, 0.0),
-                inference=timing.get(Phase.INFERENCE, 0.0),
-                tools=timing.get(Phase.TOOLS, 0.0),
-                continuation=timing.get(Phase.CONTINUATION, 0.0),
-                telemetry=self._observers.seconds,
-                hooks=hooks.seconds,
-                per_hook=hooks.timings,
-                time_to_first_token=response.time_to_first_token if response else None,
-                per_tool=tuple((o.call_id, o.name, o.duration) for o in executed),
-            ),
-            status=self.state.status,
-            stop_reason=self.state.stop_reason,
-            tools_offered=draft.tools_offered,
-            tools_hidden=draft.tools_hidden,
-            snapshot_id=draft.snapshot_id,
-            started_at=draft.started_at,
-            hook_errors=hooks.errors,
-            hook_messages=hooks.notes,
-        )
 
     def _record_late_hooks(self) -> None:
         """Hooks that ran with no step open (SessionEnd after a stop between steps).
@@ -543,7 +505,13 @@ class Execution:
     # -- helpers --------------------------------------------------------------------------------
 
     def _hook_called(self, report: HookReport) -> None:
-        timing = HookTiming(event=report.event, hook=report.hook, duration=report.duration)
+        timing = HookTiming(
+            event=report.event,
+            hook=report.hook,
+            duration=report.duration,
+            started_at=report.started_at,
+            error=report.error,
+        )
         self._observers.hook_called(self.state.step, timing, report.started_at, report.error)
 
     def _view(self, steps_completed: int) -> RunView:
@@ -604,6 +572,10 @@ class Execution:
             message_count=len(state.messages),
             created_at=time.time(),
             state=state,
+            provider=self._provider,
+            server_address=self._server[0],
+            server_port=self._server[1],
+            tool_definitions=tuple(t.definition for t in self._step_tools.values()),
         )
 
     def _message(self, role: Role, *parts: Part) -> Message:

@@ -30,6 +30,7 @@ Who caused it decides where an error sits, because that decides what the user do
     │   ├── StateFormatError        a serialized state that cannot be read
     │   │   └── SessionFormatError  a serialized session that cannot be read
     │   ├── CassetteError           a cassette file that is damaged, foreign or from a newer version
+    │   ├── TraceLoadError          a trace file or backend that cannot be read as a trace
     │   └── SubagentError           a sub-agent's run ended without an answer
     ├── RunFatalError               raised by a tool to end the whole run as FAILED
     └── ExpectationFailed           a run is not what a `wb.expect` check asked for (a test failed)
@@ -85,6 +86,7 @@ __all__ = [
     "ToolRetriesExceeded",
     "ToolRetry",
     "ToolTimeout",
+    "TraceLoadError",
     "UsageError",
     "WorkbenchError",
 ]
@@ -264,6 +266,10 @@ class SessionFormatError(StateFormatError):
 
 class CassetteError(ExternalError, ValueError):
     """A cassette file that cannot be replayed: damaged, not a cassette, or a newer version."""
+
+
+class TraceLoadError(ExternalError, ValueError):
+    """A trace that cannot be loaded: a truncated or foreign file, bad ids, a backend down."""
 
 
 class SubagentError(ExternalError, RuntimeError):

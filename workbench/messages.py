@@ -27,6 +27,7 @@ __all__ = [
     "Role",
     "TextPart",
     "ToolCall",
+    "ToolDefinition",
     "ToolResult",
     "Usage",
     "new_call_id",
@@ -108,6 +109,14 @@ class RetryPrompt(Record):
 Part = Annotated[TextPart | ToolCall | ToolResult | RetryPrompt, Field(discriminator="kind")]
 
 
+class ToolDefinition(Record):
+    """What the model is told about a tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, JsonValue]
+
+
 class Message(Record):
     """One message of a conversation, with where it came from."""
 
@@ -170,6 +179,10 @@ class Usage(Record):
     requests: int = 0
     cost: float | None = 0.0
     """US dollars; ``None`` means unknown (no price for the model), which is not free."""
+    cache_read_tokens: int = 0
+    """Of the input tokens, those served from the provider's prompt cache."""
+    reasoning_tokens: int = 0
+    """Of the output tokens, those the model spent reasoning (not in its answer)."""
 
     @property
     def total_tokens(self) -> int:
@@ -184,6 +197,8 @@ class Usage(Record):
             output_tokens=self.output_tokens - other.output_tokens,
             requests=self.requests - other.requests,
             cost=cost,
+            cache_read_tokens=self.cache_read_tokens - other.cache_read_tokens,
+            reasoning_tokens=self.reasoning_tokens - other.reasoning_tokens,
         )
 
     def __add__(self, other: Usage) -> Usage:
@@ -193,6 +208,8 @@ class Usage(Record):
             output_tokens=self.output_tokens + other.output_tokens,
             requests=self.requests + other.requests,
             cost=cost,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import Field
 
 from workbench._record import Record
 from workbench.breakpoints import Break
 from workbench.conditions import Budget
-from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, Usage
+from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, ToolDefinition, Usage
 from workbench.state import (
     AgentState,
     ErrorInfo,
@@ -35,6 +35,7 @@ __all__ = [
     "RunObserver",
     "RunResult",
     "StepContext",
+    "StepDraft",
     "StepRecord",
     "SubagentResult",
     "Timing",
@@ -75,6 +76,8 @@ class ToolOutcome(Record):
     duration: float = 0.0
     subagent: SubagentResult | None = None
     """What the sub-run of a sub-agent tool ended as (`Agent.as_tool`), for this call."""
+    started_at: float | None = None
+    """When the call's pipeline began (`time.time()`): its span starts here."""
 
 
 class HookTiming(Record):
@@ -83,6 +86,10 @@ class HookTiming(Record):
     event: str
     hook: str
     duration: float
+    started_at: float | None = None
+    """When the invocation began (`time.time()`): its span starts here."""
+    error: str | None = None
+    """What went wrong (timeout, crash, bad output), if anything did."""
 
 
 class Timing(Record):
@@ -132,6 +139,16 @@ class StepRecord(Record):
     """Hooks that failed (timeout, crash, bad output) or answered what their event cannot do."""
     hook_messages: tuple[str, ...] = ()
     """What hooks told the user (``systemMessage``), and why a hook stopped the run."""
+    phase_starts: tuple[tuple[Phase, float], ...] = ()
+    """When each phase of the step began (`time.time()`), in order: the spans start there."""
+    model_started_at: float | None = None
+    """When the model call began (`time.time()`); None if the step made none."""
+    model_duration: float = 0.0
+    """How long the model call took, in seconds (the INFERENCE phase also counts the rest)."""
+    model_error: ErrorInfo | None = None
+    """Why the model call failed, if it did (the run may still end otherwise, e.g. a time limit)."""
+    ended_at: float | None = None
+    """When the step's record was closed (`time.time()`)."""
 
     def __repr__(self) -> str:  # short: the full messages are one attribute away
         calls = ", ".join(f"{o.name}:{o.status}" for o in self.tool_outcomes)
@@ -177,6 +194,87 @@ class StepContext(Record):
     created_at: float = Field(default_factory=time.time)
     state: AgentState
     """The state at the start of the step (before the step's own messages)."""
+    provider: str | None = None
+    """The model's provider (``gen_ai.provider.name``), so stored runs' spans can name it."""
+    server_address: str | None = None
+    """The host the model is served from (``server.address``); None for offline models."""
+    server_port: int | None = None
+    tool_definitions: tuple[ToolDefinition, ...] = ()
+    """What the model is told about each tool (``gen_ai.tool.definitions``, tool descriptions)."""
+
+
+class StepDraft(Record):
+    """The step under way, as the loop fills it in; `record` makes its `StepRecord`."""
+
+    index: int
+    started_at: float
+    messages_in: tuple[Message, ...] = ()
+    first_new: int = 0
+    tools_offered: tuple[str, ...] = ()
+    tools_hidden: tuple[tuple[str, str], ...] = ()
+    response: ModelResponse | None = None
+    outcomes: tuple[ToolOutcome, ...] = ()
+    timing: dict[Phase, float] = Field(default_factory=dict)
+    phase_starts: tuple[tuple[Phase, float], ...] = ()
+    model_started_at: float | None = None
+    model_duration: float = 0.0
+    model_error: ErrorInfo | None = None
+    snapshot_id: str | None = None
+
+    def record(self, state: AgentState, hooks: _HookLog, telemetry: float) -> StepRecord:
+        """The step's record as ``state`` stands, with what hooks did and what observers cost."""
+        timing, response = self.timing, self.response
+        executed = [o for o in self.outcomes if o.status in ("ok", "error", "retry")]
+        return StepRecord(
+            index=self.index,
+            run_id=state.run_id,
+            execution_id=state.execution_id,
+            messages_in=self.messages_in,
+            new_messages=state.messages[self.first_new :],
+            response=response,
+            tool_outcomes=self.outcomes,
+            usage=response.usage if response is not None else Usage(),
+            timing=Timing(
+                prepare=timing.get(Phase.PREPARE, 0.0),
+                inference=timing.get(Phase.INFERENCE, 0.0),
+                tools=timing.get(Phase.TOOLS, 0.0),
+                continuation=timing.get(Phase.CONTINUATION, 0.0),
+                telemetry=telemetry,
+                hooks=hooks.seconds,
+                per_hook=hooks.timings,
+                time_to_first_token=response.time_to_first_token if response else None,
+                per_tool=tuple((o.call_id, o.name, o.duration) for o in executed),
+            ),
+            status=state.status,
+            stop_reason=state.stop_reason,
+            tools_offered=self.tools_offered,
+            tools_hidden=self.tools_hidden,
+            snapshot_id=self.snapshot_id,
+            started_at=self.started_at,
+            hook_errors=hooks.errors,
+            hook_messages=hooks.notes,
+            phase_starts=self.phase_starts,
+            model_started_at=self.model_started_at,
+            model_duration=self.model_duration,
+            model_error=self.model_error,
+            ended_at=time.time(),
+        )
+
+
+class _HookLog(Protocol):
+    """What hooks did during a step (`workbench.hooks.runner.HookLog`, which sits above)."""
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def timings(self) -> tuple[HookTiming, ...]: ...
+
+    @property
+    def errors(self) -> tuple[str, ...]: ...
+
+    @property
+    def notes(self) -> tuple[str, ...]: ...
 
 
 class RunObserver:

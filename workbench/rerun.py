@@ -48,6 +48,9 @@ def rerun_state(snapshot: StepContext, messages: Sequence[Message] | None = None
             "pending": (),
             "approved": (),
             "error": None,
+            "trace_id": None,  # a new run: a trace of its own, linked to the original step
+            "waiting_subruns": {},
+            "subrun_answers": {},
             "elapsed": snapshot.budget.seconds_used,
             "created_at": time.time(),
             "rerun_of": RerunOf(

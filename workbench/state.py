@@ -274,6 +274,9 @@ class AgentState(Record):
     """Answers given on resume for sub-runs' calls (``approval:ID`` / ``result:ID`` keys)."""
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     """What the caller attached to the run (``metadata=``): stored, shown, passed to sub-agents."""
+    trace_id: str | None = None
+    """The trace id this execution's spans go under, chosen when it starts (with or without
+    telemetry: `workbench.traceids.new_trace_id`), so a run pushed later keeps it."""
 
     def moved(self, transition: Transition, **changes: object) -> AgentState:
         """A copy after ``transition`` (and ``changes``); `InvalidTransition` if it cannot happen.

@@ -147,7 +147,9 @@ class ToolRunner:
         """Guards, approval, validation and execution of one call, as an outcome for the model."""
         started, wall = time.perf_counter(), time.time()
         result = await self._decide_and_run(call, ctx)
-        outcome = result.outcome.model_copy(update={"duration": time.perf_counter() - started})
+        outcome = result.outcome.model_copy(
+            update={"duration": time.perf_counter() - started, "started_at": wall}
+        )
         self._observers.tool_called(ctx.step, outcome, wall)
         return result.model_copy(update={"outcome": outcome})
 

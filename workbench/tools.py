@@ -31,7 +31,7 @@ from workbench.errors import (
     ToolRetry,
     ToolTimeout,
 )
-from workbench.messages import JsonValue, Usage
+from workbench.messages import JsonValue, ToolDefinition, Usage
 from workbench.records import RunResult, SubagentResult
 from workbench.state import AgentState
 
@@ -48,14 +48,6 @@ __all__ = [
     "truncate",
     "unicode_text",
 ]
-
-
-class ToolDefinition(Record):
-    """What the model is told about a tool."""
-
-    name: str
-    description: str
-    parameters: dict[str, JsonValue]
 
 
 class ToolContext(Record):

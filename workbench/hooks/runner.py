@@ -368,7 +368,14 @@ class HookDispatch:
         log = HookLog(
             seconds=self._seconds,
             timings=tuple(
-                HookTiming(event=r.event, hook=r.hook, duration=r.duration) for r in self._log
+                HookTiming(
+                    event=r.event,
+                    hook=r.hook,
+                    duration=r.duration,
+                    started_at=r.started_at,
+                    error=r.error,
+                )
+                for r in self._log
             ),
             errors=tuple(self._errors),
             notes=tuple(self._notes),

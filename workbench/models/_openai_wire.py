@@ -206,11 +206,25 @@ class WireChoice(_Lenient):
     finish_reason: str | None = None
 
 
+class WirePromptDetails(_Lenient):
+    """What the input tokens were (OpenAI: ``cached_tokens`` served from the prompt cache)."""
+
+    cached_tokens: int | None = None
+
+
+class WireCompletionDetails(_Lenient):
+    """What the output tokens were (OpenAI: ``reasoning_tokens``)."""
+
+    reasoning_tokens: int | None = None
+
+
 class WireUsage(_Lenient):
     """Token counts."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    prompt_tokens_details: WirePromptDetails | None = None
+    completion_tokens_details: WireCompletionDetails | None = None
 
 
 class WireErrorBody(_Lenient):

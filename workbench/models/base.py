@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from pydantic import Field, SkipValidation
 from typing_extensions import TypedDict  # pydantic reads only this one on Python 3.11
@@ -13,7 +14,7 @@ from workbench.errors import ModelError
 from workbench.messages import Message, ModelResponse
 from workbench.tools import ToolDefinition
 
-__all__ = ["Model", "ModelError", "ModelRequest", "ModelSettings"]
+__all__ = ["Model", "ModelError", "ModelRequest", "ModelSettings", "server_of"]
 
 
 class ModelSettings(TypedDict, total=False):
@@ -57,3 +58,27 @@ class Model(Protocol):
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Answer one request."""
         ...
+
+
+def server_of(model: object) -> tuple[str | None, int | None]:
+    """The host and port a model is served from (``server.address``/``server.port``).
+
+    Read from its ``base_url`` when it has one; only the host and port, so credentials written
+    into a URL never reach telemetry or a store. ``(None, None)`` for offline models.
+
+    >>> class Remote:
+    ...     base_url = "https://user:secret@api.example.com/v1"
+    >>> server_of(Remote())
+    ('api.example.com', 443)
+    """
+    url = getattr(model, "base_url", None)
+    if not isinstance(url, str) or not url:
+        return None, None
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None, None
+    if port is None and parts.scheme in ("http", "https"):
+        port = 443 if parts.scheme == "https" else 80
+    return parts.hostname, port

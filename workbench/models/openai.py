@@ -532,11 +532,17 @@ class OpenAIModel:
         # A negative count (a server that lies) would be subtracted from the run's totals and let
         # it slip past MaxTokens and MaxCost: it counts as none.
         tokens_in, tokens_out = max(0, usage.prompt_tokens), max(0, usage.completion_tokens)
+        cached = usage.prompt_tokens_details and usage.prompt_tokens_details.cached_tokens
+        reasoning = (
+            usage.completion_tokens_details and usage.completion_tokens_details.reasoning_tokens
+        )
         return Usage(
             input_tokens=tokens_in,
             output_tokens=tokens_out,
             requests=1,
             cost=cost_of(self.price, tokens_in, tokens_out),
+            cache_read_tokens=cached or 0,
+            reasoning_tokens=reasoning or 0,
         )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from opentelemetry.context import Context
@@ -66,8 +66,14 @@ class ExportStats:
 
 
 class _CountingExporter(SpanExporter):
-    def __init__(self, inner: SpanExporter, endpoint: str) -> None:
+    def __init__(
+        self,
+        inner: SpanExporter,
+        endpoint: str,
+        prepare: Callable[[Sequence[ReadableSpan]], Sequence[ReadableSpan]],
+    ) -> None:
         self.inner = inner
+        self.prepare = prepare
         self.endpoint = endpoint
         self.exported = 0
         self.failed = 0
@@ -76,7 +82,7 @@ class _CountingExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
-            result = self.inner.export(spans)
+            result = self.inner.export(self.prepare(spans))
         except Exception:
             log.exception("workbench telemetry: exporting %d spans raised", len(spans))
             result = SpanExportResult.FAILURE
@@ -122,11 +128,12 @@ class ExportPipe(SpanProcessor):
         max_queue_size: int,
         max_export_batch_size: int,
         schedule_delay: float,
+        prepare: Callable[[Sequence[ReadableSpan]], Sequence[ReadableSpan]] = list,
     ) -> None:
         exporter = OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=timeout)
         endpoint = Redactor().text(endpoint)  # shown in logs and stats: no password of the URL
         self.endpoint = endpoint
-        self._exporter = _CountingExporter(exporter, endpoint)
+        self._exporter = _CountingExporter(exporter, endpoint, prepare)
         self._batch = BatchSpanProcessor(
             self._exporter,
             max_queue_size=max_queue_size,

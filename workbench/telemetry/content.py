@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import json.encoder
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.messages import (
     FinishReason,
@@ -38,8 +38,12 @@ from workbench.messages import (
     ToolResult,
 )
 from workbench.redact import Redactor
+from workbench.telemetry import names as n
 
-__all__ = ["ContentEncoder"]
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+__all__ = ["ContentEncoder", "ContentStore", "expand", "joined"]
 
 
 def _json_encoder() -> Callable[[Any], str]:
@@ -68,7 +72,7 @@ _FINISH = {
     FinishReason.TOOL_CALLS: "tool_call",
     FinishReason.CONTENT_FILTER: "content_filter",
     FinishReason.ERROR: "error",
-    FinishReason.UNKNOWN: "stop",
+    FinishReason.UNKNOWN: "unknown",  # not a reason the conventions list: said as it is
 }
 
 
@@ -78,43 +82,52 @@ class ContentEncoder:
     def __init__(self, redactor: Redactor) -> None:
         self._redactor = redactor
         self._fragments: dict[int, tuple[Message, str]] = {}
-        self._system: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
         self._sent: tuple[Message, ...] = ()
-        self._inputs = ""
-        """The input messages sent so far, encoded and joined (without the list's brackets)."""
-        self._instructions: list[dict[str, Any]] = []
-        self._instructions_json: str | None = None
+        self._log: list[str] = []
+        """The input messages sent so far, each encoded once, in order."""
         self._answer: tuple[tuple[Part, ...], str] | None = None
         """The last response's parts and its message, encoded: it is the next request's news."""
         self._calls: dict[int, tuple[dict[str, JsonValue], str]] = {}
         """The last response's tool call arguments (by identity), encoded: the tool spans' too."""
 
-    def request(self, messages: Sequence[Message]) -> tuple[str | None, str]:
-        """``(gen_ai.system_instructions, gen_ai.input.messages)`` for one model request.
+    def request(self, messages: Sequence[Message]) -> str:
+        """``gen_ai.input.messages`` for one model request.
 
-        System messages become the system instructions; the rest are the input messages. When
-        the request extends the previous one (the loop only appends), only the new messages are
-        looked at, and the previous request's input messages are extended, not joined again.
+        System messages stay in place with the ``system`` role: the workbench's models send
+        them as Chat Completions does, inside the conversation, and the conventions keep such
+        messages in ``gen_ai.input.messages`` (``gen_ai.system_instructions`` is for
+        instructions sent apart from it; the agent span carries the system prompt there).
+        """
+        log, count = self.request_log(messages)
+        return joined(log, count)
+
+    def request_log(self, messages: Sequence[Message]) -> tuple[list[str], int]:
+        """The request's messages as ``(log, count)``, the first ``count`` encoded ones of ``log``.
+
+        ``log`` only grows while the requests extend each other (the loop only appends), so a
+        span can keep a reference to it instead of its own copy of the history. Only the new
+        messages are encoded.
         """
         messages = tuple(messages)
         known = len(self._sent)
         if not known or messages[:known] != self._sent:
-            known, self._inputs, self._instructions = 0, "", []
-            self._instructions_json = None
-        system_before = len(self._instructions)
-        inputs = [self._inputs] if self._inputs else []
-        for message in messages[known:]:
-            if message.role == "system":
-                self._instructions.extend(self._system_parts(message))
-            else:
-                inputs.append(self._fragment(message))
-        self._inputs = ",".join(inputs)
-        if len(self._instructions) != system_before or self._instructions_json is None:
-            self._instructions_json = _encode(self._instructions) if self._instructions else None
+            known, self._log = 0, []  # a new list: spans referring to the old one keep it
+        self._log.extend(self._fragment(message) for message in messages[known:])
         self._sent, self._answer = messages, None
         if len(self._fragments) > 2 * len(messages) + 16:
             self._forget_except(messages)
-        return self._instructions_json, f"[{self._inputs}]"
+        return self._log, len(messages)
+
+    def instructions(self, messages: Sequence[Message]) -> str | None:
+        """``gen_ai.system_instructions``: the system messages' text parts, or None."""
+        parts = [
+            {"type": "text", "content": self._redactor.text(p.text)}
+            for m in messages
+            if m.role == "system"
+            for p in m.parts
+            if isinstance(p, TextPart)
+        ]
+        return _encode(parts) if parts else None
 
     def response(self, response: ModelResponse) -> str:
         """``gen_ai.output.messages`` for one model response.
@@ -151,18 +164,6 @@ class ContentEncoder:
         self._fragments[id(message)] = (message, encoded)
         return encoded
 
-    def _system_parts(self, message: Message) -> list[dict[str, Any]]:
-        cached = self._system.get(id(message))
-        if cached is not None and cached[0] is message:
-            return cached[1]
-        parts = [
-            {"type": "text", "content": self._redactor.text(p.text)}
-            for p in message.parts
-            if isinstance(p, TextPart)
-        ]
-        self._system[id(message)] = (message, parts)
-        return parts
-
     def _message(self, role: str, parts: Sequence[Part]) -> str:
         encoded = ", ".join([self._part(p) for p in parts])
         return f'{{"role": {_quote(role)}, "parts": [{encoded}]}}'
@@ -196,3 +197,68 @@ class ContentEncoder:
         """Drop cached fragments of messages no longer sent (history processors made new ones)."""
         keep = {id(m) for m in messages}
         self._fragments = {k: v for k, v in self._fragments.items() if k in keep}
+
+
+def joined(log: Sequence[str], count: int) -> str:
+    """The JSON list of the first ``count`` encoded messages of ``log``."""
+    return "[" + ",".join(log[:count]) + "]"
+
+
+class ContentStore:
+    """Conversations encoded once; a chat span keeps ``"{log}:{count}"``, not the history.
+
+    ``gen_ai.input.messages`` is the whole conversation at every model call: held as a string on
+    every span, a run's content grows with the square of its length. The store keeps each
+    conversation's encoded messages once, and `expand` builds the attribute when a span is read
+    or exported, so what leaves is the same text.
+    """
+
+    def __init__(self) -> None:
+        self._logs: dict[int, list[str]] = {}
+
+    def ref(self, log: list[str], count: int) -> str:
+        """A reference to the first ``count`` messages of ``log`` (kept alive from here on)."""
+        self._logs.setdefault(id(log), log)
+        return f"{id(log)}:{count}"
+
+    def expand(self, ref: str) -> str | None:
+        """The ``gen_ai.input.messages`` text a reference stands for (None if unknown)."""
+        key, _, count = ref.partition(":")
+        log = self._logs.get(int(key)) if key.isdigit() else None
+        return None if log is None or not count.isdigit() else joined(log, int(count))
+
+    def clear(self) -> None:
+        """Forget every conversation (the spans that refer to them are gone too)."""
+        self._logs.clear()
+
+
+def expand(span: ReadableSpan, store: ContentStore) -> ReadableSpan:
+    """The span as it leaves: a content reference replaced by ``gen_ai.input.messages``."""
+    attributes = span.attributes or {}
+    ref = attributes.get(n.INPUT_MESSAGES_REF)
+    if not isinstance(ref, str):
+        return span
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    text = store.expand(ref)
+    full = {
+        (n.INPUT_MESSAGES if k == n.INPUT_MESSAGES_REF else k): (
+            text if k == n.INPUT_MESSAGES_REF else v
+        )
+        for k, v in attributes.items()
+        if k != n.INPUT_MESSAGES_REF or text is not None
+    }
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=full,
+        events=span.events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )

@@ -23,6 +23,7 @@ from workbench.records import StepContext, StepRecord
 from workbench.redact import Redactor
 from workbench.state import AgentState
 from workbench.telemetry import names
+from workbench.telemetry.content import ContentStore, expand
 from workbench.telemetry.observer import Instruments, SpanObserver
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
     from workbench.models.base import Model
     from workbench.telemetry._sdk import ExportStats
+    from workbench.telemetry.trace import Trace
 
 __all__ = ["RunLike", "Telemetry", "TelemetryExportWarning", "otlp_traces_endpoint"]
 
@@ -103,6 +105,8 @@ class Telemetry:
         service_name: the ``service.name`` of a provider made here (``OTEL_SERVICE_NAME`` wins
             over the default).
         redact: extra regular expressions to redact, on top of the built-in secret patterns.
+        conventions: which GenAI attribute names to write where the conventions renamed one:
+            ``current`` (those of `names.CONVENTIONS_VERSION`), ``older``, or ``both``.
 
     Spans are always collected in memory as well (`spans`, the DataFrames, the file writers).
 
@@ -122,10 +126,17 @@ class Telemetry:
         max_export_batch_size: int = 512,
         schedule_delay: float = 1.0,
         flush_timeout: float = 3.0,
+        conventions: names.Conventions = "current",
     ) -> None:
         sdk_trace = _require_sdk()
         from workbench.telemetry._sdk import Collector, ExportPipe
 
+        # With a provider of our own, chat spans refer to conversations kept once and the
+        # content is built when spans are read or exported; a provider passed in may feed other
+        # processors, which must get the text itself.
+        self._content_store = (
+            ContentStore() if capture_content and tracer_provider is None else None
+        )
         if tracer_provider is None:
             tracer_provider = sdk_trace.TracerProvider(
                 resource=_resource(service_name), shutdown_on_exit=False
@@ -146,12 +157,17 @@ class Telemetry:
                 max_queue_size=max_queue_size,
                 max_export_batch_size=max_export_batch_size,
                 schedule_delay=schedule_delay,
+                prepare=self._expanded,
             )
             tracer_provider.add_span_processor(self._pipe)
             atexit.register(_shutdown_at_exit, weakref.ref(self))
         version = _version()
         tracer = tracer_provider.get_tracer(names.SCOPE, version)
-        self._instruments = Instruments(tracer, self.redactor, capture_content)
+        if conventions not in ("current", "older", "both"):
+            raise ValueError(f"conventions must be current, older or both, not {conventions!r}")
+        self._instruments = Instruments(
+            tracer, self.redactor, capture_content, conventions, self._content_store
+        )
 
     def __repr__(self) -> str:
         where = f", otlp_endpoint={self.redactor.text(self.endpoint)!r}" if self.endpoint else ""
@@ -175,17 +191,44 @@ class Telemetry:
         scrubber = getattr(model, "redact", None)
         if callable(scrubber):
             redactor = self.redactor.including(scrubber)
-            instruments = Instruments(instruments.tracer, redactor, instruments.capture_content)
+            instruments = Instruments(
+                tracer=instruments.tracer,
+                redactor=redactor,
+                capture_content=instruments.capture_content,
+                conventions=instruments.conventions,
+                content_store=instruments.content_store,
+            )
         return SpanObserver(instruments, getattr(model, "provider", None), model.name)
 
     @property
     def spans(self) -> list[ReadableSpan]:
         """The finished spans collected so far, in the order they ended."""
-        return list(self._collector.spans)
+        return self._expanded(self._collector.spans)
+
+    def _expanded(self, spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+        """The spans as they leave: content references replaced by the content."""
+        store = self._content_store
+        if store is None:
+            return list(spans)
+        return [expand(span, store) for span in spans]
+
+    def trace(self, trace_id: str | None = None) -> Trace:
+        """The spans collected in memory as a `Trace` (those of ``trace_id``, or all of them).
+
+        Runs that have ended are whole; a run still going has the spans of its finished steps.
+        """
+        from workbench.telemetry.trace import Trace
+
+        spans = self._select(trace_id)
+        if not spans:
+            raise LookupError(f"no spans{f' of trace {trace_id}' if trace_id else ''} collected")
+        return Trace.from_spans(spans)
 
     def clear(self) -> None:
         """Forget the spans collected in memory (exports are not affected)."""
         self._collector.spans.clear()
+        if self._content_store is not None and self._pipe is None:
+            self._content_store.clear()  # with an export, queued spans may still refer to it
 
     # -- exports --------------------------------------------------------------------------------
 

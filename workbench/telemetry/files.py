@@ -17,6 +17,7 @@ string value passes through the redactor on the way out.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,13 +53,25 @@ def _status_value(span: ReadableSpan) -> int:
 # -- Jaeger -------------------------------------------------------------------------------------
 
 
+_SAFE_INT = 2**53
+"""JSON readers in JavaScript (Jaeger's UI) lose integers beyond this: they go out as text."""
+
+
+def _finite(value: float) -> float | str:
+    """A float JSON can hold; NaN and the infinities as protobuf's JSON mapping writes them."""
+    if math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
 def _jaeger_tag(key: str, value: Any, text: Callable[[str], str]) -> dict[str, Any]:
     if isinstance(value, bool):
         return {"key": key, "type": "bool", "value": value}
     if isinstance(value, int):
-        return {"key": key, "type": "int64", "value": value}
+        big = not -_SAFE_INT < value < _SAFE_INT
+        return {"key": key, "type": "int64", "value": str(value) if big else value}
     if isinstance(value, float):
-        return {"key": key, "type": "float64", "value": value}
+        return {"key": key, "type": "float64", "value": _finite(value)}
     if isinstance(value, str):
         return {"key": key, "type": "string", "value": text(value)}
     return {"key": key, "type": "string", "value": text(json.dumps(list(value), default=str))}
@@ -90,6 +103,11 @@ def _jaeger_span(span: ReadableSpan, process_id: str, text: Callable[[str], str]
         )
     tags = _jaeger_tags(span.attributes, text)
     tags.append({"key": "span.kind", "type": "string", "value": _KINDS[_kind_value(span)]})
+    scope = span.instrumentation_scope
+    if scope is not None:
+        tags.append({"key": "otel.scope.name", "type": "string", "value": scope.name})
+        if scope.version:
+            tags.append({"key": "otel.scope.version", "type": "string", "value": scope.version})
     status = _status_value(span)
     if status:
         tags.append({"key": "otel.status_code", "type": "string", "value": _STATUS[status]})
@@ -140,8 +158,9 @@ def jaeger_json(spans: Iterable[ReadableSpan], redactor: Redactor | None = None)
             process_id = keys.setdefault(resource, f"p{len(keys) + 1}")
             if process_id not in processes:
                 attributes = dict(resource)
+                service = str(attributes.pop("service.name", "workbench"))
                 processes[process_id] = {
-                    "serviceName": str(attributes.get("service.name", "workbench")),
+                    "serviceName": service,  # not repeated among the tags
                     "tags": _jaeger_tags(attributes, text),
                 }
             rendered.append(_jaeger_span(span, process_id, text))
@@ -165,7 +184,7 @@ def _any_value(value: Any, text: Callable[[str], str]) -> dict[str, Any]:
     if isinstance(value, int):
         return {"intValue": str(value)}
     if isinstance(value, float):
-        return {"doubleValue": value}
+        return {"doubleValue": _finite(value)}
     if isinstance(value, str):
         return {"stringValue": text(value)}
     return {"arrayValue": {"values": [_any_value(v, text) for v in value]}}
@@ -173,6 +192,12 @@ def _any_value(value: Any, text: Callable[[str], str]) -> dict[str, Any]:
 
 def _key_values(attributes: Mapping[str, Any] | None, text: Callable[[str], str]) -> list[Any]:
     return [{"key": k, "value": _any_value(v, text)} for k, v in (attributes or {}).items()]
+
+
+def _flags(parent: Any) -> int:
+    """OTLP span flags: the W3C trace flags (sampled) and whether the parent is remote."""
+    remote = 0x300 if parent is not None and parent.is_remote else 0x100
+    return remote | 0x01
 
 
 def _otlp_span(span: ReadableSpan, text: Callable[[str], str]) -> dict[str, Any]:
@@ -203,6 +228,10 @@ def _otlp_span(span: ReadableSpan, text: Callable[[str], str]) -> dict[str, Any]
             for link in span.links
         ],
         "status": {"code": _status_value(span)},
+        "flags": _flags(span.parent),
+        "droppedAttributesCount": span.dropped_attributes,
+        "droppedEventsCount": span.dropped_events,
+        "droppedLinksCount": span.dropped_links,
     }
     if span.parent is not None:
         encoded["parentSpanId"] = _hex16(span.parent.span_id)
@@ -242,7 +271,8 @@ def otlp_json(spans: Iterable[ReadableSpan], redactor: Redactor | None = None) -
 def _write(document: dict[str, Any], path: str | Path) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    text = json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False)
+    target.write_text(text + "\n", encoding="utf-8")
     return target
 
 

@@ -21,10 +21,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from workbench.telemetry import names as n
+from workbench.telemetry.spandata import SpanData, span_data
 
 if TYPE_CHECKING:
     import pandas as pd
     from opentelemetry.sdk.trace import ReadableSpan
+
 
 __all__ = [
     "SPAN_COLUMNS",
@@ -95,7 +97,6 @@ _COMPONENTS = {
     n.SPAN_HOOK: "hook",
     n.SPAN_CONTINUATION: "continuation",
 }
-_STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
 
 
 def _pandas() -> Any:
@@ -123,45 +124,50 @@ def _seconds_ms(value: Any) -> float | None:
     return None if value is None else float(value) * 1e3
 
 
-def _common(span: ReadableSpan) -> dict[str, Any]:
-    attributes = span.attributes or {}
-    context = span.context
+def _common(span: SpanData) -> dict[str, Any]:
+    attributes = span.attributes
     return {
-        "trace_id": format(context.trace_id, "032x") if context is not None else None,
+        "trace_id": span.trace_id,
         "run_id": attributes.get(n.RUN_ID),
         "execution_id": attributes.get(n.EXECUTION_ID),
         "step": attributes.get(n.STEP_INDEX),
     }
 
 
-def spans_frame(spans: Sequence[ReadableSpan]) -> pd.DataFrame:
-    """One row per span, in start order.
+Spans = Sequence["ReadableSpan"] | Sequence["SpanData"]
+"""SDK spans (a `Telemetry`'s) or `SpanData` (a `Trace`'s): every frame reads either."""
+
+
+def _data(spans: Spans) -> list[SpanData]:
+    return [s if isinstance(s, SpanData) else span_data(s) for s in spans]
+
+
+def spans_frame(spans: Spans) -> pd.DataFrame:
+    """One row per span, in start order (SDK spans, or `SpanData` of a loaded trace).
 
     Built column by column (one list per column, filled in one pass) rather than from a dict per
     row: pandas makes a frame from lists several times faster, which is what keeps 100,000 spans
     within a notebook's patience.
     """
-    ordered = sorted(spans, key=lambda s: s.start_time or 0)
+    ordered = sorted(_data(spans), key=lambda s: s.start_ns)
     columns: dict[str, list[Any]] = {name: [] for name in SPAN_COLUMNS}
     (trace_ids, span_ids, parent_ids, names, kinds, operations, starts, ends, durations, statuses,
      error_types, run_ids, execution_ids, steps, snapshot_ids, models, tools, input_tokens,
      output_tokens, attribute_dicts) = columns.values()  # fmt: skip
     for span in ordered:
-        attributes = dict(span.attributes or {})
+        attributes = dict(span.attributes)
         get = attributes.get
-        context, parent = span.context, span.parent
-        start = span.start_time or 0
-        end = span.end_time or start
-        trace_ids.append(format(context.trace_id, "032x") if context is not None else None)
-        span_ids.append(format(context.span_id, "016x") if context is not None else None)
-        parent_ids.append(format(parent.span_id, "016x") if parent else None)
+        start, end = span.start_ns, span.end_ns
+        trace_ids.append(span.trace_id)
+        span_ids.append(span.span_id)
+        parent_ids.append(span.parent_id)
         names.append(span.name)
-        kinds.append(span.kind.name)
+        kinds.append(span.kind)
         operations.append(get(n.OPERATION))
         starts.append(start)
         ends.append(end)
         durations.append((end - start) / 1e6)
-        statuses.append(_STATUS[int(span.status.status_code.value)])
+        statuses.append(span.status.upper())
         error_types.append(get(n.ERROR_TYPE))
         run_ids.append(get(n.RUN_ID))
         execution_ids.append(get(n.EXECUTION_ID))
@@ -179,13 +185,13 @@ def spans_frame(spans: Sequence[ReadableSpan]) -> pd.DataFrame:
     return frame
 
 
-def _is_step(span: ReadableSpan) -> bool:
+def _is_step(span: SpanData) -> bool:
     return span.name.startswith(n.SPAN_STEP + " ")
 
 
-def _step_row(span: ReadableSpan) -> dict[str, Any]:
-    a = span.attributes or {}
-    start, end = span.start_time or 0, span.end_time or span.start_time or 0
+def _step_row(span: SpanData) -> dict[str, Any]:
+    a = span.attributes
+    start, end = span.start_ns, span.end_ns
     return {
         **_common(span),
         "snapshot_id": a.get(n.SNAPSHOT_ID),
@@ -206,16 +212,16 @@ def _step_row(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
-def steps_frame(spans: Sequence[ReadableSpan]) -> pd.DataFrame:
+def steps_frame(spans: Spans) -> pd.DataFrame:
     """One row per step span, in start order, with the step's timing breakdown."""
-    rows = sorted((_step_row(s) for s in spans if _is_step(s)), key=lambda r: r["start"])
+    rows = sorted((_step_row(s) for s in _data(spans) if _is_step(s)), key=lambda r: r["start"])
     return _frame(rows, STEP_COLUMNS)
 
 
-def _timing_rows(span: ReadableSpan) -> list[dict[str, Any]]:
-    start, end = span.start_time or 0, span.end_time or span.start_time or 0
+def _timing_rows(span: SpanData) -> list[dict[str, Any]]:
+    start, end = span.start_ns, span.end_ns
     if _is_step(span):
-        overhead = (span.attributes or {}).get(n.TIMING_TELEMETRY)
+        overhead = span.attributes.get(n.TIMING_TELEMETRY)
         if overhead is None:
             return []
         row = {"component": "telemetry", "name": "telemetry", "start": start}
@@ -227,7 +233,7 @@ def _timing_rows(span: ReadableSpan) -> list[dict[str, Any]]:
     return [{**_common(span), **row, "duration_ms": _ms(end - start)}]
 
 
-def timing_frame(spans: Sequence[ReadableSpan]) -> pd.DataFrame:
+def timing_frame(spans: Spans) -> pd.DataFrame:
     """The timed parts of every step (phases, model calls, tools, hooks, telemetry overhead)."""
-    rows = sorted((r for s in spans for r in _timing_rows(s)), key=lambda r: r["start"])
+    rows = sorted((r for s in _data(spans) for r in _timing_rows(s)), key=lambda r: r["start"])
     return _frame(rows, TIMING_COLUMNS)

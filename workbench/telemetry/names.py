@@ -10,7 +10,19 @@ Durations in ``workbench.timing.*`` attributes are seconds (floats), like `workb
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final, Literal
+
+CONVENTIONS_VERSION: Final = "1.41.0"
+"""The OpenTelemetry semantic conventions release whose GenAI names (``gen_ai.*``) are written.
+
+The last release carrying the GenAI conventions in-tree; they now live in their own repository
+and keep moving. Where a name changed, `Telemetry(conventions=...)` picks the older one, the
+newer one, or both (see `OLDER_NAMES`).
+"""
+
+Conventions = Literal["current", "older", "both"]
+"""Which GenAI attribute names to write where they changed: this version's, the older ones, or
+both (for a backend that reads the older ones while others read the new)."""
 
 # -- span names (the variable part, if any, follows after a space) ------------------------------
 
@@ -49,16 +61,46 @@ RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
 USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+USAGE_CACHE_READ_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+USAGE_REASONING_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
 TOOL_NAME: Final = "gen_ai.tool.name"
 TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 TOOL_TYPE: Final = "gen_ai.tool.type"
 TOOL_TYPE_FUNCTION: Final = "function"
+INPUT_MESSAGES_REF: Final = "workbench.content.input_messages"
+"""In memory only: which stored conversation prefix a chat span's input messages are; it is
+replaced by ``gen_ai.input.messages`` whenever the span is read or exported."""
+TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
+TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+"""On ``chat``, with captured content: the tools offered, as JSON (they can be long)."""
 INPUT_MESSAGES: Final = "gen_ai.input.messages"
 OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
 TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 ERROR_TYPE: Final = "error.type"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+
+OLDER_NAMES: Final = {
+    PROVIDER: "gen_ai.system",
+    USAGE_INPUT_TOKENS: "gen_ai.usage.prompt_tokens",
+    USAGE_OUTPUT_TOKENS: "gen_ai.usage.completion_tokens",
+}
+"""The names these attributes had before (``gen_ai.system`` until 1.37; ``prompt_tokens`` and
+``completion_tokens`` until 1.27), for ``Telemetry(conventions="older" | "both")``."""
+
+
+def renamed(attributes: dict[str, Any], conventions: Conventions) -> dict[str, Any]:
+    """``attributes`` under the names ``conventions`` asks for (unchanged for ``current``)."""
+    if conventions == "current":
+        return attributes
+    out = dict(attributes)
+    for key, older in OLDER_NAMES.items():
+        if key in out:
+            out[older] = out[key] if conventions == "both" else out.pop(key)
+    return out
+
 
 # -- correlation: on every span and every span event --------------------------------------------
 
@@ -122,6 +164,9 @@ EVENT_TOOL_PENDING: Final = "workbench.tool.pending"
 EVENT_PAUSED: Final = "workbench.run.paused"
 EVENT_STOPPED: Final = "workbench.run.stopped"
 EVENT_HOOK_ERROR: Final = "workbench.hook.error"
+EVENT_FAILURE: Final = "workbench.failure"
+"""A handled failure (a tool error or retry, a denial, a hook's bad answer): not an exception."""
+FAILURE_MESSAGE: Final = "workbench.failure.message"
 
 # -- error.type values for failures that are not Python exceptions ------------------------------
 

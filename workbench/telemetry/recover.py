@@ -1,0 +1,148 @@
+"""Messages recovered from a model call span's captured content, in the shapes tracers write.
+
+Two shapes are read:
+
+- the GenAI conventions' (ours, pydantic-ai's): ``gen_ai.system_instructions``,
+  ``gen_ai.input.messages`` and ``gen_ai.output.messages`` as JSON strings, each message
+  ``{"role", "parts": [{"type": "text" | "tool_call" | "tool_call_response", ...}]}``;
+- OpenInference's (Phoenix, its OpenAI instrumentation): flattened attributes
+  ``llm.input_messages.{i}.message.role`` / ``.content`` / ``.tool_calls.{j}.tool_call.*`` /
+  ``.tool_call_id``, and ``llm.output_messages.*`` likewise.
+
+Content that is there but cannot be read raises `TraceLoadError` saying which attribute;
+a span with no captured content gives no messages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from workbench.errors import TraceLoadError
+from workbench.messages import (
+    JsonValue,
+    Message,
+    Part,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    new_call_id,
+)
+from workbench.telemetry import names as n
+
+__all__ = ["messages_of_chat"]
+
+_OI_INPUT = "llm.input_messages."
+_OI_OUTPUT = "llm.output_messages."
+_OI_KEY = re.compile(r"(\d+)\.message\.(.+)")
+
+
+def messages_of_chat(attributes: Mapping[str, Any]) -> tuple[Message, ...]:
+    """The messages a model call was sent, then its answer, from the span's attributes."""
+    if n.INPUT_MESSAGES in attributes or n.SYSTEM_INSTRUCTIONS in attributes:
+        system = _json(attributes, n.SYSTEM_INSTRUCTIONS, [])
+        messages = [Message.system(_text_of(system))] if system else []
+        messages += [_conventions(m) for m in _json(attributes, n.INPUT_MESSAGES, [])]
+        messages += [_conventions(m) for m in _json(attributes, n.OUTPUT_MESSAGES, [])]
+        return tuple(messages)
+    if any(k.startswith(_OI_INPUT) for k in attributes):
+        inputs = _openinference(attributes, _OI_INPUT)
+        return (*inputs, *_openinference(attributes, _OI_OUTPUT))
+    return ()
+
+
+def _json(attributes: Mapping[str, Any], key: str, default: Any) -> Any:
+    value = attributes.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        return value
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        raise TraceLoadError(f"{key} is not JSON (truncated?): {value[:80]!r}") from None
+    if not isinstance(decoded, list):
+        raise TraceLoadError(f"{key} is not a list of messages")
+    return decoded
+
+
+def _text_of(parts: list[Any]) -> str:
+    return "\n\n".join(str(p.get("content", "")) if isinstance(p, dict) else str(p) for p in parts)
+
+
+def _conventions(message: Any) -> Message:
+    if not isinstance(message, dict) or "role" not in message:
+        raise TraceLoadError(f"not a message in the conventions' shape: {str(message)[:80]!r}")
+    role = str(message["role"])
+    parts = [_part(p) for p in message.get("parts", [])]
+    if role == "system":
+        return Message.system(_text_of(message.get("parts", [])))
+    return Message(role=_role(role), parts=tuple(p for p in parts if p is not None))
+
+
+def _role(role: str) -> Any:
+    return role if role in ("user", "assistant", "tool") else "user"
+
+
+def _part(part: Any) -> Part | None:
+    if not isinstance(part, dict):
+        return TextPart(text=str(part))
+    kind = part.get("type")
+    if kind == "tool_call":
+        return ToolCall(
+            name=str(part.get("name", "")),
+            arguments=_arguments(part.get("arguments")),
+            call_id=str(part.get("id") or new_call_id()),
+        )
+    if kind == "tool_call_response":
+        response = part.get("response", part.get("result", ""))
+        text = response if isinstance(response, str) else json.dumps(response)
+        return ToolResult(call_id=str(part.get("id") or ""), content=text)
+    if kind in ("text", "thinking", "reasoning"):
+        return TextPart(text=str(part.get("content", "")))
+    return None  # media and other parts the workbench's messages do not carry
+
+
+def _arguments(value: Any) -> dict[str, JsonValue]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _openinference(attributes: Mapping[str, Any], prefix: str) -> list[Message]:
+    """Messages from OpenInference's flattened ``{prefix}{i}.message.*`` attributes."""
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        if key.startswith(prefix) and (match := _OI_KEY.fullmatch(key[len(prefix) :])):
+            found.setdefault(int(match[1]), {})[match[2]] = value
+    return [_oi_message(found[i]) for i in sorted(found)]
+
+
+def _oi_message(fields: dict[str, Any]) -> Message:
+    role = str(fields.get("role", "user"))
+    content = fields.get("content")
+    if role == "system":
+        return Message.system(str(content or ""))
+    if role == "tool":
+        call_id = str(fields.get("tool_call_id", ""))
+        return Message(role="tool", parts=(ToolResult(call_id=call_id, content=str(content)),))
+    parts: list[Part] = [TextPart(text=str(content))] if content else []
+    calls: dict[int, dict[str, Any]] = {}
+    for key, value in fields.items():
+        if match := re.fullmatch(r"tool_calls\.(\d+)\.tool_call\.(.+)", key):
+            calls.setdefault(int(match[1]), {})[match[2]] = value
+    for index in sorted(calls):
+        call = calls[index]
+        parts.append(
+            ToolCall(
+                name=str(call.get("function.name", "")),
+                arguments=_arguments(call.get("function.arguments")),
+                call_id=str(call.get("id") or new_call_id()),
+            )
+        )
+    return Message(role=_role(role), parts=tuple(parts))

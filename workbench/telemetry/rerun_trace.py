@@ -1,0 +1,136 @@
+"""The snapshot a re-run from a trace starts from, made from the trace's spans alone.
+
+A trace that captured content has, on each model call span, the whole conversation the model was
+sent (``gen_ai.input.messages``, with the system messages in it). That is what a `StepContext`
+holds for a re-run: `snapshot_from_trace` builds one for a step, so `Agent.rerun_from_trace` is
+`Agent.rerun` from it, with no store. The snapshot's state refers to the traced step's span
+(`AgentState.trace`), so the new run's span links to it (``workbench.link.reason = origin``),
+and ``workbench.rerun.of`` names the traced run (its ``workbench.run.id``, or the trace id of a
+foreign trace).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.conditions import Budget
+from workbench.errors import TraceLoadError
+from workbench.messages import JsonValue, Message, Usage
+from workbench.records import StepContext
+from workbench.state import AgentState, ExecutionStatus, Phase, TraceRef
+from workbench.telemetry import names as n
+from workbench.telemetry.recover import messages_of_chat
+from workbench.telemetry.trace import SpanData, Trace
+
+__all__ = ["snapshot_from_trace"]
+
+_SETTINGS = {
+    n.REQUEST_TEMPERATURE: "temperature",
+    n.REQUEST_TOP_P: "top_p",
+    n.REQUEST_MAX_TOKENS: "max_tokens",
+    n.REQUEST_SEED: "seed",
+}
+
+
+def snapshot_from_trace(trace: Trace, step: int) -> StepContext:
+    """The snapshot of ``step`` of a traced run, as a re-run needs it.
+
+    ``step`` is a ``workbench.step.index`` in our traces, else the n-th model call. Raises
+    `TraceLoadError` when the trace did not capture that step's messages.
+    """
+    chats = trace.chat_spans()
+    numbered = [(c.attributes.get(n.STEP_INDEX, i), c) for i, c in enumerate(chats, start=1)]
+    found = [c for index, c in numbered if index == step]
+    if not found:
+        raise TraceLoadError(f"the trace has no model call at step {step}")
+    chat = found[0]
+    messages = _request(chat)
+    if not messages:
+        raise TraceLoadError(
+            f"step {step} of trace {trace.trace_id} has no captured messages: "
+            "record with Telemetry(capture_content=True) to re-run from a trace"
+        )
+    earlier = [c for index, c in numbered if index < step]
+    run = _run_span(trace, chat)
+    run_id = str(chat.attributes.get(n.RUN_ID) or trace.trace_id)
+    execution_id = str(chat.attributes.get(n.EXECUTION_ID) or chat.trace_id)
+    usage = sum((_usage(c) for c in earlier), Usage())
+    origin = _parent(trace, chat) or chat
+    state = AgentState(
+        run_id=run_id,
+        execution_id=execution_id,
+        agent_name=str((run.attributes if run else {}).get(n.AGENT_NAME, "agent")),
+        status=ExecutionStatus.RUNNING,
+        step=step - 1,
+        next_phase=Phase.PREPARE,
+        messages=messages,
+        usage=usage,
+        trace=TraceRef(
+            trace_id=origin.trace_id,
+            span_id=origin.span_id,
+            run_id=run_id,
+            execution_id=execution_id,
+        ),
+    )
+    return StepContext(
+        id=str(chat.attributes.get(n.SNAPSHOT_ID) or f"span_{chat.span_id}"),
+        run_id=run_id,
+        execution_id=execution_id,
+        parent_run_id=None,
+        step=step,
+        model_name=str(chat.attributes.get(n.REQUEST_MODEL, "unknown")),
+        model_settings=_settings(chat),
+        tool_names=(),
+        tool_schema_hash="",
+        system_prompt_hash=None,
+        budget=Budget(
+            steps_used=step - 1,
+            tokens_used=usage.total_tokens,
+            seconds_used=0.0,
+            cost_used=None,
+        ),
+        message_count=len(messages),
+        state=state,
+    )
+
+
+def _request(chat: SpanData) -> tuple[Message, ...]:
+    """What the model was sent (the span's recovered messages without its answer)."""
+    without_answer = {
+        k: v
+        for k, v in chat.attributes.items()
+        if k != n.OUTPUT_MESSAGES and not k.startswith("llm.output_messages.")
+    }
+    return messages_of_chat(without_answer)
+
+
+def _usage(chat: SpanData) -> Usage:
+    attributes = chat.attributes
+    return Usage(
+        input_tokens=int(attributes.get(n.USAGE_INPUT_TOKENS, 0) or 0),
+        output_tokens=int(attributes.get(n.USAGE_OUTPUT_TOKENS, 0) or 0),
+        requests=1,
+        cost=None,
+    )
+
+
+def _settings(chat: SpanData) -> dict[str, JsonValue]:
+    settings: dict[str, Any] = {}
+    for key, name in _SETTINGS.items():
+        if key in chat.attributes:
+            settings[name] = chat.attributes[key]
+    return settings
+
+
+def _parent(trace: Trace, span: SpanData) -> SpanData | None:
+    return next((s for s in trace.spans if s.span_id == span.parent_id), None)
+
+
+def _run_span(trace: Trace, chat: SpanData) -> SpanData | None:
+    """The ``invoke_agent`` span above the model call, if the trace has one."""
+    span: SpanData | None = chat
+    while span is not None:
+        if span.attributes.get(n.OPERATION) == n.OP_INVOKE_AGENT:
+            return span
+        span = _parent(trace, span)
+    return None
