@@ -371,7 +371,7 @@ class Execution:
         """Start the execution (SessionStart hooks first); the first phase, or None."""
         if self.state.done:
             return None
-        resumed = self.state.status is ExecutionStatus.PAUSED  # each execution is a trace of its own
+        resumed = self.state.status is ExecutionStatus.PAUSED  # a new trace for each execution
         trace_id = new_trace_id() if resumed or not self.state.trace_id else self.state.trace_id
         self.state = self.state.moved(Transition.START, trace_id=trace_id)
         self._observers.run_started(self.state)
