@@ -25,7 +25,7 @@ from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, S
 from workbench.rerun import rerun_state
 from workbench.state import AgentState, Phase
 from workbench.store import RunNotFound, RunStore
-from workbench.subagent import SubagentContext, SubagentLimits, subagent_tool
+from workbench.subagent import SubagentContext, SubagentLimits, subagent_tool, subagent_tree
 from workbench.toolcalls import resume_state
 from workbench.tools import Tool, ToolContext, tool
 from workbench.toolsets import Toolset
@@ -314,6 +314,7 @@ class Agent:
             parent_run_id=parent.run_id if parent else parent_run_id,
             parent_call_id=parent.call_id if parent else None,
             depth=parent.view.state.depth + 1 if parent else 0,
+            trace_id=parent.view.state.trace_id if parent else None,  # the parent's trace
             metadata=dict(metadata or {}),
         )
 
@@ -518,6 +519,7 @@ class Agent:
             toolsets=toolsets,
             stop=self.stop if stop is None else self.stop | stop,
             subagents=self.subagents,
+            subrun_observer=self._subrun_observer(),
             guards=self.guards,
             hooks=self.hooks,
             max_hook_turns=self.max_hook_turns,
@@ -542,11 +544,22 @@ class Agent:
             return None
 
     def _observers(self, model: Model) -> tuple[RunObserver, ...]:
-        """The user's observers, the store, and a fresh telemetry observer for this execution."""
+        """The user's observers, the store, and a fresh telemetry observer for this execution.
+
+        A sub-run of an agent without telemetry is recorded by the root's (one tree, one trace).
+        """
         observers = [*self.observers, *([self.store] if self.store else [])]
-        if self.telemetry is not None:
-            observers.append(self.telemetry.observer(model))
+        make = self._subrun_observer()
+        if make is not None:
+            observers.append(make(model))
         return tuple(observers)
+
+    def _subrun_observer(self) -> Callable[[Model], RunObserver] | None:
+        """The telemetry observer factory: this agent's, or the tree's for a sub-run with none."""
+        if self.telemetry is not None:
+            return self.telemetry.observer
+        tree = subagent_tree.get()
+        return tree.observer_for if tree is not None else None
 
 
 ToolItem = Tool | Toolset | Callable[..., Any]

@@ -52,3 +52,6 @@ class LoopConfig:
     """How many extra turns Stop hooks may force in one run (across pauses)."""
     subagents: SubagentLimits = field(default_factory=SubagentLimits)
     """How large the tree of sub-agents this run roots may grow."""
+    subrun_observer: Callable[[Model], RunObserver] | None = None
+    """Makes the telemetry observer of a sub-run whose agent has no telemetry of its own, so the
+    whole tree lands in one trace (the root agent's `Telemetry.observer`)."""

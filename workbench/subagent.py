@@ -72,8 +72,12 @@ class SubagentLimits(Record):
 class SubagentTree:
     """The sub-runs started so far in one tree, against its limits (shared by the whole tree)."""
 
-    def __init__(self, limits: SubagentLimits) -> None:
+    def __init__(
+        self, limits: SubagentLimits, observer_for: Callable[[Any], Any] | None = None
+    ) -> None:
         self.limits = limits
+        self.observer_for = observer_for
+        """The root's telemetry for sub-runs of agents without their own (one tree, one trace)."""
         self.total = 0
         self.per_parent: Counter[str] = Counter()
 

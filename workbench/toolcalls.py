@@ -125,7 +125,9 @@ class ToolRunner:
         """
         self._tools, self._offered, self._approved = tools, offered, approved
         scope = parent_hooks.set(self._hooks.for_subagents())
-        tree = subagent_tree.get() or SubagentTree(self._config.subagents)  # a root run's tree
+        tree = subagent_tree.get() or SubagentTree(  # a root run's tree
+            self._config.subagents, self._config.subrun_observer
+        )
         tree_scope = subagent_tree.set(tree)
         try:
             concurrent = [c for c in calls if not self._sequential(c)]

@@ -7,10 +7,11 @@ backend under the id the notebook showed. These ids are random (``secrets``), ne
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 
-__all__ = ["new_span_id", "new_trace_id", "valid_span_id", "valid_trace_id"]
+__all__ = ["new_span_id", "new_trace_id", "tool_span_id", "valid_span_id", "valid_trace_id"]
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 _SPAN_ID = re.compile(r"[0-9a-f]{16}")
@@ -30,6 +31,18 @@ def new_span_id() -> str:
         value = secrets.randbits(64)
         if value:
             return format(value, "016x")
+
+
+def tool_span_id(trace_id: str, run_id: str, call_id: str) -> str:
+    """The span id of a tool call's ``execute_tool`` span, worked out from what both sides know.
+
+    A sub-agent's run starts while its parent's tool call is still under way, long before the
+    parent's step record (and so its ``execute_tool`` span) is written. Both sides compute this id
+    from the trace, the calling run and the call, so the sub-run's ``invoke_agent`` span can name
+    its parent span in advance, live and when a stored run is pushed later.
+    """
+    digest = hashlib.sha256(f"{trace_id}:{run_id}:{call_id}".encode()).hexdigest()[:16]
+    return digest if int(digest, 16) else "0000000000000001"
 
 
 def valid_trace_id(text: str) -> bool:

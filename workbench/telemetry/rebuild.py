@@ -59,7 +59,7 @@ def spans_from_run(run: RunLike, **options: Any) -> list[ReadableSpan]:
 
 
 def write_run(run: RunLike, telemetry: Telemetry) -> None:
-    """Write the spans of every execution of ``run`` into ``telemetry``."""
+    """Write the spans of every execution of ``run``, and of its sub-runs, into ``telemetry``."""
     snapshots = {s.id: s for s in run.snapshots}
     executions = [
         list(group) for _, group in itertools.groupby(run.steps, key=lambda s: s.execution_id)
@@ -70,6 +70,8 @@ def write_run(run: RunLike, telemetry: Telemetry) -> None:
         last = number == len(executions) - 1
         final = run.state if last else _paused(run.state, steps)
         link = _execution(telemetry, provider, snapshots, steps, final, link)
+    for child in getattr(run, "children", ()):  # sub-runs: in the same trace, under their calls
+        write_run(child, telemetry)
 
 
 def _execution(

@@ -27,7 +27,7 @@ from workbench.state import AgentState, ExecutionStatus, Phase, TraceRef
 from workbench.telemetry import names as n
 from workbench.telemetry._chosen import chosen_ids
 from workbench.telemetry.content import ContentEncoder, ContentStore
-from workbench.traceids import new_span_id, new_trace_id
+from workbench.traceids import new_span_id, new_trace_id, tool_span_id
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -184,6 +184,7 @@ class SpanWriter:
         with chosen_ids(self._tracer, (self.ref.trace_id, self.ref.span_id)):
             self._run = self._start(
                 f"{n.SPAN_RUN} {state.agent_name}",
+                context=self._calling_tool(state),
                 kind=self._trace.SpanKind.INTERNAL,
                 attributes=n.renamed(attributes, self._conventions),
                 links=self._links(state),
@@ -371,9 +372,15 @@ class SpanWriter:
             if outcome.status == "ok":  # a failed call has no result, only its error
                 attributes[n.TOOL_CALL_RESULT] = self._content.result(outcome.content)
         start = ns(outcome.started_at if outcome.started_at is not None else fallback)
-        span = self._start(
-            f"{n.SPAN_TOOL} {outcome.name}", context=parent, attributes=attributes, start_time=start
-        )
+        assert self.ref is not None
+        span_id = tool_span_id(self.ref.trace_id, self.ref.run_id, outcome.call_id)
+        with chosen_ids(self._tracer, (self.ref.trace_id, span_id)):  # sub-runs name it already
+            span = self._start(
+                f"{n.SPAN_TOOL} {outcome.name}",
+                context=parent,
+                attributes=attributes,
+                start_time=start,
+            )
         end = start + ns(outcome.duration)
         error_type = _TOOL_ERRORS.get(outcome.status)
         if error_type is not None:
@@ -397,6 +404,23 @@ class SpanWriter:
         span.end(end_time=end)
 
     # -- helpers --------------------------------------------------------------------------------
+
+    def _calling_tool(self, state: AgentState) -> Context | None:
+        """For a sub-run in its parent's trace: the parent's ``execute_tool`` span, by its id."""
+        ref = self.ref
+        if state.parent_run_id is None or state.parent_call_id is None or ref is None:
+            return None
+        if state.trace_id != ref.trace_id:  # a sub-run recorded as a trace of its own
+            return None
+        trace = self._trace
+        parent = trace.SpanContext(
+            int(ref.trace_id, 16),
+            int(tool_span_id(ref.trace_id, state.parent_run_id, state.parent_call_id), 16),
+            is_remote=False,
+            trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
+        )
+        context: Context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
+        return context
 
     def _links(self, state: AgentState) -> list[Any]:
         ref = state.trace
