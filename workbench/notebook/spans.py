@@ -196,7 +196,8 @@ def spans_from_steps(steps: Sequence[StepRecord]) -> list[dict[str, Any]]:
 def _step_spans(step: StepRecord, step_id: str, parent: str) -> list[dict[str, Any]]:
     t = step.timing
     start = step.started_at
-    attrs = {"workbench.step.index": step.index, "workbench.step.status": step.status.value}
+    where = {"workbench.step.index": step.index, "workbench.execution.id": step.execution_id}
+    attrs = {**where, "workbench.step.status": step.status.value}
     out = [_span(step_id, parent, f"workbench.step {step.index}", start, t.total, attrs)]
     cursor = start
     model = step.response.model_name if step.response is not None else ""
@@ -210,12 +211,14 @@ def _step_spans(step: StepRecord, step_id: str, parent: str) -> list[dict[str, A
     ]
     for name, seconds, extra in parts:
         if seconds > 0 and extra is not None:
-            out.append(_span(f"{step_id}-{name}", step_id, name, cursor, seconds, dict(extra)))
+            out.append(
+                _span(f"{step_id}-{name}", step_id, name, cursor, seconds, {**where, **extra})
+            )
         cursor += seconds
     outcomes = {o.call_id: o for o in step.tool_outcomes}
     for call_id, tool_name, seconds in t.per_tool:
         status = outcomes[call_id].status if call_id in outcomes else ""
-        tool_attrs = {"gen_ai.tool.call.id": call_id, "workbench.tool.status": status}
+        tool_attrs = {**where, "gen_ai.tool.call.id": call_id, "workbench.tool.status": status}
         out.append(
             _span(
                 f"{step_id}-{call_id}",
