@@ -31,6 +31,7 @@ table.dataframe td, table.dataframe th { border: 1px solid #e0e0e0; padding: 2px
 section.wb-step-section { border: 1px solid #e0e0e0; border-radius: 6px; padding: 8px 12px;
                           margin: 12px 0; }
 nav a { margin-right: 8px; }
+div.wb-table { overflow-x: auto; max-width: 100%; }
 """
 
 
@@ -43,21 +44,29 @@ def report_html(
 ) -> str:
     """The report as an HTML string (see the module docstring)."""
     from workbench.notebook.data import as_result, run_view_data, trace_figures
+    from workbench.notebook.explorer_data import explorer_spans
+    from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
     from workbench.notebook.html import step_html
 
     result = as_result(source)
     data = run_view_data(result, telemetry=telemetry, spans=spans)
     figures = trace_figures(data)
     title = title or f"Run {result.run_id}"
+    if spans is not None:
+        explorer = ExplorerView.of(explorer_spans(spans), data.steps)
+    else:
+        explorer = ExplorerView.of(explorer_spans(result, telemetry=telemetry), data.steps)
     plots = []
     for i, (name, figure) in enumerate(figures.items()):
+        heading = figure.layout.title.text or name
+        figure.update_layout(title=None, margin={"t": 30})  # the section heading names it
         div = figure.to_html(
             full_html=False,
             include_plotlyjs=i == 0,
             div_id=f"wb-{name}",
             config={"displaylogo": False, "responsive": True},
         )
-        plots.append(f'<h2 id="{name}">{escape(figure.layout.title.text or name)}</h2>{div}')
+        plots.append(f'<h2 id="{name}">{escape(heading)}</h2>{div}')
     steps = "".join(
         f'<section class="wb-step-section" id="step-{i}">{step_html(step, data.steps)}</section>'
         for i, step in enumerate(data.steps)
@@ -68,7 +77,8 @@ def report_html(
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{escape(title)}</h1>{_summary(result)}"
-        f'<h2 id="steps">Steps</h2>{table}{"".join(plots)}'
+        f'<h2 id="steps">Steps</h2><div class="wb-table">{table}</div>'
+        f'<h2 id="explorer">Trace explorer</h2>{explorer_page_html(explorer)}{"".join(plots)}'
         f'<h2 id="messages">Messages, step by step</h2><nav>steps: {nav}</nav>{steps}'
         "</body></html>"
     )

@@ -10,20 +10,16 @@ answered with the new window. The same ES module draws the standalone report's e
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import anywidget
 import traitlets
 
 from workbench.notebook.explorer_data import SpanFilter, explorer_spans, run_steps
-from workbench.notebook.explorer_view import ExplorerView
+from workbench.notebook.explorer_view import STATIC, ExplorerView
 from workbench.records import StepRecord
 
-__all__ = ["STATIC", "TraceExplorer"]
-
-STATIC = Path(__file__).parent / "static"
-"""The page side: ``explorer.js`` and ``explorer.css`` (also inlined into the report)."""
+__all__ = ["TraceExplorer"]
 
 
 class TraceExplorer(anywidget.AnyWidget):  # type: ignore[misc]  # anywidget is untyped

@@ -190,7 +190,11 @@ def _value(key: str, value: object) -> str:
 
 
 def span_detail_html(tree: SpanTree, span: ExplorerSpan, steps: Sequence[StepRecord] = ()) -> str:
-    """Everything about one span: header, content as messages, attributes, events, links."""
+    """Everything about one span: header, content as messages, attributes, events, links.
+
+    The content comes from the span's step record when ``steps`` has it, else from the span's
+    content attributes: one of them, never both, the same messages twice would be noise.
+    """
     origin = tree.start_ns
     colour = {"error": "#c62828", "ok": "#2e7d32"}.get(span.status, "#636e72")
     status = _badge(span.status, colour) + (
@@ -205,7 +209,7 @@ def span_detail_html(tree: SpanTree, span: ExplorerSpan, steps: Sequence[StepRec
         f"{' · ' + safe_text(span.kind) if span.kind else ''}"
         f"{' · scope ' + safe_text(span.scope) if span.scope else ''}</span></div>"
     )
-    content = _record_content(span, steps) + _attribute_content(span.attributes)
+    content = _record_content(span, steps) or _attribute_content(span.attributes)
     events = "".join(
         f"<li><b>{safe_text(e.name)}</b> at {(e.time_ns - origin) / 1e6:.3f} ms"
         f"{_table(e.attributes, css='wb-event-attributes') if e.attributes else ''}</li>"

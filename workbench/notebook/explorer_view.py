@@ -8,7 +8,9 @@ window; only a new filter or fold walks the tree again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from workbench.notebook.explorer_data import (
@@ -23,7 +25,10 @@ from workbench.notebook.explorer_data import (
 from workbench.notebook.explorer_html import span_detail_html
 from workbench.records import StepRecord
 
-__all__ = ["ExplorerView"]
+__all__ = ["STATIC", "ExplorerView", "explorer_page_html"]
+
+STATIC = Path(__file__).parent / "static"
+"""The page side: ``explorer.js``, ``explorer.css``, and the report's ``explorer_static.js``."""
 
 
 class ExplorerView:
@@ -110,3 +115,50 @@ class ExplorerView:
         if position is None:
             return ""
         return span_detail_html(self.tree, self.tree.span_at(position), self.steps)
+
+
+def _page_span(view: ExplorerView, position: int) -> dict[str, Any]:
+    tree = view.tree
+    span = tree.span_at(position)
+    parent = tree.positions.get(span.parent_id) if span.parent_id is not None else None
+    row = page_rows(tree, [position], 0, 1)[0]
+    del row["children"], row["folded"], row["match"]  # the page's model works these out
+    return {
+        **row,
+        "span_status": span.status,
+        "end": tree.ends[position],
+        "parent": -1 if parent is None else parent,
+        "text": search_text(span),
+    }
+
+
+def explorer_page_html(view: ExplorerView, element_id: str = "wb-explorer") -> str:
+    """The explorer as a self-contained HTML fragment: no kernel, no network, the trace inlined.
+
+    The page runs the widget's own ES module with an in-page model (``explorer_static.js``)
+    that folds, filters and windows the inlined rows, so a big trace still draws one window of
+    rows at a time. Every ``<`` in the data is written as a JSON ``u003c`` escape: no text from
+    the trace can close the script element it travels in.
+    """
+    tree = view.tree
+    data = {
+        "axis_ms": (tree.end_ns - tree.start_ns) / 1e6,
+        "spans": [_page_span(view, p) for p in range(len(tree.order))],
+        "details": {
+            tree.span_at(p).span_id: view.detail(tree.span_at(p).span_id)
+            for p in range(len(tree.order))
+        },
+    }
+    payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
+    module = (STATIC / "explorer.js").read_text(encoding="utf-8")
+    module = module.replace("export default { render };", "")
+    model = (STATIC / "explorer_static.js").read_text(encoding="utf-8")
+    css = (STATIC / "explorer.css").read_text(encoding="utf-8")
+    return (
+        f'<style>{css}</style><div id="{element_id}" class="wb-explorer"></div>'
+        f'<script type="application/json" id="{element_id}-data">{payload}</script>'
+        f"<script>(() => {{{module}\n{model}\n"
+        f"const data = JSON.parse(document.getElementById('{element_id}-data').textContent);\n"
+        f"render({{ model: staticModel(data), el: document.getElementById('{element_id}') }});"
+        "})();</script>"
+    )
