@@ -292,3 +292,27 @@ def test_the_page_fragment_inlines_data_that_cannot_close_its_script() -> None:
     assert html.count("</script>") == 2  # the data's and the module's own closing tags
     assert "\\u003c/script>\\u003cscript>alert(1)" in html
     assert "function staticModel" in html and "export default" not in html
+
+
+def test_a_sub_run_is_nested_under_the_tool_call_that_ran_it() -> None:
+    telemetry = wb.Telemetry(capture_content=True)
+    researcher = wb.Agent(
+        model=wb.ScriptedModel(["found it"]), name="researcher", telemetry=telemetry, store=False
+    )
+    lead = wb.Agent(
+        model=wb.ScriptedModel([wb.ModelResponse.tool_call("research", {"task": "look"}), "ok"]),
+        name="lead",
+        tools=[researcher.as_tool("research")],
+        telemetry=telemetry,
+        store=False,
+    )
+    result = lead.run_sync("go")
+    view = TraceExplorer(result, telemetry=telemetry).view
+    rows = view.rows(0, 100)
+    call = next(r for r in rows if r["name"] == "execute_tool research")
+    sub = next(r for r in rows if r["name"] == "invoke_agent researcher")
+    assert sub["depth"] == call["depth"] + 1
+    assert rows.index(sub) == rows.index(call) + 1
+    assert call["children"] == 5  # the sub-run: agent, step, prepare, chat, continuation
+    chat = next(s for s in view.tree.spans if s.attributes.get("workbench.parent_run.id"))
+    assert chat.attributes["workbench.run.id"] != result.run_id

@@ -35,6 +35,7 @@ __all__ = [
     "TraceLike",
     "explorer_spans",
     "matching_positions",
+    "nest_subruns",
     "page_rows",
     "run_steps",
     "search_text",
@@ -237,10 +238,7 @@ def explorer_spans(source: Any, *, telemetry: Any = None) -> list[ExplorerSpan]:
     run's only), without them spans rebuilt from the step timings.
     """
     if telemetry is not None:
-        run_ids = {step.run_id for step in run_steps(source)}
-        return [
-            s for s in explorer_spans(telemetry) if s.attributes.get("workbench.run.id") in run_ids
-        ]
+        return nest_subruns(_run_tree_spans(explorer_spans(telemetry), run_steps(source) or ()))
     steps = run_steps(source)
     if steps is not None:
         return _from_rows(spans_from_steps(steps))
@@ -249,8 +247,49 @@ def explorer_spans(source: Any, *, telemetry: Any = None) -> list[ExplorerSpan]:
         spans = spans()
     items = spans if _is_frame(spans) else list(spans)
     if _is_frame(items) or (items and isinstance(items[0], Mapping)):
-        return _from_rows(items)
-    return [_convert(span) for span in items]
+        return nest_subruns(_from_rows(items))
+    return nest_subruns([_convert(span) for span in items])
+
+
+_RUN = "workbench.run.id"
+_PARENT_RUN = "workbench.parent_run.id"
+
+
+def _run_tree_spans(spans: list[ExplorerSpan], steps: Sequence[StepRecord]) -> list[ExplorerSpan]:
+    """The spans of the runs of ``steps`` and of every sub-run below them."""
+    runs = {step.run_id for step in steps}
+    while True:
+        below = {s.attributes[_RUN] for s in spans if s.attributes.get(_PARENT_RUN) in runs}
+        if below <= runs:
+            break
+        runs |= below
+    return [s for s in spans if s.attributes.get(_RUN) in runs]
+
+
+def nest_subruns(spans: list[ExplorerSpan]) -> list[ExplorerSpan]:
+    """Put each sub-run's root span under the tool call of its parent run that ran it.
+
+    A sub-run that telemetry recorded as a trace of its own (a root span with a
+    ``workbench.parent_run.id``) is placed under the parent run's ``execute_tool`` span whose
+    time contains the sub-run's start, so the explorer shows one run tree either way; spans
+    that already have their parent in the trace are left as they are.
+    """
+    known = {s.span_id for s in spans}
+    tools: dict[str, list[ExplorerSpan]] = {}
+    for span in spans:
+        if span.name.startswith("execute_tool") and _RUN in span.attributes:
+            tools.setdefault(str(span.attributes[_RUN]), []).append(span)
+    out = []
+    for span in spans:
+        parent_run = span.attributes.get(_PARENT_RUN)
+        if parent_run is not None and span.parent_id not in known:
+            calls = [
+                t for t in tools.get(str(parent_run), []) if t.start_ns <= span.start_ns <= t.end_ns
+            ]
+            if calls:
+                span = span.model_copy(update={"parent_id": calls[-1].span_id})
+        out.append(span)
+    return out
 
 
 def _convert(span: Any) -> ExplorerSpan:
