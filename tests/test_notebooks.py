@@ -22,6 +22,7 @@ EXPECTED = [
     "03_rerun",
     "04_export_to_jaeger",
     "05_real_model",
+    "06_trace_explorer",
 ]
 
 
@@ -74,5 +75,7 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
         jaeger = json.loads((tmp_path / "run.jaeger.json").read_text())
         assert jaeger["data"] and (tmp_path / "run.otlp.json").exists()
         assert "docker run --rm --name jaeger" in text
+    elif name == "06_trace_explorer":
+        assert "(True, 'execute_tool add')" in text and "17 + 25 = 42" in text
     elif name == "05_real_model":
         assert "LLM server at http://127.0.0.1:8088/v1: up" in text or "Skipping the rest" in text

@@ -15,14 +15,22 @@ from typing import Any
 import anywidget
 import traitlets
 
-from workbench.notebook.explorer_data import SpanFilter, explorer_spans, run_steps
+from workbench.notebook.explorer_data import (
+    SpanFilter,
+    SpanStatus,
+    explorer_spans,
+    run_steps,
+)
 from workbench.notebook.explorer_view import STATIC, ExplorerView
 from workbench.records import StepRecord
 
 __all__ = ["TraceExplorer"]
 
+_STATUSES: dict[str, SpanStatus] = {"ok": "ok", "error": "error", "unset": "unset"}
+"""The status filters the page can send (anything else is no filter)."""
 
-class TraceExplorer(anywidget.AnyWidget):  # type: ignore[misc]  # anywidget is untyped
+
+class TraceExplorer(anywidget.AnyWidget):
     """Explore one trace: fold, search, filter, click a span for all of it.
 
     ``TraceExplorer(result, telemetry=agent.telemetry)`` shows a live run's real spans;
@@ -35,7 +43,7 @@ class TraceExplorer(anywidget.AnyWidget):  # type: ignore[misc]  # anywidget is 
     _esm = STATIC / "explorer.js"
     _css = STATIC / "explorer.css"
 
-    rows = traitlets.List().tag(sync=True)
+    rows: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     total = traitlets.Int(0).tag(sync=True)
     span_count = traitlets.Int(0).tag(sync=True)
     matched = traitlets.Int(-1).tag(sync=True)
@@ -90,10 +98,10 @@ class TraceExplorer(anywidget.AnyWidget):  # type: ignore[misc]  # anywidget is 
 
     @traitlets.observe("query", "status", "errors_only", "slowest")
     def _on_filter(self, change: dict[str, Any]) -> None:
-        status = self.status if self.status in ("ok", "error", "unset") else ""
+        status = _STATUSES.get(self.status, "")
         spec = SpanFilter(
             query=self.query,
-            status=status,  # type: ignore[arg-type]  # checked on the line above
+            status=status,
             errors_only=self.errors_only,
             slowest=max(self.slowest, 0),
         )

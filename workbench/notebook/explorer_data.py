@@ -384,7 +384,7 @@ class SpanTree(BaseModel):
 
     def ancestors(self, position: int) -> list[int]:
         """Positions of the span's ancestors, nearest first."""
-        out = []
+        out: list[int] = []
         parent = self.span_at(position).parent_id
         while parent is not None and parent in self.positions and len(out) < self.depths[position]:
             out.append(self.positions[parent])

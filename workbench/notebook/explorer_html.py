@@ -60,7 +60,7 @@ def _pretty(value: object) -> str:
         try:
             value = json.loads(value)
         except ValueError:
-            return value
+            return str(value)
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
 
 
@@ -96,7 +96,7 @@ def genai_messages_html(value: object) -> str:
         try:
             value = json.loads(value)
         except ValueError:
-            return _pre(value)
+            return _pre(str(value))
     if not isinstance(value, list):
         return _pre(_pretty(value))
     if value and all(isinstance(v, Mapping) and "role" not in v for v in value):

@@ -95,6 +95,7 @@ function render({ model, el }) {
     const length = model.get("axis_ms") || 1;
     const selected = model.get("selected");
     spacer.style.height = `${total * ROW}px`;
+    scroll.style.height = `${Math.min(480, Math.max(total, 1) * ROW + 2)}px`;
     const nodes = model.get("rows").map((row, i) => {
       const line = make("div", "wbx-row");
       if (row.id === selected) line.classList.add("wbx-selected");
