@@ -14,6 +14,7 @@ be installed. Waiting is on page conditions (Playwright's ``expect``), never on 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -92,9 +93,10 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """JupyterLab on loopback serving a copy of 01_quickstart; yields the notebook's URL."""
+    """JupyterLab on loopback serving copies of the notebooks; yields 01_quickstart's URL."""
     home = tmp_path_factory.mktemp("jupyterlab")
-    shutil.copy(ROOT / "notebooks" / "01_quickstart.ipynb", home)
+    for name in ("01_quickstart.ipynb", "06_trace_explorer.ipynb"):
+        shutil.copy(ROOT / "notebooks" / name, home)
     settings = home / ".settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)  # no "get Jupyter news?" toast over the page (and no fetching)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
@@ -233,5 +235,95 @@ def test_report_opens_offline(browser_context: Any, tmp_path: Path) -> None:
     expect(page.locator("section.wb-step-section")).to_have_count(5)
     expect(page.locator("body")).to_contain_text("doubled that is 84")
     page.screenshot(path=str(ARTIFACTS / "browser-report.png"), full_page=True)
+
+    explorer = page.locator("#wb-explorer")  # the same explorer, answered in the page
+    rows, count = explorer.locator(".wbx-row"), explorer.locator(".wbx-count")
+    expect(count).to_contain_text("shown")
+    total = rows.count()
+    assert total >= 15
+    rows.filter(has_text="chat").nth(1).click()
+    expect(explorer.locator(".wbx-detail .wb-retry")).to_contain_text("twenty-five")
+    explorer.locator(".wbx-scroll").focus()
+    page.keyboard.press("ArrowDown")
+    expect(explorer.locator(".wbx-row.wbx-selected")).to_contain_text("execute_tool")
+    explorer.locator(".wbx-search").fill("multiply")
+    expect(count).to_contain_text("matched")
+    expect(rows.filter(has_text="execute_tool multiply")).to_have_count(1)
+    explorer.locator(".wbx-search").fill("")
+    expect(rows).to_have_count(total)
+    explorer.locator(".wbx-errors").check()
+    expect(rows.filter(has_text="execute_tool add")).to_have_count(1)  # the retried call
+    expect(explorer.locator(".wbx-row.wbx-error")).to_have_count(1)
+    explorer.locator(".wbx-errors").uncheck()
+    expect(rows).to_have_count(total)
+    rows.filter(has_text="workbench.step 1").locator(".wbx-fold").click()
+    expect(rows).not_to_have_count(total)
+    explorer.screenshot(path=str(ARTIFACTS / "browser-report-explorer.png"))
     assert leaving == []
     page.close()
+
+
+def _run_all(page: Any, url: str) -> None:
+    page.goto(url)
+    page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')")
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel"
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+
+def test_trace_explorer_in_jupyterlab(browser_context: Any, jupyterlab: str) -> None:
+    """The explorer on a run with tools, a retry, hooks and a sub-run: click, read, search, fold."""
+    from playwright.sync_api import expect
+
+    page = browser_context.new_page()
+    _run_all(page, jupyterlab.replace("01_quickstart", "06_trace_explorer"))
+    explorer = page.locator(".wbx").first
+    rows = explorer.locator(".wbx-row")
+    count = explorer.locator(".wbx-count")
+    expect(count).to_contain_text("28 of 28 spans shown")
+    # select() from Python (a later cell) moved the page's selection and filled the detail pane
+    expect(explorer.locator(".wbx-row.wbx-selected")).to_contain_text("execute_tool add")
+    detail = explorer.locator(".wbx-detail")
+    expect(detail).to_contain_text("twenty-five")
+    # the sub-run sits under the tool call that ran it, the hook and the retry are there
+    call = rows.filter(has_text="execute_tool research")
+    sub = rows.filter(has_text="invoke_agent researcher")
+    expect(sub).to_have_count(1)
+    assert _indent(sub) > _indent(call)
+    expect(rows.filter(has_text="workbench.hook PreToolUse")).to_have_count(3)
+    explorer.screenshot(path=str(ARTIFACTS / "browser-explorer-open.png"))
+
+    rows.filter(has_text="chat scripted-lead").nth(1).click()  # step 2's model call
+    expect(rows.filter(has_text="chat scripted-lead").nth(1)).to_have_class(re.compile("selected"))
+    expect(detail).to_contain_text("Sent to the model")
+    expect(detail.locator(".wb-retry")).to_contain_text(
+        "Invalid arguments for tool 'add': argument 'b': Input should be a valid integer"
+    )  # the retry prompt, whole, as a message
+    expect(detail.locator(".wb-role-user")).to_contain_text("Ask the researcher about it.")
+    explorer.screenshot(path=str(ARTIFACTS / "browser-explorer-detail.png"))
+
+    page.keyboard.press("ArrowDown")
+    expect(explorer.locator(".wbx-row.wbx-selected")).to_contain_text("execute_tool add")
+    expect(detail.locator(".wb-outcomes")).to_contain_text("42")
+
+    search = explorer.locator(".wbx-search")
+    search.fill("researcher")
+    expect(count).to_contain_text("matched")
+    assert rows.count() < 28
+    expect(rows.filter(has_text="invoke_agent researcher")).to_have_count(1)
+    explorer.screenshot(path=str(ARTIFACTS / "browser-explorer-search.png"))
+    search.fill("")
+    expect(count).to_contain_text("28 of 28 spans shown")
+
+    step_one = rows.filter(has_text="workbench.step 1").first  # the lead's (the sub-run has one)
+    step_one.locator(".wbx-fold").click()
+    expect(count).to_contain_text("23 of 28 spans shown")
+    expect(step_one.locator(".wbx-fold")).to_have_text("▸")
+    explorer.screenshot(path=str(ARTIFACTS / "browser-explorer-folded.png"))
+    page.close()
+
+
+def _indent(row: Any) -> float:
+    padding: str = row.locator(".wbx-name").evaluate("n => getComputedStyle(n).paddingLeft")
+    return float(padding.removesuffix("px"))

@@ -219,6 +219,8 @@ def _step_spans(step: StepRecord, step_id: str, parent: str) -> list[dict[str, A
     for call_id, tool_name, seconds in t.per_tool:
         status = outcomes[call_id].status if call_id in outcomes else ""
         tool_attrs = {**where, "gen_ai.tool.call.id": call_id, "workbench.tool.status": status}
+        if status in _TOOL_ERRORS:
+            tool_attrs["error.type"] = _TOOL_ERRORS[status]
         out.append(
             _span(
                 f"{step_id}-{call_id}",
@@ -251,6 +253,9 @@ def _step_spans(step: StepRecord, step_id: str, parent: str) -> list[dict[str, A
         out.append(_span(f"{step_id}-cont", step_id, name, cursor, t.continuation, {}))
     return out
 
+
+_TOOL_ERRORS = {"error": "tool_error", "retry": "tool_retry", "denied": "tool_denied"}
+"""The ``error.type`` telemetry gives a failed tool call, given to its rebuilt span too."""
 
 _HOOK_PHASES = {
     "PreToolUse": "tools",
