@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -238,32 +238,58 @@ def explorer_spans(source: Any, *, telemetry: Any = None) -> list[ExplorerSpan]:
     run's only), without them spans rebuilt from the step timings.
     """
     if telemetry is not None:
-        return nest_subruns(_run_tree_spans(explorer_spans(telemetry), run_steps(source) or ()))
+        runs = run_steps(source) or ()
+        items = _items(telemetry)
+        if not _are_rows(items):  # keep only this run tree's before converting: a long session
+            items = _run_tree_spans(items, runs)  # collects many runs in one telemetry
+        return nest_subruns(_run_tree_spans(_convert_all(items), runs))
     steps = run_steps(source)
     if steps is not None:
         return _from_rows(spans_from_steps(steps))
+    return nest_subruns(_convert_all(_items(source)))
+
+
+def _items(source: Any) -> Any:
+    """The spans of a trace, a telemetry, or a sequence or frame of spans."""
     spans = source.spans if isinstance(source, TraceLike) else source
     if callable(spans):
         spans = spans()
-    items = spans if _is_frame(spans) else list(spans)
-    if _is_frame(items) or (items and isinstance(items[0], Mapping)):
-        return nest_subruns(_from_rows(items))
-    return nest_subruns([_convert(span) for span in items])
+    return spans if _is_frame(spans) else list(spans)
 
 
+def _are_rows(items: Any) -> bool:
+    return _is_frame(items) or bool(items and isinstance(items[0], Mapping))
+
+
+def _convert_all(items: Any) -> list[ExplorerSpan]:
+    if _are_rows(items):
+        return _from_rows(items)
+    return [_convert(span) for span in items]
+
+
+class _Attributed(Protocol):
+    @property
+    def attributes(self) -> Mapping[str, Any] | None: ...
+
+
+_Span = TypeVar("_Span", bound=_Attributed)
 _RUN = "workbench.run.id"
 _PARENT_RUN = "workbench.parent_run.id"
 
 
-def _run_tree_spans(spans: list[ExplorerSpan], steps: Sequence[StepRecord]) -> list[ExplorerSpan]:
-    """The spans of the runs of ``steps`` and of every sub-run below them."""
+def _run_tree_spans(spans: list[_Span], steps: Sequence[StepRecord]) -> list[_Span]:
+    """The spans of the runs of ``steps`` and of every sub-run below them.
+
+    Works on any span with an ``attributes`` mapping: `ExplorerSpan` or OpenTelemetry's.
+    """
     runs = {step.run_id for step in steps}
+    attributes = [s.attributes or {} for s in spans]
     while True:
-        below = {s.attributes[_RUN] for s in spans if s.attributes.get(_PARENT_RUN) in runs}
+        below = {str(a.get(_RUN)) for a in attributes if a.get(_PARENT_RUN) in runs}
         if below <= runs:
             break
         runs |= below
-    return [s for s in spans if s.attributes.get(_RUN) in runs]
+    return [s for s, a in zip(spans, attributes, strict=True) if a.get(_RUN) in runs]
 
 
 def nest_subruns(spans: list[ExplorerSpan]) -> list[ExplorerSpan]:
