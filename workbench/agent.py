@@ -55,6 +55,11 @@ class RunResult:
             f"tokens={self.usage.total_tokens}, output={_clip(self.output)})"
         )
 
+    def _repr_html_(self) -> str:
+        from workbench.notebook.reprs import run_result_html
+
+        return run_result_html(self)
+
     @property
     def status(self) -> ExecutionStatus:
         """COMPLETED, FAILED, ABORTED or PAUSED."""

@@ -125,6 +125,17 @@ class RunDiff:
     def __str__(self) -> str:
         return self.to_text()
 
+    def __repr__(self) -> str:  # short: `to_text` and `to_df` have the detail
+        return (
+            f"RunDiff(a={self.a_id!r}, b={self.b_id!r}, steps={len(self.steps)}, "
+            f"changed={list(self.changed_steps)}, first_divergence={self.first_divergence})"
+        )
+
+    def _repr_html_(self) -> str:
+        from workbench.notebook.reprs import run_diff_html
+
+        return run_diff_html(self)
+
     def to_df(self) -> pd.DataFrame:
         """One row per step: status, message changes, tool calls, stop reasons and timing (ms)."""
         import pandas as pd

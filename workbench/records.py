@@ -132,6 +132,18 @@ class PhaseEvent:
     state: AgentState
     duration: float = field(default=0.0, compare=False)
 
+    def __repr__(self) -> str:  # short: the state holds every message of the run
+        return (
+            f"PhaseEvent(phase={self.phase.value}, step={self.step}, "
+            f"status={self.state.status.value}, next_phase={self.state.next_phase.value}, "
+            f"duration={self.duration * 1e3:.2f} ms)"
+        )
+
+    def _repr_html_(self) -> str:
+        from workbench.notebook.reprs import phase_event_html
+
+        return phase_event_html(self)
+
 
 class StepContext(_Frozen):
     """The snapshot taken in PREPARE of every step: enough to inspect or re-run from there."""
