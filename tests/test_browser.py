@@ -164,7 +164,7 @@ def test_quickstart_in_jupyterlab(browser_context: Any, jupyterlab: str) -> None
     status = last.locator(".wb-status")
     expect(status).to_contain_text("pending")
     plots = page.locator(".jp-OutputArea .js-plotly-plot")
-    expect(plots).to_have_count(5)  # the TraceView's three figures and two Stepper timelines
+    expect(plots).to_have_count(4)  # the TraceView's three figures, the first Stepper's timeline
     expect(page.locator(".wb-status").first).to_contain_text("completed")
     page.screenshot(path=str(ARTIFACTS / "browser-quickstart-ran.png"), full_page=False)
 

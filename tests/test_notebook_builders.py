@@ -452,3 +452,45 @@ def test_notebook_all_is_what_the_package_exports() -> None:
     }
     assert set(package.__all__) == exported
     assert {"Stepper", "TraceView", "RerunPanel"} <= exported
+
+
+# -- polish found by trying it as a new user -------------------------------------------------------
+
+
+def test_steps_text_counts_steps_and_says_when_one_resumed(demo: wb.RunResult) -> None:
+    from workbench.notebook.tables import steps_text
+
+    assert len(demo.steps) == 5
+    assert steps_text(demo.steps) == "4 steps (5 records: 1 resumed after a pause)"
+    assert steps_text(demo.steps[:1]) == "1 step"
+
+
+def test_report_says_steps_and_links_the_resumed_part_by_its_label(demo: wb.RunResult) -> None:
+    html = report_html(demo)
+    assert "4 steps (5 records: 1 resumed after a pause)" in html
+    assert '<a href="#step-3">3 (resumed)</a>' in html
+    assert '<div class="wb-table">' in html  # the wide step table scrolls in its own box
+    assert html.count("Time per step") == 1  # the heading names the figure once
+    assert 'id="wb-explorer"' in html and "staticModel(data)" in html
+
+
+def test_a_failed_model_call_is_on_the_timeline() -> None:
+    async def down(messages: object, request: object) -> wb.ModelResponse:
+        raise RuntimeError("model down")
+
+    result = wb.Agent(model=wb.FunctionModel(down, name="m"), store=False).run_sync("hi")
+    assert result.status.value == "failed" and result.steps[0].timing.inference > 0
+    chats = [s for s in spans_from_steps(result.steps) if s["name"] == "chat"]
+    assert len(chats) == 1 and chats[0]["attributes"]["error.type"] == "model_error"
+
+
+def test_tokens_figure_without_tokens_starts_at_zero_and_says_why() -> None:
+    async def quiet(messages: object, request: object) -> wb.ModelResponse:
+        return wb.ModelResponse.text("hi", usage=wb.Usage())  # a server that counts nothing
+
+    result = wb.Agent(model=wb.FunctionModel(quiet, name="m"), store=False).run_sync("hello")
+    assert result.usage.total_tokens == 0
+    figure = tokens_figure(result.steps)
+    assert figure.layout.yaxis.range == (0, 1)
+    assert "reported no tokens" in figure.layout.title.text
+    assert figure.layout.legend.y < 0  # under the plot, clear of the title

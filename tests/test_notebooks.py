@@ -74,7 +74,9 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
     elif name == "04_export_to_jaeger":
         jaeger = json.loads((tmp_path / "run.jaeger.json").read_text())
         assert jaeger["data"] and (tmp_path / "run.otlp.json").exists()
-        assert "docker run --rm --name jaeger" in text
+        readme = (NOTEBOOKS.parent / "README.md").read_text()
+        docker = next(line for line in text.splitlines() if "docker run" in line)
+        assert docker in readme  # the same command, image and version as the README's
     elif name == "06_trace_explorer":
         assert "(True, 'execute_tool add')" in text and "17 + 25 = 42" in text
     elif name == "05_real_model":

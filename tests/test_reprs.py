@@ -27,7 +27,7 @@ def test_run_result_html_summarises_and_escapes() -> None:
     assert len(repr(result)) < 300
     html = result._repr_html_()
     assert "&lt;b&gt;not bold&lt;/b&gt;" in html and "<b>not bold</b>" not in html
-    assert "&lt;agent&gt;" in html and "completed" in html and "1 step records" in html
+    assert "&lt;agent&gt;" in html and "completed" in html and ">1 step<" in html
 
 
 def test_a_paused_result_shows_what_it_waits_on() -> None:

@@ -47,6 +47,7 @@ def report_html(
     from workbench.notebook.explorer_data import explorer_spans
     from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
     from workbench.notebook.html import step_html
+    from workbench.notebook.tables import step_labels
 
     result = as_result(source)
     data = run_view_data(result, telemetry=telemetry, spans=spans)
@@ -71,7 +72,8 @@ def report_html(
         f'<section class="wb-step-section" id="step-{i}">{step_html(step, data.steps)}</section>'
         for i, step in enumerate(data.steps)
     )
-    nav = " ".join(f'<a href="#step-{i}">{s.index}</a>' for i, s in enumerate(data.steps))
+    labels = step_labels(data.steps)
+    nav = " · ".join(f'<a href="#step-{i}">{escape(label)}</a>' for i, label in enumerate(labels))
     table = data.table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="")
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -85,6 +87,8 @@ def report_html(
 
 
 def _summary(result: RunResult) -> str:
+    from workbench.notebook.tables import steps_text
+
     state = result.state
     usage = result.usage
     cost = "unknown" if usage.cost is None else f"${usage.cost:.6f}"
@@ -93,7 +97,7 @@ def _summary(result: RunResult) -> str:
         "run": state.run_id,
         "status": state.status.value,
         "stop reason": state.stop_reason.value if state.stop_reason else "—",
-        "step records": str(len(result.steps)),
+        "steps": steps_text(result.steps),
         "tokens": f"{usage.input_tokens:,} in / {usage.output_tokens:,} out ({cost})",
         "output": result.output or "—",
     }

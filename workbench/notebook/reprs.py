@@ -11,6 +11,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from workbench.notebook.html import _badge, pending_html
+from workbench.notebook.tables import steps_text
 
 if TYPE_CHECKING:
     from workbench.agent import RunResult
@@ -41,7 +42,7 @@ def run_result_html(result: RunResult) -> str:
         "run": f"<code>{escape(state.run_id)}</code> · agent {escape(state.agent_name)}",
         "status": _badge(status, _STATUS.get(status, "#1565c0"))
         + escape(f"stop reason {state.stop_reason.value if state.stop_reason else '—'}"),
-        "steps": f"{state.step} ({len(result.steps)} step records)",
+        "steps": steps_text(result.steps),
         "tokens": f"{usage.input_tokens:,} in / {usage.output_tokens:,} out{cost}",
         "output": (
             f"<span style='white-space:pre-wrap'>{escape(result.output)}</span>"

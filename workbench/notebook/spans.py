@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
 from workbench.records import StepRecord
+from workbench.state import ExecutionStatus
 
 __all__ = [
     "CATEGORY_COLOURS",
@@ -205,12 +206,12 @@ def _step_spans(step: StepRecord, step_id: str, parent: str) -> list[dict[str, A
         "gen_ai.usage.input_tokens": step.usage.input_tokens,
         "gen_ai.usage.output_tokens": step.usage.output_tokens,
     }
-    parts = [
-        ("workbench.prepare", t.prepare, {}),
-        (f"chat {model}".strip(), t.inference, usage if step.response is not None else None),
-    ]
+    if step.response is None:  # a model call without an answer: failed, or stopped under way
+        failed = step.status is ExecutionStatus.FAILED
+        usage = {"error.type": "model_error"} if failed else {}
+    parts = [("workbench.prepare", t.prepare, {}), (f"chat {model}".strip(), t.inference, usage)]
     for name, seconds, extra in parts:
-        if seconds > 0 and extra is not None:
+        if seconds > 0:
             out.append(
                 _span(f"{step_id}-{name}", step_id, name, cursor, seconds, {**where, **extra})
             )
@@ -401,8 +402,8 @@ def waterfall_figure(
             "showticklabels": labelled,
             "title": None if labelled else f"{len(frame):,} spans",
         },
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
-        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+        margin={"l": 10, "r": 10, "t": 70, "b": 40},
         template=TEMPLATE,
     )
     # The traces go in unvalidated: plotly's checks and copies of thousands of hover texts cost
