@@ -281,7 +281,7 @@ def test_trace_explorer_in_jupyterlab(browser_context: Any, jupyterlab: str) -> 
     explorer = page.locator(".wbx").first
     rows = explorer.locator(".wbx-row")
     count = explorer.locator(".wbx-count")
-    expect(count).to_contain_text("28 of 28 spans shown")
+    expect(count).to_contain_text("28 of 28 spans shown", timeout=TIMEOUT_MS)  # after Run All
     # select() from Python (a later cell) moved the page's selection and filled the detail pane
     expect(explorer.locator(".wbx-row.wbx-selected")).to_contain_text("execute_tool add")
     detail = explorer.locator(".wbx-detail")
