@@ -432,10 +432,14 @@ def test_cli_report_writes_a_stored_run(tmp_path: Path, capsys: pytest.CaptureFi
     assert "no run 'run_nope'" in capsys.readouterr().out
 
 
-def test_cli_demo_writes_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_demo_writes_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WORKBENCH_STORE", "off")
     assert main(["demo"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split("  ")
+    assert {"prepare ms", "infer ms", "tools ms", "tokens in/out"} <= {h.strip() for h in header}
     html = (tmp_path / "workbench-demo" / "report.html").read_text(encoding="utf-8")
     assert "Messages, step by step" in html and "saved double = 84" in html
 
