@@ -412,10 +412,11 @@ def test_report_is_standalone_with_every_step(traced: tuple[wb.RunResult, wb.Tel
     html = report_html(result, telemetry=telemetry)
     assert html.startswith("<!DOCTYPE html>")
     assert html.count('class="wb-step-section"') == len(result.steps)
-    for name in ("wb-waterfall", "wb-timing", "wb-tokens"):
-        assert f'id="{name}"' in html
-    assert "Plotly.newPlot" in html and "plotly.js v" in html  # the library itself is inline
+    for name in ("explorer", "timing", "tokens"):
+        assert f'<h2 id="{name}">' in html
+    assert html.count('class="wb-bars"') == 2 and "staticModel(data)" in html
     assert not re.search(r"<script[^>]+src=", html)  # nothing is loaded from elsewhere
+    assert "plotly" not in html.lower() and len(html) < 1_000_000  # it was 4.8 MB with plotly.js
     assert result.output is not None and escape(result.output) in html
 
 
@@ -474,7 +475,7 @@ def test_report_says_steps_and_links_the_resumed_part_by_its_label(demo: wb.RunR
     assert "4 steps (5 records: 1 resumed after a pause)" in html
     assert '<a href="#step-3">3 (resumed)</a>' in html
     assert '<div class="wb-table">' in html  # the wide step table scrolls in its own box
-    assert html.count("Time per step") == 1  # the heading names the figure once
+    assert html.count("Time per step") == 1  # one heading, no figure title under it
     assert 'id="wb-explorer"' in html and "staticModel(data)" in html
 
 
@@ -498,3 +499,30 @@ def test_tokens_figure_without_tokens_starts_at_zero_and_says_why() -> None:
     assert figure.layout.yaxis.range == (0, 1)
     assert "reported no tokens" in figure.layout.title.text
     assert figure.layout.legend.y < 0  # under the plot, clear of the title
+
+
+def test_stacked_bars_scale_to_the_largest_and_escape_labels() -> None:
+    from workbench.notebook.bars import stacked_bars_html
+
+    colours = {"a": "#111111", "b": "#222222"}
+    html = stacked_bars_html(
+        [("<one>", {"a": 1.0, "b": 1.0}, ""), ("two", {"a": 4.0, "b": 0.0}, " · note")],
+        colours,
+        unit="ms",
+    )
+    assert "&lt;one&gt;" in html and "<one>" not in html
+    assert "width:25.000%" in html and "width:100.000%" in html  # 1 of 4, and the largest
+    assert html.count("<div title=") == 3  # a part of zero draws nothing
+    assert "2.000 ms" in html and "4.000 ms · note" in html
+    assert "nothing here" in stacked_bars_html([("x", {"a": 0.0}, "")], colours, unit="ms",
+                                                empty="nothing here")  # fmt: skip
+
+
+def test_timing_and_token_bars_of_a_run(demo: wb.RunResult) -> None:
+    from workbench.notebook.bars import timing_bars_html, tokens_bars_html
+
+    timing = timing_bars_html(demo.steps)
+    assert "step 3 (resumed)" in timing and "inference" in timing
+    tokens = tokens_bars_html(demo.steps)
+    assert f"{demo.steps[0].usage.total_tokens} tokens" in tokens
+    assert "no steps yet" in timing_bars_html([])

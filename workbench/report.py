@@ -1,8 +1,10 @@
-"""A run as one standalone HTML file: summary, step table, waterfall, timing, every step's messages.
+"""A run as one standalone HTML file: steps, trace explorer, time, tokens, every message.
 
-plotly.js is embedded in the file, so it opens anywhere with no network. The content is built by
-the notebook builders (`workbench.notebook`), so the report shows what the notebook views show.
-Needs the ``notebook`` extra (plotly, pandas).
+The summary, the step table, the trace explorer, time and tokens per step, and each step's
+messages. Everything is in the file (the explorer's script and its data, the charts as plain
+HTML bars), so it opens anywhere with no network, and stays small: no plotting library is
+inlined. The content is built by the notebook builders (`workbench.notebook`), so the report
+shows what the notebook views show. Needs the ``notebook`` extra (pandas).
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ def report_html(
     title: str | None = None,
 ) -> str:
     """The report as an HTML string (see the module docstring)."""
-    from workbench.notebook.data import as_result, run_view_data, trace_figures
+    from workbench.notebook.bars import timing_bars_html, tokens_bars_html
+    from workbench.notebook.data import as_result, run_view_data
     from workbench.notebook.explorer_data import explorer_spans
     from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
     from workbench.notebook.html import step_html
@@ -51,23 +54,17 @@ def report_html(
 
     result = as_result(source)
     data = run_view_data(result, telemetry=telemetry, spans=spans)
-    figures = trace_figures(data)
     title = title or f"Run {result.run_id}"
     if spans is not None:
         explorer = ExplorerView.of(explorer_spans(spans), data.steps)
     else:
         explorer = ExplorerView.of(explorer_spans(result, telemetry=telemetry), data.steps)
-    plots = []
-    for i, (name, figure) in enumerate(figures.items()):
-        heading = figure.layout.title.text or name
-        figure.update_layout(title=None, margin={"t": 30})  # the section heading names it
-        div = figure.to_html(
-            full_html=False,
-            include_plotlyjs=i == 0,
-            div_id=f"wb-{name}",
-            config={"displaylogo": False, "responsive": True},
-        )
-        plots.append(f'<h2 id="{name}">{escape(heading)}</h2>{div}')
+    rebuilt = " (spans rebuilt from the step timings)" if data.synthesized else ""
+    charts = (
+        f'<h2 id="explorer">Trace explorer{rebuilt}</h2>{explorer_page_html(explorer)}'
+        f'<h2 id="timing">Time per step</h2>{timing_bars_html(data.steps)}'
+        f'<h2 id="tokens">Tokens per step</h2>{tokens_bars_html(data.steps)}'
+    )
     steps = "".join(
         f'<section class="wb-step-section" id="step-{i}">{step_html(step, data.steps)}</section>'
         for i, step in enumerate(data.steps)
@@ -79,8 +76,7 @@ def report_html(
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{escape(title)}</h1>{_summary(result)}"
-        f'<h2 id="steps">Steps</h2><div class="wb-table">{table}</div>'
-        f'<h2 id="explorer">Trace explorer</h2>{explorer_page_html(explorer)}{"".join(plots)}'
+        f'<h2 id="steps">Steps</h2><div class="wb-table">{table}</div>{charts}'
         f'<h2 id="messages">Messages, step by step</h2><nav>steps: {nav}</nav>{steps}'
         "</body></html>"
     )

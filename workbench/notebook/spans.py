@@ -202,7 +202,7 @@ def _step_spans(step: StepRecord, step_id: str, parent: str) -> list[dict[str, A
     out = [_span(step_id, parent, f"workbench.step {step.index}", start, t.total, attrs)]
     cursor = start
     model = step.response.model_name if step.response is not None else ""
-    usage = {
+    usage: dict[str, Any] = {
         "gen_ai.usage.input_tokens": step.usage.input_tokens,
         "gen_ai.usage.output_tokens": step.usage.output_tokens,
     }
