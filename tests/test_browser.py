@@ -301,11 +301,17 @@ def test_trace_explorer_in_jupyterlab(browser_context: Any, jupyterlab: str) -> 
     expect(detail.locator(".wb-role-user")).to_contain_text("Ask the researcher about it.")
     explorer.screenshot(path=str(ARTIFACTS / "browser-explorer-detail.png"))
 
+    active = page.evaluate(_ACTIVE_CELL)
     page.keyboard.press("ArrowDown")
     expect(explorer.locator(".wbx-row.wbx-selected")).to_contain_text("execute_tool add")
     expect(detail.locator(".wb-outcomes")).to_contain_text("42")
+    assert page.evaluate(_ACTIVE_CELL) == active  # the key moved the explorer, not the notebook
 
     search = explorer.locator(".wbx-search")
+    cells = page.locator(".jp-Notebook .jp-Cell").count()
+    search.press_sequentially("dd")  # typed into the explorer, not notebook shortcuts
+    expect(count).to_contain_text("matched")
+    assert page.locator(".jp-Notebook .jp-Cell").count() == cells
     search.fill("researcher")
     expect(count).to_contain_text("matched")
     assert rows.count() < 28
@@ -320,6 +326,9 @@ def test_trace_explorer_in_jupyterlab(browser_context: Any, jupyterlab: str) -> 
     expect(step_one.locator(".wbx-fold")).to_have_text("▸")
     explorer.screenshot(path=str(ARTIFACTS / "browser-explorer-folded.png"))
     page.close()
+
+
+_ACTIVE_CELL = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
 
 
 def _indent(row: Any) -> float:
