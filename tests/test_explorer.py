@@ -316,3 +316,24 @@ def test_a_sub_run_is_nested_under_the_tool_call_that_ran_it() -> None:
     assert call["children"] == 5  # the sub-run: agent, step, prepare, chat, continuation
     chat = next(s for s in view.tree.spans if s.attributes.get("workbench.parent_run.id"))
     assert chat.attributes["workbench.run.id"] != result.run_id
+
+
+def test_rows_out_of_order_keep_their_own_status_and_trace() -> None:
+    rows = [
+        {"span_id": "late", "name": "b", "start": 5.0, "end": 6.0, "status": "ERROR",
+         "trace_id": "t2"},
+        {"span_id": "early", "name": "a", "start": 1.0, "end": 2.0, "status": "OK",
+         "trace_id": "t1"},
+    ]  # fmt: skip
+    spans = {s.span_id: s for s in explorer_spans(rows)}
+    assert (spans["late"].status, spans["late"].trace_id) == ("error", "t2")
+    assert (spans["early"].status, spans["early"].trace_id) == ("ok", "t1")
+    assert explorer_spans([]) == []
+
+
+def test_an_empty_trace_opens_empty() -> None:
+    explorer = TraceExplorer(Trace("t", ()))
+    assert (explorer.span_count, explorer.total, explorer.rows, explorer.axis_ms) == (0, 0, [], 0.0)
+    explorer._on_message(explorer, {"type": "move", "by": 1}, None)
+    explorer.query = "x"
+    assert explorer.selected == "" and explorer.total == 0 and explorer.matched == 0

@@ -186,42 +186,25 @@ def _from_otel(span: Any) -> ExplorerSpan:
 
 def _from_rows(rows: Any) -> list[ExplorerSpan]:
     """A span DataFrame or list of dicts (any column names `normalize_spans` knows)."""
-    import pandas as pd
-
-    original = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
-    frame = normalize_spans(original)
-    statuses = _column(original, "status", len(frame))
-    order = frame.index.tolist()
+    frame = normalize_spans(rows, keep=("status", "trace_id"))
     return [
         ExplorerSpan(
-            trace_id=str(_first(original, "trace_id", row) or ""),
+            trace_id=str(trace_id or ""),
             span_id=span_id,
             parent_id=parent,
             name=name,
             start_ns=round(start * 1e9),
             end_ns=round(end * 1e9),
             attributes=attributes,
-            status=_status(statuses[row]),
+            status=_status(status),
         )
-        for row, span_id, parent, name, start, end, attributes in zip(
-            order,
-            frame["span_id"],
-            frame["parent_id"],
-            frame["name"],
-            frame["start"],
-            frame["end"],
-            frame["attributes"],
+        for span_id, parent, name, start, end, attributes, status, trace_id in zip(
+            *(frame[c] for c in ("span_id", "parent_id", "name", "start", "end", "attributes")),
+            frame["status"],
+            frame["trace_id"],
             strict=True,
         )
     ]
-
-
-def _column(frame: Any, name: str, n: int) -> list[Any]:
-    return list(frame[name]) if name in frame.columns else [None] * n
-
-
-def _first(frame: Any, name: str, row: int) -> Any:
-    return frame[name].iloc[row] if name in frame.columns else None
 
 
 def _status(value: object) -> SpanStatus:

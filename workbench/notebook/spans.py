@@ -88,17 +88,20 @@ def span_category(name: str) -> str:
     return _PREFIX_CATEGORY.get(name.split(" ", 1)[0], "other")
 
 
-def normalize_spans(spans: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def normalize_spans(
+    spans: pd.DataFrame | Iterable[Mapping[str, Any]], *, keep: Sequence[str] = ()
+) -> pd.DataFrame:
     """Spans as a DataFrame with `SPAN_VIEW_COLUMNS`, sorted by start.
 
     Times become seconds from the earliest start, whatever they were (seconds, nanoseconds or
     timestamps). A span without an end gets its ``duration`` added to its start; a span without
-    an id gets its row number.
+    an id gets its row number. Columns named in ``keep`` come along as they are (None where the
+    input has no such column).
     """
     frame = spans.copy() if isinstance(spans, pd.DataFrame) else pd.DataFrame(list(spans))
     frame = frame.rename(columns=_alias_map(frame.columns))
     if frame.empty:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in SPAN_VIEW_COLUMNS})
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in (*SPAN_VIEW_COLUMNS, *keep)})
     n = len(frame)
     out = pd.DataFrame(index=range(n))
     out["span_id"] = _column(frame, "span_id", pd.Series(range(n))).astype(str).to_numpy()
@@ -112,6 +115,8 @@ def normalize_spans(spans: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.Dat
     out["duration"] = out["end"] - out["start"]
     attributes = _column(frame, "attributes", pd.Series([None] * n))
     out["attributes"] = [dict(a) if isinstance(a, Mapping) else {} for a in attributes]
+    for name in keep:
+        out[name] = _column(frame, name, pd.Series([None] * n)).to_numpy()
     return out.sort_values("start", kind="stable").reset_index(drop=True)
 
 
