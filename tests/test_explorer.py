@@ -337,3 +337,24 @@ def test_an_empty_trace_opens_empty() -> None:
     explorer._on_message(explorer, {"type": "move", "by": 1}, None)
     explorer.query = "x"
     assert explorer.selected == "" and explorer.total == 0 and explorer.matched == 0
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_building_a_view_leaves_the_collector_as_it_was(enabled: bool) -> None:
+    import gc
+
+    from workbench.notebook.explorer_view import collector_paused
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled() is enabled
+        with pytest.raises(RuntimeError), collector_paused():
+            raise RuntimeError("a bad source")
+        assert gc.isenabled() is enabled
+        ExplorerView.from_source(small_trace())
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

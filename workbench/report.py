@@ -47,7 +47,6 @@ def report_html(
     """The report as an HTML string (see the module docstring)."""
     from workbench.notebook.bars import timing_bars_html, tokens_bars_html
     from workbench.notebook.data import as_result, run_view_data
-    from workbench.notebook.explorer_data import explorer_spans
     from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
     from workbench.notebook.html import step_html
     from workbench.notebook.tables import step_labels
@@ -56,9 +55,9 @@ def report_html(
     data = run_view_data(result, telemetry=telemetry, spans=spans)
     title = title or f"Run {result.run_id}"
     if spans is not None:
-        explorer = ExplorerView.of(explorer_spans(spans), data.steps)
+        explorer = ExplorerView.from_source(spans, steps=data.steps)
     else:
-        explorer = ExplorerView.of(explorer_spans(result, telemetry=telemetry), data.steps)
+        explorer = ExplorerView.from_source(result, telemetry=telemetry, steps=data.steps)
     rebuilt = " (spans rebuilt from the step timings)" if data.synthesized else ""
     charts = (
         f'<h2 id="explorer">Trace explorer{rebuilt}</h2>{explorer_page_html(explorer)}'

@@ -15,12 +15,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from workbench.notebook.explorer_data import (
-    SpanFilter,
-    SpanStatus,
-    explorer_spans,
-    run_steps,
-)
+from workbench.notebook.explorer_data import SpanFilter, SpanStatus
 from workbench.notebook.explorer_view import STATIC, ExplorerView
 from workbench.records import StepRecord
 
@@ -66,9 +61,7 @@ class TraceExplorer(anywidget.AnyWidget):
         steps: Sequence[StepRecord] | None = None,
         page_size: int = 40,
     ) -> None:
-        spans = explorer_spans(source, telemetry=telemetry)
-        known = steps if steps is not None else (run_steps(source) or ())
-        self.view = ExplorerView.of(spans, known)
+        self.view = ExplorerView.from_source(source, telemetry=telemetry, steps=steps)
         tree = self.view.tree
         super().__init__(
             page_size=page_size,

@@ -8,8 +8,10 @@ window; only a new filter or fold walks the tree again.
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +19,32 @@ from workbench.notebook.explorer_data import (
     ExplorerSpan,
     SpanFilter,
     SpanTree,
+    explorer_spans,
     matching_positions,
     page_rows,
+    run_steps,
     search_text,
     visible_positions,
 )
 from workbench.notebook.explorer_html import span_detail_html
 from workbench.records import StepRecord
 
-__all__ = ["STATIC", "ExplorerView", "explorer_page_html"]
+__all__ = ["STATIC", "ExplorerView", "collector_paused", "explorer_page_html"]
 
 STATIC = Path(__file__).parent / "static"
 """The page side: ``explorer.js``, ``explorer.css``, and the report's ``explorer_static.js``."""
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a block, leaving it as it was after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class ExplorerView:
@@ -47,6 +63,26 @@ class ExplorerView:
     def of(cls, spans: Sequence[ExplorerSpan], steps: Sequence[StepRecord] = ()) -> ExplorerView:
         """A view of ``spans``, everything open and nothing filtered."""
         return cls(SpanTree.of(spans), steps)
+
+    @classmethod
+    def from_source(
+        cls,
+        source: Any,
+        *,
+        telemetry: Any = None,
+        steps: Sequence[StepRecord] | None = None,
+    ) -> ExplorerView:
+        """A view of any source `explorer_spans` reads, with its step records when it has them.
+
+        The cyclic collector is paused while the records are built. They are tens of thousands
+        of small containers that cannot form a cycle, yet making them starts a full collection,
+        which walks the whole session's heap: at 50,000 spans after a long run that pass was
+        more than half of the time to open (`bench/view_build.py`).
+        """
+        with collector_paused():
+            spans = explorer_spans(source, telemetry=telemetry)
+            known = steps if steps is not None else (run_steps(source) or ())
+            return cls.of(spans, known)
 
     def _refresh(self) -> None:
         self.visible = visible_positions(self.tree, self.collapsed, self.matches)
