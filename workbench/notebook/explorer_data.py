@@ -151,9 +151,16 @@ def _from_span_like(span: Any) -> ExplorerSpan:
     )
 
 
-def _from_otel(span: Any) -> ExplorerSpan:
-    """An OpenTelemetry SDK ``ReadableSpan`` (what `Telemetry.spans` holds)."""
+def _from_otel(span: Any, resources: dict[int, dict[str, Any]]) -> ExplorerSpan:
+    """An OpenTelemetry SDK ``ReadableSpan`` (what `Telemetry.spans` holds).
+
+    ``resources`` keeps each resource's attributes read once (every span of a provider shares
+    one resource, and reading OpenTelemetry's attribute mappings key by key is slow).
+    """
     context, parent = span.context, span.parent
+    resource = span.resource
+    if resource is not None and id(resource) not in resources:
+        resources[id(resource)] = dict(resource.attributes)
     start = span.start_time or 0
     scope = span.instrumentation_scope
     return ExplorerSpan(
@@ -179,7 +186,7 @@ def _from_otel(span: Any) -> ExplorerSpan:
         ),
         status=span.status.status_code.name.lower(),
         status_message=span.status.description or "",
-        resource=dict(span.resource.attributes) if span.resource is not None else {},
+        resource=resources[id(resource)] if resource is not None else {},
         scope=scope.name if scope is not None else "",
     )
 
@@ -247,7 +254,8 @@ def _are_rows(items: Any) -> bool:
 def _convert_all(items: Any) -> list[ExplorerSpan]:
     if _are_rows(items):
         return _from_rows(items)
-    return [_convert(span) for span in items]
+    resources: dict[int, dict[str, Any]] = {}
+    return [_convert(span, resources) for span in items]
 
 
 class _Attributed(Protocol):
@@ -301,11 +309,11 @@ def nest_subruns(spans: list[ExplorerSpan]) -> list[ExplorerSpan]:
     return out
 
 
-def _convert(span: Any) -> ExplorerSpan:
+def _convert(span: Any, resources: dict[int, dict[str, Any]]) -> ExplorerSpan:
     if isinstance(span, ExplorerSpan):
         return span
     if hasattr(span, "instrumentation_scope"):
-        return _from_otel(span)
+        return _from_otel(span, resources)
     if isinstance(span, SpanLike):
         return _from_span_like(span)
     raise TypeError(
