@@ -261,9 +261,14 @@ def test_report_opens_offline(browser_context: Any, tmp_path: Path) -> None:
     page.close()
 
 
-def _run_all(page: Any, url: str) -> None:
+def _run_all(page: Any, url: str, notebook: str) -> None:
+    """Open ``notebook`` and run all its cells (once it, not a restored tab, is the current one)."""
     page.goto(url)
     page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')")
+    page.wait_for_function(
+        "name => window.jupyterapp.shell.currentWidget?.context?.path === name",
+        arg=notebook,
+    )
     page.wait_for_function(
         "() => window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel"
     )
@@ -275,7 +280,7 @@ def test_trace_explorer_in_jupyterlab(browser_context: Any, jupyterlab: str) -> 
     from playwright.sync_api import expect
 
     page = browser_context.new_page()
-    _run_all(page, jupyterlab.replace("01_quickstart", "06_trace_explorer"))
+    _run_all(page, jupyterlab.replace("01_quickstart", "06_trace_explorer"), NOTEBOOK)
     explorer = page.locator(".wbx").first
     rows = explorer.locator(".wbx-row")
     count = explorer.locator(".wbx-count")
@@ -328,6 +333,7 @@ def test_trace_explorer_in_jupyterlab(browser_context: Any, jupyterlab: str) -> 
     page.close()
 
 
+NOTEBOOK = "06_trace_explorer.ipynb"
 _ACTIVE_CELL = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
 
 
