@@ -5,7 +5,7 @@ system ``/usr/bin/chromium`` through ``executable_path``: its own browser downlo
 here) runs every cell, clicks the last Stepper's buttons through a run with an approval, and checks
 that the widgets and the plotly figures rendered in the page. Then it opens the ``run.html`` that
 ``workbench report`` wrote, with every request that would leave the file refused, and checks that
-the figures and messages are there. Screenshots go to ``test-artifacts/``.
+the explorer, the charts and the messages are there. Screenshots go to ``test-artifacts/``.
 
 Chromium comes from ``scripts/install-browser``; the tests skip, saying why, only when it cannot
 be installed. Waiting is on page conditions (Playwright's ``expect``), never on sleeps.
@@ -14,6 +14,7 @@ be installed. Waiting is on page conditions (Playwright's ``expect``), never on 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -92,9 +93,10 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """JupyterLab on loopback serving a copy of 01_quickstart; yields the notebook's URL."""
+    """JupyterLab on loopback serving copies of the notebooks; yields 01_quickstart's URL."""
     home = tmp_path_factory.mktemp("jupyterlab")
-    shutil.copy(ROOT / "notebooks" / "01_quickstart.ipynb", home)
+    for name in ("01_quickstart.ipynb", "08_trace_explorer.ipynb"):
+        shutil.copy(ROOT / "notebooks" / name, home)
     settings = home / ".settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)  # no "get Jupyter news?" toast over the page (and no fetching)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
@@ -162,7 +164,7 @@ def test_quickstart_in_jupyterlab(browser_context: Any, jupyterlab: str) -> None
     status = last.locator(".wb-status")
     expect(status).to_contain_text("pending")
     plots = page.locator(".jp-OutputArea .js-plotly-plot")
-    expect(plots).to_have_count(5)  # the TraceView's three figures and two Stepper timelines
+    expect(plots).to_have_count(4)  # the TraceView's three figures, the first Stepper's timeline
     expect(page.locator(".wb-status").first).to_contain_text("completed")
     page.screenshot(path=str(ARTIFACTS / "browser-quickstart-ran.png"), full_page=False)
 
@@ -225,13 +227,116 @@ def test_report_opens_offline(browser_context: Any, tmp_path: Path) -> None:
 
     page.route("**/*", only_the_file)
     page.goto(report.as_uri())
-    figures = page.locator(".js-plotly-plot")
-    expect(figures).to_have_count(3)
-    for name in ("wb-waterfall", "wb-timing", "wb-tokens"):
-        expect(page.locator(f"#{name} .main-svg").first).to_be_attached()
-    assert page.locator("#wb-waterfall .barlayer .point").count() >= 20
+    bars = page.locator(".wb-bars .wb-bar")
+    expect(bars).to_have_count(10)  # time and tokens, a bar per step record
+    assert bars.first.bounding_box()["width"] > 100
     expect(page.locator("section.wb-step-section")).to_have_count(5)
     expect(page.locator("body")).to_contain_text("doubled that is 84")
     page.screenshot(path=str(ARTIFACTS / "browser-report.png"), full_page=True)
+
+    explorer = page.locator("#wb-explorer")  # the same explorer, answered in the page
+    rows, count = explorer.locator(".wbx-row"), explorer.locator(".wbx-count")
+    expect(count).to_contain_text("shown")
+    total = rows.count()
+    assert total >= 15
+    rows.filter(has_text="chat").nth(1).click()
+    expect(explorer.locator(".wbx-detail .wb-retry")).to_contain_text("twenty-five")
+    explorer.locator(".wbx-scroll").focus()
+    page.keyboard.press("ArrowDown")
+    expect(explorer.locator(".wbx-row.wbx-selected")).to_contain_text("execute_tool")
+    explorer.locator(".wbx-search").fill("multiply")
+    expect(count).to_contain_text("matched")
+    expect(rows.filter(has_text="execute_tool multiply")).to_have_count(1)
+    explorer.locator(".wbx-search").fill("")
+    expect(rows).to_have_count(total)
+    explorer.locator(".wbx-errors").check()
+    expect(rows.filter(has_text="execute_tool add")).to_have_count(1)  # the retried call
+    expect(explorer.locator(".wbx-row.wbx-error")).to_have_count(1)
+    explorer.locator(".wbx-errors").uncheck()
+    expect(rows).to_have_count(total)
+    rows.filter(has_text="workbench.step 1").locator(".wbx-fold").click()
+    expect(rows).not_to_have_count(total)
+    explorer.screenshot(path=str(ARTIFACTS / "browser-report-explorer.png"))
     assert leaving == []
     page.close()
+
+
+def _run_all(page: Any, url: str, notebook: str) -> None:
+    """Open ``notebook`` and run all its cells (once it, not a restored tab, is the current one)."""
+    page.goto(url)
+    page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')")
+    page.wait_for_function(
+        "name => window.jupyterapp.shell.currentWidget?.context?.path === name",
+        arg=notebook,
+    )
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel"
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+
+def test_trace_explorer_in_jupyterlab(browser_context: Any, jupyterlab: str) -> None:
+    """The explorer on a run with tools, a retry, hooks and a sub-run: click, read, search, fold."""
+    from playwright.sync_api import expect
+
+    page = browser_context.new_page()
+    _run_all(page, jupyterlab.replace("01_quickstart", "08_trace_explorer"), NOTEBOOK)
+    explorer = page.locator(".wbx").first
+    rows = explorer.locator(".wbx-row")
+    count = explorer.locator(".wbx-count")
+    expect(count).to_contain_text("28 of 28 spans shown", timeout=TIMEOUT_MS)  # after Run All
+    # select() from Python (a later cell) moved the page's selection and filled the detail pane
+    expect(explorer.locator(".wbx-row.wbx-selected")).to_contain_text("execute_tool add")
+    detail = explorer.locator(".wbx-detail")
+    expect(detail).to_contain_text("twenty-five")
+    # the sub-run sits under the tool call that ran it, the hook and the retry are there
+    call = rows.filter(has_text="execute_tool research")
+    sub = rows.filter(has_text="invoke_agent researcher")
+    expect(sub).to_have_count(1)
+    assert _indent(sub) > _indent(call)
+    expect(rows.filter(has_text="workbench.hook PreToolUse")).to_have_count(3)
+    explorer.screenshot(path=str(ARTIFACTS / "browser-explorer-open.png"))
+
+    rows.filter(has_text="chat scripted-lead").nth(1).click()  # step 2's model call
+    expect(rows.filter(has_text="chat scripted-lead").nth(1)).to_have_class(re.compile("selected"))
+    expect(detail).to_contain_text("Sent to the model")
+    expect(detail.locator(".wb-retry")).to_contain_text(
+        "Invalid arguments for tool 'add': argument 'b': Input should be a valid integer"
+    )  # the retry prompt, whole, as a message
+    expect(detail.locator(".wb-role-user")).to_contain_text("Ask the researcher about it.")
+    explorer.screenshot(path=str(ARTIFACTS / "browser-explorer-detail.png"))
+
+    active = page.evaluate(_ACTIVE_CELL)
+    page.keyboard.press("ArrowDown")
+    expect(explorer.locator(".wbx-row.wbx-selected")).to_contain_text("execute_tool add")
+    expect(detail.locator(".wb-outcomes")).to_contain_text("42")
+    assert page.evaluate(_ACTIVE_CELL) == active  # the key moved the explorer, not the notebook
+
+    search = explorer.locator(".wbx-search")
+    cells = page.locator(".jp-Notebook .jp-Cell").count()
+    search.press_sequentially("dd")  # typed into the explorer, not notebook shortcuts
+    expect(count).to_contain_text("matched")
+    assert page.locator(".jp-Notebook .jp-Cell").count() == cells
+    search.fill("researcher")
+    expect(rows).not_to_have_count(28)  # waits for the answer to this search, not the last one
+    expect(count).to_contain_text("matched")
+    expect(rows.filter(has_text="invoke_agent researcher")).to_have_count(1)
+    explorer.screenshot(path=str(ARTIFACTS / "browser-explorer-search.png"))
+    search.fill("")
+    expect(count).to_contain_text("28 of 28 spans shown")
+
+    step_one = rows.filter(has_text="workbench.step 1").first  # the lead's (the sub-run has one)
+    step_one.locator(".wbx-fold").click()
+    expect(count).to_contain_text("23 of 28 spans shown")
+    expect(step_one.locator(".wbx-fold")).to_have_text("▸")
+    explorer.screenshot(path=str(ARTIFACTS / "browser-explorer-folded.png"))
+    page.close()
+
+
+NOTEBOOK = "08_trace_explorer.ipynb"
+_ACTIVE_CELL = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
+
+
+def _indent(row: Any) -> float:
+    padding: str = row.locator(".wbx-name").evaluate("n => getComputedStyle(n).paddingLeft")
+    return float(padding.removesuffix("px"))

@@ -421,10 +421,11 @@ def test_report_is_standalone_with_every_step(traced: tuple[wb.RunResult, wb.Tel
     html = report_html(result, telemetry=telemetry)
     assert html.startswith("<!DOCTYPE html>")
     assert html.count('class="wb-step-section"') == len(result.steps)
-    for name in ("wb-waterfall", "wb-timing", "wb-tokens"):
-        assert f'id="{name}"' in html
-    assert "Plotly.newPlot" in html and "plotly.js v" in html  # the library itself is inline
+    for name in ("explorer", "timing", "tokens"):
+        assert f'<h2 id="{name}">' in html
+    assert html.count('class="wb-bars"') == 2 and "staticModel(data)" in html
     assert not re.search(r"<script[^>]+src=", html)  # nothing is loaded from elsewhere
+    assert "plotly" not in html.lower() and len(html) < 1_000_000  # it was 4.8 MB with plotly.js
     assert result.output is not None and escape(result.output) in html
 
 
@@ -441,10 +442,14 @@ def test_cli_report_writes_a_stored_run(tmp_path: Path, capsys: pytest.CaptureFi
     assert "no run 'run_nope'" in capsys.readouterr().out
 
 
-def test_cli_demo_writes_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_demo_writes_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WORKBENCH_STORE", "off")
     assert main(["demo"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split("  ")
+    assert {"prepare ms", "infer ms", "tools ms", "tokens in/out"} <= {h.strip() for h in header}
     html = (tmp_path / "workbench-demo" / "report.html").read_text(encoding="utf-8")
     assert "Messages, step by step" in html and "saved double = 84" in html
 
@@ -461,3 +466,72 @@ def test_notebook_all_is_what_the_package_exports() -> None:
     }
     assert set(package.__all__) == exported
     assert {"Stepper", "TraceView", "RerunPanel"} <= exported
+
+
+# -- polish found by trying it as a new user -------------------------------------------------------
+
+
+def test_steps_text_counts_steps_and_says_when_one_resumed(demo: wb.RunResult) -> None:
+    from workbench.notebook.tables import steps_text
+
+    assert len(demo.steps) == 5
+    assert steps_text(demo.steps) == "4 steps (5 records: 1 resumed after a pause)"
+    assert steps_text(demo.steps[:1]) == "1 step"
+
+
+def test_report_says_steps_and_links_the_resumed_part_by_its_label(demo: wb.RunResult) -> None:
+    html = report_html(demo)
+    assert "4 steps (5 records: 1 resumed after a pause)" in html
+    assert '<a href="#step-3">3 (resumed)</a>' in html
+    assert '<div class="wb-table">' in html  # the wide step table scrolls in its own box
+    assert html.count("Time per step") == 1  # one heading, no figure title under it
+    assert 'id="wb-explorer"' in html and "staticModel(data)" in html
+
+
+def test_a_failed_model_call_is_on_the_timeline() -> None:
+    async def down(messages: object, request: object) -> wb.ModelResponse:
+        raise RuntimeError("model down")
+
+    result = wb.Agent(model=wb.FunctionModel(down, name="m"), store=False).run_sync("hi")
+    assert result.status.value == "failed" and result.steps[0].timing.inference > 0
+    chats = [s for s in spans_from_steps(result.steps) if s["name"] == "chat"]
+    assert len(chats) == 1 and chats[0]["attributes"]["error.type"] == "model_error"
+
+
+def test_tokens_figure_without_tokens_starts_at_zero_and_says_why() -> None:
+    async def quiet(messages: object, request: object) -> wb.ModelResponse:
+        return wb.ModelResponse.text("hi", usage=wb.Usage())  # a server that counts nothing
+
+    result = wb.Agent(model=wb.FunctionModel(quiet, name="m"), store=False).run_sync("hello")
+    assert result.usage.total_tokens == 0
+    figure = tokens_figure(result.steps)
+    assert figure.layout.yaxis.range == (0, 1)
+    assert "reported no tokens" in figure.layout.title.text
+    assert figure.layout.legend.y < 0  # under the plot, clear of the title
+
+
+def test_stacked_bars_scale_to_the_largest_and_escape_labels() -> None:
+    from workbench.notebook.bars import stacked_bars_html
+
+    colours = {"a": "#111111", "b": "#222222"}
+    html = stacked_bars_html(
+        [("<one>", {"a": 1.0, "b": 1.0}, ""), ("two", {"a": 4.0, "b": 0.0}, " · note")],
+        colours,
+        unit="ms",
+    )
+    assert "&lt;one&gt;" in html and "<one>" not in html
+    assert "width:25.000%" in html and "width:100.000%" in html  # 1 of 4, and the largest
+    assert html.count("<div title=") == 3  # a part of zero draws nothing
+    assert "2.000 ms" in html and "4.000 ms · note" in html
+    assert "nothing here" in stacked_bars_html([("x", {"a": 0.0}, "")], colours, unit="ms",
+                                                empty="nothing here")  # fmt: skip
+
+
+def test_timing_and_token_bars_of_a_run(demo: wb.RunResult) -> None:
+    from workbench.notebook.bars import timing_bars_html, tokens_bars_html
+
+    timing = timing_bars_html(demo.steps)
+    assert "step 3 (resumed)" in timing and "inference" in timing
+    tokens = tokens_bars_html(demo.steps)
+    assert f"{demo.steps[0].usage.total_tokens} tokens" in tokens
+    assert "no steps yet" in timing_bars_html([])

@@ -22,7 +22,8 @@ EXPECTED = [
     "03_rerun",
     "04_export_to_jaeger",
     "05_real_model",
-    "06_sessions",
+    "06_multi_agent",
+    "08_trace_explorer",
 ]
 
 
@@ -74,11 +75,15 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
     elif name == "04_export_to_jaeger":
         jaeger = json.loads((tmp_path / "run.jaeger.json").read_text())
         assert jaeger["data"] and (tmp_path / "run.otlp.json").exists()
-        assert "docker run --rm --name jaeger" in text
-    elif name == "06_sessions":
+        readme = (NOTEBOOKS.parent / "README.md").read_text()
+        docker = next(line for line in text.splitlines() if "docker run" in line)
+        assert docker in readme  # the same command, image and version as the README's
+    elif name == "06_multi_agent":
         assert "Noted. | Your name is Ada." in text and "Your name is Ada. | 3 executions" in text
         assert "['summarized', 'summarized', 'kept', 'kept']" in text
         assert "Your name is Grace." in text and "refused: session schema version 7" in text
         assert "[Summary of executions 1 to 3 of this conversation" in text
+    elif name == "08_trace_explorer":
+        assert "(True, 'execute_tool add')" in text and "17 + 25 = 42" in text
     elif name == "05_real_model":
         assert "LLM server at http://127.0.0.1:8088/v1: up" in text or "Skipping the rest" in text

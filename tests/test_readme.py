@@ -16,7 +16,8 @@ def test_readme_tour_runs(tmp_path: Path) -> None:
     match = re.search(r"## A 30-line tour\n\n```python\n(.*?)```", readme, re.S)
     assert match is not None
     script = tmp_path / "tour.py"
-    script.write_text(match.group(1))
+    # A reader keeps stepping the tour's stepped run: it must have a script to finish on.
+    script.write_text(match.group(1) + "print('stepped to the end:', run.run_to_end().status)\n")
     env = {**os.environ, "WORKBENCH_STORE": ":memory:"}
     out = subprocess.run(
         [sys.executable, str(script)],
@@ -29,3 +30,22 @@ def test_readme_tour_runs(tmp_path: Path) -> None:
     ).stdout
     assert "completed completed 1 + 2 = 3, saved." in out
     assert "first divergence: step" in out
+    assert "stepped to the end: completed" in out
+
+
+def test_the_notebook_path_needs_only_make_demo() -> None:
+    """`make demo` installs what `.venv/bin/jupyter lab notebooks/` and the widgets need."""
+    import tomllib
+
+    readme = (ROOT / "README.md").read_text()
+    assert "After `make demo`, open them with `.venv/bin/jupyter lab notebooks/`" in readme
+    makefile = (ROOT / "Makefile").read_text()
+    demo_extras = re.search(
+        r"\$\(VENV\)/\.demo-installed:.*\n\t\$\(PIP\) -e '\.\[(.*?)\]'", makefile
+    )
+    assert demo_extras is not None and "notebook" in demo_extras.group(1).split(",")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    names = {re.split(r"[<>=\[ ]", spec, maxsplit=1)[0] for spec in extras["notebook"]}
+    assert {"jupyterlab", "ipywidgets", "anywidget", "ipykernel"} <= names

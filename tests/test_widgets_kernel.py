@@ -29,7 +29,8 @@ ids = {name: getattr(stepper, name).model_id
 def shown():
     s = stepper
     outputs = s.timeline.outputs
-    figure = outputs[0]["data"]["application/vnd.plotly.v1+json"] if outputs else None
+    figure = outputs[0]["data"].get("application/vnd.plotly.v1+json") if outputs else None
+    note = outputs[0]["data"].get("text/html", "") if outputs and not figure else ""
     return {
         "status": s.run.state.status.value,
         "step": s.run.state.step,
@@ -43,6 +44,7 @@ def shown():
         "status_html": s.status.value,
         "messages_html": s.messages.value,
         "timeline_traces": [t["name"] for t in figure["data"]] if figure else [],
+        "timeline_note": note,
         "busy": s.busy,
         "errors": s.errors,
     }
@@ -105,6 +107,8 @@ def test_stepper_buttons_drive_a_whole_run_with_an_approval(kernel: Kernel) -> N
     assert before["disabled"] == [False, False, False, False]
     assert "has not started" in before["messages_html"]
     assert "What is 17 + 25" in before["messages_html"]
+    assert before["timeline_traces"] == []
+    assert "appears when the first step ends" in before["timeline_note"]  # no empty chart
 
     # Next phase: PREPARE of step 1. The click only schedules the work on the kernel's loop.
     shown, updates = kernel.shown(
@@ -114,6 +118,8 @@ def test_stepper_buttons_drive_a_whole_run_with_an_approval(kernel: Kernel) -> N
     assert shown["status"] == "running" and shown["step"] == 1
     assert shown["next_phase"] == "inference" and not shown["busy"]
     assert "step <b>1</b>" in last_value(updates, ids["status"])
+    assert "wb-role-system" in shown["messages_html"]  # the prompt stays in view
+    assert "What is 17 + 25" in shown["messages_html"]
     assert "next phase <b>inference</b>" in last_value(updates, ids["status"])
     disabled = [u["disabled"] for u in updates if u["id"] == ids["next_phase_button"]]
     assert disabled[:1] == [True] and disabled[-1] is False  # disabled while busy, then back

@@ -11,12 +11,37 @@ loop pays for checking what it builds, not for re-checking what it passes on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Record"]
+__all__ = ["Record", "html_view"]
+
+_R = TypeVar("_R", bound="Record")
+_HTML_VIEWS: dict[type, Callable[[Any], str]] = {}
+"""How Jupyter shows a record of each type, registered by the notebook views when imported."""
+
+
+def html_view(cls: type[_R]) -> Callable[[Callable[[_R], str]], Callable[[_R], str]]:
+    """Register the function that renders ``cls`` as HTML in Jupyter (``_repr_html_``).
+
+    The views sit far above the records, so they register themselves here instead of being
+    imported by the records; without them a record shows its short text repr.
+    """
+
+    def register(render: Callable[[_R], str]) -> Callable[[_R], str]:
+        _HTML_VIEWS[cls] = render
+        return render
+
+    return register
 
 
 class Record(BaseModel):
     """Frozen data with a validated constructor; copy with ``model_copy(update=...)``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    def _repr_html_(self) -> str | None:
+        render = _HTML_VIEWS.get(type(self))
+        return render(self) if render is not None else None

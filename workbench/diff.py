@@ -137,6 +137,12 @@ class RunDiff(Record):
     def __str__(self) -> str:
         return self.to_text()
 
+    def __repr__(self) -> str:  # short: `to_text` and `to_df` have the detail
+        return (
+            f"RunDiff(a={self.a_id!r}, b={self.b_id!r}, steps={len(self.steps)}, "
+            f"changed={list(self.changed_steps)}, first_divergence={self.first_divergence})"
+        )
+
     def to_df(self) -> pd.DataFrame:
         """One row per step: status, message changes, tool calls, stop reasons and timing (ms)."""
         import pandas as pd

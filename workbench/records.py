@@ -175,6 +175,13 @@ class PhaseEvent(Record):
     breakpoint: Break | None = None
     """The breakpoint that stopped `AgentRun.run_to_breakpoint` here, if one did."""
 
+    def __repr__(self) -> str:  # short: the state holds every message of the run
+        return (
+            f"PhaseEvent(phase={self.phase.value}, step={self.step}, "
+            f"status={self.state.status.value}, next_phase={self.state.next_phase.value}, "
+            f"duration={self.duration * 1e3:.2f} ms)"
+        )
+
 
 class StepContext(Record):
     """The snapshot taken in PREPARE of every step: enough to inspect or re-run from there."""

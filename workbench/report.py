@@ -1,8 +1,10 @@
-"""A run as one standalone HTML file: summary, step table, waterfall, timing, every step's messages.
+"""A run as one standalone HTML file: steps, trace explorer, time, tokens, every message.
 
-plotly.js is embedded in the file, so it opens anywhere with no network. The content is built by
-the notebook builders (`workbench.notebook`), so the report shows what the notebook views show.
-Needs the ``notebook`` extra (plotly, pandas).
+The summary, the step table, the trace explorer, time and tokens per step, and each step's
+messages. Everything is in the file (the explorer's script and its data, the charts as plain
+HTML bars), so it opens anywhere with no network, and stays small: no plotting library is
+inlined. The content is built by the notebook builders (`workbench.notebook`), so the report
+shows what the notebook views show. Needs the ``notebook`` extra (pandas).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ table.dataframe td, table.dataframe th { border: 1px solid #e0e0e0; padding: 2px
 section.wb-step-section { border: 1px solid #e0e0e0; border-radius: 6px; padding: 8px 12px;
                           margin: 12px 0; }
 nav a { margin-right: 8px; }
+div.wb-table { overflow-x: auto; max-width: 100%; }
 """
 
 
@@ -39,39 +42,45 @@ def report_html(
     title: str | None = None,
 ) -> str:
     """The report as an HTML string (see the module docstring)."""
-    from workbench.notebook.data import as_result, run_view_data, trace_figures
+    from workbench.notebook.bars import timing_bars_html, tokens_bars_html
+    from workbench.notebook.data import as_result, run_view_data
+    from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
     from workbench.notebook.html import step_html
+    from workbench.notebook.tables import step_labels
 
     result = as_result(source)
     data = run_view_data(result, telemetry=telemetry, spans=spans)
-    figures = trace_figures(data)
     title = title or f"Run {result.run_id}"
-    plots = []
-    for i, (name, figure) in enumerate(figures.items()):
-        div = figure.to_html(
-            full_html=False,
-            include_plotlyjs=i == 0,
-            div_id=f"wb-{name}",
-            config={"displaylogo": False, "responsive": True},
-        )
-        plots.append(f'<h2 id="{name}">{escape(figure.layout.title.text or name)}</h2>{div}')
+    if spans is not None:
+        explorer = ExplorerView.from_source(spans, steps=data.steps)
+    else:
+        explorer = ExplorerView.from_source(result, telemetry=telemetry, steps=data.steps)
+    rebuilt = " (spans rebuilt from the step timings)" if data.synthesized else ""
+    charts = (
+        f'<h2 id="explorer">Trace explorer{rebuilt}</h2>{explorer_page_html(explorer)}'
+        f'<h2 id="timing">Time per step</h2>{timing_bars_html(data.steps)}'
+        f'<h2 id="tokens">Tokens per step</h2>{tokens_bars_html(data.steps)}'
+    )
     steps = "".join(
         f'<section class="wb-step-section" id="step-{i}">{step_html(step, data.steps)}</section>'
         for i, step in enumerate(data.steps)
     )
-    nav = " ".join(f'<a href="#step-{i}">{s.index}</a>' for i, s in enumerate(data.steps))
+    labels = step_labels(data.steps)
+    nav = " · ".join(f'<a href="#step-{i}">{escape(label)}</a>' for i, label in enumerate(labels))
     table = data.table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="")
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{escape(title)}</h1>{_summary(result)}"
-        f'<h2 id="steps">Steps</h2>{table}{"".join(plots)}'
+        f'<h2 id="steps">Steps</h2><div class="wb-table">{table}</div>{charts}'
         f'<h2 id="messages">Messages, step by step</h2><nav>steps: {nav}</nav>{steps}'
         "</body></html>"
     )
 
 
 def _summary(result: RunResult) -> str:
+    from workbench.notebook.tables import steps_text
+
     state = result.state
     usage = result.usage
     cost = "unknown" if usage.cost is None else f"${usage.cost:.6f}"
@@ -80,7 +89,7 @@ def _summary(result: RunResult) -> str:
         "run": state.run_id,
         "status": state.status.value,
         "stop reason": state.stop_reason.value if state.stop_reason else "—",
-        "step records": str(len(result.steps)),
+        "steps": steps_text(result.steps),
         "tokens": f"{usage.input_tokens:,} in / {usage.output_tokens:,} out ({cost})",
         "output": result.output or "—",
     }

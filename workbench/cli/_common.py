@@ -93,7 +93,17 @@ def text_table(rows: Sequence[Sequence[str]]) -> str:
 
 def step_table(steps: Sequence[StepRecord]) -> str:
     """A plain-text table of steps: timings (ms), tool calls, tokens, status, stop reason."""
-    header = ("step", "prepare", "infer", "tools", "hooks", "calls", "tokens", "status", "stop")
+    header = (
+        "step",
+        "prepare ms",
+        "infer ms",
+        "tools ms",
+        "hooks ms",
+        "calls",
+        "tokens in/out",
+        "status",
+        "stop",
+    )
     rows = [header]
     for s in steps:
         calls = ", ".join(f"{o.name}:{o.status}" for o in s.tool_outcomes) or "-"

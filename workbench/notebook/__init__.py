@@ -1,8 +1,8 @@
-"""The notebook workbench: `Stepper`, `TraceView`, `RerunPanel`, and the builders behind them.
+"""The notebook workbench: `Stepper`, `TraceView`, `TraceExplorer`, `RerunPanel`, and builders.
 
-Needs the ``notebook`` extra (ipywidgets, plotly, pandas). The builders are plain functions of run
-data (step records, span tables) returning DataFrames, plotly figures or HTML, usable without
-widgets: in scripts, tests and `workbench.report`.
+Needs the ``notebook`` extra (ipywidgets, anywidget, plotly, pandas). The builders are plain
+functions of run data (step records, span tables) returning DataFrames, plotly figures or HTML,
+usable without widgets: in scripts, tests and `workbench.report`.
 """
 
 from workbench.notebook.data import as_result, combine_results, run_view_data, trace_figures
@@ -13,6 +13,10 @@ from workbench.notebook.edit import (
     messages_to_json,
     messages_to_text,
 )
+from workbench.notebook.explorer import TraceExplorer
+from workbench.notebook.explorer_data import ExplorerSpan, SpanFilter, SpanTree, explorer_spans
+from workbench.notebook.explorer_html import genai_messages_html, span_detail_html
+from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
 from workbench.notebook.html import (
     message_html,
     messages_diff_html,
@@ -20,6 +24,7 @@ from workbench.notebook.html import (
     status_html,
     step_html,
 )
+from workbench.notebook.reprs import phase_event_html, run_diff_html, run_result_html
 from workbench.notebook.rerun_panel import RerunPanel
 from workbench.notebook.spans import normalize_spans, spans_from_steps, waterfall_figure
 from workbench.notebook.stepper import Stepper
@@ -33,13 +38,21 @@ from workbench.notebook.trace_view import TraceView
 from workbench.notebook.tree import agents_table, walk
 
 __all__ = [
+    "ExplorerSpan",
+    "ExplorerView",
     "MessageFormatError",
     "RerunPanel",
+    "SpanFilter",
+    "SpanTree",
     "Stepper",
+    "TraceExplorer",
     "TraceView",
     "agents_table",
     "as_result",
     "combine_results",
+    "explorer_page_html",
+    "explorer_spans",
+    "genai_messages_html",
     "message_html",
     "messages_diff_html",
     "messages_from_json",
@@ -48,7 +61,11 @@ __all__ = [
     "messages_to_json",
     "messages_to_text",
     "normalize_spans",
+    "phase_event_html",
+    "run_diff_html",
+    "run_result_html",
     "run_view_data",
+    "span_detail_html",
     "spans_from_steps",
     "status_html",
     "step_html",

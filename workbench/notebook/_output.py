@@ -19,7 +19,7 @@ import plotly.io as pio
 
 from workbench._sync import run_sync
 
-__all__ = ["PLOTLY_MIME", "figure_output", "schedule", "show", "table_output"]
+__all__ = ["PLOTLY_MIME", "figure_output", "html_output", "schedule", "show", "table_output"]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 """The MIME type JupyterLab's plotly renderer draws."""
@@ -33,6 +33,15 @@ def figure_output(fig: go.Figure) -> dict[str, Any]:
     return {
         "output_type": "display_data",
         "data": {PLOTLY_MIME: bundle, "text/plain": f"<plotly figure: {title}>"},
+        "metadata": {},
+    }
+
+
+def html_output(html: str) -> dict[str, Any]:
+    """A ``display_data`` output for an HTML fragment (a note where a figure will be)."""
+    return {
+        "output_type": "display_data",
+        "data": {"text/html": html, "text/plain": "<note>"},
         "metadata": {},
     }
 

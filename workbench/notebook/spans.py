@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
 from workbench.records import StepRecord
+from workbench.state import ExecutionStatus
 
 __all__ = [
     "CATEGORY_COLOURS",
@@ -88,17 +89,20 @@ def span_category(name: str) -> str:
     return _PREFIX_CATEGORY.get(name.split(" ", 1)[0], "other")
 
 
-def normalize_spans(spans: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def normalize_spans(
+    spans: pd.DataFrame | Iterable[Mapping[str, Any]], *, keep: Sequence[str] = ()
+) -> pd.DataFrame:
     """Spans as a DataFrame with `SPAN_VIEW_COLUMNS`, sorted by start.
 
     Times become seconds from the earliest start, whatever they were (seconds, nanoseconds or
     timestamps). A span without an end gets its ``duration`` added to its start; a span without
-    an id gets its row number.
+    an id gets its row number. Columns named in ``keep`` come along as they are (None where the
+    input has no such column).
     """
     frame = spans.copy() if isinstance(spans, pd.DataFrame) else pd.DataFrame(list(spans))
     frame = frame.rename(columns=_alias_map(frame.columns))
     if frame.empty:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in SPAN_VIEW_COLUMNS})
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in (*SPAN_VIEW_COLUMNS, *keep)})
     n = len(frame)
     out = pd.DataFrame(index=range(n))
     out["span_id"] = _column(frame, "span_id", pd.Series(range(n))).astype(str).to_numpy()
@@ -112,6 +116,8 @@ def normalize_spans(spans: pd.DataFrame | Iterable[Mapping[str, Any]]) -> pd.Dat
     out["duration"] = out["end"] - out["start"]
     attributes = _column(frame, "attributes", pd.Series([None] * n))
     out["attributes"] = [dict(a) if isinstance(a, Mapping) else {} for a in attributes]
+    for name in keep:
+        out[name] = _column(frame, name, pd.Series([None] * n)).to_numpy()
     return out.sort_values("start", kind="stable").reset_index(drop=True)
 
 
@@ -197,26 +203,31 @@ def spans_from_steps(steps: Sequence[StepRecord]) -> list[dict[str, Any]]:
 def _step_spans(step: StepRecord, step_id: str, parent: str) -> list[dict[str, Any]]:
     t = step.timing
     start = step.started_at
-    attrs = {"workbench.step.index": step.index, "workbench.step.status": step.status.value}
+    where = {"workbench.step.index": step.index, "workbench.execution.id": step.execution_id}
+    attrs = {**where, "workbench.step.status": step.status.value}
     out = [_span(step_id, parent, f"workbench.step {step.index}", start, t.total, attrs)]
     cursor = start
     model = step.response.model_name if step.response is not None else ""
-    usage = {
+    usage: dict[str, Any] = {
         "gen_ai.usage.input_tokens": step.usage.input_tokens,
         "gen_ai.usage.output_tokens": step.usage.output_tokens,
     }
-    parts = [
-        ("workbench.prepare", t.prepare, {}),
-        (f"chat {model}".strip(), t.inference, usage if step.response is not None else None),
-    ]
+    if step.response is None:  # a model call without an answer: failed, or stopped under way
+        failed = step.status is ExecutionStatus.FAILED
+        usage = {"error.type": "model_error"} if failed else {}
+    parts = [("workbench.prepare", t.prepare, {}), (f"chat {model}".strip(), t.inference, usage)]
     for name, seconds, extra in parts:
-        if seconds > 0 and extra is not None:
-            out.append(_span(f"{step_id}-{name}", step_id, name, cursor, seconds, dict(extra)))
+        if seconds > 0:
+            out.append(
+                _span(f"{step_id}-{name}", step_id, name, cursor, seconds, {**where, **extra})
+            )
         cursor += seconds
     outcomes = {o.call_id: o for o in step.tool_outcomes}
     for call_id, tool_name, seconds in t.per_tool:
         status = outcomes[call_id].status if call_id in outcomes else ""
-        tool_attrs = {"gen_ai.tool.call.id": call_id, "workbench.tool.status": status}
+        tool_attrs = {**where, "gen_ai.tool.call.id": call_id, "workbench.tool.status": status}
+        if status in _TOOL_ERRORS:
+            tool_attrs["error.type"] = _TOOL_ERRORS[status]
         out.append(
             _span(
                 f"{step_id}-{call_id}",
@@ -249,6 +260,9 @@ def _step_spans(step: StepRecord, step_id: str, parent: str) -> list[dict[str, A
         out.append(_span(f"{step_id}-cont", step_id, name, cursor, t.continuation, {}))
     return out
 
+
+_TOOL_ERRORS = {"error": "tool_error", "retry": "tool_retry", "denied": "tool_denied"}
+"""The ``error.type`` telemetry gives a failed tool call, given to its rebuilt span too."""
 
 _HOOK_PHASES = {
     "PreToolUse": "tools",
@@ -400,8 +414,8 @@ def waterfall_figure(
             "showticklabels": labelled,
             "title": None if labelled else f"{len(frame):,} spans",
         },
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
-        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+        margin={"l": 10, "r": 10, "t": 70, "b": 40},
         template=TEMPLATE,
     )
     # The traces go in unvalidated: plotly's checks and copies of thousands of hover texts cost

@@ -18,7 +18,7 @@ import ipywidgets as widgets
 from workbench.agent import Agent, AgentRun, RunResult
 from workbench.messages import Message
 from workbench.models.base import ModelSettings
-from workbench.notebook._output import figure_output, schedule, show
+from workbench.notebook._output import figure_output, html_output, schedule, show
 from workbench.notebook.html import (
     calls_html,
     messages_html,
@@ -27,7 +27,7 @@ from workbench.notebook.html import (
     step_html,
 )
 from workbench.notebook.spans import spans_from_steps, waterfall_figure
-from workbench.notebook.tables import step_labels
+from workbench.notebook.tables import step_labels, steps_text
 from workbench.records import PhaseEvent
 from workbench.session import Session
 from workbench.state import PendingCall, Phase
@@ -241,8 +241,12 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         options = [(f"step {label}", i) for i, label in enumerate(step_labels(steps))]
         self.step_picker.options = [*options, ("live", LIVE)]
         self.step_picker.value = picked
-        title = f"Timeline: {len(steps)} step records"
-        figure = waterfall_figure(spans_from_steps(steps), title=title)
+        if not steps:
+            show(
+                self.timeline, html_output("<i>The timeline appears when the first step ends.</i>")
+            )
+            return
+        figure = waterfall_figure(spans_from_steps(steps), title=f"Timeline: {steps_text(steps)}")
         show(self.timeline, figure_output(figure))
 
     def _follow(self) -> None:
@@ -274,9 +278,10 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self.messages.value = step_html(steps[chosen], steps)
             return
         state = self.run.state
-        live = state.messages[self._live_from :]
+        # Before the first record closes, the step so far includes the prompt it started from.
+        live = state.messages[self._live_from :] if steps else state.messages
         head = f"<b>Step {state.step} so far</b> (next phase: {self.run.next_phase_name or '—'})"
         if not steps and not self.events:
-            head, live = "<b>The run has not started</b>: its first messages", state.messages
+            head = "<b>The run has not started</b>: its first messages"
         waiting = calls_html(self.run.pending_calls)
         self.messages.value = head + messages_html(live, empty="no new messages yet") + waiting

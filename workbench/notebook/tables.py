@@ -23,6 +23,7 @@ __all__ = [
     "StepsOrFrame",
     "step_labels",
     "step_table",
+    "steps_text",
     "timing_breakdown",
     "timing_figure",
     "tokens_figure",
@@ -60,6 +61,22 @@ TIMING_PARTS: dict[str, str] = {
     "continuation": "#ced6e0",
 }
 """The stacked parts of `timing_breakdown` and their colours."""
+
+
+def steps_text(steps: Sequence[StepRecord]) -> str:
+    """How many steps the records make, saying so when a step paused and resumed (two records).
+
+    >>> steps_text([])
+    'no steps yet'
+    """
+    if not steps:
+        return "no steps yet"
+    count = len({(s.run_id, s.index) for s in steps})
+    word = "step" if count == 1 else "steps"
+    if count == len(steps):
+        return f"{count} {word}"
+    resumed = len(steps) - count
+    return f"{count} {word} ({len(steps)} records: {resumed} resumed after a pause)"
 
 
 def step_labels(steps: Sequence[StepRecord]) -> list[str]:
@@ -192,9 +209,9 @@ def timing_figure(steps: StepsOrFrame, *, title: str = "Time per step") -> go.Fi
     return go.Figure(data=traces, layout=layout)  # the layout at once: update_layout is slow
 
 
-_LAYOUT = {
-    "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"},
-    "margin": {"l": 10, "r": 10, "t": 60, "b": 40},
+_LAYOUT = {  # the legend under the plot: above it, a long title and the legend overlapped
+    "legend": {"orientation": "h", "y": -0.25, "yanchor": "top", "x": 0, "traceorder": "normal"},
+    "margin": {"l": 10, "r": 10, "t": 50, "b": 40},
     "template": TEMPLATE,
     "height": 360,
 }
@@ -247,11 +264,12 @@ def tokens_figure(steps: StepsOrFrame, *, title: str = "Tokens per step") -> go.
                 line={"color": "#d63031"},
             )
         )
+    counted = any(inputs) or any(outputs)
     layout = dict(
-        title=title,
+        title=title if counted else f"{title} (the model reported no tokens)",
         barmode="stack",
         xaxis={"title": "step", "type": "category"},
-        yaxis={"title": "tokens"},
+        yaxis={"title": "tokens", "rangemode": "tozero", **({} if counted else {"range": [0, 1]})},
         yaxis2={"title": "USD", "overlaying": "y", "side": "right", "showgrid": False},
         **_LAYOUT,
     )

@@ -9,6 +9,7 @@ import ipywidgets as widgets
 
 from workbench.notebook._output import figure_output, show, table_output
 from workbench.notebook.data import Source, Spans, SpanSource, run_view_data, trace_figures
+from workbench.notebook.tables import steps_text
 
 __all__ = ["TraceView"]
 
@@ -35,5 +36,5 @@ class TraceView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         show(self.outputs["table"], table_output(self.table))
         for name, figure in self.figures.items():
             show(self.outputs[name], figure_output(figure))
-        heading = widgets.HTML(f"<b>{len(self.table)} step records</b>")
+        heading = widgets.HTML(f"<b>{steps_text(self.data.steps)}</b>" if self.data.steps else "")
         super().__init__([heading, *self.outputs.values()])

@@ -1,0 +1,360 @@
+"""The trace explorer's builders and widget, without a browser.
+
+Traces come from real runs (the demo agent, with and without telemetry) and from small
+``wb.Trace``-shaped objects made here: the explorer reads any object with a ``spans`` sequence of
+spans carrying the ``SpanData`` attribute names, so these stand in for the loader's records.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+import workbench as wb
+from workbench.demo import DEMO_PROMPT, demo_agent
+from workbench.notebook import (
+    ExplorerView,
+    SpanFilter,
+    SpanTree,
+    TraceExplorer,
+    explorer_page_html,
+    explorer_spans,
+    genai_messages_html,
+)
+from workbench.notebook.explorer_data import visible_positions
+
+
+@dataclass(frozen=True)
+class Event:
+    name: str
+    time_ns: int
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Link:
+    trace_id: str
+    span_id: str
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SpanData:
+    span_id: str
+    parent_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any] = field(default_factory=dict)
+    events: tuple[Event, ...] = ()
+    links: tuple[Link, ...] = ()
+    status: str = "unset"
+    status_message: str = ""
+    trace_id: str = "t1"
+    kind: str = "INTERNAL"
+    resource: dict[str, Any] = field(default_factory=lambda: {"service.name": "other"})
+    scope: str = "someone-else"
+
+
+@dataclass(frozen=True)
+class Trace:
+    trace_id: str
+    spans: tuple[SpanData, ...]
+
+
+def small_trace() -> Trace:
+    """agent → two steps → a chat and a tool each; the second tool failed."""
+    ms = 1_000_000
+    spans = [
+        SpanData("a", None, "invoke_agent lead", 0, 100 * ms),
+        SpanData("s1", "a", "workbench.step 1", 0, 40 * ms),
+        SpanData("c1", "s1", "chat gpt", 1 * ms, 30 * ms, {"gen_ai.usage.input_tokens": 10}),
+        SpanData("t1", "s1", "execute_tool search", 31 * ms, 39 * ms, {"q": "needle"}),
+        SpanData("s2", "a", "workbench.step 2", 40 * ms, 100 * ms),
+        SpanData("c2", "s2", "chat gpt", 41 * ms, 60 * ms),
+        SpanData(
+            "t2",
+            "s2",
+            "execute_tool delete",
+            61 * ms,
+            99 * ms,
+            {"error.type": "tool_error"},
+            events=(Event("exception", 62 * ms, {"exception.message": "disk full"}),),
+            links=(Link("t0", "x0", {"workbench.link.reason": "resume"}),),
+            status="error",
+            status_message="boom",
+        ),
+    ]
+    return Trace("t1", tuple(reversed(spans)))  # any order in, tree order out
+
+
+def names(view: ExplorerView, rows: int = 100) -> list[str]:
+    return [r["id"] for r in view.rows(0, rows)]
+
+
+def test_tree_is_depth_first_with_children_by_start_and_subtree_ends() -> None:
+    tree = SpanTree.of(explorer_spans(small_trace()))
+    order = [tree.span_at(p).span_id for p in range(len(tree.order))]
+    assert order == ["a", "s1", "c1", "t1", "s2", "c2", "t2"]
+    assert list(tree.depths) == [0, 1, 2, 2, 1, 2, 2]
+    assert list(tree.ends) == [7, 4, 3, 4, 7, 6, 7]
+    assert tree.ancestors(tree.positions["t2"]) == [tree.positions["s2"], tree.positions["a"]]
+
+
+def test_orphans_and_parent_cycles_still_show_every_span() -> None:
+    spans = [
+        SpanData("x", "missing", "orphan", 5, 6),
+        SpanData("p", "q", "loop one", 1, 2),
+        SpanData("q", "p", "loop two", 2, 3),
+    ]
+    tree = SpanTree.of(explorer_spans(Trace("t", tuple(spans))))
+    assert sorted(tree.positions) == ["p", "q", "x"]
+    assert len(tree.order) == 3
+    assert tree.ancestors(tree.positions["q"]) == [tree.positions["p"]]  # no endless walk
+
+
+def test_folding_hides_a_subtree_and_opening_brings_it_back() -> None:
+    view = ExplorerView.of(explorer_spans(small_trace()))
+    view.toggle("s1")
+    assert names(view) == ["a", "s1", "s2", "c2", "t2"]
+    row = next(r for r in view.rows(0, 10) if r["id"] == "s1")
+    assert row["folded"] and row["children"] == 2
+    view.toggle("s1")
+    assert len(view.visible) == 7
+    view.toggle("no such span")  # ignored
+    assert len(view.visible) == 7
+
+
+def test_search_matches_attribute_values_and_keeps_ancestors() -> None:
+    view = ExplorerView.of(explorer_spans(small_trace()))
+    view.set_filter(SpanFilter(query="NEEDLE"))
+    assert names(view) == ["a", "s1", "t1"]
+    assert [r["match"] for r in view.rows(0, 10)] == [False, False, True]
+
+
+@pytest.mark.parametrize(
+    ("spec", "shown"),
+    [
+        (SpanFilter(status="error"), ["a", "s2", "t2"]),
+        (SpanFilter(errors_only=True), ["a", "s2", "t2"]),
+        (SpanFilter(slowest=2), ["a", "s2"]),
+        (SpanFilter(query="chat", slowest=1), ["a", "s1", "c1"]),
+        (SpanFilter(query="nothing like this"), []),
+    ],
+)
+def test_filters_by_status_errors_and_slowest(spec: SpanFilter, shown: list[str]) -> None:
+    view = ExplorerView.of(explorer_spans(small_trace()))
+    view.set_filter(spec)
+    assert names(view) == shown
+    view.set_filter(SpanFilter())
+    assert len(view.visible) == 7 and view.matches is None
+
+
+def test_a_fold_inside_a_filter_still_folds() -> None:
+    tree = SpanTree.of(explorer_spans(small_trace()))
+    matches = {tree.positions["t2"], tree.positions["c2"]}
+    shown = visible_positions(tree, {"s2"}, matches)
+    assert [tree.span_at(p).span_id for p in shown] == ["a", "s2"]
+
+
+def test_rows_are_a_window_with_times_from_the_trace_start() -> None:
+    view = ExplorerView.of(explorer_spans(small_trace()))
+    rows = view.rows(2, 3)
+    assert [r["id"] for r in rows] == ["c1", "t1", "s2"]
+    assert rows[0]["start"] == 1.0 and rows[0]["duration"] == 29.0
+    assert rows[0]["category"] == "model" and rows[1]["category"] == "tool"
+    assert view.rows(7, 10) == []
+
+
+def test_detail_has_every_attribute_event_link_status_and_resource() -> None:
+    view = ExplorerView.of(explorer_spans(small_trace()))
+    html = view.detail("t2")
+    for text in ("execute_tool delete", "error.type", "tool_error", "exception", "disk full",
+                 "x0", "resume", "boom", "service.name", "someone-else", "61.000 ms"):  # fmt: skip
+        assert text in html, text
+    assert view.detail("unknown") == ""
+
+
+def test_message_content_is_whole_rendered_as_messages_and_escaped() -> None:
+    long_text = "word " * 5_000 + "<script>alert(1)</script> \x1b[31mred"
+    messages = [
+        {"role": "user", "parts": [{"type": "text", "content": long_text}]},
+        {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": "c1", "name": "add", "arguments": {"a": 1}}],
+            "finish_reason": "tool_call",
+        },
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "3"}]},
+    ]
+    span = SpanData("c", None, "chat m", 0, 1, {"gen_ai.input.messages": json.dumps(messages)})
+    html = ExplorerView.of(explorer_spans(Trace("t", (span,)))).detail("c")
+    assert html.count("word ") == 5_000  # never cut
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
+    assert "\x1b" not in html
+    assert 'class="wb-msg wb-role-user"' in html and "wb-role-assistant" in html
+    assert "<b>add</b>" in html and "&quot;a&quot;: 1" in html  # arguments as indented JSON
+    assert "\\u" not in html and '\\"' not in html  # never an escaped JSON string
+    assert "shown as content above" in html
+
+
+def test_genai_messages_html_reads_system_instructions_and_bad_json() -> None:
+    system = genai_messages_html('[{"type": "text", "content": "Be brief."}]')
+    assert "wb-role-system" in system and "Be brief." in system
+    assert "not json {" in genai_messages_html("not json {")
+    assert "42" in genai_messages_html("42")
+
+
+def test_live_run_spans_come_from_the_telemetry_with_content_from_the_records() -> None:
+    telemetry = wb.Telemetry(capture_content=True)
+    agent = demo_agent(telemetry=telemetry, store=False)
+    result = agent.run_sync(DEMO_PROMPT)
+    other = demo_agent(telemetry=telemetry, store=False).run_sync(DEMO_PROMPT)  # not ours
+    assert other.run_id != result.run_id
+    explorer = TraceExplorer(result, telemetry=telemetry)
+    tree = explorer.view.tree
+    assert {s.attributes["workbench.run.id"] for s in tree.spans} == {result.run_id}
+    assert tree.span_at(0).name.startswith("invoke_agent")
+    tool = next(s for s in tree.spans if s.name == "execute_tool add" and s.is_error)
+    explorer.select(tool.span_id)
+    assert explorer.selected == tool.span_id
+    assert "wb-outcomes" in explorer.detail and "twenty-five" in explorer.detail
+    chat = next(s for s in tree.spans if s.name.startswith("chat"))
+    explorer.select(chat.span_id)
+    assert "Sent to the model" in explorer.detail and "wb-retry" in explorer.detail  # as such
+
+
+def test_a_run_without_telemetry_and_a_span_frame_open_too() -> None:
+    telemetry = wb.Telemetry(capture_content=True)
+    result = demo_agent(telemetry=telemetry, store=False).run_sync(DEMO_PROMPT)
+    rebuilt = TraceExplorer(result)
+    assert rebuilt.span_count > len(result.steps)
+    step = next(r for r in rebuilt.rows if r["name"].startswith("workbench.step"))
+    rebuilt.selected = step["id"]
+    assert "wb-step" in rebuilt.detail  # the step record drawn whole
+    frame = TraceExplorer(telemetry.spans_df())
+    assert frame.span_count == len(telemetry.spans)
+    assert any(r["status"] == "error" for r in frame.view.rows(0, 100))
+    dicts = TraceExplorer([{"span_id": "1", "name": "root", "start": 0.0, "end": 1.0}])
+    assert dicts.rows[0]["name"] == "root"
+
+
+def test_unknown_span_objects_are_refused_with_what_is_needed() -> None:
+    with pytest.raises(TypeError, match="span_id, parent_id"):
+        explorer_spans([object()])
+
+
+def test_widget_select_filters_keys_and_folds() -> None:
+    explorer = TraceExplorer(small_trace(), page_size=3)
+    assert explorer.total == 7 and len(explorer.rows) == 3
+    explorer.select("t2")  # outside the first window: the window moves to it
+    assert "t2" in [r["id"] for r in explorer.rows] and explorer.scroll_to == 6
+    assert "disk full" in explorer.detail
+    explorer._on_message(explorer, {"type": "move", "by": -1}, None)
+    assert explorer.selected == "c2"
+    explorer._on_message(explorer, {"type": "toggle", "id": "s2"}, None)
+    assert explorer.total == 5
+    explorer.select("t2")  # opens what hides it
+    assert explorer.total == 7
+    explorer.query = "needle"
+    assert explorer.total == 3 and explorer.matched == 1 and explorer.offset == 0
+    explorer.select("t2")  # filtered out: the filter goes, and the search box says so
+    assert explorer.query == "" and explorer.total == 7
+    explorer.status = "nonsense"  # a value the page cannot send is no filter
+    assert explorer.total == 7
+    explorer._on_message(explorer, {"type": "fold"}, None)
+    explorer._on_message(explorer, {"type": "toggle"}, None)  # no id: ignored
+    assert explorer.selected == "t2" and explorer.total == 7  # a leaf does not fold
+    with pytest.raises(KeyError, match="no span"):
+        explorer.select("missing")
+
+
+def test_ten_thousand_spans_open_with_one_window_sent() -> None:
+    ms = 1_000_000
+    spans = [SpanData("root", None, "invoke_agent big", 0, 10_000 * ms)]
+    spans += [
+        SpanData(f"s{i}", "root", f"workbench.step {i}", i * ms, (i + 1) * ms, {"i": i})
+        for i in range(10_000)
+    ]
+    explorer = TraceExplorer(Trace("t", tuple(spans)))
+    state = json.dumps(explorer.get_state(), default=str)
+    assert explorer.span_count == 10_001 and len(explorer.rows) == 40
+    assert len(state) < 50_000
+    explorer.offset = 9_990
+    assert explorer.rows[0]["id"] == "s9989"
+
+
+def test_the_page_fragment_inlines_data_that_cannot_close_its_script() -> None:
+    spans = (SpanData("r", None, "</script><script>alert(1)</script>", 0, 5),)
+    html = explorer_page_html(ExplorerView.of(explorer_spans(Trace("t", spans))))
+    assert html.count("</script>") == 2  # the data's and the module's own closing tags
+    assert "\\u003c/script>\\u003cscript>alert(1)" in html
+    assert "function staticModel" in html and "export default" not in html
+
+
+def test_a_sub_run_is_nested_under_the_tool_call_that_ran_it() -> None:
+    telemetry = wb.Telemetry(capture_content=True)
+    researcher = wb.Agent(
+        model=wb.ScriptedModel(["found it"]), name="researcher", telemetry=telemetry, store=False
+    )
+    lead = wb.Agent(
+        model=wb.ScriptedModel([wb.ModelResponse.tool_call("research", {"task": "look"}), "ok"]),
+        name="lead",
+        tools=[researcher.as_tool("research")],
+        telemetry=telemetry,
+        store=False,
+    )
+    result = lead.run_sync("go")
+    view = TraceExplorer(result, telemetry=telemetry).view
+    rows = view.rows(0, 100)
+    call = next(r for r in rows if r["name"] == "execute_tool research")
+    sub = next(r for r in rows if r["name"] == "invoke_agent researcher")
+    assert sub["depth"] == call["depth"] + 1
+    assert rows.index(sub) == rows.index(call) + 1
+    assert call["children"] == 5  # the sub-run: agent, step, prepare, chat, continuation
+    chat = next(s for s in view.tree.spans if s.attributes.get("workbench.parent_run.id"))
+    assert chat.attributes["workbench.run.id"] != result.run_id
+
+
+def test_rows_out_of_order_keep_their_own_status_and_trace() -> None:
+    rows = [
+        {"span_id": "late", "name": "b", "start": 5.0, "end": 6.0, "status": "ERROR",
+         "trace_id": "t2"},
+        {"span_id": "early", "name": "a", "start": 1.0, "end": 2.0, "status": "OK",
+         "trace_id": "t1"},
+    ]  # fmt: skip
+    spans = {s.span_id: s for s in explorer_spans(rows)}
+    assert (spans["late"].status, spans["late"].trace_id) == ("error", "t2")
+    assert (spans["early"].status, spans["early"].trace_id) == ("ok", "t1")
+    assert explorer_spans([]) == []
+
+
+def test_an_empty_trace_opens_empty() -> None:
+    explorer = TraceExplorer(Trace("t", ()))
+    assert (explorer.span_count, explorer.total, explorer.rows, explorer.axis_ms) == (0, 0, [], 0.0)
+    explorer._on_message(explorer, {"type": "move", "by": 1}, None)
+    explorer.query = "x"
+    assert explorer.selected == "" and explorer.total == 0 and explorer.matched == 0
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_building_a_view_leaves_the_collector_as_it_was(enabled: bool) -> None:
+    import gc
+
+    from workbench.notebook.explorer_view import collector_paused
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled() is enabled
+        with pytest.raises(RuntimeError), collector_paused():
+            raise RuntimeError("a bad source")
+        assert gc.isenabled() is enabled
+        ExplorerView.from_source(small_trace())
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -1,0 +1,48 @@
+"""RunResult, PhaseEvent and RunDiff show short reprs and an HTML summary in a notebook."""
+
+from __future__ import annotations
+
+import workbench as wb
+from workbench.demo import DEMO_PROMPT, demo_agent
+
+
+def long_run() -> wb.RunResult:
+    answers = [wb.ModelResponse.text("<b>not bold</b> " + "x" * 20_000)]
+    agent = wb.Agent(model=wb.ScriptedModel(answers), name="<agent>", store=False)
+    return agent.run_sync("hello " * 2_000)
+
+
+def test_phase_event_repr_is_one_short_line_and_html_says_where_the_run_is() -> None:
+    run = demo_agent(store=False).start(DEMO_PROMPT)
+    event = run.next_phase()
+    text = repr(event)
+    assert text.startswith("PhaseEvent(phase=prepare, step=1, status=running")
+    assert "next_phase=inference" in text and len(text) < 120
+    html = event._repr_html_()
+    assert "<b>prepare</b> of step 1" in html and "next phase <b>inference</b>" in html
+
+
+def test_run_result_html_summarises_and_escapes() -> None:
+    result = long_run()
+    assert len(repr(result)) < 300
+    html = result._repr_html_()
+    assert "&lt;b&gt;not bold&lt;/b&gt;" in html and "<b>not bold</b>" not in html
+    assert "&lt;agent&gt;" in html and "completed" in html and ">1 step<" in html
+
+
+def test_a_paused_result_shows_what_it_waits_on() -> None:
+    paused = demo_agent(store=False).run_sync(DEMO_PROMPT)
+    assert paused.status.value == "paused"
+    assert "wb-pending" in paused._repr_html_() and "save_result" in paused._repr_html_()
+
+
+def test_run_diff_repr_is_short_and_html_marks_the_first_divergence() -> None:
+    a = demo_agent(store=False).run_sync(DEMO_PROMPT)
+    b = wb.Agent(model=wb.ScriptedModel(["<i>other</i>"]), store=False).run_sync(DEMO_PROMPT)
+    changes = wb.diff(a, b)
+    text = repr(changes)
+    assert text.startswith("RunDiff(a=") and "first_divergence=1" in text and len(text) < 200
+    html = changes._repr_html_()
+    assert "first divergence: step 1" in html and "changed" in html
+    assert "&lt;i&gt;other&lt;/i&gt;" in html and "<i>other</i>" not in html
+    assert "agree on every step" in wb.diff(a, a)._repr_html_()

@@ -1,0 +1,86 @@
+"""Per-step bar charts as plain HTML: time and tokens per step for the standalone report.
+
+The notebook draws these with plotly (`timing_figure`, `tokens_figure`); the report draws the
+same numbers (`timing_breakdown`, `step_table`) as rows of stacked ``div`` bars, because inlining
+plotly.js made every report 4.8 MB for two small charts. A bar's parts carry their value in a
+tooltip and the total is written beside it, so nothing needs a script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+
+from workbench.notebook.tables import TIMING_PARTS, step_labels, timing_breakdown
+from workbench.records import StepRecord
+
+__all__ = ["stacked_bars_html", "timing_bars_html", "tokens_bars_html"]
+
+TOKEN_PARTS = {"input tokens": "#74b9ff", "output tokens": "#0984e3"}
+"""The stacked parts of the tokens chart and their colours (as in `tokens_figure`)."""
+
+
+def stacked_bars_html(
+    rows: Sequence[tuple[str, Mapping[str, float], str]],
+    colours: Mapping[str, str],
+    *,
+    unit: str,
+    digits: int = 3,
+    empty: str = "nothing to draw",
+) -> str:
+    """One stacked bar per row (label, value of each part, a note), scaled to the largest."""
+    largest = max((sum(parts.values()) for _, parts, _ in rows), default=0.0)
+    if largest <= 0:
+        return (
+            f'<div class="wb-bars-empty" style="color:#888;font-style:italic">{escape(empty)}</div>'
+        )
+    legend = "".join(
+        f'<span style="margin-right:10px"><span style="display:inline-block;width:10px;'
+        f'height:10px;background:{c};margin-right:3px"></span>{escape(p)}</span>'
+        for p, c in colours.items()
+    )
+    lines = []
+    for label, parts, note in rows:
+        segments = "".join(
+            f'<div title="{escape(part)}: {value:,.{digits}f} {unit}" '
+            f'style="background:{colours[part]};width:{value / largest * 100:.3f}%"></div>'
+            for part, value in parts.items()
+            if value > 0
+        )
+        total = sum(parts.values())
+        lines.append(
+            f'<tr><td style="white-space:nowrap;padding-right:8px">{escape(label)}</td>'
+            f'<td style="width:100%"><div class="wb-bar" style="display:flex;height:14px">'
+            f"{segments}</div></td>"
+            f'<td style="white-space:nowrap;text-align:right;padding-left:8px">'
+            f"{total:,.{digits}f} {unit}{escape(note)}</td></tr>"
+        )
+    return (
+        f'<div class="wb-bars" style="font-size:12px"><div style="margin:4px 0">{legend}</div>'
+        f'<table style="width:100%;border-collapse:collapse">{"".join(lines)}</table></div>'
+    )
+
+
+def timing_bars_html(steps: Sequence[StepRecord]) -> str:
+    """Where each step's time went (ms): prepare, inference, tools, hooks, continuation."""
+    frame = timing_breakdown(steps)
+    rows = [
+        (f"step {label}", {part: float(frame.at[label, part]) for part in TIMING_PARTS}, "")
+        for label in frame.index
+    ]
+    return stacked_bars_html(rows, TIMING_PARTS, unit="ms", empty="no steps yet")
+
+
+def tokens_bars_html(steps: Sequence[StepRecord]) -> str:
+    """Input and output tokens per step, with the cost so far when the model has a price."""
+    rows = []
+    total: float | None = 0.0
+    for label, step in zip(step_labels(steps), steps, strict=True):
+        cost = step.usage.cost
+        total = None if total is None or cost is None else total + cost
+        note = f" · ${total:.6f} so far" if total else ""
+        parts = {"input tokens": step.usage.input_tokens, "output tokens": step.usage.output_tokens}
+        rows.append((f"step {label}", {k: float(v) for k, v in parts.items()}, note))
+    return stacked_bars_html(
+        rows, TOKEN_PARTS, unit="tokens", digits=0, empty="the model reported no tokens"
+    )

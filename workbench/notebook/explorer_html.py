@@ -1,0 +1,235 @@
+"""The trace explorer's detail pane: one span in full, its message content rendered as messages.
+
+A span's content attributes (``gen_ai.input.messages``, ``gen_ai.output.messages``,
+``gen_ai.system_instructions``, tool arguments and results) are JSON strings on the wire; here
+they are parsed and drawn as role-coloured messages with tool calls and results, never cut and
+never shown as escaped JSON. When the run's step records are at hand they are the better source
+(they hold retry prompts as such, and content even when telemetry did not capture it), so a
+step, model or tool span of a known step is drawn from its record.
+
+Everything from the trace is text: HTML-escaped, control characters (terminal escapes) replaced,
+and no link is made from it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from workbench.notebook.explorer_data import ExplorerSpan, SpanTree
+from workbench.notebook.html import ROLE_COLOURS, _badge, messages_html, outcomes_html, step_html
+from workbench.notebook.spans import span_category
+from workbench.records import StepRecord
+
+__all__ = ["CONTENT_ATTRIBUTES", "genai_messages_html", "safe_text", "span_detail_html"]
+
+CONTENT_ATTRIBUTES = (
+    "gen_ai.system_instructions",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+)
+"""Attributes drawn as content above the attribute table (the table points to them)."""
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_PRE = (
+    "margin:2px 0;white-space:pre-wrap;word-break:break-word;"
+    "font-family:ui-monospace,monospace;font-size:12px"
+)
+_BOX = "border-left:4px solid {b};background:{bg};padding:4px 8px;margin:4px 0;border-radius:3px"
+_H = "<h4 style='margin:10px 0 2px'>{}</h4>"
+
+
+def safe_text(value: object) -> str:
+    """Untrusted text for HTML: escaped, with control characters (terminal escapes) shown as ?."""
+    text = value if isinstance(value, str) else str(value)
+    return escape(_CONTROL.sub("\N{REPLACEMENT CHARACTER}", text))
+
+
+def _pre(text: str) -> str:
+    return f'<pre class="wb-content" style="{_PRE}">{safe_text(text)}</pre>'
+
+
+def _pretty(value: object) -> str:
+    """A JSON value as indented text; a string that holds JSON is parsed first."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return str(value)
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
+
+
+def _genai_part(part: Any) -> str:
+    if not isinstance(part, Mapping):
+        return _pre(_pretty(part))
+    kind = part.get("type")
+    if kind == "text":
+        return _pre(str(part.get("content", "")))
+    if kind == "tool_call":
+        return (
+            f'<div class="wb-tool-call">{_badge("call", "#43a047")}'
+            f"<b>{safe_text(part.get('name', ''))}</b>"
+            f'<code style="font-size:11px;color:#666"> {safe_text(part.get("id", ""))}</code>'
+            f"{_pre(_pretty(part.get('arguments', {})))}</div>"
+        )
+    if kind == "tool_call_response":
+        return (
+            f'<div class="wb-tool-result">{_badge("result", "#fb8c00")}'
+            f'<code style="font-size:11px;color:#666">{safe_text(part.get("id", ""))}</code>'
+            f"{_pre(_pretty(part.get('response', '')))}</div>"
+        )
+    return f"{_badge(str(kind or 'part'), '#636e72')}{_pre(_pretty(dict(part)))}"
+
+
+def genai_messages_html(value: object) -> str:
+    """GenAI-convention messages (a JSON string or the parsed list) as message boxes.
+
+    System instructions (a list of parts, no role) are drawn as one system message. A value that
+    is not valid JSON is shown as it is, whole.
+    """
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return _pre(str(value))
+    if not isinstance(value, list):
+        return _pre(_pretty(value))
+    if value and all(isinstance(v, Mapping) and "role" not in v for v in value):
+        value = [{"role": "system", "parts": value}]
+    out = []
+    for message in value:
+        if not isinstance(message, Mapping):
+            out.append(_pre(_pretty(message)))
+            continue
+        role = str(message.get("role", "?"))
+        bg, border = ROLE_COLOURS.get(role, ("#ffffff", "#999999"))
+        parts = message.get("parts", [])
+        body = "".join(_genai_part(p) for p in (parts if isinstance(parts, list) else [parts]))
+        finish = message.get("finish_reason")
+        tail = f" · {safe_text(finish)}" if finish else ""
+        out.append(
+            f'<div class="wb-msg wb-role-{safe_text(role)}" style="{_BOX.format(b=border, bg=bg)}">'
+            f'<div style="font-size:11px;color:{border};font-weight:600">{safe_text(role)}{tail}'
+            f"</div>{body}</div>"
+        )
+    return "".join(out)
+
+
+def _step_for(span: ExplorerSpan, steps: Sequence[StepRecord]) -> StepRecord | None:
+    index = span.attributes.get("workbench.step.index")
+    if index is None or not steps:
+        return None
+    execution = span.attributes.get("workbench.execution.id")
+    for step in steps:
+        if step.index == index and (execution is None or step.execution_id == execution):
+            return step
+    return None
+
+
+def _record_content(span: ExplorerSpan, steps: Sequence[StepRecord]) -> str:
+    """The span's content from its step record, or "" when there is none to draw from."""
+    step = _step_for(span, steps)
+    if step is None:
+        return ""
+    category = span_category(span.name)
+    if category == "step":
+        return step_html(step, steps)
+    if category == "model":
+        return (
+            _H.format("Sent to the model")
+            + messages_html(step.messages_in)
+            + _H.format("What the step added")
+            + messages_html(step.new_messages)
+        )
+    if category == "tool":
+        call = span.attributes.get("gen_ai.tool.call.id")
+        outcomes = [o for o in step.tool_outcomes if o.call_id == call]
+        return _H.format("Tool call") + outcomes_html(outcomes) if outcomes else ""
+    return ""
+
+
+def _attribute_content(attributes: Mapping[str, Any]) -> str:
+    titles = {
+        "gen_ai.system_instructions": "System instructions",
+        "gen_ai.input.messages": "Input messages",
+        "gen_ai.output.messages": "Output messages",
+    }
+    out = []
+    for key, title in titles.items():
+        if key in attributes:
+            out.append(_H.format(title) + genai_messages_html(attributes[key]))
+    if "gen_ai.tool.call.arguments" in attributes:
+        out.append(_H.format("Arguments") + _pre(_pretty(attributes["gen_ai.tool.call.arguments"])))
+    if "gen_ai.tool.call.result" in attributes:
+        out.append(_H.format("Result") + _pre(str(attributes["gen_ai.tool.call.result"])))
+    return "".join(out)
+
+
+def _table(rows: Mapping[str, Any], *, css: str) -> str:
+    if not rows:
+        return "<div style='color:#888'>none</div>"
+    cells = "".join(
+        f"<tr><td style='vertical-align:top;padding-right:10px'><code>{safe_text(k)}</code></td>"
+        f"<td>{_value(k, v)}</td></tr>"
+        for k, v in rows.items()
+    )
+    return f'<table class="{css}" style="font-size:12px;border-collapse:collapse">{cells}</table>'
+
+
+def _value(key: str, value: object) -> str:
+    if key in CONTENT_ATTRIBUTES:
+        return "<i style='color:#666'>shown as content above</i>"
+    if isinstance(value, (list, tuple)):
+        value = json.dumps(list(value), ensure_ascii=False)
+    return f'<span style="white-space:pre-wrap;word-break:break-word">{safe_text(value)}</span>'
+
+
+def span_detail_html(tree: SpanTree, span: ExplorerSpan, steps: Sequence[StepRecord] = ()) -> str:
+    """Everything about one span: header, content as messages, attributes, events, links.
+
+    The content comes from the span's step record when ``steps`` has it, else from the span's
+    content attributes: one of them, never both, the same messages twice would be noise.
+    """
+    origin = tree.start_ns
+    colour = {"error": "#c62828", "ok": "#2e7d32"}.get(span.status, "#636e72")
+    status = _badge(span.status, colour) + (
+        f" {safe_text(span.status_message)}" if span.status_message else ""
+    )
+    head = (
+        f'<div class="wb-detail-head"><b>{safe_text(span.name)}</b> '
+        f"{_badge(span_category(span.name), '#6c5ce7')}{status}<br>"
+        f"<span style='font-size:12px;color:#555'>start {(span.start_ns - origin) / 1e6:.3f} ms"
+        f" · {span.duration_ns / 1e6:.3f} ms · span <code>{safe_text(span.span_id)}</code>"
+        f" · parent <code>{safe_text(span.parent_id or '—')}</code>"
+        f"{' · ' + safe_text(span.kind) if span.kind else ''}"
+        f"{' · scope ' + safe_text(span.scope) if span.scope else ''}</span></div>"
+    )
+    content = _record_content(span, steps) or _attribute_content(span.attributes)
+    events = "".join(
+        f"<li><b>{safe_text(e.name)}</b> at {(e.time_ns - origin) / 1e6:.3f} ms"
+        f"{_table(e.attributes, css='wb-event-attributes') if e.attributes else ''}</li>"
+        for e in span.events
+    )
+    links = "".join(
+        f"<li>trace <code>{safe_text(k.trace_id)}</code> span <code>{safe_text(k.span_id)}</code>"
+        f"{_table(k.attributes, css='wb-link-attributes') if k.attributes else ''}</li>"
+        for k in span.links
+    )
+    sections = [
+        head,
+        content,
+        _H.format(f"Attributes ({len(span.attributes)})"),
+        _table(span.attributes, css="wb-attributes"),
+        _H.format(f"Events ({len(span.events)})"),
+        f"<ul class='wb-events'>{events}</ul>" if events else "<div style='color:#888'>none</div>",
+        _H.format(f"Links ({len(span.links)})"),
+        f"<ul class='wb-links'>{links}</ul>" if links else "<div style='color:#888'>none</div>",
+    ]
+    if span.resource:
+        sections += [_H.format("Resource"), _table(span.resource, css="wb-resource")]
+    return f'<div class="wb-span-detail">{"".join(sections)}</div>'

@@ -1,0 +1,200 @@
+"""`ExplorerView`: what one explorer shows right now (folds, filter, rows), without any widget.
+
+The widget and the tests drive the same object: set a filter, fold a span, move the selection,
+ask for the rows of a window or the detail of a span. It keeps the visible positions of the
+current folds and filter, so a click costs the detail of one span and a scroll the rows of one
+window; only a new filter or fold walks the tree again.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from workbench.notebook.explorer_data import (
+    ExplorerSpan,
+    SpanFilter,
+    SpanTree,
+    explorer_spans,
+    matching_positions,
+    page_rows,
+    run_steps,
+    search_text,
+    visible_positions,
+)
+from workbench.notebook.explorer_html import span_detail_html
+from workbench.records import StepRecord
+
+__all__ = ["STATIC", "ExplorerView", "collector_paused", "explorer_page_html"]
+
+STATIC = Path(__file__).parent / "static"
+"""The page side: ``explorer.js``, ``explorer.css``, and the report's ``explorer_static.js``."""
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a block, leaving it as it was after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class ExplorerView:
+    """The explorer's state over one `SpanTree`: folds, filter, and the visible rows."""
+
+    def __init__(self, tree: SpanTree, steps: Sequence[StepRecord] = ()) -> None:
+        self.tree = tree
+        self.steps = tuple(steps)
+        self.collapsed: set[str] = set()
+        self.filter = SpanFilter()
+        self.matches: set[int] | None = None
+        self._texts: list[str] | None = None
+        self.visible = visible_positions(tree)
+
+    @classmethod
+    def of(cls, spans: Sequence[ExplorerSpan], steps: Sequence[StepRecord] = ()) -> ExplorerView:
+        """A view of ``spans``, everything open and nothing filtered."""
+        return cls(SpanTree.of(spans), steps)
+
+    @classmethod
+    def from_source(
+        cls,
+        source: Any,
+        *,
+        telemetry: Any = None,
+        steps: Sequence[StepRecord] | None = None,
+    ) -> ExplorerView:
+        """A view of any source `explorer_spans` reads, with its step records when it has them.
+
+        The cyclic collector is paused while the records are built. They are tens of thousands
+        of small containers that cannot form a cycle, yet making them starts a full collection,
+        which walks the whole session's heap: at 50,000 spans after a long run that pass was
+        more than half of the time to open (`bench/view_build.py`).
+        """
+        with collector_paused():
+            spans = explorer_spans(source, telemetry=telemetry)
+            known = steps if steps is not None else (run_steps(source) or ())
+            return cls.of(spans, known)
+
+    def _refresh(self) -> None:
+        self.visible = visible_positions(self.tree, self.collapsed, self.matches)
+
+    def set_filter(self, spec: SpanFilter) -> None:
+        """Show only the spans ``spec`` keeps (and their ancestors)."""
+        self.filter = spec
+        if not spec.active:
+            self.matches = None
+        else:
+            if self._texts is None:  # built on the first search: most views are never searched
+                self._texts = [
+                    search_text(self.tree.span_at(p)) for p in range(len(self.tree.order))
+                ]
+            self.matches = matching_positions(self.tree, spec, self._texts)
+        self._refresh()
+
+    def toggle(self, span_id: str) -> None:
+        """Fold an open span, or open a folded one."""
+        if span_id in self.collapsed:
+            self.collapsed.discard(span_id)
+        elif span_id in self.tree.positions:
+            self.collapsed.add(span_id)
+        self._refresh()
+
+    def reveal(self, span_id: str) -> int:
+        """Open the span's ancestors and drop a filter that hides it; its visible row number."""
+        position = self.tree.positions[span_id]
+        ancestors = {self.tree.span_at(p).span_id for p in self.tree.ancestors(position)}
+        if ancestors & self.collapsed:
+            self.collapsed -= ancestors
+            self._refresh()
+        if position not in self.visible:
+            self.set_filter(SpanFilter())
+        return self.visible.index(position)
+
+    def row_of(self, span_id: str) -> int | None:
+        """The visible row number of a span (None when folded away or filtered out)."""
+        position = self.tree.positions.get(span_id)
+        if position is None or position not in self.visible:
+            return None
+        return self.visible.index(position)
+
+    def step(self, span_id: str, by: int) -> str | None:
+        """The span ``by`` visible rows from ``span_id`` (the first row if it is not shown)."""
+        if not self.visible:
+            return None
+        row = self.row_of(span_id)
+        row = 0 if row is None else min(max(row + by, 0), len(self.visible) - 1)
+        return self.tree.span_at(self.visible[row]).span_id
+
+    def rows(self, offset: int, size: int) -> list[dict[str, Any]]:
+        """The rows of the window starting at visible row ``offset``."""
+        return page_rows(
+            self.tree,
+            self.visible,
+            offset,
+            size,
+            collapsed=self.collapsed,
+            matches=self.matches,
+        )
+
+    def detail(self, span_id: str) -> str:
+        """The detail pane's HTML for a span ("" for an unknown id)."""
+        position = self.tree.positions.get(span_id)
+        if position is None:
+            return ""
+        return span_detail_html(self.tree, self.tree.span_at(position), self.steps)
+
+
+def _page_span(view: ExplorerView, position: int) -> dict[str, Any]:
+    tree = view.tree
+    span = tree.span_at(position)
+    parent = tree.positions.get(span.parent_id) if span.parent_id is not None else None
+    row = page_rows(tree, [position], 0, 1)[0]
+    del row["children"], row["folded"], row["match"]  # the page's model works these out
+    return {
+        **row,
+        "span_status": span.status,
+        "end": tree.ends[position],
+        "parent": -1 if parent is None else parent,
+        "text": search_text(span),
+    }
+
+
+def explorer_page_html(view: ExplorerView, element_id: str = "wb-explorer") -> str:
+    """The explorer as a self-contained HTML fragment: no kernel, no network, the trace inlined.
+
+    The page runs the widget's own ES module with an in-page model (``explorer_static.js``)
+    that folds, filters and windows the inlined rows, so a big trace still draws one window of
+    rows at a time. Every ``<`` in the data is written as a JSON ``u003c`` escape: no text from
+    the trace can close the script element it travels in.
+    """
+    tree = view.tree
+    data = {
+        "axis_ms": (tree.end_ns - tree.start_ns) / 1e6,
+        "spans": [_page_span(view, p) for p in range(len(tree.order))],
+        "details": {
+            tree.span_at(p).span_id: view.detail(tree.span_at(p).span_id)
+            for p in range(len(tree.order))
+        },
+    }
+    payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
+    module = (STATIC / "explorer.js").read_text(encoding="utf-8")
+    module = module.replace("export default { render };", "")
+    model = (STATIC / "explorer_static.js").read_text(encoding="utf-8")
+    css = (STATIC / "explorer.css").read_text(encoding="utf-8")
+    return (
+        f'<style>{css}</style><div id="{element_id}" class="wb-explorer"></div>'
+        f'<script type="application/json" id="{element_id}-data">{payload}</script>'
+        f"<script>(() => {{{module}\n{model}\n"
+        f"const data = JSON.parse(document.getElementById('{element_id}-data').textContent);\n"
+        f"render({{ model: staticModel(data), el: document.getElementById('{element_id}') }});"
+        "})();</script>"
+    )

@@ -1,0 +1,117 @@
+"""How a `RunResult`, a `PhaseEvent` and a `RunDiff` look as the value of a notebook cell.
+
+Their ``_repr_html_`` methods call these functions (imported when a notebook asks, so the core
+never needs the notebook extra): a summary a reader takes in at a glance, where the default
+would print every message of the run. Run text is escaped like everywhere else.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from workbench._record import html_view
+from workbench.diff import RunDiff, StepDiff
+from workbench.notebook.html import _badge, pending_html
+from workbench.notebook.tables import steps_text
+from workbench.records import PhaseEvent, RunResult
+
+__all__ = ["phase_event_html", "run_diff_html", "run_result_html"]
+
+_STATUS = {"completed": "#2e7d32", "failed": "#c62828", "aborted": "#757575", "paused": "#6a1b9a"}
+_DIFF = {"changed": "#c62828", "only_a": "#e17055", "only_b": "#0984e3"}
+_CELL = "padding:1px 8px;vertical-align:top;text-align:left"
+
+
+def _rows(rows: dict[str, str]) -> str:
+    cells = "".join(
+        f"<tr><th style='{_CELL};color:#555'>{escape(k)}</th><td style='{_CELL}'>{v}</td></tr>"
+        for k, v in rows.items()
+    )
+    return f"<table style='font-size:12px;border-collapse:collapse'>{cells}</table>"
+
+
+@html_view(RunResult)
+def run_result_html(result: RunResult) -> str:
+    """A run's outcome: status, stop reason, steps, tokens and cost, output, error, pending."""
+    state, usage = result.state, result.usage
+    status = state.status.value
+    cost = "" if usage.cost is None else f" · ${usage.cost:.6f}"
+    rows = {
+        "run": f"<code>{escape(state.run_id)}</code> · agent {escape(state.agent_name)}",
+        "status": _badge(status, _STATUS.get(status, "#1565c0"))
+        + escape(f"stop reason {state.stop_reason.value if state.stop_reason else '—'}"),
+        "steps": steps_text(result.steps),
+        "tokens": f"{usage.input_tokens:,} in / {usage.output_tokens:,} out{cost}",
+        "output": (
+            f"<span style='white-space:pre-wrap'>{escape(result.output)}</span>"
+            if result.output
+            else "—"
+        ),
+    }
+    if state.error is not None:
+        rows["error"] = (
+            f"<span style='color:#c62828'>{escape(state.error.type)}: "
+            f"{escape(state.error.message)}</span>"
+        )
+    if state.pending:
+        rows["waiting on"] = pending_html(state.pending)
+    return f"<div class='wb-run-result'><b>RunResult</b>{_rows(rows)}</div>"
+
+
+@html_view(PhaseEvent)
+def phase_event_html(event: PhaseEvent) -> str:
+    """One phase that ran: which, for which step, how long, and where the run is now."""
+    state = event.state
+    status = state.status.value
+    stop = f" · stop reason {state.stop_reason.value}" if state.stop_reason else ""
+    return (
+        f"<div class='wb-phase-event' style='font-size:12px'><b>{escape(event.phase.value)}</b> "
+        f"of step {event.step} · {event.duration * 1e3:.2f} ms → "
+        f"{_badge(status, _STATUS.get(status, '#1565c0'))}next phase "
+        f"<b>{escape(state.next_phase.value)}</b>{escape(stop)} · "
+        f"{len(state.messages)} messages · {state.usage.total_tokens:,} tokens</div>"
+    )
+
+
+def _changes(step: StepDiff) -> str:
+    lines = [f"{m.where}: {m}" for m in step.messages]
+    if step.calls_a != step.calls_b:
+        lines.append(f"calls: {', '.join(step.calls_a) or '-'} → {', '.join(step.calls_b) or '-'}")
+    if step.stop_a != step.stop_b:
+        before = step.stop_a.value if step.stop_a else "-"
+        after = step.stop_b.value if step.stop_b else "-"
+        lines.append(f"stop: {before} → {after}")
+    if not lines and (step.calls_a or step.calls_b):
+        lines.append(f"calls: {', '.join(step.calls_a or step.calls_b)}")
+    return "<br>".join(escape(line) for line in lines)
+
+
+@html_view(RunDiff)
+def run_diff_html(diff: RunDiff) -> str:
+    """Two runs step by step: what changed where, with the first divergence marked."""
+    rows = []
+    for step in diff.steps:
+        colour = _DIFF.get(step.status, "#636e72")
+        delta = "" if step.time_delta is None else f"{step.time_delta * 1e3:+.2f} ms"
+        rows.append(
+            f"<tr><td style='{_CELL}'>{step.step}</td>"
+            f"<td style='{_CELL}'>{_badge(step.status, colour)}</td>"
+            f"<td style='{_CELL};white-space:pre-wrap'>{_changes(step)}</td>"
+            f"<td style='{_CELL}'>{delta}</td></tr>"
+        )
+    first = diff.first_divergence
+    verdict = "the runs agree on every step" if first is None else f"first divergence: step {first}"
+    ends = "".join(
+        f"<div>end {label}: {escape(status)}, stop reason {escape(stop or '-')}, output "
+        f"<span style='white-space:pre-wrap'>{escape(repr(output))}</span></div>"
+        for label, (status, stop, output) in (("a", diff.a_final), ("b", diff.b_final))
+    )
+    note = f": {escape(diff.note)}" if diff.note else ""
+    return (
+        f"<div class='wb-run-diff' style='font-size:12px'><b>diff</b> "
+        f"<code>{escape(diff.a_id)}</code> (a) → <code>{escape(diff.b_id)}</code> (b){note}"
+        "<table style='border-collapse:collapse;margin:4px 0'><tr>"
+        f"<th style='{_CELL}'>step</th><th style='{_CELL}'>status</th>"
+        f"<th style='{_CELL}'>what changed</th><th style='{_CELL}'>time b − a</th></tr>"
+        f"{''.join(rows)}</table>{ends}<b>{verdict}</b></div>"
+    )

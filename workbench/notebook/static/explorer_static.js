@@ -1,0 +1,108 @@
+// The report's explorer model: the anywidget model's traits and messages, answered in the page.
+//
+// The standalone report has no kernel, so the trace is inlined (one row per span in tree order,
+// the detail HTML of each) and this model does what the kernel's ExplorerView does: folds,
+// filters and windows. It is the same walk over the same arrays (`end`: where a subtree ends).
+function staticModel(data) {
+  const spans = data.spans;
+  const state = {
+    rows: [], total: 0, span_count: spans.length, matched: -1, offset: 0, page_size: 40,
+    axis_ms: data.axis_ms, selected: "", scroll_to: 0, detail: "",
+    query: "", status: "", errors_only: false, slowest: 0,
+  };
+  const handlers = {};
+  const changed = new Set();
+  const folded = new Set();
+  const byId = new Map(spans.map((s, i) => [s.id, i]));
+  let visible = [];
+  let matches = null;
+
+  function emit(name) { for (const f of handlers[`change:${name}`] || []) f(); }
+
+  function match() {
+    const query = state.query.trim().toLowerCase();
+    if (!query && !state.status && !state.errors_only && !(state.slowest > 0)) return null;
+    let keep = spans.map((_, i) => i);
+    if (query) keep = keep.filter((i) => spans[i].text.includes(query));
+    if (state.status) keep = keep.filter((i) => spans[i].span_status === state.status);
+    if (state.errors_only) keep = keep.filter((i) => spans[i].status === "error");
+    if (state.slowest > 0) {
+      keep = keep.sort((a, b) => spans[b].duration - spans[a].duration).slice(0, state.slowest);
+    }
+    return new Set(keep);
+  }
+
+  function refresh() {
+    let keep = null;
+    if (matches) {
+      keep = new Set(matches);
+      for (const i of matches) {
+        for (let p = spans[i].parent; p >= 0 && !keep.has(p); p = spans[p].parent) keep.add(p);
+      }
+    }
+    visible = [];
+    for (let i = 0; i < spans.length;) {
+      if (keep && !keep.has(i)) { i = spans[i].end; continue; }
+      visible.push(i);
+      i = folded.has(spans[i].id) ? spans[i].end : i + 1;
+    }
+    state.total = visible.length;
+    state.matched = matches ? matches.size : -1;
+    state.offset = Math.min(state.offset, Math.max(visible.length - 1, 0));
+  }
+
+  function page() {
+    state.rows = visible.slice(state.offset, state.offset + state.page_size).map((i) => ({
+      ...spans[i], children: spans[i].end - i - 1, folded: folded.has(spans[i].id),
+      match: matches !== null && matches.has(i),
+    }));
+  }
+
+  function select(id) {
+    state.selected = id;
+    state.detail = data.details[id] || "";
+    const row = visible.indexOf(byId.get(id));
+    if (row >= 0 && (row < state.offset || row >= state.offset + state.page_size - 1)) {
+      state.offset = Math.max(row - Math.floor(state.page_size / 2), 0);
+    }
+    page();
+    state.scroll_to = Math.max(row, 0);
+    for (const name of ["rows", "selected", "detail", "scroll_to"]) emit(name);
+  }
+
+  const model = {
+    get: (name) => state[name],
+    set: (name, value) => { state[name] = value; changed.add(name); },
+    on: (name, f) => { (handlers[name] = handlers[name] || []).push(f); },
+    save_changes: () => {
+      const names = [...changed];
+      changed.clear();
+      if (names.some((n) => ["query", "status", "errors_only", "slowest"].includes(n))) {
+        matches = match();
+        state.offset = 0;
+        refresh();
+      }
+      if (names.includes("selected")) { select(state.selected); return; }
+      page();
+      emit("rows");
+    },
+    send: (message) => {
+      const index = visible.indexOf(byId.get(state.selected));
+      if (message.type === "move") {
+        const row = index < 0 ? 0 : Math.min(Math.max(index + message.by, 0), visible.length - 1);
+        if (visible.length) select(spans[visible[row]].id);
+        return;
+      }
+      const id = message.type === "toggle" ? message.id : state.selected;
+      if (!id || !byId.has(id)) return;
+      const open = message.type === "open" || (message.type === "toggle" && folded.has(id));
+      if (open) folded.delete(id); else folded.add(id);
+      refresh();
+      page();
+      emit("rows");
+    },
+  };
+  refresh();
+  page();
+  return model;
+}
