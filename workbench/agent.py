@@ -118,15 +118,19 @@ class AgentRun:
     async def arun_to_breakpoint(self) -> PhaseEvent | None:
         """Run until a breakpoint fires (its event says which) or the run is done (None)."""
         while (event := await self.anext_phase()) is not None:
-            following = self.next_phase_name
-            steps_completed = self.state.step - (following not in (Phase.PREPARE, None))
-            view = RunView(
-                state=self.state, elapsed=self._execution.elapsed(), steps_completed=steps_completed
-            )
-            hit = first_hit(self.breakpoints, view, event.phase, following)
+            hit = self.breakpoint_after(event)
             if hit is not None:
                 return event.model_copy(update={"breakpoint": hit})
         return None
+
+    def breakpoint_after(self, event: PhaseEvent) -> Break | None:
+        """The first of `breakpoints` that fires after ``event`` (the phase just run), or None."""
+        following = self.next_phase_name
+        steps_completed = self.state.step - (following not in (Phase.PREPARE, None))
+        view = RunView(
+            state=self.state, elapsed=self._execution.elapsed(), steps_completed=steps_completed
+        )
+        return first_hit(self.breakpoints, view, event.phase, following)
 
     def run_to_breakpoint(self) -> PhaseEvent | None:
         """Sync `arun_to_breakpoint`."""

@@ -22,7 +22,7 @@ from workbench._record import Record
 from workbench.conditions import RunView
 from workbench.state import Phase
 
-__all__ = ["Break", "first_hit"]
+__all__ = ["Break", "first_hit", "parse_break"]
 
 BreakKind = Literal["tool", "step", "phase", "when"]
 
@@ -79,6 +79,26 @@ class Break(Record):
             case "when":
                 assert self.predicate is not None
                 return bool(self.predicate(view))
+
+
+def parse_break(text: str) -> Break:
+    """A breakpoint from its short form: ``tool:NAME``, ``step:N`` or ``before:PHASE``.
+
+    >>> parse_break("tool:delete_file").label, parse_break("before:tools").label
+    ("on tool 'delete_file'", 'before tools')
+    """
+    kind, _, value = text.strip().partition(":")
+    value = value.strip()
+    try:
+        if kind == "tool" and value:
+            return Break.on_tool(value)
+        if kind == "step":
+            return Break.at_step(int(value))
+        if kind == "before":
+            return Break.before(Phase(value))
+    except ValueError as exc:
+        raise ValueError(f"not a breakpoint: {text!r} ({exc})") from None
+    raise ValueError(f"not a breakpoint: {text!r} (write tool:NAME, step:N or before:PHASE)")
 
 
 def first_hit(
