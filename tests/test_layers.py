@@ -15,7 +15,8 @@ the ones below, never one above:
  6  delegation       sub-agents as tools: context, limits, the structured result
  7  loop             the loop's configuration, the engine and the tool-call pipeline
  8  observers        the run store and telemetry: they watch records, they never drive a run
- 9  agent            the facade that ties a loop to its observers
+ 9  agent            the facade that ties a loop to its observers; the recording proxy,
+                    which ties an agent written elsewhere to them
 10  analysis         what reads finished runs: diff, expect
 11  public API       ``workbench/__init__.py``, the re-exports (exact module only)
 12  views            the notebook, the HTML report and the demo: users of the public API
@@ -51,7 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("delegation", ("workbench.subagent",)),
     ("loop", ("workbench.config", "workbench.engine", "workbench.toolcalls")),
     ("observers", ("workbench.store", "workbench._storage", "workbench.telemetry")),
-    ("agent", ("workbench.agent",)),
+    ("agent", ("workbench.agent", "workbench._proxy")),
     ("analysis", ("workbench.diff", "workbench.expect")),
     ("public API", ("workbench",)),
     ("views", ("workbench.notebook", "workbench.report", "workbench.demo")),

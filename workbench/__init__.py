@@ -1,5 +1,6 @@
 """Agent Workbench: build, step through, observe and replay LLM agent loops."""
 
+from workbench._proxy import ProxyHandle, proxy
 from workbench.agent import Agent, AgentRun, RunResult
 from workbench.breakpoints import Break
 from workbench.conditions import (
@@ -197,6 +198,7 @@ __all__ = [
     "PostToolUseInput",
     "PreCompactInput",
     "PreToolUseInput",
+    "ProxyHandle",
     "RateLimitError",
     "RecordedCall",
     "ReplayDivergence",
@@ -266,5 +268,6 @@ __all__ = [
     "expect",
     "hooks_from_plugin",
     "hooks_from_settings",
+    "proxy",
     "tool",
 ]

@@ -11,23 +11,26 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from workbench.errors import MalformedResponseError
+from workbench.errors import MalformedResponseError, MessageFormatError
 from workbench.messages import (
     FinishReason,
     JsonValue,
     Message,
+    ModelResponse,
     RetryPrompt,
     TextPart,
     ToolCall,
     ToolResult,
+    Usage,
 )
 from workbench.models.base import ModelSettings
+from workbench.models.prices import ModelPrice, cost_of
 from workbench.tools import ToolDefinition
 
 __all__ = [
@@ -35,10 +38,19 @@ __all__ = [
     "MalformedResponseError",
     "StreamAssembler",
     "WireCompletion",
+    "WireRequest",
     "build_body",
+    "completion_chunks",
+    "completion_json",
+    "completion_response",
     "finish_reason",
+    "from_wire_messages",
     "parse_chunk",
     "parse_completion",
+    "parse_request",
+    "request_tools",
+    "sse_events",
+    "to_usage",
     "to_wire_messages",
 ]
 
@@ -372,3 +384,206 @@ class StreamAssembler:
             for _, p in sorted(self.calls.items())
         ]
         return _parts("".join(self.text), calls)
+
+
+def to_usage(usage: WireUsage | None, price: ModelPrice | None) -> Usage:
+    """Our usage from the wire's; no usage at all is one request of unknown cost."""
+    if usage is None:
+        return Usage(requests=1, cost=None)
+    tokens_in, tokens_out = usage.prompt_tokens, usage.completion_tokens
+    return Usage(
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        requests=1,
+        cost=cost_of(price, tokens_in, tokens_out),
+    )
+
+
+def completion_response(
+    completion: WireCompletion, price: ModelPrice | None, model: str
+) -> ModelResponse:
+    """The response a validated complete answer stands for (``model`` if it names none)."""
+    choice = completion.choices[0]
+    return ModelResponse(
+        parts=completion_parts(choice.message),
+        usage=to_usage(completion.usage, price),
+        finish_reason=finish_reason(choice.finish_reason),
+        model_name=completion.model or model,
+        response_id=completion.id,
+    )
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+    """Server-sent events as ``(event, data)``: data lines joined, comments skipped.
+
+    An ``error:`` line (older llama.cpp) is taken as the data of an ``error`` event.
+    """
+    event, data = "message", list[str]()
+    async for line in lines:
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", list[str]()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("error:"):
+            event = "error"
+            data.append(line[6:].removeprefix(" "))
+    if data:
+        yield event, "\n".join(data)
+
+
+# --- the server side: requests in, responses out (the recording proxy) ---------------------------
+
+
+class WireContentPartIn(_Lenient):
+    """One part of a message's content given as a list (text, or an image we only name)."""
+
+    type: str = "text"
+    text: str | None = None
+
+
+class WireRequestMessage(_Lenient):
+    """One message of a request, as a client sent it."""
+
+    role: str
+    content: str | list[WireContentPartIn] | None = None
+    tool_calls: list[WireToolCallIn] | None = None
+    tool_call_id: str | None = None
+
+
+class WireToolFunctionIn(_Lenient):
+    """``function`` of a tool definition in a request."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, JsonValue] = {}
+
+
+class WireToolIn(_Lenient):
+    """One tool definition of a request."""
+
+    type: str = "function"
+    function: WireToolFunctionIn
+
+
+class WireRequest(_Lenient):
+    """A ``POST /chat/completions`` body as a client sent it."""
+
+    model: str = ""
+    messages: list[WireRequestMessage]
+    tools: list[WireToolIn] = []
+    stream: bool = False
+
+
+def parse_request(raw: bytes) -> WireRequest:
+    """Validate a request body; one that does not fit is a `MessageFormatError`."""
+    try:
+        return WireRequest.model_validate_json(raw)
+    except ValidationError as exc:
+        raise MessageFormatError(
+            f"the request is not a chat completion request ({exc.error_count()} problems): "
+            f"{_snippet(raw)}"
+        ) from None
+
+
+def request_tools(request: WireRequest) -> tuple[ToolDefinition, ...]:
+    """The tool definitions a request offers."""
+    return tuple(
+        ToolDefinition(
+            name=t.function.name,
+            description=t.function.description,
+            parameters=t.function.parameters,
+        )
+        for t in request.tools
+    )
+
+
+def from_wire_messages(messages: Sequence[WireRequestMessage]) -> tuple[Message, ...]:
+    """Our conversation from a request's messages: the inverse of `to_wire_messages`.
+
+    Consecutive ``tool`` messages become one tool message with a result per call (as the loop
+    keeps them), each result named after the call it answers; ``developer`` is a system message.
+    """
+    names: dict[str, str] = {}
+    out: list[Message] = []
+    for wire in messages:
+        text = _content_text(wire.content)
+        if wire.role == "tool":
+            call_id = wire.tool_call_id or ""
+            result = ToolResult(call_id=call_id, name=names.get(call_id, ""), content=text)
+            if out and out[-1].role == "tool":
+                out[-1] = out[-1].model_copy(update={"parts": (*out[-1].parts, result)})
+            else:
+                out.append(Message(role="tool", parts=(result,)))
+        elif wire.role == "assistant":
+            parts = _parts(text, [_call(c.id, c.function) for c in wire.tool_calls or ()])
+            names.update((p.call_id, p.name) for p in parts if isinstance(p, ToolCall))
+            out.append(Message(role="assistant", parts=parts))
+        else:
+            role = "system" if wire.role in ("system", "developer") else "user"
+            out.append(Message(role=role, parts=(TextPart(text=text),)))
+    return tuple(out)
+
+
+def _content_text(content: str | list[WireContentPartIn] | None) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "".join(p.text if p.text is not None else f"[{p.type}]" for p in content)
+
+
+_WIRE_FINISH = {v: k for k, v in reversed(_FINISH_REASONS.items())}
+
+
+def _out_calls(response: ModelResponse) -> list[dict[str, JsonValue]]:
+    return [dict(_wire_call(c), index=i) for i, c in enumerate(response.calls)]
+
+
+def _wire_usage(usage: Usage) -> dict[str, JsonValue]:
+    return {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def completion_json(response: ModelResponse) -> dict[str, JsonValue]:
+    """A recorded response as the complete (non-streamed) answer a server would send."""
+    message: dict[str, JsonValue] = {"role": "assistant", "content": response.text_content or None}
+    if response.calls:
+        message["tool_calls"] = [_wire_call(c) for c in response.calls]
+    return {
+        "id": response.response_id or "chatcmpl-replay",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": response.model_name,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": _WIRE_FINISH.get(response.finish_reason, "stop"),
+            }
+        ],
+        "usage": _wire_usage(response.usage),
+    }
+
+
+def completion_chunks(response: ModelResponse) -> list[dict[str, JsonValue]]:
+    """A recorded response as the chunks of a stream: the delta, the finish, the usage."""
+    head = {
+        "id": response.response_id or "chatcmpl-replay",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": response.model_name,
+    }
+    delta: dict[str, JsonValue] = {"role": "assistant", "content": response.text_content}
+    if response.calls:
+        delta["tool_calls"] = _out_calls(response)
+    finish = _WIRE_FINISH.get(response.finish_reason, "stop")
+    return [
+        {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+        {**head, "choices": [], "usage": _wire_usage(response.usage)},
+    ]
