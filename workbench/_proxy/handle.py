@@ -11,16 +11,18 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from typing import TYPE_CHECKING
 
 import httpx
-import uvicorn
 
 from workbench._proxy.recorder import Recorder
-from workbench._proxy.server import ProxyApp
 from workbench.errors import UsageError
 from workbench.messages import JsonValue
 from workbench.records import RunResult
 from workbench.store import RunStore
+
+if TYPE_CHECKING:
+    from workbench._proxy.server import ProxyApp
 
 __all__ = ["ProxyHandle", "proxy"]
 
@@ -39,6 +41,8 @@ class ProxyHandle:
         self.host, self.port = str(host), int(port)
         self._sock = sock
         self._timeout = timeout
+        import uvicorn  # the ``proxy`` extra: ``import workbench`` does not need a web server
+
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._serve, name=f"workbench-proxy-{self.port}")
@@ -106,8 +110,11 @@ def proxy(
     Every conversation an agent has through it becomes a run in ``store`` (the default store if
     omitted). With ``replay`` (a run, or the id of one in the store) it answers from that
     recording instead, strictly; with ``until_step`` too it answers live from ``upstream`` after
-    that step. ``timeout`` bounds each upstream request, in seconds.
+    that step. ``timeout`` bounds each upstream request, in seconds. Needs the ``proxy`` extra
+    (``pip install 'workbench[proxy]'``: starlette and uvicorn).
     """
+    from workbench._proxy.server import ProxyApp  # the ``proxy`` extra, as above
+
     store = store if store is not None else RunStore.default()
     if store is None:
         raise UsageError("the proxy records into a run store: pass store= (WORKBENCH_STORE=off)")
