@@ -46,6 +46,7 @@ bench: $(VENV)/.dev-installed
 	$(PY) bench/client_overhead.py
 	$(PY) bench/view_build.py
 	$(PY) bench/subagent_overhead.py
+	$(PY) bench/proxy_overhead.py
 
 clean:
 	rm -rf $(VENV) .workbench .pytest_cache .mypy_cache .ruff_cache
