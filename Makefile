@@ -14,7 +14,7 @@ $(VENV)/.demo-installed: pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml | $(VENV)/bin/python
-	$(PIP) -e '.[notebook,otlp,mcp,proxy,dev,bench]'
+	$(PIP) -e '.[notebook,otlp,mcp,proxy,foreign,dev,bench]'
 	touch $@ $(VENV)/.demo-installed
 
 demo: $(VENV)/.demo-installed

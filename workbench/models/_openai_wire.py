@@ -537,8 +537,16 @@ def _content_text(content: str | list[WireContentPartIn] | None) -> str:
 _WIRE_FINISH = {v: k for k, v in reversed(_FINISH_REASONS.items())}
 
 
+def _answered_call(call: ToolCall) -> WireToolCall:
+    """A call as the model sent it: broken arguments stay broken (the agent must see them)."""
+    wire = _wire_call(call)
+    if call.invalid_arguments is not None:
+        wire["function"]["arguments"] = call.invalid_arguments
+    return wire
+
+
 def _out_calls(response: ModelResponse) -> list[dict[str, JsonValue]]:
-    return [dict(_wire_call(c), index=i) for i, c in enumerate(response.calls)]
+    return [dict(_answered_call(c), index=i) for i, c in enumerate(response.calls)]
 
 
 def _wire_usage(usage: Usage) -> dict[str, JsonValue]:
@@ -553,7 +561,7 @@ def completion_json(response: ModelResponse) -> dict[str, JsonValue]:
     """A recorded response as the complete (non-streamed) answer a server would send."""
     message: dict[str, JsonValue] = {"role": "assistant", "content": response.text_content or None}
     if response.calls:
-        message["tool_calls"] = [_wire_call(c) for c in response.calls]
+        message["tool_calls"] = [_answered_call(c) for c in response.calls]
     return {
         "id": response.response_id or "chatcmpl-replay",
         "object": "chat.completion",

@@ -1,0 +1,124 @@
+"""Foreign agents recorded through the proxy in front of the real model, then replayed offline.
+
+A pydantic-ai agent, a LangGraph ReAct agent and a plain `openai` SDK loop each talk to the real
+llama-server through `wb.proxy`; the conversation is loaded from the store, rendered by the
+notebook's step view, and run again through a replaying proxy whose upstream is a closed port, so
+any request that reached for the model would fail. The replay must give the same answer.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import workbench as wb
+from tests.live.fewshot import MODEL
+from workbench.notebook.html import step_html
+
+pytestmark = pytest.mark.live
+
+PROMPT = "Use the add tool to add 2 and 3, then say the result."
+KEY = "sk-live-proxy"
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def pydantic_ai_agent(base_url: str) -> str:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=base_url, api_key=KEY))
+    settings: Any = {"temperature": 0, "seed": 1, "max_tokens": 64}
+    agent = Agent(model, tools=[add], model_settings=settings, retries=3)
+    return str(agent.run_sync(PROMPT).output)
+
+
+def langgraph_agent(base_url: str) -> str:
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import create_react_agent
+
+    model = ChatOpenAI(
+        model=MODEL,
+        base_url=base_url,
+        api_key=KEY,
+        temperature=0,
+        seed=1,
+        max_tokens=64,  # type: ignore[arg-type]
+        max_retries=0,
+    )
+    agent = create_react_agent(model, [tool(add)])
+    state = agent.invoke({"messages": [("user", PROMPT)]}, {"recursion_limit": 8})
+    return str(state["messages"][-1].content)
+
+
+def openai_loop(base_url: str) -> str:
+    import openai
+
+    client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0)
+    tools: Any = [
+        {
+            "type": "function",
+            "function": {
+                "name": "add",
+                "description": "Add two integers.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                },
+            },
+        }
+    ]
+    messages: list[Any] = [{"role": "user", "content": PROMPT}]
+    for _ in range(4):
+        answer = client.chat.completions.create(
+            model=MODEL, messages=messages, tools=tools, temperature=0, seed=1, max_tokens=64
+        )
+        message = answer.choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            break
+        for call in message.tool_calls:
+            try:
+                result = str(add(**json.loads(call.function.arguments)))
+            except (TypeError, ValueError) as exc:
+                result = f"error: {exc}"
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    return str(messages[-1].get("content") or "")
+
+
+def closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+
+
+@pytest.mark.parametrize("agent", [pydantic_ai_agent, langgraph_agent, openai_loop])
+def test_a_foreign_agent_is_recorded_shown_and_replayed_offline(
+    base_url: str, agent: Callable[[str], str]
+) -> None:
+    store = wb.RunStore(":memory:")
+    with wb.proxy(base_url, store=store) as proxy:
+        answer = agent(proxy.url)
+    (run_id,) = proxy.run_ids
+    run = store.load(run_id)
+    assert run.steps and all(s.response is not None for s in run.steps)
+    assert run.steps[0].messages_in[-1].text.startswith(PROMPT[:20]) or any(
+        PROMPT in m.text for m in run.steps[0].messages_in
+    )
+    assert all("<script" not in step_html(s, run.steps) for s in run.steps)
+    assert step_html(run.steps[-1], run.steps)  # the views build from the recording
+    with wb.proxy(closed_port_url(), replay=run_id, store=store) as replaying:
+        replayed = agent(replaying.url)
+    assert replayed == answer
+    again = store.load(replaying.run_ids[0])
+    assert [s.response for s in again.steps] == [s.response for s in run.steps]
+    assert again.error is None
