@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -46,16 +47,22 @@ def langgraph_agent(base_url: str) -> str:
     from langchain_openai import ChatOpenAI
     from langgraph.prebuilt import create_react_agent
 
+    # The newline stop keeps the small model from starting a second call it cannot finish
+    # (LangChain sends the broken arguments back, which the server refuses), as in fewshot.py.
     model = ChatOpenAI(
         model=MODEL,
         base_url=base_url,
-        api_key=KEY,
+        api_key=KEY,  # type: ignore[arg-type]
         temperature=0,
         seed=1,
-        max_tokens=64,  # type: ignore[arg-type]
+        max_tokens=64,
+        stop=["\n"],
         max_retries=0,
     )
-    agent = create_react_agent(model, [tool(add)])
+
+    with warnings.catch_warnings():  # moved to `langchain.agents` (not installed); same graph
+        warnings.simplefilter("ignore", DeprecationWarning)
+        agent = create_react_agent(model, [tool(add)])
     state = agent.invoke({"messages": [("user", PROMPT)]}, {"recursion_limit": 8})
     return str(state["messages"][-1].content)
 
@@ -63,7 +70,6 @@ def langgraph_agent(base_url: str) -> str:
 def openai_loop(base_url: str) -> str:
     import openai
 
-    client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0)
     tools: Any = [
         {
             "type": "function",
@@ -78,21 +84,33 @@ def openai_loop(base_url: str) -> str:
         }
     ]
     messages: list[Any] = [{"role": "user", "content": PROMPT}]
-    for _ in range(4):
-        answer = client.chat.completions.create(
-            model=MODEL, messages=messages, tools=tools, temperature=0, seed=1, max_tokens=64
-        )
-        message = answer.choices[0].message
-        messages.append(message.model_dump(exclude_none=True))
-        if not message.tool_calls:
-            break
-        for call in message.tool_calls:
-            try:
-                result = str(add(**json.loads(call.function.arguments)))
-            except (TypeError, ValueError) as exc:
-                result = f"error: {exc}"
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    with openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0) as client:
+        for _ in range(4):
+            answer = client.chat.completions.create(
+                model=MODEL, messages=messages, tools=tools, temperature=0, seed=1, max_tokens=64
+            )
+            message = answer.choices[0].message.model_dump(exclude_none=True)
+            messages.append(message)
+            if not message.get("tool_calls"):
+                break
+            for call in message["tool_calls"]:
+                messages.append(
+                    {"role": "tool", "tool_call_id": call["id"], "content": run_add(call)}
+                )
     return str(messages[-1].get("content") or "")
+
+
+def run_add(call: dict[str, Any]) -> str:
+    """Run one call; broken arguments are answered with the error and replaced in the history.
+
+    Servers reject (500) a history holding the model's own broken JSON, so a careful loop sends
+    back ``{}`` in its place, as our own loop does.
+    """
+    try:
+        return str(add(**json.loads(call["function"]["arguments"])))
+    except (TypeError, ValueError) as exc:
+        call["function"]["arguments"] = "{}"
+        return f"error: {exc}"
 
 
 def closed_port_url() -> str:
