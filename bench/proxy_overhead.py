@@ -5,10 +5,12 @@
 What is measured: a client (httpx, as an SDK would send it) posts the same chat completion, with
 a short conversation and one tool, to a fake OpenAI server on loopback in its own process (the one
 of bench/client_overhead.py, which answers at once: JSON, or an SSE stream of 40 chunks), either
-directly or through `wb.proxy` in front of it, recording into an in-memory store. The two take
-turns in small rounds so that other load on the machine falls on both alike. Reported, as medians:
-the time of a whole request (non-streamed and streamed) and the time to the first streamed event,
-direct and proxied, the milliseconds the proxy adds and the ratio.
+directly or through the proxy in front of it, recording. The proxy runs two ways: in this process
+(`wb.proxy`, a thread, as in a notebook, where it shares the interpreter with the client) and as
+the command (`workbench proxy`, its own process, recording into a store file). Direct and proxied
+take turns in small rounds so that other load on the machine falls on both alike. Reported, as
+medians: the time of a whole request (non-streamed and streamed) and the time to the first
+streamed event, direct and proxied, the milliseconds the proxy adds and the ratio.
 
 Targets (issue 20): at most 2 ms added per request at the median; time to first token within 5 ms.
 """
@@ -18,10 +20,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -74,23 +80,44 @@ async def compare(
     }
 
 
+async def measure_against(upstream: str, proxied: str, requests: int, where: str) -> None:
+    """Direct and through ``proxied``, complete and streamed answers."""
+    async with httpx.AsyncClient(timeout=30) as client:
+        for stream in (False, True):
+            measures = {
+                "direct": request(client, upstream, stream=stream),
+                "proxy": request(client, proxied, stream=stream),
+            }
+            kind = "streamed" if stream else "complete"
+            report(f"{kind} answers, proxy {where}", await compare(measures, requests), stream)
+
+
+@contextmanager
+def command_proxy(upstream: str) -> Iterator[str]:
+    """``workbench proxy`` in its own process, recording into a temporary store file."""
+    with tempfile.TemporaryDirectory() as folder:
+        command = [sys.executable, "-m", "workbench.cli", "proxy", "--upstream", upstream]
+        command += ["--port", "0", "--store", f"{folder}/runs.sqlite"]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        assert process.stdout is not None
+        try:
+            yield process.stdout.readline().split(" on ")[1].split(" ")[0]
+        finally:
+            process.send_signal(signal.SIGINT)
+            print(f"  the command: {' / '.join(process.stdout.read().split())[-60:]}")
+            process.wait()
+
+
 async def main(requests: int) -> None:
     upstream, server = start_fake_server()
     store = wb.RunStore(":memory:")
     try:
         with wb.proxy(upstream, store=store) as proxy:
-            async with httpx.AsyncClient(timeout=30) as client:
-                for stream in (False, True):
-                    result = await compare(
-                        {
-                            "direct": request(client, upstream, stream=stream),
-                            "proxy": request(client, proxy.url, stream=stream),
-                        },
-                        requests,
-                    )
-                    report("streamed" if stream else "complete", result, stream)
+            await measure_against(upstream, proxy.url, requests, "in this process (a thread)")
         steps = sum(len(store.load(r).steps) for r in proxy.run_ids)
-        print(f"\nthe proxy recorded {steps} steps in {len(proxy.run_ids)} run(s)")
+        print(f"  the proxy recorded {steps} steps in {len(proxy.run_ids)} run(s)")
+        with command_proxy(upstream) as url:
+            await measure_against(upstream, url, requests, "as the command (own process)")
     finally:
         server.terminate()
 
@@ -98,7 +125,7 @@ async def main(requests: int) -> None:
 def report(kind: str, result: dict[str, tuple[float, float]], stream: bool) -> None:
     (direct, direct_first), (proxied, proxied_first) = result["direct"], result["proxy"]
     added = (proxied - direct) * 1e3
-    print(f"\n{kind} answers, median of each")
+    print(f"\n{kind}, median of each")
     print(f"  {'':22}{'direct':>10}{'proxy':>10}{'added':>10}{'ratio':>8}")
     print(
         f"  {'whole request (ms)':22}{direct * 1e3:10.3f}{proxied * 1e3:10.3f}"

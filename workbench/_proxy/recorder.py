@@ -18,7 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from workbench._record import Record
 from workbench.conditions import Budget
@@ -85,7 +86,8 @@ class Recorder:
     """Writes the proxy's conversations into ``store``, one run each (see the module docstring).
 
     Not thread-safe: the proxy calls it from its event loop only (and `close` after that loop
-    has stopped).
+    has stopped). The store writes themselves go, in order, to one writer thread, so that no
+    agent waits for a database commit; `close` waits for them all.
     """
 
     def __init__(
@@ -98,6 +100,7 @@ class Recorder:
         self._named: dict[str, _Conversation] = {}
         self.run_ids: list[str] = []
         """The runs recorded, one per conversation, in the order they started."""
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="workbench-proxy-store")
 
     def begin(self, call: Call) -> StepContext:
         """A request arrived: find (or start) its conversation and write the step's snapshot."""
@@ -128,7 +131,7 @@ class Recorder:
             state=state,
         )
         conversation.state, conversation.sent, conversation.in_flight = state, messages, snapshot
-        self.store.step_started(snapshot)
+        self._write(self.store.step_started, snapshot)
         return snapshot
 
     def end(self, snapshot: StepContext, call: Call, outcome: Outcome) -> None:
@@ -147,9 +150,10 @@ class Recorder:
                 self._finish(conversation, None)
             else:
                 conversation.state = _ended(conversation.state)
-            self.store.run_ended(conversation.state)
+            self._write(self.store.run_ended, conversation.state)
         self._conversations.clear()
         self._named.clear()
+        self._writer.shutdown(wait=True)
 
     def _conversation_of(self, call: Call) -> _Conversation:
         if call.conversation is not None and call.conversation in self._named:
@@ -167,7 +171,7 @@ class Recorder:
         self.run_ids.append(state.run_id)
         if call.conversation is not None:
             self._named[call.conversation] = conversation
-        self.store.run_started(state)
+        self._write(self.store.run_started, state)
         return conversation
 
     def _finish(self, conversation: _Conversation, following: tuple[Message, ...] | None) -> None:
@@ -215,8 +219,12 @@ class Recorder:
             started_at=pending.started_at,
         )
         event = PhaseEvent(phase=Phase.CONTINUATION, step=record.index, state=state)
-        self.store.phase_ended(event, pending.started_at)
-        self.store.step_ended(record)
+        self._write(self.store.phase_ended, event, pending.started_at)
+        self._write(self.store.step_ended, record)
+
+    def _write(self, write: Callable[..., None], *args: object) -> None:
+        """Queue a store write (the store records its own failures in ``write_errors``)."""
+        self._writer.submit(write, *args)
 
 
 def _same(a: Message, b: Message) -> bool:
