@@ -19,11 +19,13 @@ client's headers are passed on and never kept; the API key is scrubbed from anyt
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import httpx
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -267,44 +269,39 @@ class _Exchange:
             await answer.aclose()
             self._record_completion(answer)
             return Response(answer.content, answer.status_code, _returned(answer.headers))
-        return StreamingResponse(self._relay(answer), answer.status_code, _returned(answer.headers))
+        relay = _Relay(answer)
+        return StreamingResponse(
+            relay.chunks(),
+            answer.status_code,
+            _returned(answer.headers),
+            background=BackgroundTask(self._record_stream, relay),
+        )
 
-    async def _relay(self, answer: httpx.Response) -> AsyncIterator[str]:
-        """Each event goes to the agent as it came; a bad one is recorded, not withheld."""
+    async def _record_stream(self, relay: _Relay) -> None:
+        """Read what was relayed into the recording, once the agent has all of it."""
+        await relay.answer.aclose()  # a no-op unless the client's leaving cut the relay short
+        if relay.outcome == "gone":
+            self.record_error("ClientDisconnected", "the client went away mid-stream")
+            return
+        if relay.outcome == "broke":
+            self.record_error(
+                "MalformedResponseError", f"the upstream's stream broke off: {relay.why}"
+            )
+            return
         assembler = StreamAssembler(started=self.started)
-        raw: list[str] = []
-        problem: tuple[str, str] | None = None
-        ended = done = False
-
-        async def lines() -> AsyncIterator[str]:
-            async for line in answer.aiter_lines():
-                raw.append(line)
-                yield line
-
-        try:
-            async for event, data in sse_events(lines()):
-                yield "\n".join(raw) + "\n"
-                raw.clear()
-                done = done or data.strip() == "[DONE]"
-                if not done and problem is None:
-                    problem = _feed(assembler, event, data)
-            if raw:
-                yield "\n".join(raw) + "\n"
-            ended = True
-        except httpx.HTTPError as exc:
-            problem = ("MalformedResponseError", f"the upstream's stream broke off: {exc!r}")
-            ended = True
-        finally:
-            await answer.aclose()
-            if not ended:
-                problem = ("ClientDisconnected", "the client went away mid-stream")
-            elif problem is None and not done and assembler.finish is None:
-                problem = ("MalformedResponseError", "the upstream's stream ended early")
-            if problem is None:
-                response = _assembled(assembler, self.call.model)
-                self.answered(response, assembler.time_to_first_token)
-            else:
-                self.record_error(*problem)
+        done, problem = False, None
+        async for event, data in sse_events(relay.lines()):
+            done = data.strip() == "[DONE]"
+            problem = None if done else _feed(assembler, event, data)
+            if done or problem is not None:
+                break
+        if problem is None and not done and assembler.finish is None:
+            problem = ("MalformedResponseError", "the upstream's stream ended early")
+        if problem is not None:
+            self.record_error(*problem)
+            return
+        first = None if relay.first is None else relay.first - self.started
+        self.answered(_assembled(assembler, self.call.model, first), first)
 
     def _record_completion(self, answer: httpx.Response) -> None:
         if not answer.is_success:
@@ -325,6 +322,44 @@ class _Exchange:
         return self.failed(504, "ModelTimeoutError", message)
 
 
+class _Relay:
+    """The upstream's stream passed on as each piece arrives, and kept to be read afterwards.
+
+    Nothing is parsed on the way: the agent's time to first token and to the last byte are the
+    upstream's plus the hop, and the recording is read after the response is complete.
+    """
+
+    def __init__(self, answer: httpx.Response) -> None:
+        self.answer = answer
+        self.received: list[bytes] = []
+        self.first: float | None = None
+        self.outcome: Literal["ended", "broke", "gone"] = "gone"
+        """``gone`` until the stream ends: a relay cancelled by the client leaving stays so."""
+        self.why = ""
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """Each piece of the upstream's body, as it comes."""
+        try:
+            async for piece in self.answer.aiter_bytes():
+                self.first = self.first or time.perf_counter()
+                self.received.append(piece)
+                yield piece
+            self.outcome = "ended"
+        except httpx.HTTPError as exc:
+            self.outcome, self.why = "broke", repr(exc)
+        finally:
+            await self.answer.aclose()
+
+    async def lines(self) -> AsyncIterator[str]:
+        """The lines of what was received (SSE ends a line with CR, LF or CRLF)."""
+        text = b"".join(self.received).decode("utf-8", "replace")
+        for line in _LINE_END.split(text):
+            yield line
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def _feed(assembler: StreamAssembler, event: str, data: str) -> tuple[str, str] | None:
     """Take one event into the recording; what was wrong with it, if something was."""
     if event == "error":
@@ -339,14 +374,14 @@ def _feed(assembler: StreamAssembler, event: str, data: str) -> tuple[str, str] 
     return None
 
 
-def _assembled(assembler: StreamAssembler, model: str) -> ModelResponse:
+def _assembled(assembler: StreamAssembler, model: str, first: float | None) -> ModelResponse:
     return ModelResponse(
         parts=assembler.parts(),
         usage=to_usage(assembler.usage, price_for(assembler.model or model)),
         finish_reason=finish_reason(assembler.finish),
         model_name=assembler.model or model,
         response_id=assembler.response_id,
-        time_to_first_token=assembler.time_to_first_token,
+        time_to_first_token=first,
     )
 
 
