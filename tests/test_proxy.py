@@ -12,6 +12,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -354,3 +356,48 @@ def test_the_command_records_until_interrupted(tmp_path: Path) -> None:
     run = wb.RunStore(path).load(run_id)
     assert run.output == "the sum is 3" and len(run.steps) == 2
     assert KEY.encode() not in path.read_bytes()
+
+
+def test_conversations_in_flight_at_once_are_kept_apart() -> None:
+    """Two agents start the same conversation at the same moment: two runs, not one."""
+    store = wb.RunStore(":memory:")
+    both_arrived = threading.Barrier(2, timeout=10)
+
+    def held(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if len(body["messages"]) == 1:
+            both_arrived.wait()  # each answer waits until both requests are in flight
+        return adder(body, headers)
+
+    with fake_upstream(held) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        client = client_for(proxy)
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda _: tool_loop(client), range(2)))
+    assert answers == ["the sum is 3", "the sum is 3"]
+    runs = [store.load(r) for r in proxy.run_ids]
+    assert [len(r.steps) for r in runs] == [2, 2]
+    assert [r.output for r in runs] == ["the sum is 3", "the sum is 3"]
+
+
+def test_the_command_replays_a_recorded_run_offline(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    recorded = record_adder(wb.RunStore(path))
+    command = [sys.executable, "-m", "workbench.cli", "proxy", "--replay", recorded[:12]]
+    command += ["--port", "0", "--store", str(path)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as process:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        url = first.split(" on ")[1].split(" ")[0]
+        answer = tool_loop(openai.OpenAI(base_url=url, api_key=KEY, max_retries=0))
+        process.send_signal(signal.SIGINT)
+        process.stdout.read()
+        assert process.wait() == 0
+    assert f"replaying {recorded[:12]}" in first
+    assert answer == "the sum is 3"
+
+
+def test_the_command_needs_an_upstream_or_a_replay(capsys: pytest.CaptureFixture[str]) -> None:
+    from workbench.cli import main
+
+    assert main(["proxy", "--store", ":memory:"]) == 2
+    assert "proxy needs --upstream URL, or --replay RUN" in capsys.readouterr().out

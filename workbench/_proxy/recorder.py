@@ -8,9 +8,10 @@ conversation's next request arrives, or when the recorder is closed; its snapsho
 once, so a crash loses at most the answer of the calls in flight.
 
 Which conversation a request continues: the one named by the ``X-Workbench-Run`` header, else the
-open conversation whose last request is a prefix of this one (the longest such, so one agent that
-starts two similar conversations keeps them apart; one still waiting for its answer is never
-continued). A request that continues none starts a new run.
+open conversation whose last request is a prefix of this one (one it extends before one it only
+repeats, which is a retry; then the longest), so agents that start the same conversation at once
+keep them apart; one still waiting for its answer is never continued. A request that continues
+none starts a new run.
 """
 
 from __future__ import annotations
@@ -160,8 +161,9 @@ class Recorder:
             return self._named[call.conversation]
         if call.conversation is None:
             candidates = [c for c in self._conversations if c.continues(call.messages)]
-            if candidates:
-                return max(candidates, key=lambda c: len(c.sent or ()))
+            if candidates:  # one it extends before one it repeats (a retry), then the longest
+                n = len(call.messages)
+                return max(candidates, key=lambda c: (len(c.sent or ()) < n, len(c.sent or ())))
         metadata = dict(self.metadata)
         if call.conversation is not None:
             metadata["conversation"] = call.conversation
