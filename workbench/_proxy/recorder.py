@@ -5,7 +5,7 @@ each model call is a step (what the agent sent is ``messages_in``, what the upst
 the response), and what the agent sends back in its next request (tool results, a new user turn)
 is what that step added (``new_messages``, tool outcomes). A step is therefore written when the
 conversation's next request arrives, or when the recorder is closed; its snapshot is written at
-once, so a crash loses at most the answer of the calls in flight.
+once, so a proxy that dies loses the last answer of each open conversation, not the request.
 
 Which conversation a request continues: the one named by the ``X-Workbench-Run`` header, else the
 open conversation whose last request is a prefix of this one (one it extends before one it only
