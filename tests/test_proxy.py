@@ -147,7 +147,7 @@ def closed_port() -> int:
 
 def test_an_upstream_that_is_down_is_a_502_for_the_agent_and_a_failed_run() -> None:
     store = wb.RunStore(":memory:")
-    down = f"http://127.0.0.1:{closed_port()}/v1"
+    down = f"http://user:{KEY}@127.0.0.1:{closed_port()}/v1"  # credentials in the URL stay out
     with wb.proxy(down, store=store) as proxy, pytest.raises(openai.InternalServerError) as caught:
         client_for(proxy).chat.completions.create(
             model="m", messages=[{"role": "user", "content": "x"}]
@@ -158,6 +158,7 @@ def test_an_upstream_that_is_down_is_a_502_for_the_agent_and_a_failed_run() -> N
     assert run.status is wb.ExecutionStatus.FAILED and run.stop_reason is wb.StopReason.ERROR
     assert run.error is not None and run.error.type == "ModelConnectionError"
     assert run.steps[0].response is None
+    assert KEY not in run.state.to_json() and KEY not in str(caught.value)
 
 
 def test_a_slow_upstream_times_out_with_a_504_recorded() -> None:

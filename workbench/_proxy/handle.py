@@ -113,7 +113,7 @@ def proxy(
     that step. ``timeout`` bounds each upstream request, in seconds. Needs the ``proxy`` extra
     (``pip install 'workbench[proxy]'``: starlette and uvicorn).
     """
-    from workbench._proxy.server import ProxyApp  # the ``proxy`` extra, as above
+    from workbench._proxy.server import ProxyApp, without_credentials  # the extra, as above
 
     store = store if store is not None else RunStore.default()
     if store is None:
@@ -123,9 +123,10 @@ def proxy(
         raise UsageError("the proxy needs an upstream to forward to, or a run to replay")
     if until_step is not None and (recording is None or upstream is None):
         raise UsageError("until_step forks a replay: it needs both replay= and upstream=")
-    metadata: dict[str, JsonValue] = {"proxy": {"upstream": upstream}}
+    shown = without_credentials(upstream) if upstream else None
+    metadata: dict[str, JsonValue] = {"proxy": {"upstream": shown}}
     if recording is not None:
-        metadata["proxy"] = {"upstream": upstream, "replay_of": recording.run_id}
+        metadata["proxy"] = {"upstream": shown, "replay_of": recording.run_id}
     recorder = Recorder(store, agent_name=agent_name, metadata=metadata)
     app = ProxyApp(recorder, upstream=upstream, replay=recording, until_step=until_step)
     sock = socket.create_server((host, port))

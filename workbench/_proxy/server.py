@@ -57,7 +57,7 @@ from workbench.models.replay import ReplayModel
 from workbench.records import RunResult, StepContext
 from workbench.state import ErrorInfo, Phase
 
-__all__ = ["CONVERSATION_HEADER", "ProxyApp"]
+__all__ = ["CONVERSATION_HEADER", "ProxyApp", "without_credentials"]
 
 CONVERSATION_HEADER = "x-workbench-run"
 """A client that sends this header has its calls grouped by its value instead of by prefix."""
@@ -72,6 +72,11 @@ _NOT_RETURNED = frozenset(
     {"content-length", "connection", "transfer-encoding", "content-encoding", "keep-alive"}
 )
 _BEARER = "bearer "
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without a ``user:password@`` part: what may be recorded or shown of it."""
+    return str(httpx.URL(url).copy_with(userinfo=b""))
 
 
 def error_body(message: str, kind: str, status: int) -> dict[str, Any]:
@@ -318,7 +323,8 @@ class _Exchange:
         )
 
     def _timed_out(self, upstream: str, exc: httpx.TimeoutException) -> Response:
-        message = f"the upstream {upstream} did not answer in time ({type(exc).__name__})"
+        where = without_credentials(upstream)
+        message = f"the upstream {where} did not answer in time ({type(exc).__name__})"
         return self.failed(504, "ModelTimeoutError", message)
 
 
@@ -400,7 +406,8 @@ def _returned(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 def _cannot_reach(upstream: str, exc: httpx.HTTPError) -> str:
-    return f"cannot reach the upstream {upstream}: {type(exc).__name__}: {exc}"
+    where = without_credentials(upstream)
+    return f"cannot reach the upstream {where}: {type(exc).__name__}: {exc}"
 
 
 def _unreachable(upstream: str, exc: httpx.HTTPError) -> Response:
