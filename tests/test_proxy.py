@@ -260,7 +260,7 @@ def test_replay_answers_offline_from_the_recording_and_says_how_a_request_depart
     recorded = record_adder(store)
     with wb.proxy(replay=recorded, store=store) as proxy:  # no upstream at all
         assert tool_loop(client_for(proxy)) == "the sum is 3"
-        with pytest.raises(openai.ConflictError) as departed:
+        with pytest.raises(openai.BadRequestError) as departed:
             tool_loop(client_for(proxy), prompt="add 5 and 6")
         stream = client_for(proxy).chat.completions.create(
             model="m",
@@ -295,7 +295,7 @@ def test_replay_until_a_step_then_live_and_beyond_the_recording_is_an_error() ->
         client = client_for(proxy)
         tool_loop(client)
         run = store.load(recorded)
-        with pytest.raises(openai.ConflictError, match="replay"):
+        with pytest.raises(openai.BadRequestError, match="replay"):
             client.chat.completions.create(
                 model="m",
                 messages=[*(_wire(m) for m in run.messages), {"role": "user", "content": "more"}],

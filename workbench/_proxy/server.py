@@ -8,7 +8,7 @@ A request is read once into our messages (the wire module's `from_wire_messages`
   is relayed event by event as it arrives, and parsed on the way past for the recording, so the
   agent's time to first token is the upstream's.
 - replayed: a `ReplayModel` made from a recorded run answers, after checking that the request is
-  the one recorded for that step; a request that departs gets an HTTP 409 whose message is the
+  the one recorded for that step; a request that departs gets an HTTP 400 whose message is the
   difference. With ``until_step`` the conversation goes live (forwarded) after that step.
 
 Failures are answers, not exceptions: an upstream that is down, slow or answering garbage gives
@@ -72,6 +72,9 @@ _NOT_RETURNED = frozenset(
     {"content-length", "connection", "transfer-encoding", "content-encoding", "keep-alive"}
 )
 _BEARER = "bearer "
+_DEPARTED = 400
+"""A request the recording cannot answer is the client's bad request: SDKs show it at once (they
+retry a 409 or a 5xx, which would only ask the recording the same question again)."""
 
 
 def without_credentials(url: str) -> str:
@@ -160,8 +163,7 @@ class ProxyApp:
         exchange = _Exchange(self.recorder, snapshot, call, request.headers, body)
         if self.replay is not None and snapshot.run_id not in self._live:
             return await self._from_recording(exchange, stream=wire.stream)
-        if self.upstream is None:
-            return exchange.failed(409, "replay_exhausted", "the replay has no upstream to go on")
+        assert self.upstream is not None, "proxy() refuses neither an upstream nor a replay"
         if wire.stream:
             return await exchange.stream(self._client, self.upstream)
         return await exchange.forward(self._client, self.upstream)
@@ -181,14 +183,14 @@ class ProxyApp:
             response = await model.request(request)
         except ReplayExhausted as exc:
             if self.until_step is None or self.upstream is None:
-                return exchange.failed(409, "replay_exhausted", str(exc))
+                return exchange.failed(_DEPARTED, "replay_exhausted", str(exc))
             self._live.add(run_id)  # the fork point is passed: the rest of the run is live
             if stream:
                 return await exchange.stream(self._client, self.upstream)
             return await exchange.forward(self._client, self.upstream)
         except ReplayDivergence as exc:
-            return exchange.failed(409, "replay_divergence", str(exc))
-        exchange.answered(response, 0.0)
+            return exchange.failed(_DEPARTED, "replay_divergence", str(exc))
+        exchange.answered(response, 0.0 if stream else None)
         if stream:
             return StreamingResponse(_replayed_events(response), media_type="text/event-stream")
         return JSONResponse(completion_json(response))
