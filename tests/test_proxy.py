@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -64,8 +65,22 @@ def tool_loop(client: openai.OpenAI, prompt: str = "add 1 and 2") -> str:
     raise AssertionError("the loop did not end")
 
 
-def client_for(handle: wb.ProxyHandle, **headers: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=handle.url, api_key=KEY, max_retries=0, default_headers=headers)
+CLIENTS: list[openai.OpenAI] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    """Every SDK client a test made is closed after it, passed or failed (no stray sockets)."""
+    yield
+    while CLIENTS:
+        CLIENTS.pop().close()
+
+
+def client_for(handle: wb.ProxyHandle | str, **headers: str) -> openai.OpenAI:
+    url = handle if isinstance(handle, str) else handle.url
+    client = openai.OpenAI(base_url=url, api_key=KEY, max_retries=0, default_headers=headers)
+    CLIENTS.append(client)
+    return client
 
 
 def test_a_tool_loop_becomes_a_run_with_steps_tool_outcomes_and_no_key(tmp_path: Path) -> None:
@@ -348,7 +363,7 @@ def test_the_command_records_until_interrupted(tmp_path: Path) -> None:
             assert process.stdout is not None
             first = process.stdout.readline()
             url = first.split(" on ")[1].split(" ")[0]
-            tool_loop(openai.OpenAI(base_url=url, api_key=KEY, max_retries=0))
+            tool_loop(client_for(url))
             process.send_signal(signal.SIGINT)
             out = process.stdout.read()
             assert process.wait() == 0
@@ -389,7 +404,7 @@ def test_the_command_replays_a_recorded_run_offline(tmp_path: Path) -> None:
         assert process.stdout is not None
         first = process.stdout.readline()
         url = first.split(" on ")[1].split(" ")[0]
-        answer = tool_loop(openai.OpenAI(base_url=url, api_key=KEY, max_retries=0))
+        answer = tool_loop(client_for(url))
         process.send_signal(signal.SIGINT)
         process.stdout.read()
         assert process.wait() == 0
