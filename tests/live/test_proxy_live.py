@@ -8,6 +8,7 @@ any request that reached for the model would fail. The replay must give the same
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import warnings
@@ -32,14 +33,20 @@ def add(a: int, b: int) -> int:
 
 
 def pydantic_ai_agent(base_url: str) -> str:
+    import httpx2  # what pydantic-ai wants for OpenAI-compatible providers now
     from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=base_url, api_key=KEY))
-    settings: Any = {"temperature": 0, "seed": 1, "max_tokens": 64}
-    agent = Agent(model, tools=[add], model_settings=settings, retries=3)
-    return str(agent.run_sync(PROMPT).output)
+    async def run() -> str:
+        async with httpx2.AsyncClient() as http:  # closed here: no connection outlives the run
+            provider = OpenAIProvider(base_url=base_url, api_key=KEY, http_client=http)
+            model = OpenAIChatModel(MODEL, provider=provider)
+            settings: Any = {"temperature": 0, "seed": 1, "max_tokens": 64}
+            agent = Agent(model, tools=[add], model_settings=settings, retries=3)
+            return str((await agent.run(PROMPT)).output)
+
+    return asyncio.run(run())
 
 
 def langgraph_agent(base_url: str) -> str:
