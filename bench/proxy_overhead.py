@@ -104,7 +104,8 @@ def command_proxy(upstream: str) -> Iterator[str]:
             yield process.stdout.readline().split(" on ")[1].split(" ")[0]
         finally:
             process.send_signal(signal.SIGINT)
-            print(f"  the command: {' / '.join(process.stdout.read().split())[-60:]}")
+            recorded = [line for line in process.stdout.read().splitlines() if "recorded" in line]
+            print(f"  the command {recorded[-1] if recorded else 'recorded nothing'}")
             process.wait()
 
 
