@@ -14,7 +14,7 @@ $(VENV)/.demo-installed: pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml | $(VENV)/bin/python
-	$(PIP) -e '.[notebook,otlp,mcp,dev,bench]'
+	$(PIP) -e '.[notebook,otlp,mcp,proxy,foreign,dev,bench]'
 	touch $@ $(VENV)/.demo-installed
 
 demo: $(VENV)/.demo-installed
@@ -47,6 +47,7 @@ bench: $(VENV)/.dev-installed
 	$(PY) bench/view_build.py
 	$(PY) bench/subagent_overhead.py
 	$(PY) bench/replay_speed.py
+	$(PY) bench/proxy_overhead.py
 
 clean:
 	rm -rf $(VENV) .workbench .pytest_cache .mypy_cache .ruff_cache

@@ -15,7 +15,8 @@ the ones below, never one above:
  6  delegation       sub-agents as tools: context, limits, the structured result
  7  loop             the loop's configuration, the engine and the tool-call pipeline
  8  observers        the run store and telemetry: they watch records, they never drive a run
- 9  agent            the facade that ties a loop to its observers; sessions of its runs
+ 9  agent            the facade that ties a loop to its observers; sessions of its runs;
+                    the recording proxy, which ties an agent written elsewhere to them
 10  analysis         what reads or replays finished runs: diff, expect, cassettes, recheck
 11  public API       ``workbench/__init__.py``, the re-exports (exact module only)
 12  views            the notebook, the HTML report and the demo: users of the public API
@@ -58,7 +59,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("delegation", ("workbench.subagent",)),
     ("loop", ("workbench.config", "workbench.engine", "workbench.toolcalls")),
     ("observers", ("workbench.store", "workbench._storage", "workbench.telemetry")),
-    ("agent", ("workbench.agent", "workbench.session")),
+    ("agent", ("workbench.agent", "workbench.session", "workbench._proxy")),
     (
         "analysis",
         (

@@ -63,7 +63,12 @@ def test_no_frozen_dataclass_records_are_left() -> None:
     }, frozen_dataclasses
     models = [c for c in _package_classes() if issubclass(c, BaseModel)]
     assert wb.StepRecord in models and wb.RunResult in models
-    wire = ("workbench.hooks.events", "workbench.hooks.command", "workbench.models._openai_wire")
+    wire = (
+        "workbench.hooks.events",
+        "workbench.hooks.command",
+        "workbench.models._openai_wire",
+        "workbench._proxy.wire",
+    )
     # JSON at a boundary (hook protocol, Chat Completions) has models of its own
     others = [c for c in models if not issubclass(c, Record) and not c.__module__.startswith(wire)]
     assert others == []

@@ -1,5 +1,6 @@
 """Agent Workbench: build, step through, observe and replay LLM agent loops."""
 
+from workbench._proxy import ProxyHandle, proxy
 from workbench.agent import Agent, AgentRun, RunResult
 from workbench.breakpoints import Break
 from workbench.cassette import Cassette, cassette
@@ -211,6 +212,7 @@ __all__ = [
     "PostToolUseInput",
     "PreCompactInput",
     "PreToolUseInput",
+    "ProxyHandle",
     "RateLimitError",
     "RecheckSummary",
     "RecordedCall",
@@ -296,6 +298,7 @@ __all__ = [
     "hooks_from_plugin",
     "hooks_from_settings",
     "load_trace",
+    "proxy",
     "recheck",
     "tool",
 ]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from workbench._record import Record
 from workbench.cli._common import echo
 from workbench.cli.demo import run_demo_verb
+from workbench.cli.proxy import run_proxy, setup_proxy
 from workbench.cli.replay import run_replay, setup_replay
 from workbench.cli.report import run_report, setup_report
 from workbench.cli.runs import run_runs, run_show, setup_runs, setup_show
@@ -23,7 +24,7 @@ __all__ = ["DESCRIPTION", "VERBS", "Verb", "main", "parser"]
 
 DESCRIPTION = (
     "Agent Workbench: run the demo agent offline, and list, show, replay, report and export the "
-    "runs in a run store."
+    "runs in a run store; record any agent through a proxy."
 )
 
 
@@ -60,6 +61,12 @@ VERBS: dict[str, Verb] = {
     ),
     "push": Verb(
         help="send a stored run's trace to an OTLP/HTTP endpoint", setup=setup_push, run=run_push
+    ),
+    "proxy": Verb(
+        help="record any agent: an OpenAI-compatible endpoint forwarding to --upstream (or "
+        "answering from --replay RUN) that stores each conversation as a run",
+        setup=setup_proxy,
+        run=run_proxy,
     ),
 }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -22,30 +22,44 @@ from workbench.messages import (
     FinishReason,
     JsonValue,
     Message,
+    ModelResponse,
     RetryPrompt,
     TextPart,
     ToolCall,
     ToolResult,
+    Usage,
 )
 from workbench.models.base import ModelSettings
+from workbench.models.prices import ModelPrice, cost_of
 from workbench.tools import ToolDefinition
 
 __all__ = [
+    "FINISH_REASONS",
     "RETRY_INSTRUCTION",
+    "Lenient",
     "MalformedResponseError",
     "StreamAssembler",
     "WireCompletion",
+    "WireToolCall",
+    "WireToolCallIn",
     "build_body",
+    "completion_response",
     "finish_reason",
+    "parse_call",
     "parse_chunk",
     "parse_completion",
+    "snippet",
+    "sse_events",
+    "to_usage",
     "to_wire_messages",
+    "wire_call",
+    "wire_parts",
 ]
 
 RETRY_INSTRUCTION = "Fix the errors and try again."
 """Appended to a retry prompt so the model knows it must answer again, not just read."""
 
-_FINISH_REASONS = {
+FINISH_REASONS = {
     "stop": FinishReason.STOP,
     "length": FinishReason.LENGTH,
     "tool_calls": FinishReason.TOOL_CALLS,
@@ -97,14 +111,14 @@ def to_wire_messages(messages: Sequence[Message]) -> list[WireMessage]:
 
 
 def _assistant(message: Message) -> WireMessage:
-    calls = [_wire_call(p) for p in message.parts if isinstance(p, ToolCall)]
+    calls = [wire_call(p) for p in message.parts if isinstance(p, ToolCall)]
     wire = WireMessage(role="assistant", content=message.text or (None if calls else ""))
     if calls:
         wire["tool_calls"] = calls
     return wire
 
 
-def _wire_call(call: ToolCall) -> WireToolCall:
+def wire_call(call: ToolCall) -> WireToolCall:
     # Always the parsed dict, never ``invalid_arguments``: servers reject (500) history that holds
     # the model's own broken JSON, and the retry prompt already tells the model what it sent.
     arguments = json.dumps(call.arguments, ensure_ascii=False)
@@ -173,18 +187,18 @@ def build_body(
 # --- incoming ------------------------------------------------------------------------------------
 
 
-class _Lenient(BaseModel):
+class Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
-class WireFunctionIn(_Lenient):
+class WireFunctionIn(Lenient):
     """``function`` of a tool call as received; in a stream, only pieces of it."""
 
     name: str | None = None
     arguments: str | dict[str, JsonValue] | None = None
 
 
-class WireToolCallIn(_Lenient):
+class WireToolCallIn(Lenient):
     """A tool call (or, in a stream, a delta of one, located by ``index``)."""
 
     index: int | None = None
@@ -192,33 +206,33 @@ class WireToolCallIn(_Lenient):
     function: WireFunctionIn | None = None
 
 
-class WireMessageIn(_Lenient):
+class WireMessageIn(Lenient):
     """A response message, or a stream delta."""
 
     content: str | None = None
     tool_calls: list[WireToolCallIn] | None = None
 
 
-class WireChoice(_Lenient):
+class WireChoice(Lenient):
     """One choice of a complete response."""
 
     message: WireMessageIn
     finish_reason: str | None = None
 
 
-class WirePromptDetails(_Lenient):
+class WirePromptDetails(Lenient):
     """What the input tokens were (OpenAI: ``cached_tokens`` served from the prompt cache)."""
 
     cached_tokens: int | None = None
 
 
-class WireCompletionDetails(_Lenient):
+class WireCompletionDetails(Lenient):
     """What the output tokens were (OpenAI: ``reasoning_tokens``)."""
 
     reasoning_tokens: int | None = None
 
 
-class WireUsage(_Lenient):
+class WireUsage(Lenient):
     """Token counts."""
 
     prompt_tokens: int = 0
@@ -227,7 +241,7 @@ class WireUsage(_Lenient):
     completion_tokens_details: WireCompletionDetails | None = None
 
 
-class WireErrorBody(_Lenient):
+class WireErrorBody(Lenient):
     """The ``error`` object some servers send inside a 200 response or a stream."""
 
     message: str = ""
@@ -235,7 +249,7 @@ class WireErrorBody(_Lenient):
     code: int | str | None = None
 
 
-class WireCompletion(_Lenient):
+class WireCompletion(Lenient):
     """A complete (non-streamed) response."""
 
     id: str | None = None
@@ -245,14 +259,14 @@ class WireCompletion(_Lenient):
     error: WireErrorBody | None = None
 
 
-class WireChunkChoice(_Lenient):
+class WireChunkChoice(Lenient):
     """One choice of a stream chunk."""
 
     delta: WireMessageIn = WireMessageIn()
     finish_reason: str | None = None
 
 
-class WireChunk(_Lenient):
+class WireChunk(Lenient):
     """One ``data:`` event of a stream."""
 
     id: str | None = None
@@ -264,14 +278,14 @@ class WireChunk(_Lenient):
 
 def finish_reason(raw: str | None) -> FinishReason:
     """Map the wire finish reason to ours; anything unheard of is ``UNKNOWN``."""
-    return _FINISH_REASONS.get(raw or "", FinishReason.UNKNOWN)
+    return FINISH_REASONS.get(raw or "", FinishReason.UNKNOWN)
 
 
 Redact = Callable[[str], str]
 """Scrubs the client's secrets from what the server said (servers echo keys back)."""
 
 
-def _snippet(raw: bytes | str, redact: Redact) -> str:
+def snippet(raw: bytes | str, redact: Redact) -> str:
     """The start of what the server sent, scrubbed before it is cut (no half key survives)."""
     text = redact(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
     return text if len(text) <= 200 else f"{text[:200]}... ({len(text)} characters)"
@@ -284,7 +298,7 @@ def parse_completion(raw: bytes, redact: Redact) -> WireCompletion:
     except ValidationError as exc:
         raise MalformedResponseError(
             f"the server's response is not a chat completion ({exc.error_count()} problems): "
-            f"{_snippet(raw, redact)}"
+            f"{snippet(raw, redact)}"
         ) from None
     if completion.error is not None:
         raise MalformedResponseError(
@@ -292,24 +306,24 @@ def parse_completion(raw: bytes, redact: Redact) -> WireCompletion:
         )
     if not completion.choices:
         raise MalformedResponseError(
-            f"the server's response has no choices: {_snippet(raw, redact)}"
+            f"the server's response has no choices: {snippet(raw, redact)}"
         )
     return completion
 
 
 def completion_parts(message: WireMessageIn) -> tuple[TextPart | ToolCall, ...]:
     """Return the parts of a complete response message: its text, then its tool calls."""
-    calls = [_call(c.id, c.function) for c in message.tool_calls or ()]
-    return _parts(message.content or "", calls)
+    calls = [parse_call(c.id, c.function) for c in message.tool_calls or ()]
+    return wire_parts(message.content or "", calls)
 
 
-def _call(call_id: str | None, function: WireFunctionIn | None) -> ToolCall:
+def parse_call(call_id: str | None, function: WireFunctionIn | None) -> ToolCall:
     if function is None or not function.name:
         raise MalformedResponseError("the server sent a tool call without a function name")
     return ToolCall.parse(function.name, function.arguments or "", call_id)
 
 
-def _parts(text: str, calls: list[ToolCall]) -> tuple[TextPart | ToolCall, ...]:
+def wire_parts(text: str, calls: list[ToolCall]) -> tuple[TextPart | ToolCall, ...]:
     # Whitespace next to a tool call is template noise, not an answer.
     keep_text = text.strip() != "" if calls else text != ""
     head: tuple[TextPart | ToolCall, ...] = (TextPart(text=text),) if keep_text else ()
@@ -323,7 +337,7 @@ def parse_chunk(data: str, redact: Redact) -> WireChunk:
     except ValidationError as exc:
         raise MalformedResponseError(
             f"the server sent a stream event that is not a chat completion chunk "
-            f"({exc.error_count()} problems): {_snippet(data, redact)}"
+            f"({exc.error_count()} problems): {snippet(data, redact)}"
         ) from None
     return chunk
 
@@ -389,7 +403,62 @@ class StreamAssembler:
     def parts(self) -> tuple[TextPart | ToolCall, ...]:
         """Return the assembled text and tool calls."""
         calls = [
-            _call(p.call_id, WireFunctionIn(name=p.name, arguments="".join(p.arguments)))
+            parse_call(p.call_id, WireFunctionIn(name=p.name, arguments="".join(p.arguments)))
             for _, p in sorted(self.calls.items())
         ]
-        return _parts("".join(self.text), calls)
+        return wire_parts("".join(self.text), calls)
+
+
+def to_usage(usage: WireUsage | None, price: ModelPrice | None) -> Usage:
+    """Our usage from the wire's; no usage at all is one request of unknown cost."""
+    if usage is None:
+        return Usage(requests=1, cost=None)
+    # A negative count (a server that lies) would be subtracted from the run's totals and let it
+    # slip past MaxTokens and MaxCost: it counts as none.
+    tokens_in, tokens_out = max(0, usage.prompt_tokens), max(0, usage.completion_tokens)
+    cached = usage.prompt_tokens_details and usage.prompt_tokens_details.cached_tokens
+    reasoning = usage.completion_tokens_details and usage.completion_tokens_details.reasoning_tokens
+    return Usage(
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        requests=1,
+        cost=cost_of(price, tokens_in, tokens_out),
+        cache_read_tokens=cached or 0,
+        reasoning_tokens=reasoning or 0,
+    )
+
+
+def completion_response(
+    completion: WireCompletion, price: ModelPrice | None, model: str
+) -> ModelResponse:
+    """The response a validated complete answer stands for (``model`` if it names none)."""
+    choice = completion.choices[0]
+    return ModelResponse(
+        parts=completion_parts(choice.message),
+        usage=to_usage(completion.usage, price),
+        finish_reason=finish_reason(choice.finish_reason),
+        model_name=completion.model or model,
+        response_id=completion.id,
+    )
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+    """Server-sent events as ``(event, data)``: data lines joined, comments skipped.
+
+    An ``error:`` line (older llama.cpp) is taken as the data of an ``error`` event.
+    """
+    event, data = "message", list[str]()
+    async for line in lines:
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", list[str]()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("error:"):
+            event = "error"
+            data.append(line[6:].removeprefix(" "))
+    if data:
+        yield event, "\n".join(data)

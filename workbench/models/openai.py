@@ -30,7 +30,7 @@ import random
 import re
 import time
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -48,19 +48,20 @@ from workbench.errors import (
     RateLimitError,
     ServerError,
 )
-from workbench.messages import ModelResponse, Usage
+from workbench.messages import ModelResponse
 from workbench.models._openai_wire import (
     MalformedResponseError,
     StreamAssembler,
-    WireUsage,
     build_body,
-    completion_parts,
+    completion_response,
     finish_reason,
     parse_chunk,
     parse_completion,
+    sse_events,
+    to_usage,
 )
 from workbench.models.base import ModelError, ModelRequest, ModelSettings
-from workbench.models.prices import ModelPrice, cost_of, price_for
+from workbench.models.prices import ModelPrice, price_for
 
 __all__ = [
     "APIError",
@@ -492,14 +493,7 @@ class OpenAIModel:
 
     async def _read_completion(self, response: httpx.Response, started: float) -> ModelResponse:
         completion = parse_completion(await response.aread(), self.redact)
-        choice = completion.choices[0]
-        return ModelResponse(
-            parts=completion_parts(choice.message),
-            usage=self._usage(completion.usage),
-            finish_reason=finish_reason(choice.finish_reason),
-            model_name=completion.model or self._model,
-            response_id=completion.id,
-        )
+        return completion_response(completion, self.price, self._model)
 
     async def _read_stream(
         self, response: httpx.Response, started: float, request: ModelRequest
@@ -519,30 +513,11 @@ class OpenAIModel:
             )
         return ModelResponse(
             parts=stream.parts(),
-            usage=self._usage(stream.usage),
+            usage=to_usage(stream.usage, self.price),
             finish_reason=finish_reason(stream.finish),
             model_name=stream.model or self._model,
             response_id=stream.response_id,
             time_to_first_token=stream.time_to_first_token,
-        )
-
-    def _usage(self, usage: WireUsage | None) -> Usage:
-        if usage is None:
-            return Usage(requests=1, cost=None)
-        # A negative count (a server that lies) would be subtracted from the run's totals and let
-        # it slip past MaxTokens and MaxCost: it counts as none.
-        tokens_in, tokens_out = max(0, usage.prompt_tokens), max(0, usage.completion_tokens)
-        cached = usage.prompt_tokens_details and usage.prompt_tokens_details.cached_tokens
-        reasoning = (
-            usage.completion_tokens_details and usage.completion_tokens_details.reasoning_tokens
-        )
-        return Usage(
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            requests=1,
-            cost=cost_of(self.price, tokens_in, tokens_out),
-            cache_read_tokens=cached or 0,
-            reasoning_tokens=reasoning or 0,
         )
 
 
@@ -552,28 +527,6 @@ def _whole(limits: httpx.Timeout) -> float | None:
     return max(values) if values else None
 
 
-async def _sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
-    """Server-sent events as ``(event, data)``: data lines joined, comments skipped.
-
-    An ``error:`` line (older llama.cpp) is taken as the data of an ``error`` event.
-    """
-    event, data = "message", list[str]()
-    async for line in lines:
-        if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = "message", list[str]()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("error:"):
-            event = "error"
-            data.append(line[6:].removeprefix(" "))
-    if data:
-        yield event, "\n".join(data)
-
-
 async def _feed_events(
     response: httpx.Response, stream: StreamAssembler, redact: Callable[[str], str]
 ) -> bool:
@@ -581,7 +534,7 @@ async def _feed_events(
 
     What the server said is scrubbed before it is cut short, so no piece of a key survives a cut.
     """
-    async for event, data in _sse_events(response.aiter_lines()):
+    async for event, data in sse_events(response.aiter_lines()):
         if data.strip() == "[DONE]":
             return True
         if event == "error":

@@ -1,0 +1,419 @@
+"""The recording proxy against a fake upstream on loopback: recording, replay, bad input, CLI.
+
+Every test talks HTTP to a real proxy (uvicorn in its thread) in front of a real fake server
+(tests/fake_upstream.py); the agent side is the `openai` SDK or httpx.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+import workbench as wb
+from tests.fake_upstream import Answer, chunks, completion, fake_upstream
+from workbench.notebook.html import step_html
+
+KEY = "sk-test-secret-4e1f9a"
+ADD = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two integers.",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}},
+    },
+}
+
+
+def adder(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+    """Calls add once, then answers with the tool's result."""
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return Answer(body=completion(f"the sum is {last['content']}"))
+    return Answer(body=completion(calls=[("call_1", "add", {"a": 1, "b": 2})]))
+
+
+def tool_loop(client: openai.OpenAI, prompt: str = "add 1 and 2") -> str:
+    """A plain SDK agent loop: call the model, run the tool, until it answers."""
+    messages: list[Any] = [
+        {"role": "system", "content": "You add."},
+        {"role": "user", "content": prompt},
+    ]
+    for _ in range(4):
+        answer = client.chat.completions.create(model="fake-model", messages=messages, tools=[ADD])
+        message = answer.choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            return message.content or ""
+        for call in message.tool_calls:
+            args = json.loads(call.function.arguments)
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": str(args["a"] + args["b"])}
+            )
+    raise AssertionError("the loop did not end")
+
+
+CLIENTS: list[openai.OpenAI] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    """Every SDK client a test made is closed after it, passed or failed (no stray sockets)."""
+    yield
+    while CLIENTS:
+        CLIENTS.pop().close()
+
+
+def client_for(handle: wb.ProxyHandle | str, **headers: str) -> openai.OpenAI:
+    url = handle if isinstance(handle, str) else handle.url
+    client = openai.OpenAI(base_url=url, api_key=KEY, max_retries=0, default_headers=headers)
+    CLIENTS.append(client)
+    return client
+
+
+def test_a_tool_loop_becomes_a_run_with_steps_tool_outcomes_and_no_key(tmp_path: Path) -> None:
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    with fake_upstream(adder) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        assert tool_loop(client_for(proxy)) == "the sum is 3"
+    assert upstream.requests[0][1]["authorization"] == f"Bearer {KEY}"  # passed through
+    (run_id,) = proxy.run_ids
+    run = store.load(run_id)
+    assert run.status is wb.ExecutionStatus.COMPLETED
+    assert run.stop_reason is wb.StopReason.COMPLETED
+    assert run.output == "the sum is 3"
+    first, second = run.steps
+    assert [m.role for m in first.messages_in] == ["system", "user"]
+    assert first.tools_offered == ("add",)
+    assert first.tool_calls[0].arguments == {"a": 1, "b": 2}
+    assert [(o.name, o.status, o.content) for o in first.tool_outcomes] == [("add", "ok", "3")]
+    assert [m.role for m in first.new_messages] == ["assistant", "tool"]
+    assert second.messages_in == first.messages_in + first.new_messages
+    assert second.response is not None and second.response.text_content == "the sum is 3"
+    assert run.usage.input_tokens == 22 and run.usage.requests == 2
+    assert run.snapshots[0].model_settings["tools"][0]["name"] == "add"
+    assert "the sum is 3" in step_html(second, run.steps)
+    store.close()
+    for path in tmp_path.iterdir():  # the database and its WAL
+        assert KEY.encode() not in path.read_bytes()
+
+
+def test_a_stream_is_relayed_as_sent_and_recorded_with_time_to_first_token() -> None:
+    store = wb.RunStore(":memory:")
+
+    def streaming(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        return Answer(chunks=chunks("streamed hello"))
+
+    with fake_upstream(streaming) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        stream = client_for(proxy).chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert text == "streamed hello"
+    (step,) = store.load(proxy.run_ids[0]).steps
+    assert step.response is not None and step.response.text_content == "streamed hello"
+    assert step.timing.time_to_first_token is not None
+    assert step.usage.output_tokens == 3
+
+
+def test_interleaved_conversations_are_separate_runs_and_a_header_names_one() -> None:
+    store = wb.RunStore(":memory:")
+    with fake_upstream(adder) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        client = client_for(proxy)
+        a = [{"role": "user", "content": "conversation a"}]
+        b = [{"role": "user", "content": "conversation b"}]
+        answers = {}
+        for name, messages in (("a", a), ("b", b)):  # both first calls, then both second calls
+            answers[name] = client.chat.completions.create(
+                model="m", messages=messages, tools=[ADD]
+            )
+        for name, messages in (("b", b), ("a", a)):
+            message = answers[name].choices[0].message
+            messages += [
+                message.model_dump(exclude_none=True),
+                {"role": "tool", "tool_call_id": "call_1", "content": name},
+            ]
+            client.chat.completions.create(model="m", messages=messages, tools=[ADD])
+        named = client_for(proxy, **{"X-Workbench-Run": "mine"})
+        named.chat.completions.create(model="m", messages=[{"role": "user", "content": "one"}])
+        named.chat.completions.create(model="m", messages=[{"role": "user", "content": "other"}])
+    runs = [store.load(r) for r in proxy.run_ids]
+    assert [len(r.steps) for r in runs] == [2, 2, 2]
+    assert [r.steps[0].tool_outcomes[0].content for r in runs[:2]] == ["a", "b"]
+    assert runs[2].state.metadata["conversation"] == "mine"
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_upstream_that_is_down_is_a_502_for_the_agent_and_a_failed_run() -> None:
+    store = wb.RunStore(":memory:")
+    down = f"http://user:{KEY}@127.0.0.1:{closed_port()}/v1"  # credentials in the URL stay out
+    with wb.proxy(down, store=store) as proxy, pytest.raises(openai.InternalServerError) as caught:
+        client_for(proxy).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}]
+        )
+    assert caught.value.status_code == 502
+    assert "cannot reach the upstream" in str(caught.value)
+    run = store.load(proxy.run_ids[0])
+    assert run.status is wb.ExecutionStatus.FAILED and run.stop_reason is wb.StopReason.ERROR
+    assert run.error is not None and run.error.type == "ModelConnectionError"
+    assert run.steps[0].response is None
+    assert KEY not in run.state.to_json() and KEY not in str(caught.value)
+
+
+def test_a_slow_upstream_times_out_with_a_504_recorded() -> None:
+    store = wb.RunStore(":memory:")
+    slow = lambda body, headers: Answer(body=completion("late"), delay=1.0)  # noqa: E731
+    with fake_upstream(slow) as upstream, wb.proxy(upstream.url, store=store, timeout=0.2) as proxy:
+        answer = httpx.post(f"{proxy.url}/chat/completions", json={"model": "m", "messages": []})
+    assert answer.status_code == 504
+    assert answer.json()["error"]["type"] == "ModelTimeoutError"
+    assert store.load(proxy.run_ids[0]).error.type == "ModelTimeoutError"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind"),
+    [
+        (Answer(body=b"<html>not json</html>"), "MalformedResponseError"),
+        (Answer(status=500, body={"error": {"message": f"boom, key {KEY}"}}), "APIError"),
+    ],
+)
+def test_the_agent_gets_the_upstreams_garbage_or_error_as_sent_and_the_store_records_it(
+    answer: Answer, kind: str
+) -> None:
+    store = wb.RunStore(":memory:")
+    with (
+        fake_upstream(lambda b, h: answer) as upstream,
+        wb.proxy(upstream.url, store=store) as proxy,
+    ):
+        got = httpx.post(
+            f"{proxy.url}/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "x"}]},
+            headers={"Authorization": f"Bearer {KEY}"},
+        )
+    assert got.status_code == answer.status
+    assert got.content == (
+        answer.body if isinstance(answer.body, bytes) else json.dumps(answer.body).encode()
+    )
+    error = store.load(proxy.run_ids[0]).error
+    assert error is not None and error.type == kind
+    assert KEY not in error.message
+
+
+def test_a_stream_that_breaks_off_or_sends_garbage_is_relayed_and_recorded() -> None:
+    store = wb.RunStore(":memory:")
+    garbage = [{"choices": "not a list"}]
+
+    def behaviour(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        text = body["messages"][0]["content"]
+        return (
+            Answer(chunks=chunks("cut short", pieces=6), cut=True)
+            if text == "cut"
+            else Answer(chunks=garbage)
+        )
+
+    with fake_upstream(behaviour) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        for text in ("cut", "garbage"):
+            body = {"model": "m", "messages": [{"role": "user", "content": text}], "stream": True}
+            with httpx.stream("POST", f"{proxy.url}/chat/completions", json=body) as got:
+                relayed = got.read().decode()
+            assert relayed.startswith("data: ")
+    errors = [store.load(r).error for r in proxy.run_ids]
+    assert [e.type for e in errors if e] == ["MalformedResponseError", "MalformedResponseError"]
+    assert "ended early" in errors[0].message  # type: ignore[union-attr]
+
+
+def test_a_client_that_disconnects_mid_stream_is_recorded() -> None:
+    store = wb.RunStore(":memory:")
+    slow_stream = lambda b, h: Answer(chunks=chunks("a long answer " * 20, pieces=40), gap=0.05)  # noqa: E731
+    with fake_upstream(slow_stream) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True}
+        with httpx.stream("POST", f"{proxy.url}/chat/completions", json=body) as got:
+            next(got.iter_lines())  # the first event arrived; hang up
+    run = store.load(proxy.run_ids[0])
+    assert run.error is not None and run.error.type == "ClientDisconnected"
+    assert run.steps[0].response is None
+
+
+def test_a_request_that_is_not_chat_completions_is_a_400() -> None:
+    with (
+        fake_upstream() as upstream,
+        wb.proxy(upstream.url, store=wb.RunStore(":memory:")) as proxy,
+    ):
+        got = httpx.post(f"{proxy.url}/chat/completions", content=b"{not json")
+        models = httpx.get(f"{proxy.url}/models")
+    assert (
+        got.status_code == 400 and "not a chat completion request" in got.json()["error"]["message"]
+    )
+    assert models.json()["data"][0]["id"] == "fake-model"  # passed through
+    assert upstream.requests == []
+
+
+def record_adder(store: wb.RunStore) -> str:
+    with fake_upstream(adder) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        tool_loop(client_for(proxy))
+    return proxy.run_ids[0]
+
+
+def test_replay_answers_offline_from_the_recording_and_says_how_a_request_departs() -> None:
+    store = wb.RunStore(":memory:")
+    recorded = record_adder(store)
+    with wb.proxy(replay=recorded, store=store) as proxy:  # no upstream at all
+        assert tool_loop(client_for(proxy)) == "the sum is 3"
+        with pytest.raises(openai.BadRequestError) as departed:
+            tool_loop(client_for(proxy), prompt="add 5 and 6")
+        stream = client_for(proxy).chat.completions.create(
+            model="m",
+            messages=[
+                {"role": "system", "content": "You add."},
+                {"role": "user", "content": "add 1 and 2"},
+            ],
+            tools=[ADD],
+            stream=True,
+        )
+        calls = [
+            c.choices[0].delta.tool_calls
+            for c in stream
+            if c.choices and c.choices[0].delta.tool_calls
+        ]
+    assert calls[0][0].function.name == "add"
+    assert "message 1 (user)" in str(departed.value) and "add 5 and 6" in str(departed.value)
+    replayed = store.load(proxy.run_ids[0])
+    assert replayed.state.metadata["proxy"]["replay_of"] == recorded
+    assert replayed.output == "the sum is 3"
+
+
+def test_replay_until_a_step_then_live_and_beyond_the_recording_is_an_error() -> None:
+    store = wb.RunStore(":memory:")
+    recorded = record_adder(store)
+    live = lambda b, h: Answer(body=completion("live answer"))  # noqa: E731
+    with fake_upstream(live) as upstream:
+        with wb.proxy(upstream.url, replay=recorded, until_step=1, store=store) as proxy:
+            assert tool_loop(client_for(proxy)) == "live answer"
+        assert len(upstream.requests) == 1  # only step 2 went to the model
+    with wb.proxy(replay=recorded, store=store) as proxy:
+        client = client_for(proxy)
+        tool_loop(client)
+        run = store.load(recorded)
+        with pytest.raises(openai.BadRequestError, match="replay"):
+            client.chat.completions.create(
+                model="m",
+                messages=[*(_wire(m) for m in run.messages), {"role": "user", "content": "more"}],
+                tools=[ADD],
+            )
+
+
+def _wire(message: wb.Message) -> dict[str, Any]:
+    from workbench.models._openai_wire import to_wire_messages
+
+    return dict(to_wire_messages([message])[0])
+
+
+def test_a_replay_run_that_is_missing_empty_or_damaged_is_refused(tmp_path: Path) -> None:
+    store = wb.RunStore(":memory:")
+    with pytest.raises(wb.RunNotFound):
+        wb.proxy(replay="run_nope", store=store)
+    with wb.proxy("http://127.0.0.1:9/v1", store=store) as proxy:
+        pass  # no conversation: nothing recorded
+    empty = wb.Agent(model=wb.ScriptedModel([]), store=store)
+    failed = empty.run_sync("x")
+    with pytest.raises(wb.UsageError, match="no recorded model response"):
+        wb.proxy(replay=failed.run_id, store=store)
+    damaged = tmp_path / "damaged.sqlite"
+    damaged.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(wb.StoreError):
+        wb.proxy(replay="last", store=wb.RunStore(damaged))
+    with pytest.raises(wb.UsageError, match="until_step"):
+        wb.proxy(replay=record_adder(store), until_step=1, store=store)
+    assert proxy.run_ids == []
+
+
+def test_the_command_records_until_interrupted(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    with fake_upstream(adder) as upstream:
+        command = [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "proxy",
+            "--upstream",
+            upstream.url,
+            "--port",
+            "0",
+            "--store",
+            str(path),
+        ]
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as process:
+            assert process.stdout is not None
+            first = process.stdout.readline()
+            url = first.split(" on ")[1].split(" ")[0]
+            tool_loop(client_for(url))
+            process.send_signal(signal.SIGINT)
+            out = process.stdout.read()
+            assert process.wait() == 0
+    assert "forwarding to" in first
+    (run_id,) = [line.split()[-1] for line in out.splitlines() if line.startswith("recorded")]
+    run = wb.RunStore(path).load(run_id)
+    assert run.output == "the sum is 3" and len(run.steps) == 2
+    assert KEY.encode() not in path.read_bytes()
+
+
+def test_conversations_in_flight_at_once_are_kept_apart() -> None:
+    """Two agents start the same conversation at the same moment: two runs, not one."""
+    store = wb.RunStore(":memory:")
+    both_arrived = threading.Barrier(2, timeout=10)
+
+    def held(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if len(body["messages"]) == 1:
+            both_arrived.wait()  # each answer waits until both requests are in flight
+        return adder(body, headers)
+
+    with fake_upstream(held) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        client = client_for(proxy)
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda _: tool_loop(client), range(2)))
+    assert answers == ["the sum is 3", "the sum is 3"]
+    runs = [store.load(r) for r in proxy.run_ids]
+    assert [len(r.steps) for r in runs] == [2, 2]
+    assert [r.output for r in runs] == ["the sum is 3", "the sum is 3"]
+
+
+def test_the_command_replays_a_recorded_run_offline(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    recorded = record_adder(wb.RunStore(path))
+    command = [sys.executable, "-m", "workbench.cli", "proxy", "--replay", recorded[:12]]
+    command += ["--port", "0", "--store", str(path)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as process:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        url = first.split(" on ")[1].split(" ")[0]
+        answer = tool_loop(client_for(url))
+        process.send_signal(signal.SIGINT)
+        process.stdout.read()
+        assert process.wait() == 0
+    assert f"replaying {recorded[:12]}" in first
+    assert answer == "the sum is 3"
+
+
+def test_the_command_needs_an_upstream_or_a_replay(capsys: pytest.CaptureFixture[str]) -> None:
+    from workbench.cli import main
+
+    assert main(["proxy", "--store", ":memory:"]) == 2
+    assert "proxy needs --upstream URL, or --replay RUN" in capsys.readouterr().out

@@ -1,0 +1,10 @@
+"""The recording proxy: debug an agent written with any framework by standing in for its model.
+
+`proxy()` starts an OpenAI-compatible Chat Completions endpoint that forwards to an upstream model
+(or answers from a recorded run) and records each conversation as a run: `handle` starts it,
+`server` answers, `recorder` turns the calls into step records.
+"""
+
+from workbench._proxy.handle import ProxyHandle, proxy
+
+__all__ = ["ProxyHandle", "proxy"]

@@ -1,0 +1,146 @@
+"""`proxy()`: the recording proxy started in a background thread, and the handle that stops it.
+
+The server has its own thread and event loop, so it works the same from a script, a test or a
+notebook whose kernel already runs a loop. Its socket is bound and listening before `proxy()`
+returns, so a client may connect at once: the connection waits in the socket's backlog until the
+server accepts it, and ``port=0`` (a free port) is safe to use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from typing import TYPE_CHECKING
+
+import httpx
+
+from workbench._proxy.recorder import Recorder
+from workbench.errors import UsageError
+from workbench.messages import JsonValue
+from workbench.records import RunResult
+from workbench.store import RunStore
+
+if TYPE_CHECKING:
+    from workbench._proxy.server import ProxyApp
+
+__all__ = ["ProxyHandle", "proxy"]
+
+
+class ProxyHandle:
+    """A running proxy: point an agent's ``base_url`` at `url`; `close` stops it and saves.
+
+    Use it as a context manager, or call `close`: the last step of each conversation is written
+    when the proxy closes (its tool results would have come with the next request).
+    """
+
+    def __init__(self, app: ProxyApp, sock: socket.socket, timeout: float) -> None:
+        self.app = app
+        self.store = app.recorder.store
+        host, port = sock.getsockname()[:2]
+        self.host, self.port = str(host), int(port)
+        self._sock = sock
+        self._timeout = timeout
+        import uvicorn  # the ``proxy`` extra: ``import workbench`` does not need a web server
+
+        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._serve, name=f"workbench-proxy-{self.port}")
+        self._thread.daemon = True
+        self._closed = False
+        self._thread.start()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"ProxyHandle({self.url!r}, {state})"
+
+    @property
+    def url(self) -> str:
+        """The base URL to give a client (``.../v1``)."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The runs recorded so far, one per conversation, in the order they started."""
+        return list(self.app.recorder.run_ids)
+
+    def wait(self) -> None:
+        """Block until the server stops (the command line waits here for Ctrl-C)."""
+        while self._thread.is_alive():
+            self._thread.join(0.5)
+
+    def close(self) -> None:
+        """Stop serving, then write every conversation's last step and end its run."""
+        if self._closed:
+            return
+        self._closed = True
+        self._server.should_exit = True
+        self._thread.join()
+        self._sock.close()
+        self.app.recorder.close()
+
+    def __enter__(self) -> ProxyHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _serve(self) -> None:
+        asyncio.run(self._main())
+
+    async def _main(self) -> None:
+        async with httpx.AsyncClient(timeout=self._timeout) as client:
+            self.app.client = client
+            await self._server.serve(sockets=[self._sock])
+
+
+def proxy(
+    upstream: str | None = None,
+    *,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    store: RunStore | None = None,
+    replay: RunResult | str | None = None,
+    until_step: int | None = None,
+    timeout: float = 600.0,
+    agent_name: str = "proxy",
+) -> ProxyHandle:
+    """Start a recording proxy for an OpenAI-compatible ``upstream`` (``.../v1``).
+
+    Every conversation an agent has through it becomes a run in ``store`` (the default store if
+    omitted). With ``replay`` (a run, or the id of one in the store) it answers from that
+    recording instead, strictly; with ``until_step`` too it answers live from ``upstream`` after
+    that step. ``timeout`` bounds each upstream request, in seconds. Needs the ``proxy`` extra
+    (``pip install 'workbench[proxy]'``: starlette and uvicorn).
+    """
+    from workbench._proxy.server import ProxyApp, without_credentials  # the extra, as above
+
+    store = store if store is not None else RunStore.default()
+    if store is None:
+        raise UsageError("the proxy records into a run store: pass store= (WORKBENCH_STORE=off)")
+    recording = _recording(store, replay)
+    if recording is None and upstream is None:
+        raise UsageError("the proxy needs an upstream to forward to, or a run to replay")
+    if until_step is not None and (recording is None or upstream is None):
+        raise UsageError("until_step forks a replay: it needs both replay= and upstream=")
+    shown = without_credentials(upstream) if upstream else None
+    metadata: dict[str, JsonValue] = {"proxy": {"upstream": shown}}
+    if recording is not None:
+        metadata["proxy"] = {"upstream": shown, "replay_of": recording.run_id}
+    recorder = Recorder(store, agent_name=agent_name, metadata=metadata)
+    app = ProxyApp(recorder, upstream=upstream, replay=recording, until_step=until_step)
+    sock = socket.create_server((host, port))
+    # Accepted connections inherit this: without it the server writes a response's head and body
+    # separately, Nagle holds the body for the client's delayed ACK, and each call waits ~40 ms.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return ProxyHandle(app, sock, timeout)
+
+
+def _recording(store: RunStore, replay: RunResult | str | None) -> RunResult | None:
+    """The run to replay: loaded (`RunNotFound`, `StoreError` if it cannot be) and checked."""
+    if replay is None:
+        return None
+    run = store.load(store.resolve(replay)) if isinstance(replay, str) else replay
+    if not any(s.response is not None for s in run.steps):
+        raise UsageError(f"run {run.run_id} has no recorded model response to replay")
+    return run

@@ -1,0 +1,294 @@
+"""`Recorder`: model calls seen by the proxy, grouped into conversations, written as runs.
+
+The proxy sees requests, not an agent loop, so it rebuilds what the loop would have recorded:
+each model call is a step (what the agent sent is ``messages_in``, what the upstream answered is
+the response), and what the agent sends back in its next request (tool results, a new user turn)
+is what that step added (``new_messages``, tool outcomes). A step is therefore written when the
+conversation's next request arrives, or when the recorder is closed; its snapshot is written at
+once, so a proxy that dies loses the last answer of each open conversation, not the request.
+
+Which conversation a request continues: the one named by the ``X-Workbench-Run`` header, else the
+open conversation whose last request is a prefix of this one (one it extends before one it only
+repeats, which is a retry; then the longest), so agents that start the same conversation at once
+keep them apart; one still waiting for its answer is never continued. A request that continues
+none starts a new run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from workbench._record import Record
+from workbench.conditions import Budget
+from workbench.messages import JsonValue, Message, ModelResponse, ToolResult, Usage
+from workbench.records import PhaseEvent, StepContext, StepRecord, Timing, ToolOutcome
+from workbench.state import AgentState, ErrorInfo, Phase, StopReason, Transition
+from workbench.store import RunStore
+from workbench.tools import ToolDefinition
+
+__all__ = ["Call", "Outcome", "Recorder"]
+
+
+class Call(Record):
+    """One request as the proxy received it, converted to our messages and tools."""
+
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolDefinition, ...]
+    settings: dict[str, JsonValue]
+    """The rest of the request body (temperature, stream, tool_choice, ...)."""
+    conversation: str | None = None
+    """The ``X-Workbench-Run`` header, when the client named its conversation."""
+
+
+class Outcome(Record):
+    """How one call ended: the response, or the error the agent was given instead."""
+
+    response: ModelResponse | None
+    error: ErrorInfo | None = None
+    duration: float
+    time_to_first_token: float | None = None
+
+
+class _Pending(Record):
+    """A step whose call has ended, waiting for the next request to say what came of it."""
+
+    snapshot: StepContext
+    call: Call
+    outcome: Outcome
+    started_at: float
+
+
+class _Conversation:
+    """The bookkeeping of one run: its state, the step under way and the one waiting."""
+
+    def __init__(self, state: AgentState) -> None:
+        self.state = state
+        self.sent: tuple[Message, ...] | None = None
+        self.in_flight: StepContext | None = None
+        self.pending: _Pending | None = None
+
+    def continues(self, messages: tuple[Message, ...]) -> bool:
+        """True when ``messages`` start with what this conversation sent last."""
+        sent = self.sent
+        return (
+            self.in_flight is None
+            and sent is not None
+            and len(messages) >= len(sent)
+            and all(_same(a, b) for a, b in zip(sent, messages, strict=False))
+        )
+
+
+class Recorder:
+    """Writes the proxy's conversations into ``store``, one run each (see the module docstring).
+
+    Not thread-safe: the proxy calls it from its event loop only (and `close` after that loop
+    has stopped). The store writes themselves go, in order, to one writer thread, so that no
+    agent waits for a database commit; `close` waits for them all.
+    """
+
+    def __init__(
+        self, store: RunStore, *, agent_name: str = "proxy", metadata: dict[str, JsonValue]
+    ) -> None:
+        self.store = store
+        self.agent_name = agent_name
+        self.metadata = metadata
+        self._conversations: list[_Conversation] = []
+        self._named: dict[str, _Conversation] = {}
+        self.run_ids: list[str] = []
+        """The runs recorded, one per conversation, in the order they started."""
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="workbench-proxy-store")
+
+    def begin(self, call: Call) -> StepContext:
+        """A request arrived: find (or start) its conversation and write the step's snapshot."""
+        conversation = self._conversation_of(call)
+        if conversation.pending is not None:
+            self._finish(conversation, call.messages)
+        state = conversation.state
+        step = state.step + 1
+        messages = _provenance(conversation, call.messages)
+        state = state.model_copy(update={"step": step, "messages": messages})
+        snapshot = StepContext(
+            run_id=state.run_id,
+            execution_id=state.execution_id,
+            parent_run_id=None,
+            step=step,
+            model_name=call.model,
+            model_settings={**call.settings, "tools": [t.model_dump() for t in call.tools]},
+            tool_names=tuple(t.name for t in call.tools),
+            tool_schema_hash=_digest([t.model_dump() for t in call.tools]),
+            system_prompt_hash=_system_hash(messages),
+            budget=Budget(
+                steps_used=step - 1,
+                tokens_used=state.usage.total_tokens,
+                seconds_used=state.elapsed,
+                cost_used=state.usage.cost,
+            ),
+            message_count=len(messages),
+            state=state,
+        )
+        conversation.state, conversation.sent, conversation.in_flight = state, messages, snapshot
+        self._write(self.store.step_started, snapshot)
+        return snapshot
+
+    def end(self, snapshot: StepContext, call: Call, outcome: Outcome) -> None:
+        """The call ended (answered, failed, or cut off): keep it until its results are known."""
+        conversation = next(c for c in self._conversations if c.in_flight is snapshot)
+        conversation.in_flight = None
+        started = time.time() - outcome.duration
+        conversation.pending = _Pending(
+            snapshot=snapshot, call=call, outcome=outcome, started_at=started
+        )
+
+    def close(self) -> None:
+        """Write every waiting step and end every run (a call still in flight is lost)."""
+        for conversation in self._conversations:
+            if conversation.pending is not None:
+                self._finish(conversation, None)
+            else:
+                conversation.state = _ended(conversation.state)
+            self._write(self.store.run_ended, conversation.state)
+        self._conversations.clear()
+        self._named.clear()
+        self._writer.shutdown(wait=True)
+
+    def _conversation_of(self, call: Call) -> _Conversation:
+        if call.conversation is not None and call.conversation in self._named:
+            return self._named[call.conversation]
+        if call.conversation is None:
+            candidates = [c for c in self._conversations if c.continues(call.messages)]
+            if candidates:  # one it extends before one it repeats (a retry), then the longest
+                n = len(call.messages)
+                return max(candidates, key=lambda c: (len(c.sent or ()) < n, len(c.sent or ())))
+        metadata = dict(self.metadata)
+        if call.conversation is not None:
+            metadata["conversation"] = call.conversation
+        state = AgentState(agent_name=self.agent_name, metadata=metadata).moved(Transition.START)
+        conversation = _Conversation(state)
+        self._conversations.append(conversation)
+        self.run_ids.append(state.run_id)
+        if call.conversation is not None:
+            self._named[call.conversation] = conversation
+        self._write(self.store.run_started, state)
+        return conversation
+
+    def _finish(self, conversation: _Conversation, following: tuple[Message, ...] | None) -> None:
+        """Write the waiting step; ``following`` is the conversation's next request, if any."""
+        pending = conversation.pending
+        assert pending is not None
+        conversation.pending = None
+        sent, outcome = pending.snapshot.state.messages, pending.outcome
+        if following is not None and len(following) >= len(sent):
+            added = _provenance(conversation, following)[len(sent) :]
+        elif outcome.response is not None:
+            added = (outcome.response.to_message().stamped(*_where(pending.snapshot)),)
+        else:
+            added = ()
+        response = outcome.response
+        usage = response.usage if response is not None else Usage()
+        state = conversation.state.model_copy(
+            update={
+                "messages": sent + added,
+                "usage": conversation.state.usage + usage,
+                "elapsed": conversation.state.elapsed + outcome.duration,
+                "error": outcome.error or conversation.state.error,
+                "errors_total": conversation.state.errors_total + (outcome.error is not None),
+            }
+        )
+        if following is None:  # the proxy is closing: this was the conversation's last step
+            state = _ended(state)
+        conversation.state = state
+        record = StepRecord(
+            index=pending.snapshot.step,
+            run_id=state.run_id,
+            execution_id=state.execution_id,
+            messages_in=sent,
+            new_messages=added,
+            response=response,
+            tool_outcomes=_outcomes(response, added),
+            usage=usage,
+            timing=Timing(
+                inference=outcome.duration, time_to_first_token=outcome.time_to_first_token
+            ),
+            status=state.status,
+            stop_reason=state.stop_reason,
+            tools_offered=pending.snapshot.tool_names,
+            snapshot_id=pending.snapshot.id,
+            started_at=pending.started_at,
+        )
+        event = PhaseEvent(phase=Phase.CONTINUATION, step=record.index, state=state)
+        self._write(self.store.phase_ended, event, pending.started_at)
+        self._write(self.store.step_ended, record)
+
+    def _write(self, write: Callable[..., None], *args: object) -> None:
+        """Queue a store write (the store records its own failures in ``write_errors``)."""
+        self._writer.submit(write, *args)
+
+
+def _same(a: Message, b: Message) -> bool:
+    return a is b or (a.role == b.role and a.parts == b.parts)
+
+
+def _where(snapshot: StepContext) -> tuple[str, str, int]:
+    return snapshot.run_id, snapshot.execution_id, snapshot.step
+
+
+def _provenance(conversation: _Conversation, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """``messages`` with the ones the conversation already holds kept as they were recorded.
+
+    Messages past those are new since the previous step, so that step produced them (the
+    answer and what the agent did with it); the first request's messages are the agent's input.
+    """
+    known = conversation.state.messages
+    kept = 0
+    while kept < min(len(known), len(messages)) and _same(known[kept], messages[kept]):
+        kept += 1
+    step = conversation.state.step
+    state = conversation.state
+    new = messages[kept:]
+    if step > 0:
+        new = tuple(m.stamped(state.run_id, state.execution_id, step) for m in new)
+    return known[:kept] + new
+
+
+def _outcomes(response: ModelResponse | None, added: Sequence[Message]) -> tuple[ToolOutcome, ...]:
+    """The tool calls of ``response`` that the agent answered in ``added``, with their results."""
+    calls = {c.call_id: c for c in response.calls} if response is not None else {}
+    outcomes = []
+    for message in added:
+        for part in message.parts:
+            if isinstance(part, ToolResult) and part.call_id in calls:
+                call = calls[part.call_id]
+                outcomes.append(
+                    ToolOutcome(
+                        call_id=call.call_id,
+                        name=call.name,
+                        arguments=call.arguments,
+                        status="error" if part.is_error else "ok",
+                        content=part.content,
+                    )
+                )
+    return tuple(outcomes)
+
+
+def _ended(state: AgentState) -> AgentState:
+    """The final state of a conversation the proxy stops watching."""
+    last = state.messages[-1] if state.messages else None
+    if state.error is not None and state.error.step == state.step:
+        return state.moved(Transition.FAIL, stop_reason=StopReason.ERROR)
+    if last is not None and last.role == "assistant" and not last.tool_calls:
+        return state.moved(Transition.COMPLETE, stop_reason=StopReason.COMPLETED)
+    return state.moved(Transition.ABORT, stop_reason=StopReason.ABORTED)
+
+
+def _digest(value: JsonValue) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _system_hash(messages: Sequence[Message]) -> str | None:
+    system = "\n".join(m.text for m in messages if m.role == "system")
+    return _digest(system) if system else None

@@ -1,0 +1,424 @@
+"""The recording proxy's HTTP side: a Chat Completions endpoint in front of an upstream model.
+
+A request is read once into our messages (the wire module's `from_wire_messages`), handed to the
+`Recorder`, and then answered in one of two ways:
+
+- forwarded: the body goes to the upstream as it came, with the client's own headers (its API key
+  included), and the upstream's answer comes back as it was sent, bytes and status alike. A stream
+  is relayed event by event as it arrives, and parsed on the way past for the recording, so the
+  agent's time to first token is the upstream's.
+- replayed: a `ReplayModel` made from a recorded run answers, after checking that the request is
+  the one recorded for that step; a request that departs gets an HTTP 400 whose message is the
+  difference. With ``until_step`` the conversation goes live (forwarded) after that step.
+
+Failures are answers, not exceptions: an upstream that is down, slow or answering garbage gives
+the agent an OpenAI-style error (or the upstream's own), and the step records what happened. The
+client's headers are passed on and never kept; the API key is scrubbed from anything recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Literal
+
+import httpx
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from workbench._proxy.recorder import Call, Outcome, Recorder
+from workbench._proxy.wire import (
+    completion_chunks,
+    completion_json,
+    from_wire_messages,
+    parse_request,
+    request_tools,
+)
+from workbench.errors import (
+    MalformedResponseError,
+    MessageFormatError,
+    ReplayDivergence,
+    ReplayExhausted,
+)
+from workbench.messages import ModelResponse
+from workbench.models._openai_wire import (
+    StreamAssembler,
+    completion_response,
+    finish_reason,
+    parse_chunk,
+    parse_completion,
+    sse_events,
+    to_usage,
+)
+from workbench.models.base import ModelRequest
+from workbench.models.prices import price_for
+from workbench.models.replay import ReplayModel
+from workbench.records import RunResult, StepContext
+from workbench.state import ErrorInfo, Phase
+
+__all__ = ["CONVERSATION_HEADER", "ProxyApp", "without_credentials"]
+
+CONVERSATION_HEADER = "x-workbench-run"
+"""A client that sends this header has its calls grouped by its value instead of by prefix."""
+
+# Hop-by-hop and framing headers are the proxy's own business on each side; the encoding is
+# dropped so the upstream answers in plain text the proxy can read on the way past.
+_NOT_FORWARDED = frozenset(
+    {"host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive"}
+    | {CONVERSATION_HEADER}
+)
+_NOT_RETURNED = frozenset(
+    {"content-length", "connection", "transfer-encoding", "content-encoding", "keep-alive"}
+)
+_BEARER = "bearer "
+_DEPARTED = 400
+"""A request the recording cannot answer is the client's bad request: SDKs show it at once (they
+retry a 409 or a 5xx, which would only ask the recording the same question again)."""
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without a ``user:password@`` part: what may be recorded or shown of it."""
+    return str(httpx.URL(url).copy_with(userinfo=b""))
+
+
+def error_body(message: str, kind: str, status: int) -> dict[str, Any]:
+    """An error in the shape OpenAI clients read (``error.message`` is what they show)."""
+    return {"error": {"message": message, "type": kind, "code": status}}
+
+
+class ProxyApp:
+    """The ASGI application: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+
+    ``client`` is set by the server once its event loop runs (an `httpx.AsyncClient` belongs to
+    one loop).
+    """
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        *,
+        upstream: str | None,
+        replay: RunResult | None = None,
+        until_step: int | None = None,
+    ) -> None:
+        self.recorder = recorder
+        self.upstream = upstream.rstrip("/") if upstream else None
+        self.replay = replay
+        self.until_step = until_step
+        self.client: httpx.AsyncClient | None = None
+        self._replays: dict[str, ReplayModel] = {}
+        self._live: set[str] = set()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Route a request (anything else is a 404 in the OpenAI error shape)."""
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        path = request.url.path.removeprefix("/v1")
+        if request.method == "POST" and path == "/chat/completions":
+            response = await self.chat(request)
+        elif request.method == "GET" and path == "/models":
+            response = await self.models(request)
+        else:
+            message = f"the workbench proxy serves no {request.method} {request.url.path}"
+            response = JSONResponse(error_body(message, "not_found", 404), status_code=404)
+        await response(scope, receive, send)
+
+    # --- the two routes ----------------------------------------------------------------------
+
+    async def models(self, request: Request) -> Response:
+        """The upstream's model list; when replaying offline, the recorded model."""
+        if self.upstream is None:
+            name = self._recorded_model()
+            data = [{"id": name, "object": "model", "owned_by": "workbench-replay"}]
+            return JSONResponse({"object": "list", "data": data})
+        try:
+            answer = await self._client.get(
+                f"{self.upstream}/models", headers=_forwarded(request.headers)
+            )
+        except httpx.HTTPError as exc:
+            return _unreachable(self.upstream, exc)
+        return Response(answer.content, answer.status_code, _returned(answer.headers))
+
+    async def chat(self, request: Request) -> Response:
+        """Record one model call and answer it, from the upstream or from the recording."""
+        body = await request.body()
+        try:
+            wire = parse_request(body)
+            messages = from_wire_messages(wire.messages)
+        except (MessageFormatError, MalformedResponseError) as exc:
+            return JSONResponse(error_body(str(exc), "invalid_request_error", 400), 400)
+        settings = json.loads(body)
+        for key in ("messages", "tools"):
+            settings.pop(key, None)
+        call = Call(
+            model=wire.model,
+            messages=messages,
+            tools=request_tools(wire),
+            settings=settings,
+            conversation=request.headers.get(CONVERSATION_HEADER),
+        )
+        snapshot = self.recorder.begin(call)
+        exchange = _Exchange(self.recorder, snapshot, call, request.headers, body)
+        if self.replay is not None and snapshot.run_id not in self._live:
+            return await self._from_recording(exchange, stream=wire.stream)
+        assert self.upstream is not None, "proxy() refuses neither an upstream nor a replay"
+        if wire.stream:
+            return await exchange.stream(self._client, self.upstream)
+        return await exchange.forward(self._client, self.upstream)
+
+    # --- answering from a recording ----------------------------------------------------------
+
+    async def _from_recording(self, exchange: _Exchange, *, stream: bool) -> Response:
+        assert self.replay is not None
+        run_id = exchange.snapshot.run_id
+        model = self._replays.get(run_id)
+        if model is None:
+            model = self._replays[run_id] = ReplayModel.from_run(
+                self.replay, until_step=self.until_step
+            )
+        request = ModelRequest(messages=exchange.call.messages, tools=exchange.call.tools)
+        try:
+            response = await model.request(request)
+        except ReplayExhausted as exc:
+            if self.until_step is None or self.upstream is None:
+                return exchange.failed(_DEPARTED, "replay_exhausted", str(exc))
+            self._live.add(run_id)  # the fork point is passed: the rest of the run is live
+            if stream:
+                return await exchange.stream(self._client, self.upstream)
+            return await exchange.forward(self._client, self.upstream)
+        except ReplayDivergence as exc:
+            return exchange.failed(_DEPARTED, "replay_divergence", str(exc))
+        exchange.answered(response, 0.0 if stream else None)
+        if stream:
+            return StreamingResponse(_replayed_events(response), media_type="text/event-stream")
+        return JSONResponse(completion_json(response))
+
+    @property
+    def _client(self) -> httpx.AsyncClient:
+        assert self.client is not None, "the proxy's HTTP client is made when its loop starts"
+        return self.client
+
+    def _recorded_model(self) -> str:
+        steps = self.replay.steps if self.replay is not None else ()
+        return next((s.response.model_name for s in steps if s.response is not None), "replay")
+
+
+class _Exchange:
+    """One model call on its way through: what to record, and how to answer the agent."""
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        snapshot: StepContext,
+        call: Call,
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> None:
+        self.recorder, self.snapshot, self.call, self.body = recorder, snapshot, call, body
+        self.headers = _forwarded(headers)
+        auth = headers.get("authorization", "")
+        self._secret = auth[len(_BEARER) :] if auth.lower().startswith(_BEARER) else auth
+        self.started = time.perf_counter()
+
+    def answered(self, response: ModelResponse, ttft: float | None) -> None:
+        """Record the answer."""
+        duration = time.perf_counter() - self.started
+        outcome = Outcome(response=response, duration=duration, time_to_first_token=ttft)
+        self.recorder.end(self.snapshot, self.call, outcome)
+
+    def scrub(self, text: str) -> str:
+        """``text`` without the client's API key (an upstream may echo it back)."""
+        return text.replace(self._secret, "[redacted]") if self._secret else text
+
+    def record_error(self, kind: str, message: str) -> None:
+        """Record that the call ended without an answer (the key scrubbed from the message)."""
+        message = self.scrub(message)
+        error = ErrorInfo(
+            type=kind, message=message, phase=Phase.INFERENCE, step=self.snapshot.step
+        )
+        duration = time.perf_counter() - self.started
+        self.recorder.end(
+            self.snapshot, self.call, Outcome(response=None, error=error, duration=duration)
+        )
+
+    def failed(self, status: int, kind: str, message: str) -> Response:
+        """Record the error and give it to the agent."""
+        self.record_error(kind, message)
+        return JSONResponse(error_body(message, kind, status), status_code=status)
+
+    async def forward(self, client: httpx.AsyncClient, upstream: str) -> Response:
+        """Send the body upstream and hand back what it answered, as it answered it."""
+        try:
+            answer = await client.post(
+                f"{upstream}/chat/completions", content=self.body, headers=self.headers
+            )
+        except httpx.TimeoutException as exc:
+            return self._timed_out(upstream, exc)
+        except httpx.HTTPError as exc:
+            self.record_error("ModelConnectionError", _cannot_reach(upstream, exc))
+            return _unreachable(upstream, exc)
+        self._record_completion(answer)
+        return Response(answer.content, answer.status_code, _returned(answer.headers))
+
+    async def stream(self, client: httpx.AsyncClient, upstream: str) -> Response:
+        """Relay the upstream's stream event by event, assembling the recording on the way."""
+        request = client.build_request(
+            "POST", f"{upstream}/chat/completions", content=self.body, headers=self.headers
+        )
+        try:
+            answer = await client.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            return self._timed_out(upstream, exc)
+        except httpx.HTTPError as exc:
+            self.record_error("ModelConnectionError", _cannot_reach(upstream, exc))
+            return _unreachable(upstream, exc)
+        if not answer.is_success:
+            await answer.aread()
+            await answer.aclose()
+            self._record_completion(answer)
+            return Response(answer.content, answer.status_code, _returned(answer.headers))
+        relay = _Relay(answer)
+        return StreamingResponse(
+            relay.chunks(),
+            answer.status_code,
+            _returned(answer.headers),
+            background=BackgroundTask(self._record_stream, relay),
+        )
+
+    async def _record_stream(self, relay: _Relay) -> None:
+        """Read what was relayed into the recording, once the agent has all of it."""
+        await relay.answer.aclose()  # a no-op unless the client's leaving cut the relay short
+        if relay.outcome == "gone":
+            self.record_error("ClientDisconnected", "the client went away mid-stream")
+            return
+        if relay.outcome == "broke":
+            self.record_error(
+                "MalformedResponseError", f"the upstream's stream broke off: {relay.why}"
+            )
+            return
+        assembler = StreamAssembler(started=self.started)
+        done, problem = False, None
+        async for event, data in sse_events(relay.lines()):
+            done = data.strip() == "[DONE]"
+            problem = None if done else _feed(assembler, event, data, self.scrub)
+            if done or problem is not None:
+                break
+        if problem is None and not done and assembler.finish is None:
+            problem = ("MalformedResponseError", "the upstream's stream ended early")
+        if problem is not None:
+            self.record_error(*problem)
+            return
+        first = None if relay.first is None else relay.first - self.started
+        self.answered(_assembled(assembler, self.call.model, first), first)
+
+    def _record_completion(self, answer: httpx.Response) -> None:
+        if not answer.is_success:
+            said = answer.text[:500]
+            self.record_error("APIError", f"{answer.status_code} from the upstream: {said}")
+            return
+        try:
+            completion = parse_completion(answer.content, self.scrub)
+        except MalformedResponseError as exc:
+            self.record_error("MalformedResponseError", str(exc))
+            return
+        self.answered(
+            completion_response(completion, price_for(self.call.model), self.call.model), None
+        )
+
+    def _timed_out(self, upstream: str, exc: httpx.TimeoutException) -> Response:
+        where = without_credentials(upstream)
+        message = f"the upstream {where} did not answer in time ({type(exc).__name__})"
+        return self.failed(504, "ModelTimeoutError", message)
+
+
+class _Relay:
+    """The upstream's stream passed on as each piece arrives, and kept to be read afterwards.
+
+    Nothing is parsed on the way: the agent's time to first token and to the last byte are the
+    upstream's plus the hop, and the recording is read after the response is complete.
+    """
+
+    def __init__(self, answer: httpx.Response) -> None:
+        self.answer = answer
+        self.received: list[bytes] = []
+        self.first: float | None = None
+        self.outcome: Literal["ended", "broke", "gone"] = "gone"
+        """``gone`` until the stream ends: a relay cancelled by the client leaving stays so."""
+        self.why = ""
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """Each piece of the upstream's body, as it comes."""
+        try:
+            async for piece in self.answer.aiter_bytes():
+                self.first = self.first or time.perf_counter()
+                self.received.append(piece)
+                yield piece
+            self.outcome = "ended"
+        except httpx.HTTPError as exc:
+            self.outcome, self.why = "broke", repr(exc)
+        finally:
+            await self.answer.aclose()
+
+    async def lines(self) -> AsyncIterator[str]:
+        """The lines of what was received (SSE ends a line with CR, LF or CRLF)."""
+        text = b"".join(self.received).decode("utf-8", "replace")
+        for line in _LINE_END.split(text):
+            yield line
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _feed(
+    assembler: StreamAssembler, event: str, data: str, scrub: Callable[[str], str]
+) -> tuple[str, str] | None:
+    """Take one event into the recording; what was wrong with it, if something was."""
+    if event == "error":
+        return ("ServerError", f"the upstream's stream failed: {data[:500]}")
+    try:
+        chunk = parse_chunk(data, scrub)
+    except MalformedResponseError as exc:
+        return ("MalformedResponseError", str(exc))
+    if chunk.error is not None:
+        return ("ServerError", f"the upstream's stream failed: {chunk.error.message}")
+    assembler.feed(chunk)
+    return None
+
+
+def _assembled(assembler: StreamAssembler, model: str, first: float | None) -> ModelResponse:
+    return ModelResponse(
+        parts=assembler.parts(),
+        usage=to_usage(assembler.usage, price_for(assembler.model or model)),
+        finish_reason=finish_reason(assembler.finish),
+        model_name=assembler.model or model,
+        response_id=assembler.response_id,
+        time_to_first_token=first,
+    )
+
+
+async def _replayed_events(response: ModelResponse) -> AsyncIterator[str]:
+    for chunk in completion_chunks(response):
+        yield f"data: {json.dumps(chunk)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _forwarded(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in _NOT_FORWARDED}
+
+
+def _returned(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in _NOT_RETURNED}
+
+
+def _cannot_reach(upstream: str, exc: httpx.HTTPError) -> str:
+    where = without_credentials(upstream)
+    return f"cannot reach the upstream {where}: {type(exc).__name__}: {exc}"
+
+
+def _unreachable(upstream: str, exc: httpx.HTTPError) -> Response:
+    body = error_body(_cannot_reach(upstream, exc), "upstream_unreachable", 502)
+    return JSONResponse(body, status_code=502)

@@ -1,0 +1,66 @@
+"""``workbench proxy``: record (or replay) any agent by standing in for its model.
+
+It runs in the foreground until Ctrl-C, then writes each conversation's last step and prints the
+runs it recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workbench import proxy
+from workbench.cli._common import echo, open_store, store_option
+from workbench.errors import UsageError
+
+__all__ = ["run_proxy", "setup_proxy"]
+
+
+def setup_proxy(parser: argparse.ArgumentParser) -> None:
+    """``--upstream URL``, ``--port N``, ``--replay RUN``, ``--until-step N``, ``--store PATH``."""
+    parser.add_argument(
+        "--upstream", metavar="URL", help="the OpenAI-compatible server to forward to (.../v1)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=8089, help="the port to listen on (default 8089; 0: any)"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    parser.add_argument(
+        "--replay", metavar="RUN", help="answer from this recorded run instead (strict)"
+    )
+    parser.add_argument(
+        "--until-step",
+        metavar="N",
+        type=int,
+        default=None,
+        help="with --replay: answer from the recording up to step N, then live from --upstream",
+    )
+    store_option(parser)
+
+
+def run_proxy(args: argparse.Namespace) -> int:
+    """Serve until interrupted; print the runs recorded."""
+    if args.upstream is None and args.replay is None:
+        raise UsageError("proxy needs --upstream URL, or --replay RUN")
+    store = open_store(args)
+    handle = proxy(
+        args.upstream,
+        port=args.port,
+        host=args.host,
+        store=store,
+        replay=args.replay,
+        until_step=args.until_step,
+    )
+    what = f"replaying {args.replay}" if args.replay else f"forwarding to {args.upstream}"
+    echo(f"workbench proxy on {handle.url} ({what}); recording into {store.path}")
+    echo("point your agent's base_url at it; Ctrl-C to stop")
+    sys.stdout.flush()  # whoever started us waits for the address
+    try:
+        handle.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        handle.close()
+    for run_id in handle.run_ids:
+        echo(f"recorded {run_id}")
+    return 0
