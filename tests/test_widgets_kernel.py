@@ -302,3 +302,28 @@ def test_stop_during_a_model_call_ends_the_run_after_that_phase(kernel: Kernel) 
     )
     after = json.loads(out.strip().splitlines()[-1])
     assert after == {"status": "aborted", "phases": ["prepare", "inference"]}
+
+
+def test_continue_stops_at_a_breakpoint_added_in_the_stepper(kernel: Kernel) -> None:
+    kernel.run(SETUP)
+    out, _ = kernel.run(
+        "stepper = Stepper(demo_agent(store=False), DEMO_PROMPT)\n"
+        "stepper.add_breakpoint('before:tools')\n"
+        "stepper.add_breakpoint('nonsense')\n"
+        "print(json.dumps({'list': list(stepper.break_list.options), "
+        "'note': stepper.status.value}))\n"
+        "stepper.continue_button.click()\nawait stepper.wait()\n"
+        "print(json.dumps({'phase': stepper.events[-1].phase.value, "
+        "'next': stepper.run.next_phase_name.value, 'stopped': str(stepper.stopped_at), "
+        "'status': stepper.status.value}))\n"
+        "stepper.break_list.index = 0\nstepper.remove_breakpoint()\n"
+        "stepper.continue_button.click()\nawait stepper.wait()\n"
+        "print(json.dumps({'left': list(stepper.break_list.options), "
+        "'state': stepper.run.state.status.value}))\n"
+    )
+    first, second, third = (json.loads(line) for line in out.strip().splitlines()[-3:])
+    assert first["list"] == ["before tools"]
+    assert "not a breakpoint" in first["note"]
+    assert (second["phase"], second["next"]) == ("inference", "tools")
+    assert second["stopped"] == "before tools" and "stopped at breakpoint" in second["status"]
+    assert third == {"left": [], "state": "paused"}  # on to the demo's approval

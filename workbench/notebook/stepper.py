@@ -16,6 +16,7 @@ from typing import Literal
 import ipywidgets as widgets
 
 from workbench.agent import Agent, AgentRun, RunResult
+from workbench.breakpoints import Break, parse_break
 from workbench.messages import Message
 from workbench.models.base import ModelSettings
 from workbench.notebook._output import figure_output, html_output, schedule, show
@@ -34,7 +35,7 @@ from workbench.state import PendingCall, Phase
 
 __all__ = ["ApprovalRow", "Stepper"]
 
-Action = Literal["phase", "step", "end"]
+Action = Literal["phase", "step", "continue", "end"]
 LIVE = -1
 """The step picker's value for the step under way."""
 
@@ -77,6 +78,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         *,
         history: Sequence[Message] = (),
         settings: ModelSettings | None = None,
+        breakpoints: Sequence[Break] = (),
     ) -> None:
         if isinstance(agent, Session):  # the session's next execution, taken in when it ends
             if prompt is None or history:
@@ -90,6 +92,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self.run = agent.start(
                 prompt, history=history, settings=settings, on_text_delta=self._on_delta
             )
+        self.run.breakpoints.extend(breakpoints)
         self.events: list[PhaseEvent] = []
         self.streamed = ""
         """The text streamed by the model call of the current step so far."""
@@ -99,6 +102,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._busy = False
         self._stop_requested = False
         self._note = ""
+        self.stopped_at: Break | None = None
+        """The breakpoint Continue last stopped at."""
         self._shown_records = -1
         self._live_from = len(self.run.state.messages)
         self._auto_picked = LIVE
@@ -107,6 +112,14 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.next_step_button = widgets.Button(description="Next step", icon="forward")
         self.run_button = widgets.Button(description="Run to end", icon="fast-forward")
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
+        self.continue_button = widgets.Button(description="Continue", icon="play")
+        self.continue_button.on_click(lambda _: self._start("continue"))
+        self.break_input = widgets.Text(placeholder="tool:NAME · step:N · before:PHASE")
+        self.add_break_button = widgets.Button(description="Add breakpoint", icon="plus")
+        self.add_break_button.on_click(lambda _: self.add_breakpoint(self.break_input.value))
+        self.break_list = widgets.Select(options=[], rows=3, description="Breakpoints")
+        self.remove_break_button = widgets.Button(description="Remove", icon="minus")
+        self.remove_break_button.on_click(lambda _: self.remove_breakpoint())
         self.next_phase_button.on_click(lambda _: self._start("phase"))
         self.next_step_button.on_click(lambda _: self._start("step"))
         self.run_button.on_click(lambda _: self._start("end"))
@@ -120,11 +133,21 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.messages = widgets.HTML()
         self.timeline = widgets.Output()
         buttons = widgets.HBox(
-            [self.next_phase_button, self.next_step_button, self.run_button, self.stop_button]
+            [
+                self.next_phase_button,
+                self.next_step_button,
+                self.continue_button,
+                self.run_button,
+                self.stop_button,
+            ]
+        )
+        breaks = widgets.HBox(
+            [self.break_input, self.add_break_button, self.break_list, self.remove_break_button]
         )
         super().__init__(
             [
                 buttons,
+                breaks,
                 self.status,
                 self.approvals,
                 self.stream,
@@ -163,6 +186,25 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._note = "stopped"
         self.refresh()
 
+    def add_breakpoint(self, spec: str | Break) -> None:
+        """Stop Continue at ``spec`` (a `Break`, or ``tool:NAME``, ``step:N``, ``before:PHASE``)."""
+        try:
+            breakpoint = spec if isinstance(spec, Break) else parse_break(spec)
+        except ValueError as exc:
+            self._note = str(exc)
+        else:
+            self.run.breakpoints.append(breakpoint)
+            self.break_input.value = ""
+            self._note = f"breakpoint added: {breakpoint}"
+        self.refresh()
+
+    def remove_breakpoint(self) -> None:
+        """Remove the breakpoint selected in the list."""
+        index = self.break_list.index
+        if index is not None and 0 <= index < len(self.run.breakpoints):
+            del self.run.breakpoints[index]
+        self.refresh()
+
     def _start(self, action: Action) -> None:
         if self._busy or self.run.done:
             return
@@ -180,6 +222,10 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                     self._note = "stopped"
                     break
                 if action == "phase" or (action == "step" and event.phase is Phase.CONTINUATION):
+                    break
+                if action == "continue" and (hit := self.run.breakpoint_after(event)) is not None:
+                    self.stopped_at = hit
+                    self._note = f"stopped at breakpoint {hit}"
                     break
         finally:
             self._busy = False
@@ -260,8 +306,14 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     def _set_buttons(self) -> None:
         blocked = self._busy or self.run.done
-        for button in (self.next_phase_button, self.next_step_button, self.run_button):
+        for button in (
+            self.next_phase_button,
+            self.next_step_button,
+            self.continue_button,
+            self.run_button,
+        ):
             button.disabled = blocked
+        self.break_list.options = [str(b) for b in self.run.breakpoints]
         self.stop_button.disabled = self.run.state.status.is_terminal
 
     def _show_approvals(self) -> None:
