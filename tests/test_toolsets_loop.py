@@ -94,3 +94,18 @@ def test_prefixed_toolsets_keep_names_apart(prefix: str) -> None:
     result = agent.run_sync("x")
     assert result.steps[0].tools_offered == ("read", f"{prefix}read")
     assert result.steps[0].tool_outcomes[0].content == "contents of b"
+
+
+def test_the_step_span_says_which_tools_were_offered_and_which_hidden() -> None:
+    from workbench.telemetry import names as n
+
+    telemetry = wb.Telemetry()
+    model = wb.ScriptedModel([R.tool_call("read", {"path": "a"}), "done"])
+    files = wb.Toolset([read, delete]).filtered(_after_first_step)
+    wb.Agent(model=model, tools=[files], telemetry=telemetry, store=False).run_sync("x")
+    steps = [s for s in telemetry.spans if s.name.startswith("workbench.step")]
+    first, second = sorted(steps, key=lambda s: s.start_time or 0)
+    assert first.attributes is not None and second.attributes is not None
+    assert first.attributes[n.TOOLS_OFFERED] == ("read", "delete")
+    assert n.TOOLS_FILTERED not in first.attributes
+    assert second.attributes[n.TOOLS_FILTERED] == ("delete: no deleting after the first step",)
