@@ -23,6 +23,7 @@ EXPECTED = [
     "04_export_to_jaeger",
     "05_real_model",
     "06_multi_agent",
+    "07_debugger",
     "08_trace_explorer",
 ]
 
@@ -83,6 +84,11 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
         assert "['summarized', 'summarized', 'kept', 'kept']" in text
         assert "Your name is Grace." in text and "refused: session schema version 7" in text
         assert "[Summary of executions 1 to 3 of this conversation" in text
+    elif name == "07_debugger":
+        assert "2 ('read',) (('delete_file', 'no deleting after the first step'),)" in text
+        assert "mcp_add ok 42" in text and "stopped: on tool 'delete_file'" in text
+        assert "+ sent:     text 'Be very brief.'" in text and "live calls: 2" in text
+        assert "delete_file         allow         deny deleting is off" in text
     elif name == "08_trace_explorer":
         assert "(True, 'execute_tool add')" in text and "17 + 25 = 42" in text
     elif name == "05_real_model":
