@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shlex
+import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
@@ -244,14 +246,32 @@ class MCPServer:
     def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         """What `mcp.Client` connects to; an HTTP client of ours is closed with ``stack``."""
         if self._url is None:
-            return mcp.StdioServerParameters(
+            params = mcp.StdioServerParameters(
                 command=self._command[0], args=self._command[1:], env=self._env, cwd=self._cwd
             )
+            return mcp.stdio_client(params, errlog=_server_log())
         if self._headers is None:
             return self._url
         http = httpx2.AsyncClient(headers=self._headers, timeout=httpx2.Timeout(30, read=300))
         stack.push_async_callback(http.aclose)
         return streamable_http_client(self._url, http_client=http)
+
+
+def _server_log() -> TextIO:
+    """Where a stdio server's stderr goes: the process's own stderr.
+
+    Not ``sys.stderr``: in a Jupyter kernel that is a stream with no file descriptor, which a
+    subprocess cannot write to (the server would not start).
+    """
+    real = sys.__stderr__
+    if real is not None:
+        try:
+            real.fileno()
+        except (OSError, ValueError):
+            pass
+        else:
+            return real
+    return open(os.devnull, "w")  # lives as long as the process, like stderr
 
 
 async def _stop(live: _Live) -> None:
