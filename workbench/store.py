@@ -332,18 +332,13 @@ class RunStore(RunObserver):
             )
 
     def delete(self, run_id: str) -> None:
-        """Remove a run, its sub-runs and everything stored for them, in one transaction.
-
-        Re-runs made from it keep their own copy.
-        """
+        """Remove a run and its sub-runs, all in one transaction (re-runs keep their own copy)."""
         with self._writing() as conn:
-            doomed, found = [run_id], 0
-            while found < len(doomed):
-                found += 1
-                rows = conn.execute(_CHILDREN, (doomed[found - 1],)).fetchall()
-                doomed += [child for (child,) in rows]
-            if conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount == 0:
+            if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.path}")
+            doomed = [run_id]
+            for parent in doomed:  # grows as sub-runs are found: the whole tree
+                doomed += [child for (child,) in conn.execute(_CHILDREN, (parent,)).fetchall()]
             for doomed_id in doomed:
                 for table in ("runs", "messages", "snapshots", "steps"):
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (doomed_id,))
