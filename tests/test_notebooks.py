@@ -80,6 +80,11 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
         docker = next(line for line in text.splitlines() if "docker run" in line)
         assert docker in readme  # the same command, image and version as the README's
     elif name == "06_multi_agent":
+        assert "paused [('wipe', 'c1')]" in text and "cleaner c1 completed 'Wiped.'" in text
+        assert "hidden: (('delete_file', 'the researcher only reads'),)" in text
+        assert "tokens of the whole tree: 840" in text
+        assert "invoke_agent researcher under execute_tool research" in text
+        assert "2 traces, one per execution of the lead" in text
         assert "Noted. | Your name is Ada." in text and "Your name is Ada. | 3 executions" in text
         assert "['summarized', 'summarized', 'kept', 'kept']" in text
         assert "Your name is Grace." in text and "refused: session schema version 7" in text

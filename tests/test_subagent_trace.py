@@ -133,3 +133,34 @@ def test_the_stored_tree_exported_is_the_live_trace() -> None:
         }
 
     assert ids(rebuilt) == ids(telemetry.spans)  # a pushed tree keeps the live ids and parents
+
+
+def test_a_sub_run_resumed_with_its_parent_stays_in_the_parents_trace() -> None:
+    @wb.tool(requires_approval=True)
+    def wipe(path: str) -> str:
+        """Wipe."""
+        return "wiped"
+
+    cleaner = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/"}, call_id="w1"), "clean"]),
+        name="cleaner",
+        tools=[wipe],
+        store=False,
+    )
+    telemetry = wb.Telemetry()
+    lead = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("clean", {"task": "x"}, call_id="c1"), "ok"]),
+        name="lead",
+        tools=[cleaner.as_tool("clean")],
+        telemetry=telemetry,
+        store=False,
+    )
+    paused = lead.run_sync("go")
+    done = lead.resume_sync(paused.state, approvals={"w1": True})
+    resumed_trace = done.trace_id
+    assert resumed_trace is not None and resumed_trace != paused.trace_id
+    cleaner_runs = [s for s in telemetry.spans if s.name == "invoke_agent cleaner"]
+    assert [format(s.context.trace_id, "032x") for s in cleaner_runs] == [
+        paused.trace_id,
+        resumed_trace,
+    ]  # each execution of the sub-run sits in the trace of the parent's execution that ran it

@@ -371,7 +371,8 @@ class Execution:
         """Start the execution (SessionStart hooks first); the first phase, or None."""
         if self.state.done:
             return None
-        resumed = self.state.status is ExecutionStatus.PAUSED  # a new trace for each execution
+        # Each execution is a trace of its own; a sub-run's is its parent's (set by its caller).
+        resumed = self.state.status is ExecutionStatus.PAUSED and self.state.parent_call_id is None
         trace_id = new_trace_id() if resumed or not self.state.trace_id else self.state.trace_id
         self.state = self.state.moved(Transition.START, trace_id=trace_id)
         self._observers.run_started(self.state)

@@ -170,7 +170,8 @@ def subagent_tool(
         if paused is None:
             first = start(task, context.history(parent_state), context.metadata(parent_state))
         else:  # the sub-run paused with its parent: resume it with the answers given to the parent
-            first = agent.start_resume(paused, *_subrun_answers(parent_state, paused))
+            in_parent_trace = paused.model_copy(update={"trace_id": parent_state.trace_id})
+            first = agent.start_resume(in_parent_trace, *_subrun_answers(parent_state, paused))
         runs = await _run_with_hooks(agent.name, first, start, parent_hooks.get(), paused is None)
         return _returned(agent.name, runs, paused)
 
