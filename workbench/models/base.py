@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
@@ -33,8 +33,8 @@ class ModelSettings(TypedDict, total=False):
 class ModelRequest(Record):
     """One request to a model."""
 
-    messages: Sequence[Message]
-    tools: Sequence[ToolDefinition] = ()
+    messages: tuple[Message, ...]
+    tools: tuple[ToolDefinition, ...] = ()
     settings: SkipValidation[ModelSettings] = Field(default_factory=lambda: ModelSettings())
     """The caller's settings, passed to the model as they were given (ints stay ints)."""
     on_text_delta: Callable[[str], None] | None = Field(default=None, exclude=True, repr=False)
