@@ -479,3 +479,11 @@ def test_the_stepper_steps_a_sessions_next_execution() -> None:
     assert [e.output for e in session.state.executions] == ["answer 1", "answer 2"]
     with pytest.raises(ValueError, match="takes a prompt and no history"):
         Stepper(session, None)
+
+
+def test_a_session_file_nested_past_the_recursion_limit_is_a_clear_error() -> None:
+    deep = '{"schema_version": 1, "messages": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(wb.SessionFormatError, match="session is not valid JSON"):
+        wb.SessionState.from_json(deep)
+    with pytest.raises(wb.SessionFormatError, match="session is not valid JSON"):
+        wb.SessionState.from_json(b"\xff\xfe not utf-8")

@@ -109,3 +109,16 @@ def test_the_step_span_says_which_tools_were_offered_and_which_hidden() -> None:
     assert first.attributes[n.TOOLS_OFFERED] == ("read", "delete")
     assert n.TOOLS_FILTERED not in first.attributes
     assert second.attributes[n.TOOLS_FILTERED] == ("delete: no deleting after the first step",)
+
+
+def test_the_step_view_shows_what_was_hidden_as_text() -> None:
+    from workbench.notebook.html import step_html
+
+    files = wb.Toolset([read, delete]).filtered(
+        lambda tool, view: tool.name != "delete" or "<b>never</b> delete"
+    )
+    model = wb.ScriptedModel(["ok"])
+    step = wb.Agent(model=model, tools=[files], store=False).run_sync("x").steps[0]
+    html = step_html(step)
+    assert "Hidden this step" in html and "delete: &lt;b&gt;never&lt;/b&gt; delete" in html
+    assert "<b>never</b>" not in html

@@ -16,7 +16,6 @@ only grows, a reference is usually a single range, so storage is linear in the l
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sqlite3
@@ -26,7 +25,7 @@ from itertools import chain
 from typing import Any
 
 import pydantic_core
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from workbench.errors import RunNotFound, StoreError
 from workbench.messages import Message
@@ -244,11 +243,6 @@ def db_error(path: str, exc: sqlite3.Error | UnicodeDecodeError) -> StoreError:
 # -- payload codecs -----------------------------------------------------------------------------
 
 
-@functools.cache
-def _step_adapter() -> TypeAdapter[StepRecord]:
-    return TypeAdapter(StepRecord)
-
-
 def dump_state(state: AgentState) -> str:
     """The state as JSON without its messages (those are referenced by ranges)."""
     return state.model_dump_json(exclude={"messages"})
@@ -261,7 +255,7 @@ def dump_snapshot(snapshot: StepContext) -> str:
 
 def dump_step(record: StepRecord) -> str:
     """The step record as JSON without its messages."""
-    return _step_adapter().dump_json(record, exclude={"messages_in", "new_messages"}).decode()
+    return record.model_dump_json(exclude={"messages_in", "new_messages"})
 
 
 def dump_ranges(ranges: Sequence[Range]) -> str:
@@ -332,7 +326,7 @@ def load_step(
     raw = _object(_bounded(body, size, where, limit), where)
     raw["messages_in"], raw["new_messages"] = (), ()
     try:
-        record = _step_adapter().validate_python(raw)
+        record = StepRecord.model_validate(raw)
     except ValidationError as exc:
         raise StoreError(
             f"{where} is not a valid step record: {validation_summary(exc, limit=3)}"

@@ -404,7 +404,7 @@ class Execution:
             state.status is reason.status and StopReason.pick([state.stop_reason, reason]) is reason
         ):
             self._update(stop_reason=reason)  # the run ended in this phase for a lesser reason
-        return None if state.status is not ExecutionStatus.PAUSED else following
+        return None  # ended, or paused: nothing follows in this execution
 
     def _end_at_limit(self, view: RunView) -> bool:
         """End the run if a stop condition fires (never in the grace turn); True if it ended."""
@@ -427,7 +427,7 @@ class Execution:
     def _fail(self, exc: Exception, phase: Phase) -> None:
         """End the run as FAILED, keeping the error; the loop then winds up (nothing follows)."""
         if self.state.status.is_terminal:
-            return None
+            return
         error = ErrorInfo(
             type=type(exc).__name__, message=str(exc), phase=phase, step=self.state.step
         )
@@ -445,15 +445,16 @@ class Execution:
 
     # -- the step record ------------------------------------------------------------------------
 
-    def _open_step(self, draft: StepDraft) -> None:
+    def _open_step(self, draft: StepDraft) -> StepDraft:
         """Start recording a step; the observers' cost is counted from here."""
         self._draft = draft
         self._observers.seconds = 0.0
+        return draft
 
     def _step_draft(self) -> StepDraft:
         """The step under way; a run resumed mid-step records it from TOOLS on."""
         if self._draft is None:
-            self._open_step(
+            return self._open_step(
                 StepDraft(
                     index=self.state.step,
                     started_at=time.time(),
@@ -462,7 +463,6 @@ class Execution:
                     tools_hidden=self._hidden,
                 )
             )
-        assert self._draft is not None
         return self._draft
 
     def _phase_ended(self, phase: Phase, started: float) -> PhaseEvent:

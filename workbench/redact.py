@@ -8,7 +8,6 @@ by its key, and every string leaf is scanned, which keeps JSON valid whatever a 
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -129,7 +128,6 @@ class Redactor:
         return self.value(value)
 
 
-@functools.lru_cache(maxsize=1024)
 def _secret_key(name: str) -> bool:
-    """Whether a key names a secret (tool arguments repeat a few names: the answer is kept)."""
+    """Whether a key names a secret (``api_key``, ``password``, ``Authorization``...)."""
     return _KEY_NAME.match(name) is not None

@@ -12,7 +12,6 @@ that silently lost its structure.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from typing import Literal
@@ -22,7 +21,14 @@ from pydantic import Field, ValidationError
 from workbench._record import Record
 from workbench.errors import SessionFormatError
 from workbench.messages import JsonValue, Message, TextPart, Usage
-from workbench.state import AgentState, ExecutionStatus, StopReason, new_id, validation_summary
+from workbench.state import (
+    AgentState,
+    ExecutionStatus,
+    StopReason,
+    new_id,
+    read_versioned,
+    validation_summary,
+)
 
 __all__ = [
     "SESSION_SCHEMA_VERSION",
@@ -168,20 +174,7 @@ class SessionState(Record):
     @classmethod
     def from_json(cls, text: str | bytes) -> SessionState:
         """Read a session written by `to_json`; `SessionFormatError` says what is wrong."""
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SessionFormatError(f"session is not valid JSON: {exc}") from None
-        if not isinstance(raw, dict):
-            raise SessionFormatError(f"session JSON must be an object, got {type(raw).__name__}")
-        version = raw.get("schema_version")
-        if version != SESSION_SCHEMA_VERSION:
-            newer = isinstance(version, int) and version > SESSION_SCHEMA_VERSION
-            raise SessionFormatError(
-                f"session schema version {version!r} is not supported: this workbench reads "
-                f"version {SESSION_SCHEMA_VERSION}"
-                + (" (the session was written by a newer workbench)" if newer else "")
-            )
+        raw = read_versioned(text, "session", SESSION_SCHEMA_VERSION, SessionFormatError)
         try:
             state = cls.model_validate(raw)
         except ValidationError as exc:

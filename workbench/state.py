@@ -11,9 +11,9 @@ import json
 import os
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from enum import Enum, StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
@@ -345,21 +345,7 @@ class AgentState(Record):
     @classmethod
     def from_json(cls, text: str | bytes) -> AgentState:
         """Read a state written by `to_json`, refusing versions this code cannot read."""
-        try:
-            raw = json.loads(text)
-        except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, nesting too deep
-            raise StateFormatError(f"state is not valid JSON: {exc}") from None
-        if not isinstance(raw, dict):
-            raise StateFormatError(f"state JSON must be an object, got {type(raw).__name__}")
-        version = raw.get("schema_version")
-        if version == 1:
-            raw = _from_version_1(raw)
-        elif version != SCHEMA_VERSION:
-            raise StateFormatError(
-                f"state schema version {version!r} is not supported: this workbench reads "
-                f"version {SCHEMA_VERSION}"
-                + (" (the state was written by a newer workbench)" if _is_newer(version) else "")
-            )
+        raw = read_versioned(text, "state", SCHEMA_VERSION, StateFormatError, {1: _from_version_1})
         try:
             return cls.model_validate(raw)
         except ValidationError as exc:
@@ -368,7 +354,10 @@ class AgentState(Record):
             ) from None
 
 
-def _from_version_1(raw: dict[str, object]) -> dict[str, object]:
+_NO_MIGRATIONS: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+def _from_version_1(raw: dict[str, Any]) -> dict[str, Any]:
     """A version 1 state in the version 2 layout (its ``"<response>"`` retries moved)."""
     retries = raw.get("retries")
     moved = dict(raw, schema_version=SCHEMA_VERSION)
@@ -378,8 +367,34 @@ def _from_version_1(raw: dict[str, object]) -> dict[str, object]:
     return moved
 
 
-def _is_newer(version: object) -> bool:
-    return isinstance(version, int) and version > SCHEMA_VERSION
+def read_versioned(
+    text: str | bytes,
+    what: str,
+    version: int,
+    error: type[Exception],
+    migrations: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] = _NO_MIGRATIONS,
+) -> dict[str, Any]:
+    """A JSON object written with ``schema_version`` ``version`` (older ones migrated).
+
+    Anything else raises ``error`` saying what is wrong: not JSON (bad UTF-8 and nesting past
+    Python's limit included), not an object, or a version this code cannot read.
+    """
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, nesting too deep
+        raise error(f"{what} is not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise error(f"{what} JSON must be an object, got {type(raw).__name__}")
+    found = raw.get("schema_version")
+    if isinstance(found, int) and found in migrations:
+        return migrations[found](raw)
+    if found != version:
+        newer = isinstance(found, int) and found > version
+        raise error(
+            f"{what} schema version {found!r} is not supported: this workbench reads version "
+            f"{version}" + (f" (the {what} was written by a newer workbench)" if newer else "")
+        )
+    return raw
 
 
 def validation_summary(exc: ValidationError, limit: int = 5) -> str:

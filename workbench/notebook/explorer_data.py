@@ -19,12 +19,10 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from pydantic import Field
-
 from workbench._record import Record
 from workbench.notebook.spans import normalize_spans, span_category, spans_from_steps
 from workbench.records import StepRecord
-from workbench.telemetry.spandata import SpanEvent, SpanLink
+from workbench.telemetry.spandata import SpanData, SpanEvent, SpanLink
 
 __all__ = [
     "ExplorerSpan",
@@ -47,23 +45,15 @@ __all__ = [
 SpanStatus = Literal["unset", "ok", "error"]
 
 
-class ExplorerSpan(Record):
-    """One span as the explorer reads it, whatever it was made from."""
+class ExplorerSpan(SpanData):
+    """One span as the explorer reads it, whatever it was made from.
+
+    A `SpanData` that may lack a trace id and a kind: a span table or a list of dicts is still
+    a trace to explore.
+    """
 
     trace_id: str = ""
-    span_id: str
-    parent_id: str | None = None
-    name: str
     kind: str = ""
-    start_ns: int
-    end_ns: int
-    attributes: dict[str, Any] = Field(default_factory=dict)
-    events: tuple[SpanEvent, ...] = ()
-    links: tuple[SpanLink, ...] = ()
-    status: SpanStatus = "unset"
-    status_message: str = ""
-    resource: dict[str, Any] = Field(default_factory=dict)
-    scope: str = ""
 
     @property
     def duration_ns(self) -> int:

@@ -275,6 +275,7 @@ def step_html(step: StepRecord, steps: Sequence[StepRecord] = ()) -> str:
             "<h4 style='margin:6px 0 2px'>Tool calls</h4>",
             outcomes_html(step.tool_outcomes),
         ]
+    sections.append(_tools_html(step))
     sections.append(_hooks_html(step))
     if step.messages_in:
         previous = _previous_model_step(step, steps)
@@ -291,6 +292,18 @@ def step_html(step: StepRecord, steps: Sequence[StepRecord] = ()) -> str:
             "a pause).</div>"
         )
     return f'<div class="wb-step">{"".join(sections)}</div>'
+
+
+def _tools_html(step: StepRecord) -> str:
+    """Which tools the model was offered in the step, and which a toolset hid, with why."""
+    if not step.tools_hidden:
+        return ""
+    offered = ", ".join(escape(name) for name in step.tools_offered) or "none"
+    hidden = "".join(f"<li>{escape(name)}: {escape(why)}</li>" for name, why in step.tools_hidden)
+    return (
+        f"<div style='margin:6px 0 2px'><b>Tools offered:</b> {offered}</div>"
+        f"<div><b>Hidden this step:</b><ul style='margin:0'>{hidden}</ul></div>"
+    )
 
 
 def _hooks_html(step: StepRecord) -> str:
