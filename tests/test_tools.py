@@ -147,3 +147,32 @@ def test_history_processors_shape_only_what_is_sent() -> None:
     assert all(len(call.messages) <= 3 for call in model.calls)
     assert len(result.messages) == 9  # the run's history itself is whole
     assert result.steps[-1].messages_in == tuple(model.calls[-1].messages)
+
+
+def test_a_step_holds_the_conversation_once() -> None:
+    # the step's record, the model's request and the snapshot's state share one tuple: a run
+    # holds its conversation once per step, whatever records refer to it
+    model = wb.FunctionModel(
+        lambda m, r: wb.ModelResponse.tool_call("t", {}) if len(m) < 5 else "x"
+    )
+
+    @wb.tool
+    def t() -> str:
+        """T."""
+        return "ok"
+
+    result = wb.Agent(model=model, tools=[t], store=False, wrap_up_message=None).run_sync("x")
+    assert len(result.steps) == 3
+    for step, call, snapshot in zip(result.steps, model.calls, result.snapshots, strict=True):
+        assert step.messages_in is call.messages is snapshot.state.messages
+
+
+def test_a_history_processor_returning_no_messages_fails_the_run() -> None:
+    model = wb.ScriptedModel([wb.ModelResponse.text("hi")])
+    agent = wb.Agent(
+        model=model, history_processors=[lambda ms: [*ms, "not a message"]], store=False
+    )
+    result = agent.run_sync("x")
+    assert result.status is wb.ExecutionStatus.FAILED and not model.calls
+    assert result.state.error is not None and result.state.error.phase is wb.Phase.PREPARE
+    assert "messages_in.1" in result.state.error.message and "Message" in result.state.error.message

@@ -193,12 +193,11 @@ class Execution:
             StepDraft(
                 index=snapshot.step,
                 started_at=time.time(),
-                messages_in=tuple(messages),
                 first_new=first_new,
                 tools_offered=self._offered(last_step),
                 tools_hidden=self._hidden,
                 snapshot_id=snapshot.id,
-            )
+            ).sending(messages, self.state.messages)
         )
         self.snapshots.append(snapshot)
         self._observers.step_started(snapshot)
@@ -207,12 +206,12 @@ class Execution:
     async def _inference(self) -> Phase | None:
         """One model call, bounded by the time left; its answer joins the conversation."""
         draft = self._step_draft()
-        request = ModelRequest(
-            messages=draft.messages_in,
+        request = ModelRequest(  # the draft's messages go in as they are (`StepDraft.sending`)
+            messages=(),
             tools=tuple(self._step_tools[name].definition for name in draft.tools_offered),
             settings=self.config.settings,
             on_text_delta=self.config.on_text_delta,
-        )
+        ).model_copy(update={"messages": draft.messages_in})
         seconds_left = None
         if self._limits.timeout is not None and not self.state.grace_turn:
             seconds_left = self._budget().seconds_left

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from pydantic import Field
@@ -228,16 +229,32 @@ class StepDraft(Record):
     model_error: ErrorInfo | None = None
     snapshot_id: str | None = None
 
+    def sending(self, messages: Sequence[Message], history: tuple[Message, ...]) -> StepDraft:
+        """The draft with what the model will be sent: ``messages``, shaped from ``history``.
+
+        The run's own ``history`` goes in as it is, not validated and copied again: the step's
+        draft, model request and record then share one tuple, so a run holds its conversation
+        once per step (not three times) and checks each message once, when it was made (not
+        again at every step). What a history processor returned instead comes from outside: it
+        is checked, as the constructor checks anything that comes in.
+        """
+        if messages is history:
+            return self.model_copy(update={"messages_in": history})
+        return StepDraft.model_validate({**dict(self), "messages_in": tuple(messages)})
+
     def record(self, state: AgentState, hooks: _HookLog, telemetry: float) -> StepRecord:
-        """The step's record as ``state`` stands, with what hooks did and what observers cost."""
+        """The step's record as ``state`` stands, with what hooks did and what observers cost.
+
+        The messages were checked when they were made; they go in as they are (`sending`).
+        """
         timing, response = self.timing, self.response
         executed = [o for o in self.outcomes if o.status in ("ok", "error", "retry")]
         return StepRecord(
             index=self.index,
             run_id=state.run_id,
             execution_id=state.execution_id,
-            messages_in=self.messages_in,
-            new_messages=state.messages[self.first_new :],
+            messages_in=(),
+            new_messages=(),
             response=response,
             tool_outcomes=self.outcomes,
             usage=response.usage if response is not None else Usage(),
@@ -265,6 +282,11 @@ class StepDraft(Record):
             model_duration=self.model_duration,
             model_error=self.model_error,
             ended_at=time.time(),
+        ).model_copy(
+            update={
+                "messages_in": self.messages_in,
+                "new_messages": state.messages[self.first_new :],
+            }
         )
 
 
