@@ -15,10 +15,13 @@ same process:
   an in-memory exporter.
 
 Memory is what the run leaves held (its spans, and our content store) once it has ended, measured
-with ``tracemalloc`` in a run of its own; CPU is ``time.process_time`` of a separate run without
-``tracemalloc``, divided by N. Every run is checked; the spans of ours are read back (expanded)
-once to check what leaves is the text. Targets (issue 18): with capture, memory at most 2x the run
-without it; CPU per step flat (2,000 vs 50 steps at most 1.5x).
+with ``tracemalloc`` in a run of its own; CPU is ``time.process_time`` of separate runs without
+``tracemalloc``, divided by N: ``--repeat`` runs of each (three by default), the configurations
+taking turns so that the machine's load hits them alike, reported as the median and the spread
+(lowest-highest). A 50-step run is short, so it is made five times as often. Every run is checked;
+the spans of ours are read back (expanded) once to check what leaves is the text. Targets (issue
+18): with capture, memory at most 2x the run without it; CPU per step flat (2,000 vs 50 steps at
+most 1.5x, medians).
 
     .venv/bin/python bench/content_capture.py                      # a few minutes
     .venv/bin/python bench/content_capture.py --pydantic-max 2000  # + pydantic-ai at 2,000 (slow)
@@ -34,6 +37,7 @@ import argparse
 import asyncio
 import gc
 import json
+import statistics
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -119,6 +123,7 @@ def main() -> None:
     parser.add_argument(
         "--pydantic-max", type=int, default=500, help="largest run for pydantic-ai (steps)"
     )
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs of each (median)")
     args = parser.parse_args()
     sizes = (10, 40) if args.quick else (50, 500, 2000)
     loop = asyncio.new_event_loop()
@@ -126,19 +131,26 @@ def main() -> None:
     for kind in CONFIGS:  # warm up every path once
         _runner(kind, 5, loop)()
     memory: dict[tuple[str, int], float] = {}
-    cpu: dict[tuple[str, int], float] = {}
+    samples: dict[tuple[str, int], list[float]] = {}
     for n in sizes:
-        for kind in CONFIGS:
-            if kind == CONFIGS[3] and n > args.pydantic_max:
-                continue
+        kinds = [k for k in CONFIGS if k != CONFIGS[3] or n <= args.pydantic_max]
+        for kind in kinds:
             memory[kind, n] = held_mb(_runner(kind, n, loop))
-            cpu[kind, n] = cpu_per_step_us(_runner(kind, n, loop), n)
+        for _ in range(args.repeat):
+            for kind in kinds:
+                for _ in range(5 if n == sizes[0] else 1):
+                    cpu = cpu_per_step_us(_runner(kind, n, loop), n)
+                    samples.setdefault((kind, n), []).append(cpu)
+        for kind in kinds:
+            runs = samples[kind, n]
             print(f"{n:>5} steps  {kind:<24} held {memory[kind, n]:8.1f} MB", end="  ")
-            print(f"CPU {cpu[kind, n]:8.1f} µs/step", flush=True)
+            print(f"CPU {statistics.median(runs):8.1f} µs/step", end=" ")
+            print(f"({min(runs):.0f}-{max(runs):.0f}, {len(runs)} runs)", flush=True)
     loop.close()
+    cpu = {key: statistics.median(runs) for key, runs in samples.items()}
     last, first = sizes[-1], sizes[0]
     base = memory[CONFIGS[0], last]
-    print(f"-- at {last} steps (ratios; CPU per step against {first} steps)")
+    print(f"-- at {last} steps (ratios; CPU per step against {first} steps, medians)")
     for kind in CONFIGS:
         if (kind, last) in memory:
             flat = cpu[kind, last] / cpu[kind, first]
