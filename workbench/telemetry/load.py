@@ -216,10 +216,41 @@ def _snake(name: str) -> str:
 
 
 def _list(mapping: Any, *names: str) -> list[Any]:
-    value = _field(mapping, *names, default=[]) or []
-    if not isinstance(value, list):
-        raise TraceLoadError(f"{names[0]} should be a list, found {type(value).__name__}")
+    return _checked_list(_field(mapping, *names, default=[]), names[0])
+
+
+def _checked_list(value: Any, name: str) -> list[Any]:
+    if not value:
+        return []
+    if type(value) is not list:
+        raise TraceLoadError(f"{name} should be a list, found {type(value).__name__}")
     return value
+
+
+_SPAN_FIELDS = (
+    "traceId",
+    "spanId",
+    "parentSpanId",
+    "name",
+    "kind",
+    "startTimeUnixNano",
+    "endTimeUnixNano",
+    "attributes",
+    "events",
+    "links",
+    "status",
+)
+
+
+def _fields(mapping: Any, names: tuple[str, ...]) -> list[Any]:
+    """Several fields of one object at once, as `_field` reads each (None when absent).
+
+    A span has a dozen fields and a trace can have a hundred thousand spans: read in one pass,
+    not one call each.
+    """
+    if type(mapping) is not dict:
+        raise TraceLoadError(f"expected an object, found {type(mapping).__name__}")
+    return [mapping[k] if k in mapping else mapping.get(_snake(k)) for k in names]
 
 
 def _otlp_span(
@@ -228,40 +259,43 @@ def _otlp_span(
     scope: str,
     shape: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> SpanData:
-    trace_id = _id(_field(span, "traceId"), 16, "trace")
-    status = _field(span, "status", default={}) or {}
-    code = status.get("code", 0)
-    start = _int(_field(span, "startTimeUnixNano", default=0))
-    parent = _field(span, "parentSpanId")
+    trace_id, span_id, parent, name, kind, start, end, attributes, events, links, status = _fields(
+        span, _SPAN_FIELDS
+    )
+    start = _int(start or 0)
     return SpanData(
-        trace_id=trace_id,
-        span_id=_id(_field(span, "spanId"), 8, "span"),
+        trace_id=_id(trace_id, 16, "trace"),
+        span_id=_id(span_id, 8, "span"),
         parent_id=_id(parent, 8, "parent span") if parent else None,
-        name=str(_field(span, "name", default="")),
-        kind=_otlp_kind(_field(span, "kind", default=0)),
+        name=str(name or ""),
+        kind=_otlp_kind(kind or 0),
         start_ns=start,
-        end_ns=max(start, _int(_field(span, "endTimeUnixNano", default=start) or start)),
-        attributes=shape(_attributes(_field(span, "attributes"))),
-        events=tuple(
-            SpanEvent(
-                name=str(_field(e, "name", default="")),
-                time_ns=_int(_field(e, "timeUnixNano", default=start) or start),
-                attributes=shape(_attributes(_field(e, "attributes"))),
-            )
-            for e in _list(span, "events")
-        ),
-        links=tuple(
-            SpanLink(
-                trace_id=_id(_field(link, "traceId"), 16, "link trace"),
-                span_id=_id(_field(link, "spanId"), 8, "link span"),
-                attributes=_attributes(_field(link, "attributes")),
-            )
-            for link in _list(span, "links")
-        ),
-        status=_status(code),
-        status_message=str(status.get("message") or ""),
+        end_ns=max(start, _int(end or start)),
+        attributes=shape(_attributes(attributes)),
+        events=tuple(_otlp_event(e, start, shape) for e in _checked_list(events, "events")),
+        links=tuple(_otlp_link(link) for link in _checked_list(links, "links")),
+        status=_status(_field(status, "code", default=0) if status else 0),
+        status_message=str(_field(status, "message", default="") or "") if status else "",
         resource=resource,
         scope=scope,
+    )
+
+
+def _otlp_event(
+    event: Any, start: int, shape: Callable[[dict[str, Any]], dict[str, Any]]
+) -> SpanEvent:
+    return SpanEvent(
+        name=str(_field(event, "name", default="")),
+        time_ns=_int(_field(event, "timeUnixNano", default=start) or start),
+        attributes=shape(_attributes(_field(event, "attributes"))),
+    )
+
+
+def _otlp_link(link: Any) -> SpanLink:
+    return SpanLink(
+        trace_id=_id(_field(link, "traceId"), 16, "link trace"),
+        span_id=_id(_field(link, "spanId"), 8, "link span"),
+        attributes=_attributes(_field(link, "attributes")),
     )
 
 
@@ -269,20 +303,30 @@ def _id(value: Any, size: int, what: str) -> str:
     """A hex id from hex or base64 text, checked for its length (``size`` bytes)."""
     if type(value) is not str or not value:
         raise TraceLoadError(f"a span has no {what} id")
+    hex_id = _hex_id(value, size)
+    if hex_id is None:
+        raise TraceLoadError(
+            f"{what} id {value!r} is not {size} bytes ({2 * size} hex digits or base64)"
+        )
+    if not hex_id.strip("0"):
+        raise TraceLoadError(f"{what} id {value!r} is all zero")
+    return hex_id
+
+
+@functools.lru_cache(maxsize=4096)
+def _hex_id(value: str, size: int) -> str | None:
+    """``value`` as ``size`` bytes in lowercase hex, from hex or base64; None if it is not.
+
+    Cached: a trace's id is on every span and a parent's on each of its children.
+    """
     text = value.lower()
     if len(text) == 2 * size and _HEX.fullmatch(text):
-        if text.strip("0"):
-            return text
-        raise TraceLoadError(f"{what} id {value!r} is all zero")
+        return text
     try:
         raw = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) == size and any(raw):
-        return raw.hex()
-    raise TraceLoadError(
-        f"{what} id {value!r} is not {size} bytes ({2 * size} hex digits or base64)"
-    )
+        return None
+    return raw.hex() if len(raw) == size else None
 
 
 def _int(value: Any) -> int:
@@ -309,13 +353,13 @@ def _status(code: Any) -> Any:
 def _attributes(items: Any) -> dict[str, Any]:
     if not items:
         return {}
-    if not isinstance(items, list):
+    if type(items) is not list:
         raise TraceLoadError(
             f"attributes should be a list of key/values, found {type(items).__name__}"
         )
     return {
         str(kv["key"]) if type(kv) is dict and "key" in kv else str(_field(kv, "key")): _value(
-            kv["value"] if type(kv) is dict and "value" in kv else _field(kv, "value", default={})
+            kv["value"] if type(kv) is dict and "value" in kv else _field(kv, "value")
         )
         for kv in items
     }
@@ -325,25 +369,20 @@ def _value(value: Any) -> Any:
     """An OTLP ``AnyValue`` as a Python value (arrays as tuples, key/value lists as JSON)."""
     if type(value) is not dict:
         return None
-    found = next(((k, v) for k, v in value.items() if v is not None), None)
-    if found is None:  # some servers write every field, the unused ones as null
-        return None
-    kind, inner = found
-    if kind in ("stringValue", "string_value"):
-        return str(inner)
-    if kind in ("boolValue", "bool_value"):
-        return bool(inner)
-    if kind in ("intValue", "int_value"):
-        return _int(inner)
-    if kind in ("doubleValue", "double_value"):
-        return _float(inner)
-    if kind in ("arrayValue", "array_value"):
-        return tuple(_value(v) for v in (inner or {}).get("values", []))
-    if kind in ("kvlistValue", "kvlist_value"):
-        return dumps(_attributes((inner or {}).get("values", [])))
-    if kind in ("bytesValue", "bytes_value"):
-        return str(inner)
-    return None
+    if len(value) == 1:
+        ((kind, inner),) = value.items()
+    else:  # some servers write every field, the unused ones as null
+        kind, inner = next(((k, v) for k, v in value.items() if v is not None), ("", None))
+    read = _VALUES.get(kind)
+    return None if read is None or inner is None else read(inner)
+
+
+def _array(inner: Any) -> tuple[Any, ...]:
+    return tuple(_value(v) for v in _field(inner, "values", default=[]) or [])
+
+
+def _kvlist(inner: Any) -> str:
+    return dumps(_attributes(_field(inner, "values", default=[])))
 
 
 def _float(value: Any) -> float:
@@ -352,6 +391,19 @@ def _float(value: Any) -> float:
             value, float(value)
         )
     return float(value)
+
+
+_VALUES: dict[str, Callable[[Any], Any]] = {
+    "stringValue": str,
+    "boolValue": bool,
+    "intValue": _int,
+    "doubleValue": _float,
+    "arrayValue": _array,
+    "kvlistValue": _kvlist,
+    "bytesValue": str,
+}
+"""How each kind of ``AnyValue`` is read, by its camelCase name."""
+_VALUES.update({_snake(kind): read for kind, read in list(_VALUES.items())})
 
 
 def _keep(attributes: dict[str, Any]) -> dict[str, Any]:
