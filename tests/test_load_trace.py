@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -386,6 +387,28 @@ def test_bad_files_and_shapes(live: Any, tmp_path: Path) -> None:
     attributes[1]["value"]["stringValue"] = '[{"role": "user", "parts": [{"ty'
     with pytest.raises(wb.TraceLoadError, match=r"gen_ai\.input\.messages is not JSON"):
         wb.load_trace(json.dumps(garbled)).messages()
+
+
+def test_snake_case_otlp_reads_as_camel_case() -> None:
+    # protobuf's JSON mapping allows both spellings of every field name
+    def snake(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                re.sub(r"(?<!^)([A-Z])", r"_\1", k).lower(): snake(v) for k, v in value.items()
+            }
+        return [snake(v) for v in value] if isinstance(value, list) else value
+
+    document = snake(CONVENTIONS_ONLY)
+    assert "resource_spans" in document and "resourceSpans" not in json.dumps(document)
+    assert wb.load_trace(json.dumps(document)) == wb.load_trace(json.dumps(CONVENTIONS_ONLY))
+
+
+def test_a_span_field_of_the_wrong_shape_is_named() -> None:
+    for field, value in (("status", "ok"), ("events", {"name": "x"}), ("attributes", "a=1")):
+        document = json.loads(json.dumps(CONVENTIONS_ONLY))
+        document["resourceSpans"][0]["scopeSpans"][0]["spans"][0][field] = value
+        with pytest.raises(wb.TraceLoadError, match=r"expected an object|should be a list"):
+            wb.load_trace(json.dumps(document))
 
 
 def test_base64_ids_big_ints_and_nan(tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ def spans_from_document(document: Any) -> list[SpanData]:
     """The spans of an OTLP/JSON or Jaeger JSON document (already parsed)."""
     if isinstance(document, dict) and isinstance(document.get("result"), dict):
         document = document["result"]  # Jaeger's API v3 wraps OTLP in "result"
-    if isinstance(document, dict) and "resourceSpans" in document:
+    if isinstance(document, dict) and ("resourceSpans" in document or "resource_spans" in document):
         return spans_from_otlp(document)
     if isinstance(document, dict) and isinstance(document.get("data"), list):
         return spans_from_jaeger(document)
