@@ -15,8 +15,11 @@ Two measurements, each framework on the same work, interleaved and repeated:
 - **tree**: a 3-level tree of 50 sub-runs: the lead calls 5 level-1 agents (one call per step),
   each of which calls 9 level-2 agents. Wall time of the whole run, per sub-run.
 
-All models are offline functions with fixed usage; nothing sleeps. Target: our per-call overhead
-at most 0.2× each peer's. Figures are medians, in µs; ratios are from the same run.
+All models are offline functions with fixed usage; nothing sleeps, so every run is CPU-bound and
+is timed in CPU time (``time.process_time``, all threads of the process: LangGraph runs tools in
+a thread pool), which other processes on a shared machine do not inflate. Target: our per-call
+overhead at most 0.2× each peer's. Figures are medians, in µs, with the spread (lowest-highest);
+ratios are from the same run.
 
     .venv/bin/python bench/subagent_overhead.py            # about a minute
     .venv/bin/python bench/subagent_overhead.py --quick    # smoke run
@@ -246,10 +249,11 @@ FRAMEWORKS = {
 
 
 def _seconds(run: Runner) -> float:
+    """CPU seconds of one run: on a shared machine, other processes' load is not counted."""
     gc.collect()
-    started = time.perf_counter()
+    started = time.process_time()
     run()
-    return time.perf_counter() - started
+    return time.process_time() - started
 
 
 def measure(repetitions: int) -> dict[str, dict[str, list[float]]]:
@@ -293,9 +297,13 @@ def main(argv: list[str] | None = None) -> int:
         for name, kinds in samples.items()
     }
     print(f"sub-agent overhead, {repetitions} repetitions, {CALLS} calls per run, 50-run tree")
-    print(f"{'framework':<12} {'per call (µs)':>14} {'tree per sub-run (µs)':>22}")
+    print(f"{'framework':<12} {'per call (µs)':>20} {'tree per sub-run (µs)':>24}")
     for name, figures in medians.items():
-        print(f"{name:<12} {figures['per_call_us']:>14.0f} {figures['tree_per_subrun_us']:>22.0f}")
+        call, tree = samples[name]["per_call_us"], samples[name]["tree_per_subrun_us"]
+        print(
+            f"{name:<12} {figures['per_call_us']:>7.0f} ({min(call):.0f}-{max(call):.0f})"
+            f" {figures['tree_per_subrun_us']:>10.0f} ({min(tree):.0f}-{max(tree):.0f})"
+        )
     ours = medians["ours"]
     missed = False
     for peer in ("pydantic-ai", "langgraph"):

@@ -74,6 +74,7 @@ class Execution:
         self.children: list[RunResult] = []
         """The sub-runs this execution's tools made (sub-agents), in call order."""
         self._draft: StepDraft | None = None
+        self._phases: list[tuple[Phase, float, float]] = []  # the open step's: `StepDraft.record`
         self._run_time = state.elapsed
         """Seconds the run has spent inside phases: what `Timeout` counts (not time paused or
         spent reading between manual steps)."""
@@ -258,9 +259,9 @@ class Execution:
     async def _tools(self) -> Phase | None:
         """Run the last answer's unanswered tool calls; pause if any waits for the outside."""
         calls = self.state.unanswered_calls()
-        view = self._view(self.state.step - 1)  # the step under way does not count as used yet
         if not calls:
             return Phase.CONTINUATION
+        view = self._view(self.state.step - 1)  # the step under way does not count as used yet
         if self._end_at_limit(view):
             return None
         if self._draft is None:  # resumed mid-step: the tools are chosen again
@@ -446,7 +447,7 @@ class Execution:
 
     def _open_step(self, draft: StepDraft) -> StepDraft:
         """Start recording a step; the observers' cost is counted from here."""
-        self._draft = draft
+        self._draft, self._phases = draft, []
         self._observers.seconds = 0.0
         return draft
 
@@ -471,10 +472,7 @@ class Execution:
         self._phase_started = None
         wall = time.time() - duration
         if self._draft is not None:
-            draft = self._draft
-            timing = {**draft.timing, phase: draft.timing.get(phase, 0.0) + duration}
-            starts = (*draft.phase_starts, (phase, wall))
-            self._draft = draft.model_copy(update={"timing": timing, "phase_starts": starts})
+            self._phases.append((phase, wall, duration))
         event = PhaseEvent(phase=phase, step=self.state.step, state=self.state, duration=duration)
         self._observers.phase_ended(event, wall)
         return event
@@ -484,7 +482,7 @@ class Execution:
         if draft is None:
             self._record_late_hooks()
             return
-        record = draft.record(self.state, self._hooks.take(), self._observers.seconds)
+        record = draft.record(self.state, self._hooks.take(), self._observers.seconds, self._phases)
         self.steps.append(record)
         self._observers.step_ended(record)
 

@@ -222,8 +222,6 @@ class StepDraft(Record):
     tools_hidden: tuple[tuple[str, str], ...] = ()
     response: ModelResponse | None = None
     outcomes: tuple[ToolOutcome, ...] = ()
-    timing: dict[Phase, float] = Field(default_factory=dict)
-    phase_starts: tuple[tuple[Phase, float], ...] = ()
     model_started_at: float | None = None
     model_duration: float = 0.0
     model_error: ErrorInfo | None = None
@@ -242,12 +240,24 @@ class StepDraft(Record):
             return self.model_copy(update={"messages_in": history})
         return StepDraft.model_validate({**dict(self), "messages_in": tuple(messages)})
 
-    def record(self, state: AgentState, hooks: _HookLog, telemetry: float) -> StepRecord:
+    def record(
+        self,
+        state: AgentState,
+        hooks: _HookLog,
+        telemetry: float,
+        phases: Sequence[tuple[Phase, float, float]],
+    ) -> StepRecord:
         """The step's record as ``state`` stands, with what hooks did and what observers cost.
 
-        The messages were checked when they were made; they go in as they are (`sending`).
+        ``phases`` are the step's phases as they ended: ``(phase, started at, seconds)``. The
+        loop collects them and they are frozen here, once, rather than copied into the draft
+        at every phase. The messages were checked when they were made; they go in as they are
+        (`sending`).
         """
-        timing, response = self.timing, self.response
+        timing: dict[Phase, float] = {}
+        for phase, _, seconds in phases:
+            timing[phase] = timing.get(phase, 0.0) + seconds
+        response = self.response
         executed = [o for o in self.outcomes if o.status in ("ok", "error", "retry")]
         return StepRecord(
             index=self.index,
@@ -277,7 +287,7 @@ class StepDraft(Record):
             started_at=self.started_at,
             hook_errors=hooks.errors,
             hook_messages=hooks.notes,
-            phase_starts=self.phase_starts,
+            phase_starts=tuple((phase, at) for phase, at, _ in phases),
             model_started_at=self.model_started_at,
             model_duration=self.model_duration,
             model_error=self.model_error,

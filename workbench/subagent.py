@@ -23,7 +23,7 @@ from contextvars import ContextVar
 from typing import Any, Literal, Protocol
 
 from workbench._record import Record
-from workbench.conditions import MaxCost, MaxTokens, StopCondition, Timeout
+from workbench.conditions import Budget, MaxCost, MaxTokens, StopCondition, Timeout
 from workbench.hooks.events import SubagentStartInput, SubagentStopInput
 from workbench.hooks.runner import ParentHooks, parent_hooks
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult
@@ -81,8 +81,11 @@ class SubagentTree:
         self.total = 0
         self.per_parent: Counter[str] = Counter()
 
-    def admit(self, ctx: ToolContext) -> str | None:
-        """Count a new sub-run of the calling run; or say which limit refuses it."""
+    def admit(self, ctx: ToolContext, budget: Budget) -> str | None:
+        """Count a new sub-run of the calling run; or say which limit refuses it.
+
+        ``budget`` is what the calling run has left (``ctx.budget``, which the caller has).
+        """
         limits, depth = self.limits, ctx.view.state.depth + 1
         if depth > limits.max_depth:
             return f"the sub-agent depth limit ({limits.max_depth}) is reached"
@@ -90,7 +93,6 @@ class SubagentTree:
             return f"this run already started {limits.max_breadth} sub-agents (max_breadth)"
         if self.total >= limits.max_total:
             return f"the tree already has {limits.max_total} sub-runs (max_total)"
-        budget = ctx.budget
         if budget.tokens_left == 0 or budget.cost_left == 0 or budget.seconds_left == 0:
             return "the calling run's budget is spent"
         self.total += 1
@@ -152,11 +154,12 @@ def subagent_tool(
             ctx: The calling run (filled in by the loop).
 
         """
-        parent_state, stop = ctx.view.state, _budget_cap(ctx)
+        parent_state, budget = ctx.view.state, ctx.budget  # worked out once: it is not free
+        stop = _budget_cap(budget)
         paused = parent_state.waiting_subruns.get(ctx.call_id or "")
         if paused is None:
             tree = subagent_tree.get() or SubagentTree(SubagentLimits())
-            refusal = tree.admit(ctx)
+            refusal = tree.admit(ctx, budget)
             if refusal is not None:
                 return _refused(agent.name, refusal)
 
@@ -210,9 +213,8 @@ async def _run_with_hooks(
     return tuple(runs)
 
 
-def _budget_cap(ctx: ToolContext) -> StopCondition | None:
+def _budget_cap(budget: Budget) -> StopCondition | None:
     """Stop conditions for what the calling run has left, if it has limits."""
-    budget = ctx.budget
     caps: list[StopCondition] = []
     if budget.tokens_left is not None:
         caps.append(MaxTokens(budget.tokens_left))
@@ -289,10 +291,10 @@ def _last_messages(messages: Sequence[Message], count: int | Literal["all"]) -> 
     The slice is widened to take in the call of a result it starts with; calls without a result
     in the slice (the parent's calls under way) are left out, and a message left empty with them.
     """
+    if count != "all" and count <= 0:  # the default: nothing to look through
+        return ()
     shared = [m for m in messages if m.role != "system"]
     if count != "all":
-        if count <= 0:
-            return ()
         start = max(0, len(shared) - count)
         while start > 0 and shared[start].role == "tool":
             start -= 1

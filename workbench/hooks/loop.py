@@ -132,6 +132,8 @@ class LoopHooks(HookDispatch):
 
     async def stop(self) -> str | None:
         """Ask the Stop hooks; the message for one more turn, or None to let the run end."""
+        if not self.wants(HookEvent.STOP):
+            return None
         turns = self._state().hook_turns
         verdict = await self.fire(StopInput(stop_hook_active=turns > 0))
         if not verdict.blocked or self.stop_reason is not None:
