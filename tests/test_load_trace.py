@@ -393,9 +393,7 @@ def test_snake_case_otlp_reads_as_camel_case() -> None:
     # protobuf's JSON mapping allows both spellings of every field name
     def snake(value: Any) -> Any:
         if isinstance(value, dict):
-            return {
-                re.sub(r"(?<!^)([A-Z])", r"_\1", k).lower(): snake(v) for k, v in value.items()
-            }
+            return {re.sub(r"(?<!^)([A-Z])", r"_\1", k).lower(): snake(v) for k, v in value.items()}
         return [snake(v) for v in value] if isinstance(value, list) else value
 
     document = snake(CONVENTIONS_ONLY)
