@@ -6,6 +6,8 @@
 | UserPromptSubmit | a new run starts, with its prompt | block the run, add context |
 | PreCompact | PREPARE: history processors dropped messages | observe |
 | PreToolUse | TOOLS: after the guards, before a call runs | allow / deny / ask, rewrite input |
+| PermissionRequest | TOOLS: a call needs approval, before it pauses | allow / deny, rewrite input |
+| PermissionDenied | TOOLS: a guard or hook refused a call | let the model retry |
 | PostToolUse | TOOLS: after a call succeeded | add to the result, block with reason |
 | PostToolUseFailure | TOOLS: after a call failed | add to the error |
 | Notification | TOOLS: the run pauses for approval | observe |
@@ -25,6 +27,8 @@ from workbench.hooks.events import (
     HookEvent,
     HookInput,
     NotificationInput,
+    PermissionDeniedInput,
+    PermissionRequestInput,
     PostToolUseFailureInput,
     PostToolUseInput,
     PreCompactInput,
@@ -105,6 +109,24 @@ class LoopHooks(HookDispatch):
             tool_name=call.name, tool_input=call.arguments, tool_use_id=call.call_id
         )
         return await self.fire(data)
+
+    async def permission_request(self, call: ToolCall, reason: str) -> HookVerdict:
+        """A call needs approval: the hooks may allow or deny it instead of the user."""
+        if not self.wants(HookEvent.PERMISSION_REQUEST):
+            return NO_VERDICT
+        data = PermissionRequestInput(
+            tool_name=call.name, tool_input=call.arguments, tool_use_id=call.call_id, reason=reason
+        )
+        return await self.fire(data)
+
+    async def permission_denied(self, call: ToolCall, reason: str) -> bool:
+        """A guard or hook refused the call; True when a hook lets the model try it again."""
+        if not self.wants(HookEvent.PERMISSION_DENIED):
+            return False
+        data = PermissionDeniedInput(
+            tool_name=call.name, tool_input=call.arguments, tool_use_id=call.call_id, reason=reason
+        )
+        return (await self.fire(data)).retry
 
     async def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> str:
         """PostToolUse or PostToolUseFailure; the text to add to what the model reads."""
