@@ -44,6 +44,7 @@ __all__ = [
     "StopInput",
     "SubagentStartInput",
     "SubagentStopInput",
+    "ToolInput",
     "UserPromptSubmitInput",
     "compile_matcher",
 ]
@@ -155,7 +156,9 @@ class HookInput(BaseModel):
         return None
 
 
-class _ToolInput(HookInput):
+class ToolInput(HookInput):
+    """What the events about one tool call (PreToolUse, PermissionRequest, ...) share."""
+
     tool_name: str
     tool_input: dict[str, JsonValue]
     tool_use_id: str
@@ -186,13 +189,13 @@ class UserPromptSubmitInput(HookInput):
     prompt: str
 
 
-class PreToolUseInput(_ToolInput):
+class PreToolUseInput(ToolInput):
     """A tool call the guards let through, before it runs."""
 
     hook_event_name: Literal["PreToolUse"] = "PreToolUse"
 
 
-class PermissionRequestInput(_ToolInput):
+class PermissionRequestInput(ToolInput):
     """A call that needs approval, before the run pauses for it: a hook may answer instead.
 
     ``reason`` (a workbench field) says why approval is needed: the guard's or hook's reason, or
@@ -204,21 +207,21 @@ class PermissionRequestInput(_ToolInput):
     reason: str = ""
 
 
-class PermissionDeniedInput(_ToolInput):
+class PermissionDeniedInput(ToolInput):
     """A call a guard or hook refused (not one the user refused); ``reason`` is why."""
 
     hook_event_name: Literal["PermissionDenied"] = "PermissionDenied"
     reason: str
 
 
-class PostToolUseInput(_ToolInput):
+class PostToolUseInput(ToolInput):
     """A tool call that ran; ``tool_response`` is the text the model will read."""
 
     hook_event_name: Literal["PostToolUse"] = "PostToolUse"
     tool_response: JsonValue
 
 
-class PostToolUseFailureInput(_ToolInput):
+class PostToolUseFailureInput(ToolInput):
     """A tool call that failed (raised, timed out, or got invalid arguments)."""
 
     hook_event_name: Literal["PostToolUseFailure"] = "PostToolUseFailure"

@@ -36,6 +36,7 @@ from workbench.hooks.events import (
     SessionEndInput,
     SessionStartInput,
     StopInput,
+    ToolInput,
     UserPromptSubmitInput,
 )
 from workbench.hooks.runner import (
@@ -103,30 +104,29 @@ class LoopHooks(HookDispatch):
 
     async def pre_tool_use(self, call: ToolCall) -> HookVerdict:
         """The hooks' answer for a call about to run."""
-        if not self.wants(HookEvent.PRE_TOOL_USE):
-            return NO_VERDICT
-        data = PreToolUseInput(
-            tool_name=call.name, tool_input=call.arguments, tool_use_id=call.call_id
-        )
-        return await self.fire(data)
+        return await self._about(call, HookEvent.PRE_TOOL_USE, PreToolUseInput)
 
     async def permission_request(self, call: ToolCall, reason: str) -> HookVerdict:
         """A call needs approval: the hooks may allow or deny it instead of the user."""
-        if not self.wants(HookEvent.PERMISSION_REQUEST):
-            return NO_VERDICT
-        data = PermissionRequestInput(
-            tool_name=call.name, tool_input=call.arguments, tool_use_id=call.call_id, reason=reason
+        return await self._about(
+            call, HookEvent.PERMISSION_REQUEST, PermissionRequestInput, reason=reason
         )
-        return await self.fire(data)
 
     async def permission_denied(self, call: ToolCall, reason: str) -> bool:
         """A guard or hook refused the call; True when a hook lets the model try it again."""
-        if not self.wants(HookEvent.PERMISSION_DENIED):
-            return False
-        data = PermissionDeniedInput(
-            tool_name=call.name, tool_input=call.arguments, tool_use_id=call.call_id, reason=reason
+        verdict = await self._about(
+            call, HookEvent.PERMISSION_DENIED, PermissionDeniedInput, reason=reason
         )
-        return (await self.fire(data)).retry
+        return verdict.retry
+
+    async def _about(
+        self, call: ToolCall, event: HookEvent, data: type[ToolInput], **fields: str
+    ) -> HookVerdict:
+        """Fire ``event`` for a call, if any hook listens for it."""
+        if not self.wants(event):
+            return NO_VERDICT
+        about = {"tool_name": call.name, "tool_input": call.arguments, "tool_use_id": call.call_id}
+        return await self.fire(data(**about, **fields))
 
     async def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> str:
         """PostToolUse or PostToolUseFailure; the text to add to what the model reads."""
