@@ -263,8 +263,12 @@ class _Exchange:
         except httpx.HTTPError as exc:
             self.record_error("ModelConnectionError", _cannot_reach(upstream, exc))
             return _unreachable(upstream, exc)
-        self._record_completion(answer)
-        return Response(answer.content, answer.status_code, _returned(answer.headers))
+        return Response(
+            answer.content,
+            answer.status_code,
+            _returned(answer.headers),
+            background=BackgroundTask(self._record_answer, answer),  # the agent first
+        )
 
     async def stream(self, client: httpx.AsyncClient, upstream: str) -> Response:
         """Relay the upstream's stream event by event, assembling the recording on the way."""
@@ -316,6 +320,10 @@ class _Exchange:
             return
         first = None if relay.first is None else relay.first - self.started
         self.answered(_assembled(assembler, self.call.model, first), first)
+
+    async def _record_answer(self, answer: httpx.Response) -> None:
+        """Record a forwarded answer once the agent has it (on the proxy's loop, not a thread)."""
+        self._record_completion(answer)
 
     def _record_completion(self, answer: httpx.Response) -> None:
         if not answer.is_success:
