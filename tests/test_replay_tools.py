@@ -8,6 +8,8 @@ and PreToolUse hooks still decide. A call that departs from the recording is a
 
 from __future__ import annotations
 
+import socket
+import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -388,3 +390,60 @@ def test_a_sub_run_added_to_the_tree_is_a_divergence_not_a_live_call() -> None:
         assert "starts a sub-run of 'researcher', but the recording has none" in (
             result.error.message
         )
+
+
+# -- MCP tools replayed without their server --------------------------------------------------
+
+MCP_SERVER = Path(__file__).parent / "mcp" / "server.py"
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])  # closed again when the block ends
+
+
+def test_mcp_tools_replay_after_the_server_is_gone() -> None:
+    script = [
+        R.tool_call("add", {"a": 2, "b": 3}, call_id="m1"),
+        R.tool_call("echo", {"text": "hi"}, call_id="m2"),
+        R.text("5, hi"),
+    ]
+    live = wb.Toolset.from_mcp([sys.executable, str(MCP_SERVER), "stdio"], timeout=20)
+    try:
+        recorded = wb.Agent(model=wb.ScriptedModel(script), tools=[live], store=False).run_sync(
+            "use the server"
+        )
+    finally:
+        live.close()
+    assert [o.content for s in recorded.steps for o in s.tool_outcomes] == ["5", "hi"]
+    gone_places: list[str | list[str]] = [
+        ["/nonexistent/mcp-server-that-was-removed"],
+        f"http://127.0.0.1:{_closed_port()}/mcp",
+    ]
+    for gone in gone_places:
+        toolset = wb.Toolset.from_mcp(gone, connect_timeout=10)
+        replay = wb.ReplayModel.from_run(recorded, tools="replay", strict=True)
+        again = wb.Agent(model=replay, tools=[toolset], store=False).run_sync("use the server")
+        assert again.status is wb.ExecutionStatus.COMPLETED, again.error
+        assert _outcomes(again) == _outcomes(recorded) and again.output == "5, hi"
+        assert [s.tools_offered for s in again.steps] == [s.tools_offered for s in recorded.steps]
+        replay.assert_complete()
+        toolset.close()
+
+
+def test_mcp_tools_without_tools_replay_still_need_the_server() -> None:
+    recorded_step = R.tool_call("add", {"a": 2, "b": 3}, call_id="m1")
+    live = wb.Toolset.from_mcp([sys.executable, str(MCP_SERVER), "stdio"], timeout=20)
+    try:
+        recorded = wb.Agent(
+            model=wb.ScriptedModel([recorded_step, R.text("5")]), tools=[live], store=False
+        ).run_sync("add")
+    finally:
+        live.close()
+    gone = wb.Toolset.from_mcp(["/nonexistent/mcp-server-that-was-removed"])
+    again = wb.Agent(model=wb.ReplayModel.from_run(recorded), tools=[gone], store=False).run_sync(
+        "add"
+    )
+    assert again.status is wb.ExecutionStatus.FAILED and again.error is not None
+    assert again.error.type == "MCPServerError"  # its tools would run: the server is needed
