@@ -18,7 +18,8 @@ from typing import Literal
 import pytest
 
 import workbench as wb
-from tests._counting import content
+from tests._counting import PROMPT, content, counting_agent, counting_model
+from workbench.cli import main
 
 R = wb.ModelResponse
 
@@ -447,3 +448,37 @@ def test_mcp_tools_without_tools_replay_still_need_the_server() -> None:
     )
     assert again.status is wb.ExecutionStatus.FAILED and again.error is not None
     assert again.error.type == "MCPServerError"  # its tools would run: the server is needed
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+EXECUTED: Counter[str] = Counter()
+
+
+def cli_agent() -> wb.Agent:
+    """The counting agent with an ``add`` that counts its executions (for ``--agent``)."""
+
+    @wb.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        EXECUTED["add"] += 1
+        return a + b
+
+    return wb.Agent(model=counting_model(5), name="counter", tools=[add], stop=wb.MaxSteps(10))
+
+
+@pytest.mark.parametrize(("flags", "executed"), [((), 4), (("--replay-tools",), 0)])
+def test_the_replay_verb_answers_an_agents_tools_from_the_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...], executed: int
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    with wb.RunStore(path) as store:
+        run = counting_agent(5, store).run_sync(PROMPT)
+    EXECUTED.clear()
+    spec = "tests.test_replay_tools:cli_agent"
+    argv = ["replay", run.run_id, "--from-step", "1", "--agent", spec, *flags]
+    assert main([*argv, "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "same as the original at every step" in out
+    assert EXECUTED["add"] == executed
+    assert ("answered from the recording" in out) is bool(flags)

@@ -42,6 +42,7 @@ __all__ = [
     "ToolSource",
     "Toolset",
     "choose_tools",
+    "stand_in",
     "tool_table",
 ]
 
@@ -297,7 +298,7 @@ async def choose_tools(
                 raise
             listings.append(None)
     listed = set(fixed) | {t.name for found in listings if found for t in found[0]}
-    stand_ins = tuple(_stand_in(d) for d in recorded or () if d.name not in listed)
+    stand_ins = tuple(stand_in(d) for d in recorded or () if d.name not in listed)
     tools, hidden = dict(fixed), list[tuple[str, str]]()
     for found in listings:
         offered, hidden_here = found if found is not None else (stand_ins, ())
@@ -313,13 +314,18 @@ async def choose_tools(
     return tools, tuple(hidden)
 
 
-def _stand_in(definition: ToolDefinition) -> Tool:
-    """A tool with a recorded definition and nothing behind it."""
+def stand_in(definition: ToolDefinition, *, retries: int = 1) -> Tool:
+    """A tool with a recorded definition and nothing behind it, for replays that run no tool.
+
+    The model is offered exactly what it was offered then; a call that reaches it (the live
+    part of a fork) is a tool error saying why.
+    """
 
     async def not_at_hand(**arguments: JsonValue) -> str:
-        raise MCPServerError(
-            f"tool {definition.name!r} is offered as recorded: its toolset could not be listed "
-            "(is its server gone?), so only its recorded calls can be answered"
+        raise UsageError(
+            f"tool {definition.name!r} stands in for a recorded tool that is not at hand (a "
+            "toolset that could not be listed, a server that is gone): only its recorded calls "
+            "can be answered"
         )
 
     return Tool(
@@ -327,6 +333,7 @@ def _stand_in(definition: ToolDefinition) -> Tool:
         name=definition.name,
         description=definition.description,
         parameters=definition.parameters,
+        retries=retries,
     )
 
 
