@@ -8,6 +8,7 @@ and PreToolUse hooks still decide. A call that departs from the recording is a
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from collections import Counter
@@ -19,7 +20,10 @@ import pytest
 
 import workbench as wb
 from tests._counting import PROMPT, content, counting_agent, counting_model
+from tests.test_widgets_kernel import Kernel, kernel
 from workbench.cli import main
+
+__all__ = ["kernel"]  # the module-scoped fixture of tests/test_widgets_kernel.py, used by name
 
 R = wb.ModelResponse
 
@@ -215,6 +219,18 @@ def test_a_resumed_replay_answers_from_the_recording_even_in_a_fresh_process() -
     assert calls.ran == Counter(delete=1)
     (outcome,) = finished.steps[-2].tool_outcomes
     assert outcome.replayed and outcome.content == "deleted /tmp/x"
+
+
+def test_a_paused_replayed_fork_resumed_on_its_model_runs_nothing() -> None:
+    calls = Calls()
+    _, done = _paused_original(calls)
+    replay = wb.ReplayModel.from_run(done)  # built for live tools; the re-run switches it
+    agent = _agent(wb.ScriptedModel([]), calls)
+    fork = agent.rerun_sync(done.snapshots[0], model=replay, tools="replay")
+    assert fork.status is wb.ExecutionStatus.PAUSED and replay.tools == "replay"
+    finished = agent.resume_sync(fork.state, approvals={"d1": True}, model=replay)
+    assert finished.status is wb.ExecutionStatus.COMPLETED and finished.output == "gone"
+    assert calls.ran == Counter(delete=1)  # the original's execution only
 
 
 def test_rerun_with_tools_replay_forks_after_the_replayed_steps(tmp_path: Path) -> None:
@@ -482,3 +498,60 @@ def test_the_replay_verb_answers_an_agents_tools_from_the_recording(
     assert "same as the original at every step" in out
     assert EXECUTED["add"] == executed
     assert ("answered from the recording" in out) is bool(flags)
+
+
+# -- the rerun panel, in a real kernel ------------------------------------------------------------
+
+PANEL_SETUP = """
+import json
+import workbench as wb
+from workbench.notebook import RerunPanel
+
+R = wb.ModelResponse
+deleted = []
+
+@wb.tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    \"\"\"Delete a file.\"\"\"
+    deleted.append(path)
+    return f"deleted {path}"
+
+script = [R.tool_call("delete_file", {"path": "/important"}, call_id="d1"), R.text("done")]
+agent = wb.Agent(model=wb.ScriptedModel(script), tools=[delete_file], store=wb.RunStore(":memory:"))
+paused = agent.run_sync("clean up")
+original = agent.resume_sync(paused.state, approvals={"d1": True})
+deleted.clear()
+panel = RerunPanel(original, agent, models={"replay": wb.ReplayModel.from_run(original)})
+panel.step_picker.value = 0
+panel.replay_tools.value = True
+
+def shown():
+    return {
+        "deleted": list(deleted),
+        "fork": panel.fork.status.value if panel.fork else None,
+        "output": panel.fork.output if panel.fork else None,
+        "rows": [r.pending.tool for r in panel.approval_rows],
+        "on_screen": panel.replay_tools in panel.children[0].children,
+        "error": panel.error.value,
+    }
+"""
+
+
+def test_the_rerun_panel_replays_tool_results(kernel: Kernel) -> None:
+    kernel.run(PANEL_SETUP)
+    out, _ = kernel.run(
+        "panel.model_picker.value = 'replay'\n"
+        "panel.rerun_button.click()\nawait panel.wait()\n"
+        "panel.approval_rows[0].approve_button.click()\nawait panel.wait()\n"
+        "print(json.dumps(shown()))"
+    )
+    replayed = json.loads(out.strip().splitlines()[-1])
+    assert replayed["on_screen"] is True and replayed["error"] == ""
+    assert replayed["fork"] == "completed" and replayed["output"] == "done"
+    assert replayed["deleted"] == []  # approved as in the original, answered from the recording
+    out, _ = kernel.run(
+        "panel.model_picker.value = panel.model_picker.options[0]\n"
+        "panel.rerun_button.click()\nawait panel.wait()\nprint(json.dumps(shown()))"
+    )
+    refused = json.loads(out.strip().splitlines()[-1])
+    assert "is not a ReplayModel" in refused["error"] and refused["deleted"] == []

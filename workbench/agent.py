@@ -19,6 +19,7 @@ from workbench.engine import Execution
 from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks import CommandHook, Hook
+from workbench.hooks.runner import hook_tuple
 from workbench.messages import JsonValue, Message, ToolCall, ToolResult
 from workbench.models.base import Model, ModelSettings
 from workbench.models.replay import tool_replay_of
@@ -250,7 +251,7 @@ class Agent:
         """The tools by name, and the toolsets whose tools are chosen before every model call."""
         self.stop = stop if stop is not None else MaxSteps(50)
         self.guards = tuple(guards)
-        self.hooks = _hook_tuple(hooks)
+        self.hooks = hook_tuple(hooks)
         """In-process `Hook`s and `CommandHook`s; see `workbench.hooks` for where each fires."""
         self.max_hook_turns = max_hook_turns
         """How many extra turns Stop (and SubagentStop) hooks may force in one execution."""
@@ -422,13 +423,16 @@ class Agent:
         results: Mapping[str, JsonValue] | None = None,
         *,
         settings: ModelSettings | None = None,
+        model: Model | None = None,
     ) -> RunResult:
         """Continue a paused run (possibly from another process) to its end or next pause.
 
         ``approvals`` maps call ids to True (run it), False or a reason (deny it); ``results``
-        gives the results of deferred calls.
+        gives the results of deferred calls. ``model`` replaces the agent's (the `ReplayModel`
+        of a replayed fork, so its calls are still answered from the recording).
         """
-        return await self.start_resume(state, approvals, results, settings=settings).arun_to_end()
+        run = self.start_resume(state, approvals, results, settings=settings, model=model)
+        return await run.arun_to_end()
 
     def resume_sync(
         self,
@@ -437,9 +441,10 @@ class Agent:
         results: Mapping[str, JsonValue] | None = None,
         *,
         settings: ModelSettings | None = None,
+        model: Model | None = None,
     ) -> RunResult:
         """Sync `resume`."""
-        return run_sync(self.resume(state, approvals, results, settings=settings))
+        return run_sync(self.resume(state, approvals, results, settings=settings, model=model))
 
     def start_rerun(
         self,
@@ -581,13 +586,6 @@ class Agent:
 
 RerunTools = Iterable[ToolItem] | Literal["replay"] | None
 """What a re-run's ``tools=`` takes: other tools, or ``"replay"`` (answer from the recording)."""
-
-
-def _hook_tuple(hooks: Sequence[Hook | CommandHook]) -> tuple[Hook | CommandHook, ...]:
-    for hook in hooks:
-        if not isinstance(hook, Hook | CommandHook):
-            raise TypeError(f"hooks must be Hook or CommandHook objects, got {hook!r}")
-    return tuple(hooks)
 
 
 def _latest(runs: tuple[RunResult, ...]) -> tuple[RunResult, ...]:

@@ -272,12 +272,16 @@ class ReplayModel(OfflineModel):
 def tool_replay_of(model: Model, replay_tools: bool) -> tuple[ToolRecording | None, bool]:
     """The recording a run's tool calls are checked against, and whether it answers them.
 
-    A `ReplayModel` brings its recording (``tools="replay"`` on it or on the re-run answers the
-    calls from it). Any other model answers live, so it has nothing recorded to answer with:
-    asking for ``tools="replay"`` then is a `UsageError` rather than a silent live call.
+    A `ReplayModel` brings its recording; ``tools="replay"`` on a re-run switches the model to
+    answer the calls from it, and it stays so, so a paused fork resumed on the same model
+    (``agent.resume(state, model=replay)``) does not run the approved calls live. Any other
+    model answers live, so it has nothing recorded to answer with: asking for ``tools="replay"``
+    then is a `UsageError` rather than a silent live call.
     """
     if isinstance(model, ReplayModel):
-        return model.tool_recording, replay_tools or model.tools == "replay"
+        if replay_tools:
+            model.tools = "replay"
+        return model.tool_recording, model.tools == "replay"
     if replay_tools:
         raise UsageError(
             f'tools="replay" answers tool calls from a recording, but the model {model.name!r} '
