@@ -555,3 +555,18 @@ def test_the_rerun_panel_replays_tool_results(kernel: Kernel) -> None:
     )
     refused = json.loads(out.strip().splitlines()[-1])
     assert "is not a ReplayModel" in refused["error"] and refused["deleted"] == []
+
+
+def test_a_recording_of_responses_alone_runs_its_calls_live_and_cannot_answer_them(
+    original: wb.RunResult,
+) -> None:
+    bare = [
+        wb.RecordedCall(step=c.step, request=c.request, response=c.response)
+        for c in wb.ReplayModel.from_run(original).recording
+    ]
+    calls = Calls()
+    live = _agent(wb.ReplayModel(bare), calls).run_sync("work")
+    assert live.output == original.output and calls.ran == Counter(add=1, boom=1, picky=2)
+    replayed = _agent(wb.ReplayModel(bare, tools="replay"), Calls()).run_sync("work")
+    assert replayed.error is not None and replayed.error.type == "ReplayDivergence"
+    assert "the recording has no tool call c1 (add) to replay" in replayed.error.message

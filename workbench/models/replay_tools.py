@@ -41,6 +41,9 @@ class RecordedCalls(Record):
     """The calls of one recorded response: each call's final outcome and the sub-runs it made."""
 
     step: int
+    kept: bool = True
+    """False for a recording of responses alone (`ReplayModel(recording)`): nothing is known of
+    its calls, so they run live (and cannot be answered from it)."""
     outcomes: dict[str, ToolOutcome] = Field(default_factory=dict)
     subruns: dict[str, tuple[RunResult, ...]] = Field(default_factory=dict)
 
@@ -96,7 +99,7 @@ class ToolRecording:
         elif index < len(self.responses):
             self._given = self.responses[index]
         else:  # a recording of responses alone (`ReplayModel(recording)`): no call was kept
-            self._given = RecordedCalls(step=step)
+            self._given = RecordedCalls(step=step, kept=False)
 
     def for_call(
         self, call: ToolCall, step: int, *, delegates: bool, results: bool
@@ -111,7 +114,7 @@ class ToolRecording:
         if given is None and not self._asked:  # resumed before any answer: the paused step's
             given = next((r for r in reversed(self.responses) if r.step == step), None)
             given = given if given is not None and step in self.definitions else None
-        if given is None:
+        if given is None or not (given.kept or results):
             return None
         outcome = given.outcomes.get(call.call_id)
         subruns = given.subruns.get(call.call_id, ())
