@@ -250,6 +250,24 @@ def test_rerun_with_tools_replay_forks_after_the_replayed_steps(tmp_path: Path) 
     assert _outcomes(fork)[:3] == _outcomes(recorded)[:3]
 
 
+def test_rerun_from_a_trace_with_tools_replay(original: wb.RunResult) -> None:
+    telemetry = wb.Telemetry(capture_content=True)
+    first_calls = Calls()
+    first = _agent(wb.ScriptedModel(SCRIPT), first_calls, telemetry=telemetry).run_sync("work")
+    trace = telemetry.trace(first.trace_id)
+    calls = Calls()
+    agent = _agent(wb.ScriptedModel([]), calls)
+    # from step 1: a trace's tool results come back without their tool's name, which a replay
+    # of the original compares (a limit of messages recovered from spans, not of tool replay)
+    fork = agent.rerun_from_trace_sync(
+        trace, 1, model=wb.ReplayModel.from_run(first), tools="replay"
+    )
+    assert fork.output == first.output and calls.ran == Counter()
+    assert _outcomes(fork) == _outcomes(first)
+    with pytest.raises(wb.UsageError, match="not a ReplayModel"):
+        agent.rerun_from_trace_sync(trace, 2, tools="replay")
+
+
 def test_tools_replay_needs_a_replay_model(original: wb.RunResult) -> None:
     agent = _agent(wb.ScriptedModel(SCRIPT), Calls())
     with pytest.raises(wb.UsageError, match=r"not a ReplayModel.*until_step=N"):

@@ -110,10 +110,7 @@ class ToolRecording:
         recording (``tools="replay"``). Raises `ReplayDivergence` when the call departs from the
         recorded one, or its tool now starts no sub-run where it started one.
         """
-        given = self._given
-        if given is None and not self._asked:  # resumed before any answer: the paused step's
-            given = next((r for r in reversed(self.responses) if r.step == step), None)
-            given = given if given is not None and step in self.definitions else None
+        given = self._given if self._asked else self._paused_at(step)
         if given is None or not (given.kept or results):
             return None
         outcome = given.outcomes.get(call.call_id)
@@ -133,6 +130,12 @@ class ToolRecording:
                 )
             )
         return ReplayedCall(outcome=outcome if results else None)
+
+    def _paused_at(self, step: int) -> RecordedCalls | None:
+        """The response of a replayed ``step`` that a run resumed before any answer paused in."""
+        if step not in self.definitions:  # the definitions cover the replayed steps
+            return None
+        return next((r for r in reversed(self.responses) if r.step == step), None)
 
     def _check(self, step: int, call: ToolCall, outcome: ToolOutcome | None) -> None:
         """The call must be the recorded one, and the recording must hold its result."""
