@@ -588,3 +588,25 @@ def test_a_recording_of_responses_alone_runs_its_calls_live_and_cannot_answer_th
     replayed = _agent(wb.ReplayModel(bare, tools="replay"), Calls()).run_sync("work")
     assert replayed.error is not None and replayed.error.type == "ReplayDivergence"
     assert "the recording has no tool call c1 (add) to replay" in replayed.error.message
+
+
+def test_a_sub_run_given_more_turns_by_a_subagent_stop_hook_replays_each_turn() -> None:
+    def double_check(data: wb.SubagentStopInput) -> wb.HookResult | None:
+        return None if data.stop_hook_active else wb.HookResult(decision="block", reason="Sure?")
+
+    def lead(model: wb.Model, sub_model: wb.Model) -> wb.Agent:
+        researcher = wb.Agent(sub_model, name="researcher", store=False)
+        return wb.Agent(
+            model,
+            tools=[researcher.as_tool("researcher", "Looks things up.")],
+            hooks=[wb.Hook(wb.HookEvent.SUBAGENT_STOP, double_check)],
+            store=False,
+        )
+
+    script = [R.tool_call("researcher", {"task": "Capital of France?"}, call_id="s1"), "Paris."]
+    recorded = lead(wb.ScriptedModel(script), wb.ScriptedModel(["Lyon", "Paris"])).run_sync("?")
+    assert [c.output for c in recorded.children] == ["Lyon", "Paris"]
+    replay = wb.ReplayModel.from_run(recorded, tools="replay", strict=True)
+    again = lead(replay, _never("researcher")).run_sync("?")
+    assert again.status is wb.ExecutionStatus.COMPLETED, again.error
+    assert _shape(again) == _shape(recorded)
