@@ -22,6 +22,7 @@ import workbench as wb
 from tests._counting import PROMPT, content, counting_agent, counting_model
 from tests.test_widgets_kernel import Kernel, kernel
 from workbench.cli import main
+from workbench.notebook.html import outcomes_html
 
 __all__ = ["kernel"]  # the module-scoped fixture of tests/test_widgets_kernel.py, used by name
 
@@ -110,6 +111,8 @@ def test_a_replay_with_tools_replay_executes_nothing_and_matches(original: wb.Ru
     assert result.state.retries == original.state.retries
     assert result.state.errors_total == original.state.errors_total == 2
     assert all(o.replayed for s in result.steps for o in s.tool_outcomes)
+    assert "replayed" in outcomes_html(result.steps[0].tool_outcomes)
+    assert "replayed" not in outcomes_html(original.steps[0].tool_outcomes)
     replay.assert_complete()
     spans = [s for s in telemetry.spans if s.name.startswith("execute_tool")]
     assert len(spans) == 4
@@ -516,6 +519,7 @@ def test_the_replay_verb_answers_an_agents_tools_from_the_recording(
     assert "same as the original at every step" in out
     assert EXECUTED["add"] == executed
     assert ("answered from the recording" in out) is bool(flags)
+    assert ("add:ok (replayed)" in out) is bool(flags)  # the step table says nothing ran
 
 
 # -- the rerun panel, in a real kernel ------------------------------------------------------------
