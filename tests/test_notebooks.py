@@ -94,6 +94,8 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
         assert "mcp_add ok 42" in text and "stopped: on tool 'delete_file'" in text
         assert "+ sent:     text 'Be very brief.'" in text and "live calls: 2" in text
         assert "delete_file         allow         deny deleting is off" in text
+        assert "mails sent: 1 | sent | sent to ada@example.com | replayed: True" in text
+        assert "completed 42 | mcp_add 42 | replayed: True" in text
     elif name == "08_trace_explorer":
         assert "(True, 'execute_tool add')" in text and "17 + 25 = 42" in text
     elif name == "05_real_model":

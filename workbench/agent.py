@@ -9,7 +9,7 @@ Jupyter kernel where an event loop is already running.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from workbench._sync import run_sync
 from workbench.breakpoints import Break, first_hit
@@ -19,16 +19,18 @@ from workbench.engine import Execution
 from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks import CommandHook, Hook
+from workbench.hooks.runner import hook_tuple
 from workbench.messages import JsonValue, Message, ToolCall, ToolResult
 from workbench.models.base import Model, ModelSettings
+from workbench.models.replay import tool_replay_of
 from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
 from workbench.rerun import rerun_state
 from workbench.state import AgentState, Phase
 from workbench.store import RunNotFound, RunStore
 from workbench.subagent import SubagentContext, SubagentLimits, subagent_tool, subagent_tree
 from workbench.toolcalls import resume_state
-from workbench.tools import Tool, ToolContext, tool
-from workbench.toolsets import Toolset
+from workbench.tools import Tool, ToolContext
+from workbench.toolsets import ToolItem, Toolset, tool_table
 
 if TYPE_CHECKING:
     from workbench.telemetry import Telemetry
@@ -245,11 +247,11 @@ class Agent:
         self.model = model
         self.name = name
         self.system_prompt = system_prompt
-        self.tools, self.toolsets = _tool_choice(tools)
+        self.tools, self.toolsets = tool_table(tools)
         """The tools by name, and the toolsets whose tools are chosen before every model call."""
         self.stop = stop if stop is not None else MaxSteps(50)
         self.guards = tuple(guards)
-        self.hooks = _hook_tuple(hooks)
+        self.hooks = hook_tuple(hooks)
         """In-process `Hook`s and `CommandHook`s; see `workbench.hooks` for where each fires."""
         self.max_hook_turns = max_hook_turns
         """How many extra turns Stop (and SubagentStop) hooks may force in one execution."""
@@ -305,13 +307,14 @@ class Agent:
         parent: ToolContext | None = None,
         stop: StopCondition | None = None,
         tools: Iterable[ToolItem] | None = None,
+        model: Model | None = None,
     ) -> AgentRun:
         """A new run, ready to be stepped; nothing is executed yet.
 
         ``metadata`` (JSON-serializable) is kept on the run's state and in the store;
         ``breakpoints`` are where `AgentRun.run_to_breakpoint` stops. ``parent`` is the tool call
         of another run that starts this one (a sub-agent's run); ``stop`` adds conditions to the
-        agent's for this run (either fires); ``tools`` replace the agent's for this run.
+        agent's for this run (either fires); ``tools`` and ``model`` replace the agent's for it.
         """
         state = AgentState(
             agent_name=self.name,
@@ -334,8 +337,9 @@ class Agent:
             state.model_copy(update={"messages": stamped}),
             settings,
             on_text_delta,
-            tools=None if tools is None else _tool_choice(tools),
+            tools=None if tools is None else tool_table(tools),
             stop=stop,
+            model=model,
         )
         run.breakpoints.extend(breakpoints)
         return run
@@ -399,13 +403,16 @@ class Agent:
         results: Mapping[str, JsonValue] | None = None,
         *,
         settings: ModelSettings | None = None,
+        model: Model | None = None,
     ) -> AgentRun:
         """A paused run with its pending calls answered, ready to be stepped.
 
         Its `AgentRun.result` is the whole run: the steps before the pause come from the store
         when it has them (a state resumed elsewhere, without them, starts its result at the pause).
+        ``model`` replaces the agent's for this execution.
         """
-        run = self._run_from(resume_state(state, approvals, results), settings, None)
+        resumed = resume_state(state, approvals, results)
+        run = self._run_from(resumed, settings, None, model=model)
         run.earlier = self._recorded(state.run_id)
         return run
 
@@ -416,13 +423,16 @@ class Agent:
         results: Mapping[str, JsonValue] | None = None,
         *,
         settings: ModelSettings | None = None,
+        model: Model | None = None,
     ) -> RunResult:
         """Continue a paused run (possibly from another process) to its end or next pause.
 
         ``approvals`` maps call ids to True (run it), False or a reason (deny it); ``results``
-        gives the results of deferred calls.
+        gives the results of deferred calls. ``model`` replaces the agent's (the `ReplayModel`
+        of a replayed fork, so its calls are still answered from the recording).
         """
-        return await self.start_resume(state, approvals, results, settings=settings).arun_to_end()
+        run = self.start_resume(state, approvals, results, settings=settings, model=model)
+        return await run.arun_to_end()
 
     def resume_sync(
         self,
@@ -431,9 +441,10 @@ class Agent:
         results: Mapping[str, JsonValue] | None = None,
         *,
         settings: ModelSettings | None = None,
+        model: Model | None = None,
     ) -> RunResult:
         """Sync `resume`."""
-        return run_sync(self.resume(state, approvals, results, settings=settings))
+        return run_sync(self.resume(state, approvals, results, settings=settings, model=model))
 
     def start_rerun(
         self,
@@ -441,18 +452,21 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[ToolItem] | None = None,
+        tools: RerunTools = None,
     ) -> AgentRun:
         """A new run from ``snapshot``'s step, with the edits, ready to be stepped.
 
         ``messages`` replaces the conversation as the step starts; ``model``, ``settings`` (laid
         over the snapshot's) and ``tools`` replace the agent's for this run only. The original run
-        is untouched; the new one names it in ``state.rerun_of``.
+        is untouched; the new one names it in ``state.rerun_of``. ``tools="replay"`` keeps the
+        agent's tools and answers the calls of replayed responses from the recording of the
+        model (a `ReplayModel`; any other model is a `UsageError`): nothing recorded runs again.
         """
         merged = ModelSettings(**{**snapshot.model_settings, **(settings or {})})  # type: ignore[typeddict-item]
-        table = None if tools is None else _tool_choice(tools)
+        replay = tools == "replay"
+        table = None if tools is None or isinstance(tools, str) else tool_table(tools)
         state = rerun_state(snapshot, messages)
-        return self._run_from(state, merged, None, model=model, tools=table)
+        return self._run_from(state, merged, None, model=model, tools=table, replay_tools=replay)
 
     async def rerun(
         self,
@@ -460,7 +474,7 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[ToolItem] | None = None,
+        tools: RerunTools = None,
     ) -> RunResult:
         """Re-run from ``snapshot``'s step with edits (see `start_rerun`) to the end or a pause."""
         run = self.start_rerun(snapshot, messages, model, settings, tools)
@@ -472,7 +486,7 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[ToolItem] | None = None,
+        tools: RerunTools = None,
     ) -> RunResult:
         """Sync `rerun`."""
         return run_sync(self.rerun(snapshot, messages, model, settings, tools))
@@ -484,7 +498,7 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: RerunTools = None,
     ) -> RunResult:
         """Re-run from ``step`` of a trace that captured content, with no store; edits as `rerun`.
 
@@ -501,7 +515,7 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: RerunTools = None,
     ) -> RunResult:
         """Sync `rerun_from_trace`."""
         return run_sync(self.rerun_from_trace(trace, step, messages, model, settings, tools))
@@ -515,8 +529,10 @@ class Agent:
         model: Model | None = None,
         tools: tuple[dict[str, Tool], tuple[Toolset, ...]] | None = None,
         stop: StopCondition | None = None,
+        replay_tools: bool = False,
     ) -> AgentRun:
         table, toolsets = (self.tools, self.toolsets) if tools is None else tools
+        recording, replay_tools = tool_replay_of(model or self.model, replay_tools)
         config = LoopConfig(
             model=model or self.model,
             tools=table,
@@ -535,6 +551,8 @@ class Agent:
             response_retries=self.response_retries,
             observers=self._observers(model or self.model),
             on_text_delta=on_text_delta,
+            tool_recording=recording,
+            replay_tools=replay_tools,
         )
         return AgentRun(Execution(config, state))
 
@@ -566,30 +584,8 @@ class Agent:
         return tree.observer_for if tree is not None else None
 
 
-ToolItem = Tool | Toolset | Callable[..., Any]
-"""What ``tools=`` takes: tools, plain functions (made tools with `workbench.tool`), toolsets."""
-
-
-def _tool_choice(tools: Iterable[ToolItem]) -> tuple[dict[str, Tool], tuple[Toolset, ...]]:
-    """The fixed tools by name, and the toolsets whose tools are chosen every step."""
-    table: dict[str, Tool] = {}
-    toolsets: list[Toolset] = []
-    for item in tools:
-        if isinstance(item, Toolset):
-            toolsets.append(item)
-            continue
-        made = item if isinstance(item, Tool) else tool(item)
-        if made.name in table:
-            raise ValueError(f"two tools are named {made.name!r}")
-        table[made.name] = made
-    return table, tuple(toolsets)
-
-
-def _hook_tuple(hooks: Sequence[Hook | CommandHook]) -> tuple[Hook | CommandHook, ...]:
-    for hook in hooks:
-        if not isinstance(hook, Hook | CommandHook):
-            raise TypeError(f"hooks must be Hook or CommandHook objects, got {hook!r}")
-    return tuple(hooks)
+RerunTools = Iterable[ToolItem] | Literal["replay"] | None
+"""What a re-run's ``tools=`` takes: other tools, or ``"replay"`` (answer from the recording)."""
 
 
 def _latest(runs: tuple[RunResult, ...]) -> tuple[RunResult, ...]:

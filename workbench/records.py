@@ -78,6 +78,8 @@ class ToolOutcome(Record):
     """What the sub-run of a sub-agent tool ended as (`Agent.as_tool`), for this call."""
     started_at: float | None = None
     """When the call's pipeline began (`time.time()`): its span starts here."""
+    replayed: bool = False
+    """Answered from a recording (``tools="replay"``): the tool did not run."""
 
 
 class HookTiming(Record):

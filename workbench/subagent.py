@@ -20,19 +20,30 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from workbench._record import Record
 from workbench.conditions import MaxCost, MaxTokens, StopCondition, Timeout
+from workbench.errors import ReplayDivergence
 from workbench.hooks.events import SubagentStartInput, SubagentStopInput
 from workbench.hooks.runner import ParentHooks, parent_hooks
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult
+from workbench.models.base import Model
+from workbench.models.replay import ReplayModel
 from workbench.records import RunResult, SubagentResult
 from workbench.state import AgentState, ExecutionStatus, StopReason
-from workbench.tools import Tool, ToolContext, ToolReturn, tool
+from workbench.tools import Tool, ToolContext, ToolReturn
 from workbench.toolsets import Toolset
 
-__all__ = ["SubagentContext", "SubagentLimits", "SubagentTree", "subagent_tool", "subagent_tree"]
+__all__ = [
+    "SubagentContext",
+    "SubagentLimits",
+    "SubagentTool",
+    "SubagentTree",
+    "subagent_tool",
+    "subagent_tree",
+]
 
 
 class SubagentContext(Record):
@@ -124,6 +135,7 @@ class Delegate(Protocol):
         parent: ToolContext | None = None,
         stop: StopCondition | None = None,
         tools: Iterable[Tool | Toolset | Callable[..., Any]] | None = None,
+        model: Model | None = None,
     ) -> _SubRun: ...
 
     def start_resume(
@@ -131,7 +143,14 @@ class Delegate(Protocol):
         state: AgentState,
         approvals: Mapping[str, bool | str] | None = None,
         results: Mapping[str, JsonValue] | None = None,
+        *,
+        model: Model | None = None,
     ) -> _SubRun: ...
+
+
+@dataclass(frozen=True, eq=False)
+class SubagentTool(Tool):
+    """The tool `Agent.as_tool` makes: a call starts a sub-run (a replay replays it instead)."""
 
 
 def subagent_tool(
@@ -159,23 +178,45 @@ def subagent_tool(
             refusal = tree.admit(ctx)
             if refusal is not None:
                 return _refused(agent.name, refusal)
+        model = _replay_model(agent.name, ctx)
 
         def start(
             prompt: str, history: tuple[Message, ...], metadata: dict[str, JsonValue]
         ) -> _SubRun:
             return agent.start(
-                prompt, history=history, metadata=metadata, parent=ctx, stop=stop, tools=own_tools
+                prompt,
+                history=history,
+                metadata=metadata,
+                parent=ctx,
+                stop=stop,
+                tools=own_tools,
+                model=model,
             )
 
         if paused is None:
             first = start(task, context.history(parent_state), context.metadata(parent_state))
         else:  # the sub-run paused with its parent: resume it with the answers given to the parent
             in_parent_trace = paused.model_copy(update={"trace_id": parent_state.trace_id})
-            first = agent.start_resume(in_parent_trace, *_subrun_answers(parent_state, paused))
+            answers = _subrun_answers(parent_state, paused)
+            first = agent.start_resume(in_parent_trace, *answers, model=model)
         runs = await _run_with_hooks(agent.name, first, start, parent_hooks.get(), paused is None)
         return _returned(agent.name, runs, paused)
 
-    return tool(name=name, description=description)(run_subagent)
+    return SubagentTool(function=run_subagent, name=name, description=description)
+
+
+def _replay_model(name: str, ctx: ToolContext) -> Model | None:
+    """In a replay, the sub-run's model: a replay of what this call recorded; else None."""
+    recorded = ctx.replaying
+    if recorded is None:
+        return None
+    if not recorded.runs:
+        raise ReplayDivergence(
+            ctx.step,
+            f"tool call {ctx.call_id} starts a sub-run of {name!r}, but the recording has none "
+            "for it",
+        )
+    return ReplayModel.of_subruns(recorded)
 
 
 _Start = Callable[[str, tuple[Message, ...], dict[str, JsonValue]], _SubRun]

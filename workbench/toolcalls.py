@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from workbench._record import Record
 from workbench.config import LoopConfig
+from workbench.errors import ReplayDivergence
 from workbench.guards import ALLOWED, ToolGuard, ToolPermission, check_guards
 from workbench.hooks.runner import parent_hooks
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
 from workbench.records import Observers, OutcomeStatus, RunResult, SubagentResult, ToolOutcome
 from workbench.state import AgentState, ExecutionStatus, PendingCall, Phase, new_id
-from workbench.subagent import SubagentTree, subagent_tree
+from workbench.subagent import SubagentTool, SubagentTree, subagent_tree
 from workbench.tools import (
     ArgumentError,
     RunFatalError,
@@ -168,7 +169,7 @@ class ToolRunner:
             why = "deferred: the result comes from outside the run"
             result = _pending(effective, why, "deferred")
         if result is None:
-            result = await self._execute(effective, tool, ctx)
+            result = await self._answer(effective, tool, ctx)
         if effective is not call:
             result = result.model_copy(update={"rewritten": True})
         return result
@@ -208,6 +209,27 @@ class ToolRunner:
             text += "\n\nA PermissionDenied hook says you may retry this call."
         return _result(call, "denied", text, is_error=True)
 
+    async def _answer(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> CallResult:
+        """Execute a permitted call, or, in a replay, answer it from the recording.
+
+        A replayed call runs no PostToolUse hooks: they react to an execution, and what they
+        added to the result then is part of the recorded result the model reads again.
+        """
+        recording = self._config.tool_recording
+        replayed = None
+        if recording is not None:
+            delegates = isinstance(tool, SubagentTool)
+            replayed = recording.for_call(
+                call, ctx.step, delegates=delegates, results=self._config.replay_tools
+            )
+        if replayed is None:
+            return await self._execute(call, tool, ctx)
+        if replayed.outcome is not None:
+            return _replayed(call, replayed.outcome)
+        return await self._execute(
+            call, tool, ctx.model_copy(update={"replaying": replayed.subruns})
+        )
+
     async def _execute(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> CallResult:
         """Run the call; PostToolUse(Failure) hooks may add to what the model reads."""
         try:
@@ -216,7 +238,7 @@ class ToolRunner:
             )
         except (ArgumentError, ToolRetry, ToolTimeout) as exc:
             result = _retry(call, _feedback(call.name, exc))
-        except RunFatalError:
+        except (RunFatalError, ReplayDivergence):  # a sub-run that departs from its recording
             raise
         except Exception as exc:
             message = unicode_text(f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}")
@@ -276,6 +298,17 @@ def _outcome(call: ToolCall, status: OutcomeStatus, content: str) -> ToolOutcome
         status=status,
         content=content,
     )
+
+
+def _replayed(call: ToolCall, recorded: ToolOutcome) -> CallResult:
+    """The recorded result of ``call``, as the model read it then; nothing runs."""
+    if recorded.status == "retry":
+        result = _retry(call, recorded.content)
+    else:
+        status: OutcomeStatus = "error" if recorded.status == "error" else "ok"
+        result = _result(call, status, recorded.content, is_error=status == "error")
+    outcome = result.outcome.model_copy(update={"replayed": True})
+    return result.model_copy(update={"outcome": outcome})
 
 
 def _with_feedback(result: CallResult, feedback: str) -> CallResult:

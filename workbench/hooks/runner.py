@@ -42,6 +42,7 @@ __all__ = [
     "HookReport",
     "HookVerdict",
     "ParentHooks",
+    "hook_tuple",
     "parent_hooks",
 ]
 
@@ -89,6 +90,14 @@ class Hook:
 
 
 AnyHook = Hook | CommandHook
+
+
+def hook_tuple(hooks: Sequence[AnyHook]) -> tuple[AnyHook, ...]:
+    """The hooks as a tuple, after checking each is a `Hook` or a `CommandHook`."""
+    for hook in hooks:
+        if not isinstance(hook, Hook | CommandHook):
+            raise TypeError(f"hooks must be Hook or CommandHook objects, got {hook!r}")
+    return tuple(hooks)
 
 
 _MUTABLE_FIELDS = ("tool_input", "tool_response")

@@ -141,13 +141,17 @@ def messages_html(messages: Sequence[Message], *, empty: str = "no messages") ->
 
 
 def outcomes_html(outcomes: Sequence[ToolOutcome]) -> str:
-    """A table of the step's tool calls: tool, arguments, status, what the model got, duration."""
+    """A table of the step's tool calls: tool, arguments, status, what the model got, duration.
+
+    A call answered from a recording (``tools="replay"``) says so beside its status: it did not run.
+    """
     if not outcomes:
         return ""
     rows = "".join(
         f"<tr><td><b>{escape(o.name)}</b></td>"
         f'<td><code style="font-size:11px">{escape(_json(o.arguments))}</code></td>'
-        f"<td>{_badge(o.status, _STATUS_COLOURS.get(o.status, '#555'))}</td>"
+        f"<td>{_badge(o.status, _STATUS_COLOURS.get(o.status, '#555'))}"
+        f"{_badge('replayed', '#6a1b9a') if o.replayed else ''}</td>"
         f'<td><pre style="{_PRE}">{escape(o.content)}</pre></td>'
         f"<td style='text-align:right'>{o.duration * 1e3:.2f} ms</td></tr>"
         for o in outcomes
