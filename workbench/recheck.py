@@ -19,7 +19,7 @@ recording says happened to the call. Needs pandas (the ``notebook`` extra).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from workbench._record import Record
 from workbench._sync import run_sync
@@ -30,7 +30,7 @@ from workbench.hooks.events import HookEvent
 from workbench.hooks.loop import LoopHooks
 from workbench.hooks.runner import Hook
 from workbench.messages import ToolCall
-from workbench.records import StepContext, StepRecord, ToolOutcome
+from workbench.records import RecordedRun, StepContext, StepRecord, ToolOutcome
 from workbench.state import AgentState
 from workbench.toolcalls import decide
 from workbench.tools import ToolContext
@@ -67,17 +67,6 @@ _THEN = {
 for new arguments was allowed)."""
 
 
-class _Recorded(Protocol):
-    @property
-    def state(self) -> AgentState: ...
-
-    @property
-    def steps(self) -> Sequence[StepRecord]: ...
-
-    @property
-    def snapshots(self) -> Sequence[StepContext]: ...
-
-
 class RecheckSummary(Record):
     """What changed: how many calls, how many decided differently, and each change in a line."""
 
@@ -96,7 +85,7 @@ class RecheckSummary(Record):
 
 
 def recheck(
-    run: _Recorded,
+    run: RecordedRun,
     guards: Sequence[ToolGuard] = (),
     hooks: Sequence[Hook | CommandHook] = (),
 ) -> pd.DataFrame:
@@ -113,7 +102,7 @@ def recheck(
 
 
 async def arecheck(
-    run: _Recorded,
+    run: RecordedRun,
     guards: Sequence[ToolGuard] = (),
     hooks: Sequence[Hook | CommandHook] = (),
 ) -> pd.DataFrame:
@@ -130,7 +119,7 @@ async def arecheck(
     return frame
 
 
-def _runs(run: _Recorded) -> list[_Recorded]:
+def _runs(run: RecordedRun) -> list[RecordedRun]:
     """The run and its sub-runs, depth first, in call order."""
     found = [run]
     for child in getattr(run, "children", ()):
@@ -139,7 +128,7 @@ def _runs(run: _Recorded) -> list[_Recorded]:
 
 
 async def _recheck_run(
-    run: _Recorded, guards: tuple[ToolGuard, ...], hooks: list[Hook | CommandHook]
+    run: RecordedRun, guards: tuple[ToolGuard, ...], hooks: list[Hook | CommandHook]
 ) -> list[dict[str, Any]]:
     snapshots = {s.step: s for s in run.snapshots}
     outcomes = _first_outcomes(run.steps)
@@ -199,7 +188,7 @@ def _view(state: AgentState, step: StepRecord, snapshot: StepContext | None) -> 
 
 
 def _row(
-    run: _Recorded,
+    run: RecordedRun,
     step: StepRecord,
     call: ToolCall,
     then: ToolOutcome | None,

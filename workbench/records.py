@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from pydantic import Field
@@ -32,6 +33,7 @@ __all__ = [
     "HookTiming",
     "Observers",
     "PhaseEvent",
+    "RecordedRun",
     "RunObserver",
     "RunResult",
     "StepContext",
@@ -489,6 +491,29 @@ class RunResult(Record):
     def pending(self) -> tuple[PendingCall, ...]:
         """Tool calls waiting for approval or results (when PAUSED)."""
         return self.state.pending
+
+
+class RecordedRun(Protocol):
+    """What replay and what-if checks read of a recorded run.
+
+    A `RunResult` (live, or loaded from a store) or anything shaped like one.
+    """
+
+    @property
+    def state(self) -> AgentState:
+        """The run's last state."""
+
+    @property
+    def steps(self) -> Sequence[StepRecord]:
+        """Its step records."""
+
+    @property
+    def snapshots(self) -> Sequence[StepContext]:
+        """Its snapshots."""
+
+    @property
+    def children(self) -> Sequence[RunResult]:
+        """Its sub-runs, in call order."""
 
 
 def _clip(text: str | None, limit: int = 60) -> str:

@@ -18,7 +18,7 @@ made, which replay from their own recordings (the whole tree runs offline), and 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Literal
 
 from workbench._record import Record
 from workbench.errors import ReplayDivergence, ReplayExhausted, UsageError
@@ -33,7 +33,7 @@ from workbench.models.request_diff import (
     messages_difference,
     tool_payload,
 )
-from workbench.records import RunResult, StepContext, StepRecord
+from workbench.records import RecordedRun, StepContext, StepRecord
 from workbench.tools import SubrunRecording
 
 __all__ = [
@@ -57,17 +57,6 @@ class RecordedCall(Record):
     step: int
     request: RecordedRequest
     response: ModelResponse
-
-
-class _Recorded(Protocol):
-    @property
-    def steps(self) -> Sequence[StepRecord]: ...
-
-    @property
-    def snapshots(self) -> Sequence[StepContext]: ...
-
-    @property
-    def children(self) -> Sequence[RunResult]: ...
 
 
 def _recorded_call(step: StepRecord, snapshot: StepContext | None) -> RecordedCall:
@@ -143,7 +132,7 @@ class ReplayModel(OfflineModel):
     @classmethod
     def from_run(
         cls,
-        run: _Recorded,
+        run: RecordedRun,
         until_step: int | None = None,
         then: Model | None = None,
         *,
@@ -167,7 +156,7 @@ class ReplayModel(OfflineModel):
     @classmethod
     def _of_runs(
         cls,
-        runs: Sequence[_Recorded],
+        runs: Sequence[RecordedRun],
         until_step: int | None,
         then: Model | None,
         *,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Protocol
 
 from pydantic import Field
 
@@ -28,7 +27,7 @@ from workbench._record import Record
 from workbench.errors import ReplayDivergence
 from workbench.messages import JsonValue, ToolCall, ToolDefinition
 from workbench.models.request_diff import RequestDiff
-from workbench.records import RunResult, StepContext, StepRecord, ToolOutcome
+from workbench.records import RecordedRun, RunResult, ToolOutcome
 from workbench.tools import SubrunRecording
 
 __all__ = ["RecordedCalls", "ReplayedCall", "ToolRecording"]
@@ -79,7 +78,7 @@ class ToolRecording:
 
     @classmethod
     def of_runs(
-        cls, runs: Iterable[_Run], until_step: int | None, *, strict: bool
+        cls, runs: Iterable[RecordedRun], until_step: int | None, *, strict: bool
     ) -> ToolRecording:
         """The recording of ``runs`` (one run, or the sub-runs of one call, in order)."""
         responses: list[RecordedCalls] = []
@@ -159,20 +158,7 @@ class ToolRecording:
             )
 
 
-class _Run(Protocol):
-    """What `ToolRecording.of_runs` reads of a run (a `RunResult`, loaded or live)."""
-
-    @property
-    def steps(self) -> Sequence[StepRecord]: ...
-
-    @property
-    def snapshots(self) -> Sequence[StepContext]: ...
-
-    @property
-    def children(self) -> Sequence[RunResult]: ...
-
-
-def _responses(run: _Run) -> list[RecordedCalls]:
+def _responses(run: RecordedRun) -> list[RecordedCalls]:
     """One entry per step with a response, with its calls' final outcomes and sub-runs."""
     final: dict[tuple[int, str], ToolOutcome] = {}
     for record in run.steps:
