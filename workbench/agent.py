@@ -19,16 +19,18 @@ from workbench.engine import Execution
 from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks import CommandHook, Hook
-from workbench.messages import JsonValue, Message, ToolCall, ToolResult
+from workbench.hooks.runner import checked_hooks
+from workbench.messages import JsonValue, Message, ToolCall
 from workbench.models.base import Model, ModelSettings
 from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
 from workbench.rerun import rerun_state
 from workbench.state import AgentState, Phase
+from workbench.stepping import Mode, Stepping, call_dropped, call_edited
 from workbench.store import RunNotFound, RunStore
 from workbench.subagent import SubagentContext, SubagentLimits, subagent_tool, subagent_tree
 from workbench.toolcalls import resume_state
-from workbench.tools import Tool, ToolContext, tool
-from workbench.toolsets import Toolset
+from workbench.tools import Tool, ToolContext
+from workbench.toolsets import ToolItem, Toolset, tool_choice
 
 if TYPE_CHECKING:
     from workbench.telemetry import Telemetry
@@ -41,7 +43,8 @@ class AgentRun:
     """A run driven from outside, one phase at a time.
 
     Between INFERENCE and TOOLS the caller may look at `pending_calls` and `edit_call` or
-    `drop_call` before the tools run.
+    `drop_call` before the tools run. ``next_phase(into=True)`` steps into the sub-runs a TOOLS
+    phase starts (`workbench.stepping`); `subrun` is the one stopped in.
     """
 
     def __init__(self, execution: Execution, breakpoints: Iterable[Break] = ()) -> None:
@@ -52,6 +55,13 @@ class AgentRun:
         """Where `run_to_breakpoint` stops; add and remove at any time."""
         self.earlier: RunResult | None = None
         """The executions of this run before this one (a resumed run): part of `result`."""
+        self._stepping = Stepping()
+
+    @property
+    def subrun(self) -> AgentRun | None:
+        """The sub-run stepping stopped in (its event came last), or None; see `edit_call`."""
+        subrun = self._stepping.subrun
+        return subrun if isinstance(subrun, AgentRun) else None
 
     @property
     def state(self) -> AgentState:
@@ -91,8 +101,35 @@ class AgentRun:
             ),
         )
 
-    async def anext_phase(self) -> PhaseEvent | None:
-        """Run one phase; None once the run is done."""
+    async def anext_phase(self, *, into: bool = False) -> PhaseEvent | None:
+        """Run one phase; None once the run is done.
+
+        ``into``: step into the sub-runs the phase starts (sub-agents): the event is then the
+        next phase of a sub-run (its ``state`` is the sub-run's, ``depth`` > 0) until the
+        phase ends. Without it, a phase stopped inside a sub-run is finished ("step over").
+        """
+        if into or self._stepping.under_way:
+            mode: Mode = "into" if into else "over"
+            return await self._stepping.advance(mode, self._anext_own, self.breakpoints)
+        return await self._anext_own()
+
+    async def anext_checked(self) -> PhaseEvent | None:
+        """Run one phase, or until a sub-run it starts stops at a breakpoint of scope "tree".
+
+        The event has ``breakpoint`` set when one fired after it (here or in the sub-run).
+        """
+        tree = any(b.scope == "tree" for b in self.breakpoints)
+        if not (tree or self._stepping.under_way):
+            event = await self._anext_own()
+        else:
+            event = await self._stepping.advance("break", self._anext_own, self.breakpoints)
+        if event is None or event.breakpoint is not None:
+            return event
+        hit = self.breakpoint_after(event)
+        return event if hit is None else event.model_copy(update={"breakpoint": hit})
+
+    async def _anext_own(self) -> PhaseEvent | None:
+        """Run one phase of this run's own loop."""
         if self._phases is None:
             self._phases = self._execution.phases()
         event = await anext(self._phases, None)
@@ -116,21 +153,27 @@ class AgentRun:
         return self.result
 
     async def arun_to_breakpoint(self) -> PhaseEvent | None:
-        """Run until a breakpoint fires (its event says which) or the run is done (None)."""
-        while (event := await self.anext_phase()) is not None:
-            hit = self.breakpoint_after(event)
-            if hit is not None:
-                return event.model_copy(update={"breakpoint": hit})
+        """Run until a breakpoint fires (its event says which) or the run is done (None).
+
+        A breakpoint of scope "tree" stops inside a sub-run: the event is the sub-run's, and
+        `subrun` is that run; the next call goes on with it, then with this run.
+        """
+        while (event := await self.anext_checked()) is not None:
+            if event.breakpoint is not None:
+                return event
         return None
 
-    def breakpoint_after(self, event: PhaseEvent) -> Break | None:
-        """The first of `breakpoints` that fires after ``event`` (the phase just run), or None."""
+    def breakpoint_after(
+        self, event: PhaseEvent, breakpoints: Sequence[Break] | None = None
+    ) -> Break | None:
+        """The first of ``breakpoints`` (default: `breakpoints`) that fires after ``event``."""
         following = self.next_phase_name
         steps_completed = self.state.step - (following not in (Phase.PREPARE, None))
         view = RunView(
             state=self.state, elapsed=self._execution.elapsed(), steps_completed=steps_completed
         )
-        return first_hit(self.breakpoints, view, event.phase, following)
+        among = self.breakpoints if breakpoints is None else breakpoints
+        return first_hit(among, view, event.phase, following)
 
     def run_to_breakpoint(self) -> PhaseEvent | None:
         """Sync `arun_to_breakpoint`."""
@@ -141,9 +184,9 @@ class AgentRun:
         while (event := await self.anext_phase()) is not None:
             yield event
 
-    def next_phase(self) -> PhaseEvent | None:
+    def next_phase(self, *, into: bool = False) -> PhaseEvent | None:
         """Sync `anext_phase`."""
-        return run_sync(self.anext_phase())
+        return run_sync(self.anext_phase(into=into))
 
     def next_step(self) -> PhaseEvent | None:
         """Sync `anext_step`."""
@@ -154,8 +197,12 @@ class AgentRun:
         return run_sync(self.arun_to_end())
 
     def abort(self) -> None:
-        """End the run as ABORTED: now between phases or while paused, else after the phase."""
+        """End the run as ABORTED: now between phases or while paused, else after the phase.
+
+        Stopped inside a sub-run, the sub-runs end as ABORTED too, and with them the phase.
+        """
         self._execution.request_abort()
+        self._stepping.abort()
 
     def resume(
         self,
@@ -168,52 +215,29 @@ class AgentRun:
     @property
     def pending_calls(self) -> tuple[ToolCall, ...]:
         """Tool calls the next TOOLS phase will run (empty unless TOOLS comes next)."""
-        if self.done or self.state.next_phase is not Phase.TOOLS:
+        if self.done or self.state.next_phase is not Phase.TOOLS or self._stepping.under_way:
             return ()
         return self.state.unanswered_calls()
 
     def edit_call(self, call_id: str, arguments: dict[str, JsonValue]) -> None:
-        """Change the arguments of a call before TOOLS runs it (the history shows the edit)."""
-        self._replace_call(
-            call_id,
-            lambda call: call.model_copy(
-                update={"arguments": arguments, "invalid_arguments": None}
-            ),
-        )
+        """Change the arguments of a call before TOOLS runs it (the history shows the edit).
+
+        The call may also be one of `subrun`'s, stopped before its TOOLS phase.
+        """
+        run = self._holding(call_id)
+        run._execution.replace_state(call_edited(run.state, call_id, arguments))
 
     def drop_call(self, call_id: str, reason: str = "dropped by the user") -> None:
         """Do not run a call; the model is told why."""
-        call = self._pending_call(call_id)
-        answer = ToolResult(
-            call_id=call_id,
-            name=call.name,
-            content=f"The call was not run: {reason}.",
-            is_error=True,
-        )
-        state = self.state
-        message = Message(role="tool", parts=(answer,)).stamped(
-            state.run_id, state.execution_id, state.step
-        )
-        self._execution.replace_state(
-            state.model_copy(update={"messages": (*state.messages, message)})
-        )
+        run = self._holding(call_id)
+        run._execution.replace_state(call_dropped(run.state, call_id, reason))
 
-    def _pending_call(self, call_id: str) -> ToolCall:
-        for call in self.pending_calls:
-            if call.call_id == call_id:
-                return call
+    def _holding(self, call_id: str) -> AgentRun:
+        """The run with ``call_id`` pending: this one, or the sub-run stepping stopped in."""
+        for run in (self, self.subrun):
+            if run is not None and any(c.call_id == call_id for c in run.pending_calls):
+                return run
         raise KeyError(f"no pending tool call {call_id!r} (calls can be changed only before TOOLS)")
-
-    def _replace_call(self, call_id: str, change: Callable[[ToolCall], ToolCall]) -> None:
-        self._pending_call(call_id)
-        messages = list(self.state.messages)
-        index = max(i for i, m in enumerate(messages) if m.role == "assistant")
-        parts = tuple(
-            change(p) if isinstance(p, ToolCall) and p.call_id == call_id else p
-            for p in messages[index].parts
-        )
-        messages[index] = messages[index].model_copy(update={"parts": parts})
-        self._execution.replace_state(self.state.model_copy(update={"messages": tuple(messages)}))
 
 
 class Agent:
@@ -245,11 +269,11 @@ class Agent:
         self.model = model
         self.name = name
         self.system_prompt = system_prompt
-        self.tools, self.toolsets = _tool_choice(tools)
+        self.tools, self.toolsets = tool_choice(tools)
         """The tools by name, and the toolsets whose tools are chosen before every model call."""
         self.stop = stop if stop is not None else MaxSteps(50)
         self.guards = tuple(guards)
-        self.hooks = _hook_tuple(hooks)
+        self.hooks = checked_hooks(hooks)
         """In-process `Hook`s and `CommandHook`s; see `workbench.hooks` for where each fires."""
         self.max_hook_turns = max_hook_turns
         """How many extra turns Stop (and SubagentStop) hooks may force in one execution."""
@@ -334,7 +358,7 @@ class Agent:
             state.model_copy(update={"messages": stamped}),
             settings,
             on_text_delta,
-            tools=None if tools is None else _tool_choice(tools),
+            tools=None if tools is None else tool_choice(tools),
             stop=stop,
         )
         run.breakpoints.extend(breakpoints)
@@ -450,7 +474,7 @@ class Agent:
         is untouched; the new one names it in ``state.rerun_of``.
         """
         merged = ModelSettings(**{**snapshot.model_settings, **(settings or {})})  # type: ignore[typeddict-item]
-        table = None if tools is None else _tool_choice(tools)
+        table = None if tools is None else tool_choice(tools)
         state = rerun_state(snapshot, messages)
         return self._run_from(state, merged, None, model=model, tools=table)
 
@@ -564,32 +588,6 @@ class Agent:
             return self.telemetry.observer
         tree = subagent_tree.get()
         return tree.observer_for if tree is not None else None
-
-
-ToolItem = Tool | Toolset | Callable[..., Any]
-"""What ``tools=`` takes: tools, plain functions (made tools with `workbench.tool`), toolsets."""
-
-
-def _tool_choice(tools: Iterable[ToolItem]) -> tuple[dict[str, Tool], tuple[Toolset, ...]]:
-    """The fixed tools by name, and the toolsets whose tools are chosen every step."""
-    table: dict[str, Tool] = {}
-    toolsets: list[Toolset] = []
-    for item in tools:
-        if isinstance(item, Toolset):
-            toolsets.append(item)
-            continue
-        made = item if isinstance(item, Tool) else tool(item)
-        if made.name in table:
-            raise ValueError(f"two tools are named {made.name!r}")
-        table[made.name] = made
-    return table, tuple(toolsets)
-
-
-def _hook_tuple(hooks: Sequence[Hook | CommandHook]) -> tuple[Hook | CommandHook, ...]:
-    for hook in hooks:
-        if not isinstance(hook, Hook | CommandHook):
-            raise TypeError(f"hooks must be Hook or CommandHook objects, got {hook!r}")
-    return tuple(hooks)
 
 
 def _latest(runs: tuple[RunResult, ...]) -> tuple[RunResult, ...]:

@@ -34,7 +34,7 @@ from workbench.tools import Tool, tool
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["Resolved", "ToolFilter", "ToolSource", "Toolset"]
+__all__ = ["Resolved", "ToolFilter", "ToolItem", "ToolSource", "Toolset", "tool_choice"]
 
 ToolFilter = Callable[[Tool, RunView], "bool | str | Awaitable[bool | str]"]
 """``fn(tool, view)``: True offers the tool; False or a string (the reason) hides it this step."""
@@ -364,3 +364,22 @@ class _RateLimit:
             return function(*args, **kwargs)
 
         return limited
+
+
+ToolItem = Tool | Toolset | Callable[..., Any]
+"""What ``tools=`` takes: tools, plain functions (made tools with `workbench.tool`), toolsets."""
+
+
+def tool_choice(tools: Iterable[ToolItem]) -> tuple[dict[str, Tool], tuple[Toolset, ...]]:
+    """The fixed tools by name, and the toolsets whose tools are chosen every step."""
+    table: dict[str, Tool] = {}
+    toolsets: list[Toolset] = []
+    for item in tools:
+        if isinstance(item, Toolset):
+            toolsets.append(item)
+            continue
+        made = item if isinstance(item, Tool) else tool(item)
+        if made.name in table:
+            raise ValueError(f"two tools are named {made.name!r}")
+        table[made.name] = made
+    return table, tuple(toolsets)

@@ -42,6 +42,7 @@ __all__ = [
     "HookReport",
     "HookVerdict",
     "ParentHooks",
+    "checked_hooks",
     "parent_hooks",
 ]
 
@@ -433,3 +434,11 @@ class ParentHooks:
 
 parent_hooks: ContextVar[ParentHooks | None] = ContextVar("workbench_parent_hooks", default=None)
 """Set by the loop while tools run, so `Agent.as_tool` can fire SubagentStart/SubagentStop."""
+
+
+def checked_hooks(hooks: Sequence[Hook | CommandHook]) -> tuple[Hook | CommandHook, ...]:
+    """The hooks an agent is given, refusing anything that is not a hook (a bare function)."""
+    for hook in hooks:
+        if not isinstance(hook, Hook | CommandHook):
+            raise TypeError(f"hooks must be Hook or CommandHook objects, got {hook!r}")
+    return tuple(hooks)
