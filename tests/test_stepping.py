@@ -223,3 +223,112 @@ def test_stepping_into_a_phase_without_sub_runs_is_just_the_phase() -> None:
     run = agent.start("go")
     seen = [_seen(e) for e in iter(lambda: run.next_phase(into=True), None)]
     assert seen == [*_step("agent", 0, 1), *_step("agent", 0, 2)]
+
+
+def test_an_approval_inside_a_sub_run_stepped_into_pauses_the_parent_and_resumes_into_it() -> None:
+    @wb.tool(requires_approval=True)
+    def wipe(path: str) -> str:
+        """Wipe."""
+        return f"wiped {path}"
+
+    cleaner = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/tmp"}, call_id="w1"), "clean"]),
+        name="cleaner",
+        tools=[wipe],
+        store=False,
+    )
+    lead = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("clean", {"task": "x"}, call_id="c1"), "all done"]),
+        name="lead",
+        tools=[cleaner.as_tool("clean")],
+        store=wb.RunStore(":memory:"),
+    )
+    run = lead.start("go")
+    seen = [_seen(e) for e in iter(lambda: run.next_phase(into=True), None)]
+    assert seen == [
+        *_step("lead", 0, 1)[:2],
+        *_step("cleaner", 1, 1)[:3],  # its TOOLS phase pauses it for the approval
+        ("lead", 0, "tools", 1),  # and the lead with it
+    ]
+    assert run.state.status is wb.ExecutionStatus.PAUSED
+    assert [(p.call_id, p.via) for p in run.state.pending] == [("w1", "c1")]
+    run.resume(approvals={"w1": True})
+    seen = [_seen(e) for e in iter(lambda: run.next_phase(into=True), None)]
+    assert (
+        seen
+        == [
+            ("cleaner", 1, "tools", 1),  # the sub-run resumes at TOOLS, stepped into again
+            ("cleaner", 1, "continuation", 1),
+            *_step("cleaner", 1, 2),
+            *_step("lead", 0, 1)[2:],
+            *_step("lead", 0, 2),
+        ]
+    )
+    assert run.result.output == "all done"
+
+
+async def test_cancelling_the_driver_inside_a_sub_run_aborts_the_tree() -> None:
+    asked = asyncio.Event()
+
+    async def never(messages: list[wb.Message], info: object) -> str:
+        asked.set()
+        await asyncio.Event().wait()  # a model call that never answers
+        return "unreachable"
+
+    slow = wb.Agent(model=wb.FunctionModel(never), name="slow", store=False)
+    lead = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("ask", {"task": "x"}), "done"]),
+        name="lead",
+        tools=[slow.as_tool("ask")],
+        store=False,
+    )
+    run = lead.start("go")
+    await run.anext_phase(), await run.anext_phase()
+    await run.anext_phase(into=True)  # the sub-run's PREPARE
+    inner = run.subrun
+    assert inner is not None
+    driver = asyncio.ensure_future(run.anext_phase(into=True))  # its model call hangs
+    await asyncio.wait_for(asked.wait(), 10)
+    driver.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await driver
+    assert run.state.status is wb.ExecutionStatus.ABORTED
+    assert inner.state.status is wb.ExecutionStatus.ABORTED and run.subrun is None
+    assert await _tasks() == set()
+
+
+def test_the_stepper_steps_into_a_sub_run_shows_its_messages_and_steps_over_it() -> None:
+    from workbench.notebook import Stepper
+
+    stepper = Stepper(_tree(), "go")
+    stepper.next_phase_button.click()
+    stepper.next_phase_button.click()
+    stepper.step_into_button.click()  # the researcher's PREPARE
+    stepper.step_into_button.click()  # its INFERENCE: it asks for dig
+    assert stepper.run.subrun is not None
+    assert stepper.next_phase_button.description == "Step over"
+    log = stepper.phase_log.value
+    assert "lead · step 1 · inference" in log and "↳ researcher · step 1 · inference" in log
+    assert "inside sub-run <b>researcher</b> (depth 1, called by r1)" in log
+    assert "Sub-run researcher (depth 1), step 1 so far" in stepper.messages.value
+    assert "dig it" in stepper.messages.value  # the researcher's call, not the lead's
+    assert "ran researcher (depth 1) inference of step 1" in stepper.status.value
+    stepper.next_phase_button.click()  # step over: the sub-runs finish, then the lead's TOOLS
+    assert stepper.run.subrun is None and stepper.next_phase_button.description == "Next phase"
+    assert stepper.events[-1].depth == 0 and stepper.events[-1].phase is P.TOOLS
+    stepper.run_button.click()
+    assert stepper.run.result.output == "done" and stepper.errors == []
+
+
+def test_the_stepper_continues_to_a_breakpoint_inside_a_sub_run_and_closing_aborts() -> None:
+    from workbench.notebook import Stepper
+
+    stepper = Stepper(_tree(), "go", breakpoints=[wb.Break.on_tool("search")])
+    stepper.continue_button.click()
+    assert stepper.stopped_at == wb.Break.on_tool("search")
+    assert "stopped at breakpoint on tool &#x27;search&#x27; in digger" in stepper.status.value
+    assert "s1" in stepper.messages.value and "deep" in stepper.messages.value
+    assert "stopped: on tool" in stepper.phase_log.value
+    run = stepper.run
+    stepper.close()
+    assert run.state.status is wb.ExecutionStatus.ABORTED and run.subrun is None
