@@ -332,3 +332,19 @@ def test_the_stepper_continues_to_a_breakpoint_inside_a_sub_run_and_closing_abor
     run = stepper.run
     stepper.close()
     assert run.state.status is wb.ExecutionStatus.ABORTED and run.subrun is None
+
+
+async def test_stop_inside_a_sub_run_on_the_kernels_loop_ends_the_tree() -> None:
+    from workbench.notebook import Stepper
+
+    stepper = Stepper(_tree(), "go")  # button work runs as tasks on this (running) loop
+    for button in [stepper.next_phase_button] * 2 + [stepper.step_into_button] * 3:
+        button.click()
+        await stepper.wait()
+    assert stepper.run.subrun is not None and stepper.run.subrun.state.agent_name == "digger"
+    stepper.stop_button.click()  # the phase ends as its sub-runs abort: the Stepper collects it
+    await stepper.wait()
+    run = stepper.run
+    assert run.state.status is wb.ExecutionStatus.ABORTED and run.subrun is None
+    assert stepper.errors == [] and stepper.next_phase_button.disabled
+    assert await _tasks() == set()

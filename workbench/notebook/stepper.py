@@ -197,6 +197,9 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             return
         self.run.abort()  # a paused run ends too; its waiting calls are dropped
         self._note = "stopped"
+        if not self.run.done:  # stopped in a sub-run, on this loop: collect the aborted phase
+            self._start("phase")
+            return
         self.refresh()
 
     def close(self) -> None:
