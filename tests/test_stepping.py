@@ -348,3 +348,42 @@ async def test_stop_inside_a_sub_run_on_the_kernels_loop_ends_the_tree() -> None
     assert run.state.status is wb.ExecutionStatus.ABORTED and run.subrun is None
     assert stepper.errors == [] and stepper.next_phase_button.disabled
     assert await _tasks() == set()
+
+
+async def test_a_run_stopped_inside_a_sub_run_refuses_to_be_driven_from_another_loop() -> None:
+    run = _tree().start("go")
+    for _ in range(3):
+        await run.anext_phase(into=True)  # the phase under way is a task on this loop
+    assert run.subrun is not None
+    with pytest.raises(wb.UsageError, match="another event loop"):
+        run.next_phase()  # the sync call runs on the workbench's own loop
+    assert (await run.arun_to_end()).output == "done"
+
+
+def test_a_tool_breakpoint_in_parallel_sub_runs_stops_in_each_in_turn() -> None:
+    def helper_model(messages: list[wb.Message], info: object) -> R | str:
+        if messages[-1].role == "tool":
+            return "helped"
+        return R.tool_call("search", {"query": messages[-1].text})
+
+    helper = wb.Agent(
+        model=wb.FunctionModel(helper_model), name="helper", tools=[search], store=False
+    )
+    lead = wb.Agent(
+        model=wb.ScriptedModel(
+            [R.tool_calls([("help", {"task": "a"}), ("help", {"task": "b"})]), "done"]
+        ),
+        name="lead",
+        tools=[helper.as_tool("help")],
+        store=False,
+    )
+    run = lead.start("go", breakpoints=[wb.Break.on_tool("search")])
+    stops = []
+    while (event := run.run_to_breakpoint()) is not None:
+        assert run.subrun is not None and run.subrun.state.run_id == event.run_id
+        stops.append(event.state.parent_call_id)
+        assert [c.name for c in run.subrun.pending_calls] == ["search"]
+    assert len(set(stops)) == 2
+    result = run.result
+    assert result.output == "done"
+    assert [c.steps[0].tool_outcomes[0].content for c in result.children] == ["found a", "found b"]

@@ -35,6 +35,7 @@ from contextvars import ContextVar
 from typing import Any, Literal, Protocol
 
 from workbench.breakpoints import Break
+from workbench.errors import UsageError
 from workbench.messages import JsonValue, Message, ToolCall, ToolResult
 from workbench.records import PhaseEvent, RunResult
 from workbench.state import AgentState
@@ -134,17 +135,17 @@ class StepGate:
     ) -> tuple[SubRun, PhaseEvent] | None:
         """Let the sub-runs go on as ``mode`` says until one stops (its event) or ``phase`` ends."""
         self.mode = mode
-        if mode != "into":
-            self._release_all()
         try:
             while True:
-                stop = self._take(mode)
+                stop = self._take(mode)  # a stop not yet returned goes first: nothing moves
                 if stop is not None:
                     return stop
                 if phase.done():
                     return None
                 if mode == "into":
                     self._grant()
+                else:
+                    self._release_all()
                 self._wake = wake = asyncio.get_running_loop().create_future()
                 await asyncio.wait({phase, wake}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -241,6 +242,11 @@ class Stepping:
         if self._phase is None:
             self.gate = StepGate()  # each phase has its own (numbers, stops, an abort)
             self._phase = asyncio.ensure_future(self._gated(run_phase))
+        elif self._phase.get_loop() is not asyncio.get_running_loop():
+            raise UsageError(
+                "this run is stopped inside a sub-run whose phase belongs to another event loop: "
+                "go on from there (the Stepper's buttons, or await in the notebook)"
+            )
         phase = self._phase
         self.gate.breakpoints = breakpoints
         try:
