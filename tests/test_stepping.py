@@ -270,21 +270,32 @@ def test_an_approval_inside_a_sub_run_stepped_into_pauses_the_parent_and_resumes
 async def test_cancelling_the_driver_inside_a_sub_run_aborts_the_tree() -> None:
     asked = asyncio.Event()
 
-    async def never(messages: list[wb.Message], info: object) -> str:
-        asked.set()
-        await asyncio.Event().wait()  # a model call that never answers
-        return "unreachable"
+    async def hangs_first(messages: list[wb.Message], info: object) -> str:
+        if messages[-1].text == "first":
+            asked.set()
+            await asyncio.Event().wait()  # a model call that never answers
+        return "answered"
 
-    slow = wb.Agent(model=wb.FunctionModel(never), name="slow", store=False)
+    statuses: list[str] = []
+
+    class Ended(wb.RunObserver):
+        def run_ended(self, state: wb.AgentState) -> None:
+            statuses.append(state.status.value)
+
+    slow = wb.Agent(
+        model=wb.FunctionModel(hangs_first), name="slow", store=False, observers=[Ended()]
+    )
     lead = wb.Agent(
-        model=wb.ScriptedModel([R.tool_call("ask", {"task": "x"}), "done"]),
+        model=wb.ScriptedModel(
+            [R.tool_calls([("ask", {"task": "first"}), ("ask", {"task": "second"})]), "done"]
+        ),
         name="lead",
         tools=[slow.as_tool("ask")],
         store=False,
     )
     run = lead.start("go")
     await run.anext_phase(), await run.anext_phase()
-    await run.anext_phase(into=True)  # the sub-run's PREPARE
+    await run.anext_phase(into=True)  # the first sub-run's PREPARE; the second waits its turn
     inner = run.subrun
     assert inner is not None
     driver = asyncio.ensure_future(run.anext_phase(into=True))  # its model call hangs
@@ -294,6 +305,7 @@ async def test_cancelling_the_driver_inside_a_sub_run_aborts_the_tree() -> None:
         await driver
     assert run.state.status is wb.ExecutionStatus.ABORTED
     assert inner.state.status is wb.ExecutionStatus.ABORTED and run.subrun is None
+    assert statuses == ["aborted", "aborted"]  # the one waiting its turn ended too
     assert await _tasks() == set()
 
 

@@ -124,6 +124,9 @@ class StepGate:
                 if event is None:
                     break
                 self._ran(key, run, event)
+        except asyncio.CancelledError:  # the stepped phase was cancelled (Ctrl+C)
+            run.abort()  # one waiting at the gate ends too (one in a phase has ended already)
+            raise
         finally:
             _place.reset(place)
             self._running.discard(key)
@@ -205,12 +208,12 @@ class StepGate:
         if ready:
             key = min(ready)
             self._running.add(key)
-            self._waiting.pop(key).set_result(None)
+            _let_go(self._waiting.pop(key))
 
     def _release_all(self) -> None:
         for key, waiting in self._waiting.items():
             self._running.add(key)
-            waiting.set_result(None)
+            _let_go(waiting)
         self._waiting.clear()
 
     def _notify(self) -> None:
@@ -283,7 +286,11 @@ class Stepping:
             self.gate.abort()
             await asyncio.wait({phase})
 
-        asyncio.run_coroutine_threadsafe(aborted(), loop).result()
+        try:
+            asyncio.run_coroutine_threadsafe(aborted(), loop).result()
+        except BaseException:  # Ctrl+C while a sub-run's phase takes long: cancel it
+            loop.call_soon_threadsafe(phase.cancel)
+            raise
         self._phase = self.subrun = None
 
     async def _gated(
@@ -291,6 +298,11 @@ class Stepping:
     ) -> PhaseEvent | None:
         step_gate.set(self.gate)  # this task's own context: seen by the sub-runs it starts
         return await run_phase()
+
+
+def _let_go(waiting: asyncio.Future[None]) -> None:
+    if not waiting.done():  # a sub-run cancelled while it waited is not let go
+        waiting.set_result(None)
 
 
 # -- what a driver may change between phases ----------------------------------------------------
