@@ -320,7 +320,8 @@ def test_the_stepper_steps_into_a_sub_run_shows_its_messages_and_steps_over_it()
     assert stepper.run.subrun is not None
     assert stepper.next_phase_button.description == "Step over"
     log = stepper.phase_log.value
-    assert "lead · step 1 · inference" in log and "↳ researcher · step 1 · inference" in log
+    assert "lead · step 1 · inference" in log
+    assert "↳ researcher (depth 1) · step 1 · inference" in log
     assert "inside sub-run <b>researcher</b> (depth 1, called by r1)" in log
     assert "Sub-run researcher (depth 1), step 1 so far" in stepper.messages.value
     assert "dig it" in stepper.messages.value  # the researcher's call, not the lead's

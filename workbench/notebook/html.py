@@ -382,11 +382,12 @@ def phase_log_html(events: Sequence[PhaseEvent]) -> str:
     rows = []
     for event in events:
         state = event.state
-        marker = "↳ " if state.depth else ""
+        who = escape(state.agent_name)
+        who = f"↳ {who} (depth {state.depth})" if state.depth else who
         stop = f" · <b>stopped: {escape(str(event.breakpoint))}</b>" if event.breakpoint else ""
         rows.append(
             f'<div class="wb-phase" style="margin-left:{1.5 * state.depth}em">'
-            f"{marker}{escape(state.agent_name)} · step {event.step} · {event.phase.value} · "
+            f"{who} · step {event.step} · {event.phase.value} · "
             f"{event.duration * 1e3:.1f} ms{stop}</div>"
         )
     return f'<div class="wb-phase-log" style="font-size:11px">{"".join(rows)}</div>'
