@@ -178,19 +178,35 @@ class ToolRunner:
     ) -> tuple[ToolCall, CallResult | None]:
         """Guards, then PreToolUse hooks: the call to run (maybe rewritten), and a refusal or pause.
 
-        Hooks only restrict: a hook's allow does not lift a guard's ask or a required approval.
+        Hooks only restrict: a hook's allow does not lift a guard's ask or a required approval;
+        only PermissionRequest hooks, which answer in the user's place, do.
         """
         decision = await decide(self._config.guards, self._hooks, call, ctx)
         if decision.answer == "deny" or self._hooks.stop_reason is not None:
-            why = decision.reason or self._hooks.stop_reason
-            return call, _result(call, "denied", f"Permission denied: {why}", is_error=True)
+            return call, await self._denied(call, decision.reason or self._hooks.stop_reason)
         if decision.updated_input is not None:
             call = call.model_copy(update={"arguments": decision.updated_input})
         if decision.answer == "ask":
-            return call, _pending(call, decision.reason, "approval")
-        if tool.requires_approval:
-            return call, _pending(call, "tool requires approval", "approval")
+            why = decision.reason
+        elif tool.requires_approval:
+            why = "tool requires approval"
+        else:
+            return call, None
+        verdict = await self._hooks.permission_request(call, why)
+        if verdict.decision == "deny":
+            return call, await self._denied(call, verdict.reason)
+        if verdict.decision != "allow":
+            return call, _pending(call, why, "approval")
+        if verdict.updated_input is not None:
+            call = call.model_copy(update={"arguments": verdict.updated_input})
         return call, None
+
+    async def _denied(self, call: ToolCall, why: str | None) -> CallResult:
+        """A guard's or hook's refusal; a PermissionDenied hook may let the model try again."""
+        text = f"Permission denied: {why}"
+        if await self._hooks.permission_denied(call, why or ""):
+            text += "\n\nA PermissionDenied hook says you may retry this call."
+        return _result(call, "denied", text, is_error=True)
 
     async def _execute(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> CallResult:
         """Run the call; PostToolUse(Failure) hooks may add to what the model reads."""

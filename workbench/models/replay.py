@@ -26,6 +26,7 @@ from workbench.models.request_diff import (
     describe_part,
     first_difference,
     messages_difference,
+    tool_payload,
 )
 from workbench.records import StepContext, StepRecord
 
@@ -49,16 +50,24 @@ class _Recorded(Protocol):
 
 
 def _recorded_call(step: StepRecord, snapshot: StepContext | None) -> RecordedCall:
-    """A step as a recorded call; its snapshot adds the settings and the tools' schema hash."""
+    """A step as a recorded call; its snapshot adds the settings and the tool definitions.
+
+    Snapshots keep each offered tool's definition, so strict replay names the tool and the field
+    that changed; older snapshots kept only a hash of the agent's tools (kept only when all of
+    them were offered).
+    """
     assert step.response is not None
-    settings = tools_hash = None
+    settings = tools_hash = definitions = None
     if snapshot is not None:
         settings = snapshot.model_settings
-        if snapshot.tool_names == step.tools_offered:  # the hash covers the agent's tools
+        if tuple(d.name for d in snapshot.tool_definitions) == step.tools_offered:
+            definitions = tuple(tool_payload(d) for d in snapshot.tool_definitions)
+        elif snapshot.tool_names == step.tools_offered:
             tools_hash = snapshot.tool_schema_hash
     request = RecordedRequest(
         messages=step.messages_in,
         tools=step.tools_offered,
+        definitions=definitions,
         tools_hash=tools_hash,
         settings=settings,
     )
