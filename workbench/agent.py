@@ -1,7 +1,8 @@
 """The `Agent` facade: configure once, then run, step, resume.
 
 An `Agent` holds configuration only; every run gets its own state. `start` returns an `AgentRun`
-that is driven phase by phase (the notebook Stepper does this); `run` drives it to the end. The
+(`workbench.agent_run`) that is driven phase by phase (the notebook Stepper does this); `run`
+drives it to the end. The
 sync methods run the same coroutines on the workbench's portal loop, so they also work inside a
 Jupyter kernel where an event loop is already running.
 """
@@ -12,20 +13,21 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from workbench._sync import run_sync
-from workbench.breakpoints import Break, first_hit
-from workbench.conditions import MaxSteps, RunView, StopCondition
+from workbench.agent_run import AgentRun
+from workbench.breakpoints import Break
+from workbench.conditions import MaxSteps, StopCondition
 from workbench.config import DEFAULT_WRAP_UP, LoopConfig
 from workbench.engine import Execution
 from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks import CommandHook, Hook
 from workbench.hooks.runner import hook_tuple
-from workbench.messages import JsonValue, Message, ToolCall, ToolResult
+from workbench.messages import JsonValue, Message
 from workbench.models.base import Model, ModelSettings
 from workbench.models.replay import tool_replay_of
-from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
+from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext
 from workbench.rerun import rerun_state
-from workbench.state import AgentState, Phase
+from workbench.state import AgentState
 from workbench.store import RunNotFound, RunStore
 from workbench.subagent import SubagentContext, SubagentLimits, subagent_tool, subagent_tree
 from workbench.toolcalls import resume_state
@@ -37,185 +39,6 @@ if TYPE_CHECKING:
     from workbench.telemetry.trace import Trace
 
 __all__ = ["Agent", "AgentRun", "RunResult"]
-
-
-class AgentRun:
-    """A run driven from outside, one phase at a time.
-
-    Between INFERENCE and TOOLS the caller may look at `pending_calls` and `edit_call` or
-    `drop_call` before the tools run.
-    """
-
-    def __init__(self, execution: Execution, breakpoints: Iterable[Break] = ()) -> None:
-        self._execution = execution
-        self._phases: AsyncIterator[PhaseEvent] | None = None
-        """The loop (`Execution.phases`) under way; a new one starts after a pause is answered."""
-        self.breakpoints: list[Break] = list(breakpoints)
-        """Where `run_to_breakpoint` stops; add and remove at any time."""
-        self.earlier: RunResult | None = None
-        """The executions of this run before this one (a resumed run): part of `result`."""
-
-    @property
-    def state(self) -> AgentState:
-        """The current state."""
-        return self._execution.state
-
-    @property
-    def steps(self) -> tuple[StepRecord, ...]:
-        """Records of the steps so far."""
-        return tuple(self._execution.steps)
-
-    @property
-    def snapshots(self) -> tuple[StepContext, ...]:
-        """Snapshots of the steps so far."""
-        return tuple(self._execution.snapshots)
-
-    @property
-    def done(self) -> bool:
-        """True once the run ended or paused: `next_phase` then returns None."""
-        return self._execution.done
-
-    @property
-    def next_phase_name(self) -> Phase | None:
-        """The phase `next_phase` would run, or None when done."""
-        return None if self.done else self.state.next_phase
-
-    @property
-    def result(self) -> RunResult:
-        """The whole run so far, earlier executions included (final once `done`)."""
-        earlier = self.earlier
-        return RunResult(
-            state=self.state,
-            steps=(earlier.steps if earlier else ()) + self.steps,
-            snapshots=(earlier.snapshots if earlier else ()) + self.snapshots,
-            children=_latest(
-                (earlier.children if earlier else ()) + tuple(self._execution.children)
-            ),
-        )
-
-    async def anext_phase(self) -> PhaseEvent | None:
-        """Run one phase; None once the run is done."""
-        if self._phases is None:
-            self._phases = self._execution.phases()
-        event = await anext(self._phases, None)
-        if event is None:
-            self._phases = None
-        return event
-
-    async def anext_step(self) -> PhaseEvent | None:
-        """Run phases up to the end of the current step (or of the run)."""
-        last = None
-        while (event := await self.anext_phase()) is not None:
-            last = event
-            if event.phase is Phase.CONTINUATION:
-                break
-        return last
-
-    async def arun_to_end(self) -> RunResult:
-        """Run until the run ends or pauses."""
-        async for _ in self.events():
-            pass
-        return self.result
-
-    async def arun_to_breakpoint(self) -> PhaseEvent | None:
-        """Run until a breakpoint fires (its event says which) or the run is done (None)."""
-        while (event := await self.anext_phase()) is not None:
-            hit = self.breakpoint_after(event)
-            if hit is not None:
-                return event.model_copy(update={"breakpoint": hit})
-        return None
-
-    def breakpoint_after(self, event: PhaseEvent) -> Break | None:
-        """The first of `breakpoints` that fires after ``event`` (the phase just run), or None."""
-        following = self.next_phase_name
-        steps_completed = self.state.step - (following not in (Phase.PREPARE, None))
-        view = RunView(
-            state=self.state, elapsed=self._execution.elapsed(), steps_completed=steps_completed
-        )
-        return first_hit(self.breakpoints, view, event.phase, following)
-
-    def run_to_breakpoint(self) -> PhaseEvent | None:
-        """Sync `arun_to_breakpoint`."""
-        return run_sync(self.arun_to_breakpoint())
-
-    async def events(self) -> AsyncIterator[PhaseEvent]:
-        """Every remaining phase event, as an async iterator."""
-        while (event := await self.anext_phase()) is not None:
-            yield event
-
-    def next_phase(self) -> PhaseEvent | None:
-        """Sync `anext_phase`."""
-        return run_sync(self.anext_phase())
-
-    def next_step(self) -> PhaseEvent | None:
-        """Sync `anext_step`."""
-        return run_sync(self.anext_step())
-
-    def run_to_end(self) -> RunResult:
-        """Sync `arun_to_end`."""
-        return run_sync(self.arun_to_end())
-
-    def abort(self) -> None:
-        """End the run as ABORTED: now between phases or while paused, else after the phase."""
-        self._execution.request_abort()
-
-    def resume(
-        self,
-        approvals: Mapping[str, bool | str] | None = None,
-        results: Mapping[str, JsonValue] | None = None,
-    ) -> None:
-        """Answer the pending calls of a paused run; stepping then goes on from TOOLS."""
-        self._execution.replace_state(resume_state(self.state, approvals, results))
-
-    @property
-    def pending_calls(self) -> tuple[ToolCall, ...]:
-        """Tool calls the next TOOLS phase will run (empty unless TOOLS comes next)."""
-        if self.done or self.state.next_phase is not Phase.TOOLS:
-            return ()
-        return self.state.unanswered_calls()
-
-    def edit_call(self, call_id: str, arguments: dict[str, JsonValue]) -> None:
-        """Change the arguments of a call before TOOLS runs it (the history shows the edit)."""
-        self._replace_call(
-            call_id,
-            lambda call: call.model_copy(
-                update={"arguments": arguments, "invalid_arguments": None}
-            ),
-        )
-
-    def drop_call(self, call_id: str, reason: str = "dropped by the user") -> None:
-        """Do not run a call; the model is told why."""
-        call = self._pending_call(call_id)
-        answer = ToolResult(
-            call_id=call_id,
-            name=call.name,
-            content=f"The call was not run: {reason}.",
-            is_error=True,
-        )
-        state = self.state
-        message = Message(role="tool", parts=(answer,)).stamped(
-            state.run_id, state.execution_id, state.step
-        )
-        self._execution.replace_state(
-            state.model_copy(update={"messages": (*state.messages, message)})
-        )
-
-    def _pending_call(self, call_id: str) -> ToolCall:
-        for call in self.pending_calls:
-            if call.call_id == call_id:
-                return call
-        raise KeyError(f"no pending tool call {call_id!r} (calls can be changed only before TOOLS)")
-
-    def _replace_call(self, call_id: str, change: Callable[[ToolCall], ToolCall]) -> None:
-        self._pending_call(call_id)
-        messages = list(self.state.messages)
-        index = max(i for i, m in enumerate(messages) if m.role == "assistant")
-        parts = tuple(
-            change(p) if isinstance(p, ToolCall) and p.call_id == call_id else p
-            for p in messages[index].parts
-        )
-        messages[index] = messages[index].model_copy(update={"parts": parts})
-        self._execution.replace_state(self.state.model_copy(update={"messages": tuple(messages)}))
 
 
 class Agent:
@@ -586,9 +409,3 @@ class Agent:
 
 RerunTools = Iterable[ToolItem] | Literal["replay"] | None
 """What a re-run's ``tools=`` takes: other tools, or ``"replay"`` (answer from the recording)."""
-
-
-def _latest(runs: tuple[RunResult, ...]) -> tuple[RunResult, ...]:
-    """Each run once, as it was last seen (a sub-run paused and resumed is one child)."""
-    by_id = {run.run_id: run for run in runs}
-    return tuple(by_id[run_id] for run_id in dict.fromkeys(run.run_id for run in runs))

@@ -179,9 +179,20 @@ class PhaseEvent(Record):
     breakpoint: Break | None = None
     """The breakpoint that stopped `AgentRun.run_to_breakpoint` here, if one did."""
 
+    @property
+    def run_id(self) -> str:
+        """The run whose phase this is: a sub-run's when stepping went into it."""
+        return self.state.run_id
+
+    @property
+    def depth(self) -> int:
+        """How deep that run is in its tree (0: the run stepped; 1: its sub-run; ...)."""
+        return self.state.depth
+
     def __repr__(self) -> str:  # short: the state holds every message of the run
+        where = f"agent={self.state.agent_name!r}, depth={self.depth}, " if self.depth else ""
         return (
-            f"PhaseEvent(phase={self.phase.value}, step={self.step}, "
+            f"PhaseEvent({where}phase={self.phase.value}, step={self.step}, "
             f"status={self.state.status.value}, next_phase={self.state.next_phase.value}, "
             f"duration={self.duration * 1e3:.2f} ms)"
         )

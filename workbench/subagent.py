@@ -33,6 +33,8 @@ from workbench.models.base import Model
 from workbench.models.replay import ReplayModel
 from workbench.records import RunResult, SubagentResult
 from workbench.state import AgentState, ExecutionStatus, StopReason
+from workbench.stepping import SubRun as _SubRun
+from workbench.stepping import drive
 from workbench.tools import Tool, ToolContext, ToolReturn
 from workbench.toolsets import Toolset
 
@@ -111,13 +113,6 @@ class SubagentTree:
 
 subagent_tree: ContextVar[SubagentTree | None] = ContextVar("workbench_subagents", default=None)
 """The tree the tools running now belong to; set by the loop's tool runner at a tree's root."""
-
-
-class _SubRun(Protocol):
-    @property
-    def state(self) -> AgentState: ...
-
-    async def arun_to_end(self) -> RunResult: ...
 
 
 class Delegate(Protocol):
@@ -234,7 +229,7 @@ async def _run_with_hooks(
     agent_id = run.state.run_id
     if parent is not None and fresh:
         await parent.fire(SubagentStartInput(agent_id=agent_id, agent_type=name))
-    runs = [await run.arun_to_end()]
+    runs = [await drive(run)]  # through the gate of a parent stepped into (workbench.stepping)
     while parent is not None and runs[-1].status is not ExecutionStatus.PAUSED:
         turn = len(runs) - 1
         stop = SubagentStopInput(agent_id=agent_id, agent_type=name, stop_hook_active=turn > 0)
@@ -247,7 +242,7 @@ async def _run_with_hooks(
         last = runs[-1]
         earlier = tuple(m for m in last.messages if m.role != "system")
         reason = verdict.reason or "A SubagentStop hook asked you to continue."
-        runs.append(await start(reason, earlier, last.state.metadata).arun_to_end())
+        runs.append(await drive(start(reason, earlier, last.state.metadata)))
     return tuple(runs)
 
 
