@@ -260,13 +260,12 @@ def test_rerun_from_a_trace_with_tools_replay(original: wb.RunResult) -> None:
     trace = telemetry.trace(first.trace_id)
     calls = Calls()
     agent = _agent(wb.ScriptedModel([]), calls)
-    # from step 1: a trace's tool results come back without their tool's name, which a replay
-    # of the original compares (a limit of messages recovered from spans, not of tool replay)
-    fork = agent.rerun_from_trace_sync(
-        trace, 1, model=wb.ReplayModel.from_run(first), tools="replay"
-    )
-    assert fork.output == first.output and calls.ran == Counter()
-    assert _outcomes(fork) == _outcomes(first)
+    for step in (1, 2):  # from step 2 the messages include tool results recovered from spans
+        fork = agent.rerun_from_trace_sync(
+            trace, step, model=wb.ReplayModel.from_run(first, strict=True), tools="replay"
+        )
+        assert fork.output == first.output and calls.ran == Counter()
+        assert _outcomes(fork) == [o for o in _outcomes(first) if o[0] >= step]
     with pytest.raises(wb.UsageError, match="not a ReplayModel"):
         agent.rerun_from_trace_sync(trace, 2, tools="replay")
 
