@@ -230,21 +230,22 @@ def test_events_workbench_never_fires_load_with_a_warning_not_an_error(tmp_path:
             "PermissionRequest": group,
             "PermissionDenied": group,
             "Setup": group,
+            "PostCompact": group,
             "PreToolUse": [{"matcher": "add", "hooks": [{"type": "command", "command": "true"}]}],
         },
         tmp_path / "settings.json",
     )
     with pytest.warns(wb.HookSettingsWarning) as caught:
         hooks = wb.hooks_from_settings(path)  # strict: still loads
-    assert [(h.event, h.matcher) for h in hooks] == [(E.PRE_TOOL_USE, "add")]
+    assert [(h.event, h.matcher) for h in hooks] == [
+        (E.PERMISSION_REQUEST, None),
+        (E.PERMISSION_DENIED, None),
+        (E.PRE_TOOL_USE, "add"),
+    ]
     messages = [str(w.message) for w in caught]
-    assert len(messages) == 3
-    assert (
-        "PermissionRequest hooks skipped: it fires when Claude Code shows a permission"
-        in messages[0]
-    )
-    assert "PermissionDenied hooks skipped" in messages[1]
-    assert "Setup hooks skipped" in messages[2]
+    assert len(messages) == 2
+    assert "Setup hooks skipped: it fires for `claude --init`" in messages[0]
+    assert "PostCompact hooks skipped" in messages[1]
     assert hooks[0].env == {}  # not a plugin: no CLAUDE_PLUGIN_ROOT
 
 

@@ -683,6 +683,7 @@ async def test_golden_events_around_a_pause_and_resume() -> None:
         "1:prepare",
         "1:inference",
         "1:PreToolUse delete_file",
+        "1:PermissionRequest delete_file",  # no answer: the run pauses for the user
         "1:Notification permission_prompt",
         "1:tools",
         "1:SessionEnd",

@@ -12,7 +12,8 @@ the ones below, never one above:
  3  records          what a run reports (step records, snapshots, events, results), re-run states
  4  tools            tools, toolsets (MCP too) and guards: what the model may call, who says no
  5  plug-ins         models and hooks: the outside world the loop calls
- 6  delegation       sub-agents as tools: context, limits, the structured result
+ 6  delegation       sub-agents as tools: context, limits, the structured result, and the
+                    gate through which a stepped parent steps into their runs
  7  loop             the loop's configuration, the engine and the tool-call pipeline
  8  observers        the run store and telemetry: they watch records, they never drive a run
  9  agent            the facade that ties a loop to its observers; sessions of its runs;
@@ -56,10 +57,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("records", ("workbench.records", "workbench.rerun", "workbench.session_state")),
     ("tools", ("workbench.tools", "workbench.guards", "workbench.toolsets", "workbench.mcp_tools")),
     ("plug-ins", ("workbench.models", "workbench.hooks")),
-    ("delegation", ("workbench.subagent",)),
+    ("delegation", ("workbench.subagent", "workbench.stepping")),
     ("loop", ("workbench.config", "workbench.engine", "workbench.toolcalls")),
     ("observers", ("workbench.store", "workbench._storage", "workbench.telemetry")),
-    ("agent", ("workbench.agent", "workbench.session", "workbench._proxy")),
+    ("agent", ("workbench.agent_run", "workbench.agent", "workbench.session", "workbench._proxy")),
     (
         "analysis",
         (

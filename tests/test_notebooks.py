@@ -85,6 +85,13 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
         assert "tokens of the whole tree: 840" in text
         assert "invoke_agent researcher under execute_tool research" in text
         assert "2 traces, one per execution of the lead" in text
+        assert "        digger step 1 tools" in text and "    scout step 2 continuation" in text
+        assert "PhaseEvent(agent='scout', depth=1, phase=prepare, step=1" in text
+        assert "stopped in: scout" in text and "PhaseEvent(phase=tools, step=1" in text
+        assert "on tool 'search' in digger at depth 2" in text
+        assert "[('s1', {'query': 'tide tables'})]" in text
+        assert "found: tide tables for Saturday is at noon | Swim at noon." in text
+        assert "on tool 'search' in digger | Step over" in text
         assert "Noted. | Your name is Ada." in text and "Your name is Ada. | 3 executions" in text
         assert "['summarized', 'summarized', 'kept', 'kept']" in text
         assert "Your name is Grace." in text and "refused: session schema version 7" in text
@@ -94,6 +101,8 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
         assert "mcp_add ok 42" in text and "stopped: on tool 'delete_file'" in text
         assert "+ sent:     text 'Be very brief.'" in text and "live calls: 2" in text
         assert "delete_file         allow         deny deleting is off" in text
+        assert "mails sent: 1 | sent | sent to ada@example.com | replayed: True" in text
+        assert "completed 42 | mcp_add 42 | replayed: True" in text
     elif name == "08_trace_explorer":
         assert "(True, 'execute_tool add')" in text and "17 + 25 = 42" in text
     elif name == "05_real_model":

@@ -102,7 +102,8 @@ def test_a_tool_loop_becomes_a_run_with_steps_tool_outcomes_and_no_key(tmp_path:
     assert second.messages_in == first.messages_in + first.new_messages
     assert second.response is not None and second.response.text_content == "the sum is 3"
     assert run.usage.input_tokens == 22 and run.usage.requests == 2
-    assert run.snapshots[0].model_settings["tools"][0]["name"] == "add"
+    assert run.snapshots[0].tool_definitions[0].name == "add"
+    assert run.snapshots[0].model_settings == {"model": "fake-model"}
     assert "the sum is 3" in step_html(second, run.steps)
     store.close()
     for path in tmp_path.iterdir():  # the database and its WAL
@@ -278,7 +279,7 @@ def test_replay_answers_offline_from_the_recording_and_says_how_a_request_depart
         with pytest.raises(openai.BadRequestError) as departed:
             tool_loop(client_for(proxy), prompt="add 5 and 6")
         stream = client_for(proxy).chat.completions.create(
-            model="m",
+            model="fake-model",
             messages=[
                 {"role": "system", "content": "You add."},
                 {"role": "user", "content": "add 1 and 2"},
@@ -296,6 +297,42 @@ def test_replay_answers_offline_from_the_recording_and_says_how_a_request_depart
     replayed = store.load(proxy.run_ids[0])
     assert replayed.state.metadata["proxy"]["replay_of"] == recorded
     assert replayed.output == "the sum is 3"
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"tools": [ADD, {**ADD, "function": {**ADD["function"], "name": "mul"}}]}, "mul"),
+        (
+            {"tools": [{**ADD, "function": {**ADD["function"], "description": "Sum."}}]},
+            "tool 'add' (description)",
+        ),
+        ({"temperature": 0.9}, "setting 'temperature'"),
+        ({"model": "other-model"}, "setting 'model'"),
+    ],
+    ids=["added tool", "edited tool description", "changed setting", "other model"],
+)
+def test_replay_is_strict_about_tools_and_settings(change: dict[str, Any], named: str) -> None:
+    store = wb.RunStore(":memory:")
+    recorded = record_adder(store)
+    request: dict[str, Any] = {
+        "model": "fake-model",
+        "messages": [
+            {"role": "system", "content": "You add."},
+            {"role": "user", "content": "add 1 and 2"},
+        ],
+        "tools": [ADD],
+    }
+    with wb.proxy(replay=recorded, store=store) as proxy:
+        same = client_for(proxy).chat.completions.create(**request, stream=True)
+        assert any(c.choices and c.choices[0].delta.tool_calls for c in same)  # stream: transport
+    with (
+        wb.proxy(replay=recorded, store=store) as proxy,
+        pytest.raises(openai.BadRequestError) as departed,
+    ):
+        client_for(proxy).chat.completions.create(**{**request, **change})
+    assert departed.value.type == "replay_divergence"
+    assert "at step 1" in str(departed.value) and named in str(departed.value)
 
 
 def test_replay_until_a_step_then_live_and_beyond_the_recording_is_an_error() -> None:
@@ -380,7 +417,7 @@ def test_conversations_in_flight_at_once_are_kept_apart() -> None:
     both_arrived = threading.Barrier(2, timeout=10)
 
     def held(body: dict[str, Any], headers: dict[str, str]) -> Answer:
-        if len(body["messages"]) == 1:
+        if len(body["messages"]) == 2:  # the first request: system and user
             both_arrived.wait()  # each answer waits until both requests are in flight
         return adder(body, headers)
 

@@ -197,6 +197,43 @@ def test_hooks_of_other_events_are_not_run(run: wb.RunResult, tmp_path: Path) ->
     assert not log.exists()
 
 
+def test_permission_request_hooks_answer_the_calls_that_would_wait(run: wb.RunResult) -> None:
+    def ask_about_bash(call: wb.ToolCall, ctx: wb.ToolContext) -> wb.GuardDecision:
+        if call.name == "Bash":
+            return wb.ToolPermission.ASK, "shell commands need a look"
+        return wb.ToolPermission.ALLOW
+
+    assert wb.recheck(run, guards=[ask_about_bash])["decision_now"].tolist() == [
+        "ask",
+        "ask",
+        "allow",
+        "ask",
+    ]
+    answer = {
+        "hookEventName": "PermissionRequest",
+        "decision": {"behavior": "deny", "message": "no"},
+    }
+    refusing = wb.CommandHook(
+        "PermissionRequest", f"echo {shlex.quote(json.dumps({'hookSpecificOutput': answer}))}"
+    )
+    frame = wb.recheck(run, guards=[ask_about_bash], hooks=[refusing])
+    assert frame["decision_now"].tolist() == ["deny", "deny", "allow", "deny"]
+    assert set(frame["reason"][frame["tool"] == "Bash"]) == {"no"}
+    rm_hook = wb.Hook(
+        "PermissionRequest",
+        lambda data: (
+            wb.HookResult(decision="deny", reason="no rm")
+            if "rm " in str(data.tool_input)  # type: ignore[attr-defined]
+            else wb.HookResult(decision="allow")
+        ),
+        matcher="Bash",
+    )
+    frame = wb.recheck(run, guards=[ask_about_bash], hooks=[rm_hook])
+    assert frame["decision_now"].tolist() == ["allow", "allow", "allow", "deny"]
+    assert frame["reason"].tolist()[3] == "no rm"
+    assert EXECUTED == []
+
+
 @dataclass
 class Tree:
     """A run with sub-runs, as `RunResult.children` holds them."""

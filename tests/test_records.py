@@ -52,6 +52,7 @@ def test_no_frozen_dataclass_records_are_left() -> None:
     assert frozen_dataclasses <= {
         "LoopConfig",  # configuration of one execution
         "Tool",  # configuration: a tool and its options
+        "SubagentTool",  # configuration: the tool `Agent.as_tool` makes
         "Hook",  # configuration: an in-process hook
         "CommandHook",  # configuration: a hook command
         "HookResult",  # what a user's hook returns

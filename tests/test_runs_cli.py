@@ -31,6 +31,46 @@ def test_runs_lists_stored_runs(
     assert out.rstrip().endswith(f"1 of 1 runs in {path}")
 
 
+def test_runs_shows_depth_and_parent_and_can_leave_sub_runs_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    with wb.RunStore(path) as store:
+        helper = wb.Agent(model=wb.ScriptedModel(["sure"]), name="helper", store=store)
+        lead = wb.Agent(
+            model=wb.ScriptedModel([wb.ModelResponse.tool_call("ask", {"task": "x"}), "done"]),
+            name="lead",
+            tools=[helper.as_tool("ask")],
+            store=store,
+        )
+        result = lead.run_sync("go")
+    assert main(["runs", "--store", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[-2:] == ["depth", "parent"]
+    root, sub = lines[2], lines[3]
+    assert root.startswith(result.run_id) and root.split()[-2:] == ["0", "-"]
+    assert sub.startswith(result.children[0].run_id) and "  └ helper  completed" in sub
+    assert sub.split()[-2:] == ["1", result.run_id]
+    assert lines[-1] == f"2 of 2 runs in {path}"
+    assert main(["runs", "--store", str(path), "--roots"]) == 0
+    out = capsys.readouterr().out
+    assert result.children[0].run_id not in out and out.rstrip().endswith(
+        f"1 of 1 top-level runs in {path}"
+    )
+
+
+def test_a_damaged_depth_lists_the_run_as_a_root(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "runs.sqlite"
+    with wb.RunStore(path) as store:
+        run = wb.Agent(model=wb.ScriptedModel(["hi"]), store=store).run_sync("x")
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE runs SET state = json_set(state, '$.depth', 'deep')")
+    (summary,) = wb.RunStore(path).runs()
+    assert summary.run_id == run.run_id and summary.depth == 0
+
+
 def test_runs_of_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["runs", "--store", str(tmp_path / "x.sqlite")]) == 0
     assert capsys.readouterr().out.startswith("no runs in")

@@ -279,6 +279,11 @@ def test_the_store_keeps_the_tree() -> None:
     assert loaded.children[0].parent_call_id == "r1"
     summaries = {s.run_id: s for s in store.runs()}
     assert summaries[result.children[0].run_id].parent_run_id == result.run_id
+    assert [(s.agent_name, s.depth) for s in store.runs()] == [("lead", 0), ("researcher", 1)]
+    assert [s.run_id for s in store.runs(roots_only=True)] == [result.run_id]
+    frame = store.list_runs()
+    assert list(frame["depth"]) == [0, 1] and list(frame["parent_run_id"])[1] == result.run_id
+    assert list(store.list_runs(roots_only=True)["run_id"]) == [result.run_id]
     store.delete(result.run_id)
     assert store.runs() == []
 

@@ -27,6 +27,7 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
+from workbench._record import Record
 from workbench.errors import RunNotFound, StoreError
 from workbench.messages import Message
 from workbench.records import StepContext, StepRecord
@@ -34,9 +35,13 @@ from workbench.state import SCHEMA_VERSION as STATE_SCHEMA_VERSION
 from workbench.state import AgentState, validation_summary
 
 __all__ = [
+    "SESSION",
+    "SESSION_EXECUTION",
     "STORE_SCHEMA_VERSION",
+    "SUMMARY_COLUMNS",
     "Range",
     "RunNotFound",
+    "RunSummary",
     "StoreError",
     "db_error",
     "dump_ranges",
@@ -109,6 +114,54 @@ _V1 = (
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1}
 """Statements that take the store from version ``n - 1`` to ``n``."""
+
+
+# -- listing runs without loading them ------------------------------------------------------------
+
+
+class RunSummary(Record):
+    """One row of `RunStore.runs`: what a run list shows, without loading the run."""
+
+    run_id: str
+    agent_name: str
+    status: str
+    stop_reason: str | None
+    steps: int
+    model_name: str | None
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    created_at: float | None
+    """None where the stored time is damaged."""
+    updated_at: float | None
+    parent_run_id: str | None
+    rerun_of: str | None
+    rerun_of_step: int | None
+    output: str | None
+    session_id: str | None = None
+    """The `Session` the run is an execution of (``metadata["session_id"]``), if any."""
+    depth: int = 0
+    """How deep in its tree the run is: 0 for a run nobody called, 1 for a sub-agent's run..."""
+
+
+SESSION = "CASE WHEN json_valid(state) THEN json_extract(state, '$.metadata.session_id') END"
+"""A run's session id (a damaged state payload has none, rather than failing the listing)."""
+SESSION_EXECUTION = (
+    "CASE WHEN json_valid(state) THEN json_extract(state, '$.metadata.session_execution') END"
+)
+_TIME = "CASE WHEN typeof({0}) IN ('real', 'integer') THEN {0} END"
+"""A time column, or NULL where a damaged row holds something else (it lists as no time)."""
+_DEPTH = (
+    "coalesce(CASE WHEN json_valid(state) AND json_type(state, '$.depth') = 'integer' "
+    "THEN json_extract(state, '$.depth') END, 0)"
+)
+"""A run's depth in its tree (a damaged state payload lists as a root)."""
+SUMMARY_COLUMNS = (
+    "run_id, agent_name, status, stop_reason, step, model_name, input_tokens, output_tokens, "
+    f"cost, {_TIME.format('created_at')}, {_TIME.format('updated_at')}, parent_run_id, "
+    f"rerun_of_run, rerun_of_step, output, {SESSION}, {_DEPTH}"
+)
+"""The columns of a `RunSummary`, in its field order."""
 
 
 def open_connection(path: str, *, create: bool, busy_timeout: float) -> sqlite3.Connection | None:

@@ -1,7 +1,8 @@
 """The `Agent` facade: configure once, then run, step, resume.
 
 An `Agent` holds configuration only; every run gets its own state. `start` returns an `AgentRun`
-that is driven phase by phase (the notebook Stepper does this); `run` drives it to the end. The
+(`workbench.agent_run`) that is driven phase by phase (the notebook Stepper does this); `run`
+drives it to the end. The
 sync methods run the same coroutines on the workbench's portal loop, so they also work inside a
 Jupyter kernel where an event loop is already running.
 """
@@ -9,211 +10,35 @@ Jupyter kernel where an event loop is already running.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from workbench._sync import run_sync
-from workbench.breakpoints import Break, first_hit
-from workbench.conditions import MaxSteps, RunView, StopCondition
+from workbench.agent_run import AgentRun
+from workbench.breakpoints import Break
+from workbench.conditions import MaxSteps, StopCondition
 from workbench.config import DEFAULT_WRAP_UP, LoopConfig
 from workbench.engine import Execution
 from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks import CommandHook, Hook
-from workbench.messages import JsonValue, Message, ToolCall, ToolResult
+from workbench.hooks.runner import hook_tuple
+from workbench.messages import JsonValue, Message
 from workbench.models.base import Model, ModelSettings
-from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
+from workbench.models.replay import tool_replay_of
+from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext
 from workbench.rerun import rerun_state
-from workbench.state import AgentState, Phase
+from workbench.state import AgentState
 from workbench.store import RunNotFound, RunStore
 from workbench.subagent import SubagentContext, SubagentLimits, subagent_tool, subagent_tree
 from workbench.toolcalls import resume_state
-from workbench.tools import Tool, ToolContext, tool
-from workbench.toolsets import Toolset
+from workbench.tools import Tool, ToolContext
+from workbench.toolsets import ToolItem, Toolset, tool_table
 
 if TYPE_CHECKING:
     from workbench.telemetry import Telemetry
     from workbench.telemetry.trace import Trace
 
 __all__ = ["Agent", "AgentRun", "RunResult"]
-
-
-class AgentRun:
-    """A run driven from outside, one phase at a time.
-
-    Between INFERENCE and TOOLS the caller may look at `pending_calls` and `edit_call` or
-    `drop_call` before the tools run.
-    """
-
-    def __init__(self, execution: Execution, breakpoints: Iterable[Break] = ()) -> None:
-        self._execution = execution
-        self._phases: AsyncIterator[PhaseEvent] | None = None
-        """The loop (`Execution.phases`) under way; a new one starts after a pause is answered."""
-        self.breakpoints: list[Break] = list(breakpoints)
-        """Where `run_to_breakpoint` stops; add and remove at any time."""
-        self.earlier: RunResult | None = None
-        """The executions of this run before this one (a resumed run): part of `result`."""
-
-    @property
-    def state(self) -> AgentState:
-        """The current state."""
-        return self._execution.state
-
-    @property
-    def steps(self) -> tuple[StepRecord, ...]:
-        """Records of the steps so far."""
-        return tuple(self._execution.steps)
-
-    @property
-    def snapshots(self) -> tuple[StepContext, ...]:
-        """Snapshots of the steps so far."""
-        return tuple(self._execution.snapshots)
-
-    @property
-    def done(self) -> bool:
-        """True once the run ended or paused: `next_phase` then returns None."""
-        return self._execution.done
-
-    @property
-    def next_phase_name(self) -> Phase | None:
-        """The phase `next_phase` would run, or None when done."""
-        return None if self.done else self.state.next_phase
-
-    @property
-    def result(self) -> RunResult:
-        """The whole run so far, earlier executions included (final once `done`)."""
-        earlier = self.earlier
-        return RunResult(
-            state=self.state,
-            steps=(earlier.steps if earlier else ()) + self.steps,
-            snapshots=(earlier.snapshots if earlier else ()) + self.snapshots,
-            children=_latest(
-                (earlier.children if earlier else ()) + tuple(self._execution.children)
-            ),
-        )
-
-    async def anext_phase(self) -> PhaseEvent | None:
-        """Run one phase; None once the run is done."""
-        if self._phases is None:
-            self._phases = self._execution.phases()
-        event = await anext(self._phases, None)
-        if event is None:
-            self._phases = None
-        return event
-
-    async def anext_step(self) -> PhaseEvent | None:
-        """Run phases up to the end of the current step (or of the run)."""
-        last = None
-        while (event := await self.anext_phase()) is not None:
-            last = event
-            if event.phase is Phase.CONTINUATION:
-                break
-        return last
-
-    async def arun_to_end(self) -> RunResult:
-        """Run until the run ends or pauses."""
-        async for _ in self.events():
-            pass
-        return self.result
-
-    async def arun_to_breakpoint(self) -> PhaseEvent | None:
-        """Run until a breakpoint fires (its event says which) or the run is done (None)."""
-        while (event := await self.anext_phase()) is not None:
-            hit = self.breakpoint_after(event)
-            if hit is not None:
-                return event.model_copy(update={"breakpoint": hit})
-        return None
-
-    def breakpoint_after(self, event: PhaseEvent) -> Break | None:
-        """The first of `breakpoints` that fires after ``event`` (the phase just run), or None."""
-        following = self.next_phase_name
-        steps_completed = self.state.step - (following not in (Phase.PREPARE, None))
-        view = RunView(
-            state=self.state, elapsed=self._execution.elapsed(), steps_completed=steps_completed
-        )
-        return first_hit(self.breakpoints, view, event.phase, following)
-
-    def run_to_breakpoint(self) -> PhaseEvent | None:
-        """Sync `arun_to_breakpoint`."""
-        return run_sync(self.arun_to_breakpoint())
-
-    async def events(self) -> AsyncIterator[PhaseEvent]:
-        """Every remaining phase event, as an async iterator."""
-        while (event := await self.anext_phase()) is not None:
-            yield event
-
-    def next_phase(self) -> PhaseEvent | None:
-        """Sync `anext_phase`."""
-        return run_sync(self.anext_phase())
-
-    def next_step(self) -> PhaseEvent | None:
-        """Sync `anext_step`."""
-        return run_sync(self.anext_step())
-
-    def run_to_end(self) -> RunResult:
-        """Sync `arun_to_end`."""
-        return run_sync(self.arun_to_end())
-
-    def abort(self) -> None:
-        """End the run as ABORTED: now between phases or while paused, else after the phase."""
-        self._execution.request_abort()
-
-    def resume(
-        self,
-        approvals: Mapping[str, bool | str] | None = None,
-        results: Mapping[str, JsonValue] | None = None,
-    ) -> None:
-        """Answer the pending calls of a paused run; stepping then goes on from TOOLS."""
-        self._execution.replace_state(resume_state(self.state, approvals, results))
-
-    @property
-    def pending_calls(self) -> tuple[ToolCall, ...]:
-        """Tool calls the next TOOLS phase will run (empty unless TOOLS comes next)."""
-        if self.done or self.state.next_phase is not Phase.TOOLS:
-            return ()
-        return self.state.unanswered_calls()
-
-    def edit_call(self, call_id: str, arguments: dict[str, JsonValue]) -> None:
-        """Change the arguments of a call before TOOLS runs it (the history shows the edit)."""
-        self._replace_call(
-            call_id,
-            lambda call: call.model_copy(
-                update={"arguments": arguments, "invalid_arguments": None}
-            ),
-        )
-
-    def drop_call(self, call_id: str, reason: str = "dropped by the user") -> None:
-        """Do not run a call; the model is told why."""
-        call = self._pending_call(call_id)
-        answer = ToolResult(
-            call_id=call_id,
-            name=call.name,
-            content=f"The call was not run: {reason}.",
-            is_error=True,
-        )
-        state = self.state
-        message = Message(role="tool", parts=(answer,)).stamped(
-            state.run_id, state.execution_id, state.step
-        )
-        self._execution.replace_state(
-            state.model_copy(update={"messages": (*state.messages, message)})
-        )
-
-    def _pending_call(self, call_id: str) -> ToolCall:
-        for call in self.pending_calls:
-            if call.call_id == call_id:
-                return call
-        raise KeyError(f"no pending tool call {call_id!r} (calls can be changed only before TOOLS)")
-
-    def _replace_call(self, call_id: str, change: Callable[[ToolCall], ToolCall]) -> None:
-        self._pending_call(call_id)
-        messages = list(self.state.messages)
-        index = max(i for i, m in enumerate(messages) if m.role == "assistant")
-        parts = tuple(
-            change(p) if isinstance(p, ToolCall) and p.call_id == call_id else p
-            for p in messages[index].parts
-        )
-        messages[index] = messages[index].model_copy(update={"parts": parts})
-        self._execution.replace_state(self.state.model_copy(update={"messages": tuple(messages)}))
 
 
 class Agent:
@@ -245,11 +70,11 @@ class Agent:
         self.model = model
         self.name = name
         self.system_prompt = system_prompt
-        self.tools, self.toolsets = _tool_choice(tools)
+        self.tools, self.toolsets = tool_table(tools)
         """The tools by name, and the toolsets whose tools are chosen before every model call."""
         self.stop = stop if stop is not None else MaxSteps(50)
         self.guards = tuple(guards)
-        self.hooks = _hook_tuple(hooks)
+        self.hooks = hook_tuple(hooks)
         """In-process `Hook`s and `CommandHook`s; see `workbench.hooks` for where each fires."""
         self.max_hook_turns = max_hook_turns
         """How many extra turns Stop (and SubagentStop) hooks may force in one execution."""
@@ -305,13 +130,14 @@ class Agent:
         parent: ToolContext | None = None,
         stop: StopCondition | None = None,
         tools: Iterable[ToolItem] | None = None,
+        model: Model | None = None,
     ) -> AgentRun:
         """A new run, ready to be stepped; nothing is executed yet.
 
         ``metadata`` (JSON-serializable) is kept on the run's state and in the store;
         ``breakpoints`` are where `AgentRun.run_to_breakpoint` stops. ``parent`` is the tool call
         of another run that starts this one (a sub-agent's run); ``stop`` adds conditions to the
-        agent's for this run (either fires); ``tools`` replace the agent's for this run.
+        agent's for this run (either fires); ``tools`` and ``model`` replace the agent's for it.
         """
         state = AgentState(
             agent_name=self.name,
@@ -334,8 +160,9 @@ class Agent:
             state.model_copy(update={"messages": stamped}),
             settings,
             on_text_delta,
-            tools=None if tools is None else _tool_choice(tools),
+            tools=None if tools is None else tool_table(tools),
             stop=stop,
+            model=model,
         )
         run.breakpoints.extend(breakpoints)
         return run
@@ -399,13 +226,16 @@ class Agent:
         results: Mapping[str, JsonValue] | None = None,
         *,
         settings: ModelSettings | None = None,
+        model: Model | None = None,
     ) -> AgentRun:
         """A paused run with its pending calls answered, ready to be stepped.
 
         Its `AgentRun.result` is the whole run: the steps before the pause come from the store
         when it has them (a state resumed elsewhere, without them, starts its result at the pause).
+        ``model`` replaces the agent's for this execution.
         """
-        run = self._run_from(resume_state(state, approvals, results), settings, None)
+        resumed = resume_state(state, approvals, results)
+        run = self._run_from(resumed, settings, None, model=model)
         run.earlier = self._recorded(state.run_id)
         return run
 
@@ -416,13 +246,16 @@ class Agent:
         results: Mapping[str, JsonValue] | None = None,
         *,
         settings: ModelSettings | None = None,
+        model: Model | None = None,
     ) -> RunResult:
         """Continue a paused run (possibly from another process) to its end or next pause.
 
         ``approvals`` maps call ids to True (run it), False or a reason (deny it); ``results``
-        gives the results of deferred calls.
+        gives the results of deferred calls. ``model`` replaces the agent's (the `ReplayModel`
+        of a replayed fork, so its calls are still answered from the recording).
         """
-        return await self.start_resume(state, approvals, results, settings=settings).arun_to_end()
+        run = self.start_resume(state, approvals, results, settings=settings, model=model)
+        return await run.arun_to_end()
 
     def resume_sync(
         self,
@@ -431,9 +264,10 @@ class Agent:
         results: Mapping[str, JsonValue] | None = None,
         *,
         settings: ModelSettings | None = None,
+        model: Model | None = None,
     ) -> RunResult:
         """Sync `resume`."""
-        return run_sync(self.resume(state, approvals, results, settings=settings))
+        return run_sync(self.resume(state, approvals, results, settings=settings, model=model))
 
     def start_rerun(
         self,
@@ -441,18 +275,21 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[ToolItem] | None = None,
+        tools: RerunTools = None,
     ) -> AgentRun:
         """A new run from ``snapshot``'s step, with the edits, ready to be stepped.
 
         ``messages`` replaces the conversation as the step starts; ``model``, ``settings`` (laid
         over the snapshot's) and ``tools`` replace the agent's for this run only. The original run
-        is untouched; the new one names it in ``state.rerun_of``.
+        is untouched; the new one names it in ``state.rerun_of``. ``tools="replay"`` keeps the
+        agent's tools and answers the calls of replayed responses from the recording of the
+        model (a `ReplayModel`; any other model is a `UsageError`): nothing recorded runs again.
         """
         merged = ModelSettings(**{**snapshot.model_settings, **(settings or {})})  # type: ignore[typeddict-item]
-        table = None if tools is None else _tool_choice(tools)
+        replay = tools == "replay"
+        table = None if tools is None or isinstance(tools, str) else tool_table(tools)
         state = rerun_state(snapshot, messages)
-        return self._run_from(state, merged, None, model=model, tools=table)
+        return self._run_from(state, merged, None, model=model, tools=table, replay_tools=replay)
 
     async def rerun(
         self,
@@ -460,7 +297,7 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[ToolItem] | None = None,
+        tools: RerunTools = None,
     ) -> RunResult:
         """Re-run from ``snapshot``'s step with edits (see `start_rerun`) to the end or a pause."""
         run = self.start_rerun(snapshot, messages, model, settings, tools)
@@ -472,7 +309,7 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[ToolItem] | None = None,
+        tools: RerunTools = None,
     ) -> RunResult:
         """Sync `rerun`."""
         return run_sync(self.rerun(snapshot, messages, model, settings, tools))
@@ -484,7 +321,7 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: RerunTools = None,
     ) -> RunResult:
         """Re-run from ``step`` of a trace that captured content, with no store; edits as `rerun`.
 
@@ -501,7 +338,7 @@ class Agent:
         messages: Sequence[Message] | None = None,
         model: Model | None = None,
         settings: ModelSettings | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] | None = None,
+        tools: RerunTools = None,
     ) -> RunResult:
         """Sync `rerun_from_trace`."""
         return run_sync(self.rerun_from_trace(trace, step, messages, model, settings, tools))
@@ -515,8 +352,10 @@ class Agent:
         model: Model | None = None,
         tools: tuple[dict[str, Tool], tuple[Toolset, ...]] | None = None,
         stop: StopCondition | None = None,
+        replay_tools: bool = False,
     ) -> AgentRun:
         table, toolsets = (self.tools, self.toolsets) if tools is None else tools
+        recording, replay_tools = tool_replay_of(model or self.model, replay_tools)
         config = LoopConfig(
             model=model or self.model,
             tools=table,
@@ -535,6 +374,8 @@ class Agent:
             response_retries=self.response_retries,
             observers=self._observers(model or self.model),
             on_text_delta=on_text_delta,
+            tool_recording=recording,
+            replay_tools=replay_tools,
         )
         return AgentRun(Execution(config, state))
 
@@ -566,33 +407,5 @@ class Agent:
         return tree.observer_for if tree is not None else None
 
 
-ToolItem = Tool | Toolset | Callable[..., Any]
-"""What ``tools=`` takes: tools, plain functions (made tools with `workbench.tool`), toolsets."""
-
-
-def _tool_choice(tools: Iterable[ToolItem]) -> tuple[dict[str, Tool], tuple[Toolset, ...]]:
-    """The fixed tools by name, and the toolsets whose tools are chosen every step."""
-    table: dict[str, Tool] = {}
-    toolsets: list[Toolset] = []
-    for item in tools:
-        if isinstance(item, Toolset):
-            toolsets.append(item)
-            continue
-        made = item if isinstance(item, Tool) else tool(item)
-        if made.name in table:
-            raise ValueError(f"two tools are named {made.name!r}")
-        table[made.name] = made
-    return table, tuple(toolsets)
-
-
-def _hook_tuple(hooks: Sequence[Hook | CommandHook]) -> tuple[Hook | CommandHook, ...]:
-    for hook in hooks:
-        if not isinstance(hook, Hook | CommandHook):
-            raise TypeError(f"hooks must be Hook or CommandHook objects, got {hook!r}")
-    return tuple(hooks)
-
-
-def _latest(runs: tuple[RunResult, ...]) -> tuple[RunResult, ...]:
-    """Each run once, as it was last seen (a sub-run paused and resumed is one child)."""
-    by_id = {run.run_id: run for run in runs}
-    return tuple(by_id[run_id] for run_id in dict.fromkeys(run.run_id for run in runs))
+RerunTools = Iterable[ToolItem] | Literal["replay"] | None
+"""What a re-run's ``tools=`` takes: other tools, or ``"replay"`` (answer from the recording)."""

@@ -11,6 +11,12 @@ between any two phases):
 - `Break.when(lambda view: ...)`: a predicate of the run's `RunView`. A predicate that raises
   stops the run there too, with the error kept on the breakpoint it returns: a broken breakpoint
   never crashes the run it watches.
+
+A breakpoint given to a run that calls sub-agents has a scope: ``"run"`` fires in that run only,
+``"tree"`` also in every sub-run under it (any depth), where `run_to_breakpoint` stops inside the
+sub-run (see `workbench.stepping`). `on_tool` is ``"tree"`` by default (stop before that tool
+runs, whoever calls it); the others are ``"run"`` by default, since a step number or a phase
+means something different in each sub-run; each factory takes ``scope=`` to choose.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from workbench.state import Phase
 __all__ = ["Break", "first_hit", "parse_break"]
 
 BreakKind = Literal["tool", "step", "phase", "when"]
+Scope = Literal["run", "tree"]
 
 
 class Break(Record):
@@ -36,34 +43,46 @@ class Break(Record):
     phase: Phase | None = None
     predicate: Callable[[RunView], bool] | None = None
     label: str = ""
+    scope: Scope = "run"
+    """Where it fires: the run it was given to ("run") or that run and its sub-runs ("tree")."""
     error: str | None = None
     """Set on the breakpoint `first_hit` returns when its predicate raised."""
 
     def __str__(self) -> str:
-        return self.label + (f" (raised: {self.error})" if self.error else "")
+        where = ""
+        if self.scope != ("tree" if self.kind == "tool" else "run"):  # not the default: say so
+            where = " (sub-runs too)" if self.scope == "tree" else " (this run only)"
+        return self.label + where + (f" (raised: {self.error})" if self.error else "")
 
     @classmethod
-    def on_tool(cls, name: str) -> Break:
-        """Stop before a call to tool ``name`` runs."""
-        return cls(kind="tool", tool=name, label=f"on tool {name!r}")
+    def on_tool(cls, name: str, *, scope: Scope = "tree") -> Break:
+        """Stop before a call to tool ``name`` runs (by default in sub-runs too)."""
+        return cls(kind="tool", tool=name, label=f"on tool {name!r}", scope=scope)
 
     @classmethod
-    def at_step(cls, step: int) -> Break:
+    def at_step(cls, step: int, *, scope: Scope = "run") -> Break:
         """Stop once step ``step`` is prepared, before its model call."""
         if step < 1:
             raise ValueError(f"steps count from 1, got {step}")
-        return cls(kind="step", step=step, label=f"at step {step}")
+        return cls(kind="step", step=step, label=f"at step {step}", scope=scope)
 
     @classmethod
-    def before(cls, phase: Phase) -> Break:
+    def before(cls, phase: Phase, *, scope: Scope = "run") -> Break:
         """Stop before every ``phase``."""
-        return cls(kind="phase", phase=Phase(phase), label=f"before {Phase(phase).value}")
+        label = f"before {Phase(phase).value}"
+        return cls(kind="phase", phase=Phase(phase), label=label, scope=scope)
 
     @classmethod
-    def when(cls, predicate: Callable[[RunView], bool], label: str | None = None) -> Break:
+    def when(
+        cls,
+        predicate: Callable[[RunView], bool],
+        label: str | None = None,
+        *,
+        scope: Scope = "run",
+    ) -> Break:
         """Stop after any phase where ``predicate(view)`` is true."""
         name = label or getattr(predicate, "__name__", "predicate")
-        return cls(kind="when", predicate=predicate, label=f"when {name}")
+        return cls(kind="when", predicate=predicate, label=f"when {name}", scope=scope)
 
     def hits(self, view: RunView, ran: Phase, following: Phase | None) -> bool:
         """Whether this breakpoint fires after phase ``ran``, with ``following`` next."""

@@ -15,6 +15,7 @@ from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks.runner import AnyHook
 from workbench.models.base import Model, ModelSettings
+from workbench.models.replay_tools import ToolRecording
 from workbench.records import RunObserver
 from workbench.subagent import SubagentLimits
 from workbench.tools import Tool
@@ -55,3 +56,9 @@ class LoopConfig:
     subrun_observer: Callable[[Model], RunObserver] | None = None
     """Makes the telemetry observer of a sub-run whose agent has no telemetry of its own, so the
     whole tree lands in one trace (the root agent's `Telemetry.observer`)."""
+    tool_recording: ToolRecording | None = None
+    """In a replay: what the recorded tool calls did (the `ReplayModel`'s), for the calls of
+    the responses it replays: their sub-runs replay from it, and their results with
+    ``replay_tools``."""
+    replay_tools: bool = False
+    """Answer the replayed responses' tool calls from ``tool_recording``: nothing recorded runs."""

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 
 from workbench.conditions import Budget, RunView
 from workbench.config import LoopConfig
-from workbench.errors import ResponseRetriesExceeded, ToolRetriesExceeded, UsageError
+from workbench.errors import ResponseRetriesExceeded, ToolRetriesExceeded
 from workbench.hooks.loop import LoopHooks, with_arguments
 from workbench.hooks.runner import HookReport
 from workbench.messages import (
@@ -51,6 +51,7 @@ from workbench.state import (
 )
 from workbench.toolcalls import CallResult, ToolRunner
 from workbench.tools import Tool, ToolContext, schema_hash
+from workbench.toolsets import choose_tools
 from workbench.traceids import new_trace_id
 
 __all__ = ["Execution"]
@@ -173,7 +174,7 @@ class Execution:
         view = self._view(self.state.step)
         if self._end_at_limit(view):
             return None
-        await self._choose_tools(view)
+        await self._choose_tools(view, self.state.step + 1)
         snapshot = self._snapshot(view)  # the state as the step starts: what a re-run starts from
         first_new = len(self.state.messages)
         self._update(step=snapshot.step)
@@ -265,7 +266,7 @@ class Execution:
         if self._end_at_limit(view):
             return None
         if self._draft is None:  # resumed mid-step: the tools are chosen again
-            await self._choose_tools(view)
+            await self._choose_tools(view, self.state.step)
         draft = self._step_draft()
         results = await self._runner.run(
             calls,
@@ -519,22 +520,15 @@ class Execution:
         """The budget during a step: the step under way does not count as used yet."""
         return Budget.of(self._limits, self._view(self.state.step - 1))
 
-    async def _choose_tools(self, view: RunView) -> None:
+    async def _choose_tools(self, view: RunView, step: int) -> None:
         """The step's tools: the agent's, and what each toolset offers at this point of the run."""
         if not self.config.toolsets:
             return
-        tools, hidden = dict(self.config.tools), list[tuple[str, str]]()
-        for toolset in self.config.toolsets:
-            offered, hidden_here = await toolset.resolve(view)
-            hidden += hidden_here
-            for tool in offered:
-                if tool.name in tools:
-                    raise UsageError(
-                        f"two tools named {tool.name!r} are offered in step {view.state.step + 1}: "
-                        "give one toolset a prefix (Toolset.prefixed)"
-                    )
-                tools[tool.name] = tool
-        self._step_tools, self._hidden = tools, tuple(hidden)
+        recording = self.config.tool_recording if self.config.replay_tools else None
+        recorded = recording.definitions.get(step) if recording is not None else None
+        self._step_tools, self._hidden = await choose_tools(
+            self.config.tools, self.config.toolsets, view, step, recorded
+        )
 
     def _offered(self, last_step: bool) -> tuple[str, ...]:
         if self.state.grace_turn and self.config.grace_tool:

@@ -3,7 +3,8 @@
 Each tool the server lists becomes a plain `Tool`: its schema is the server's ``inputSchema``,
 arguments are checked against it before the call leaves the process, and its result is the text
 of the MCP content. So an MCP call goes through guards, hooks, approval, spans, snapshots and
-replay like any other tool call; a replayed run never needs the server.
+replay like any other tool call; a run replayed with ``tools="replay"`` never needs the server
+(its calls are answered from the recording, its tools offered as recorded if it cannot be listed).
 
 Lifecycle. Nothing starts until the tools are first needed (the first `Toolset.resolve`). The
 connection is then held open by one task that owns the ``mcp`` client from start to close, because

@@ -2,14 +2,16 @@
 
 ``wb.recheck(run, guards=[...], hooks=[...])`` takes every tool call of a recorded run (a
 `RunResult`, or a run loaded from a `RunStore`; sub-runs in ``run.children`` too) and asks the
-given guards and PreToolUse hooks what they would decide now. No tool runs: only the guards and
+given guards and hooks (PreToolUse, and PermissionRequest for a call that would wait for
+approval) what they would decide now. No tool runs: only the guards and
 the hooks do, each with the run as it was when the call was made (the conversation up to the
 call, its step, its usage), so a Claude Code hook script reads the same input and the same
 transcript as it would have live. That is the question to ask before shipping a new policy:
 which of the calls my agent made would it have blocked, or asked about?
 
 The decision is combined as the loop combines it (guards first: the first deny wins; then
-PreToolUse hooks: a block denies; then a guard's or a hook's ask; otherwise allow). A tool's own
+PreToolUse hooks: a block denies; then a guard's or a hook's ask, which PermissionRequest hooks
+may answer; otherwise allow). A tool's own
 ``requires_approval`` is not part of it: the tools are not consulted. The decision then is what the
 recording says happened to the call. Needs pandas (the ``notebook`` extra).
 """
@@ -17,7 +19,7 @@ recording says happened to the call. Needs pandas (the ``notebook`` extra).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from workbench._record import Record
 from workbench._sync import run_sync
@@ -28,7 +30,7 @@ from workbench.hooks.events import HookEvent
 from workbench.hooks.loop import LoopHooks
 from workbench.hooks.runner import Hook
 from workbench.messages import ToolCall
-from workbench.records import StepContext, StepRecord, ToolOutcome
+from workbench.records import RecordedRun, StepContext, StepRecord, ToolOutcome
 from workbench.state import AgentState
 from workbench.toolcalls import decide
 from workbench.tools import ToolContext
@@ -65,17 +67,6 @@ _THEN = {
 for new arguments was allowed)."""
 
 
-class _Recorded(Protocol):
-    @property
-    def state(self) -> AgentState: ...
-
-    @property
-    def steps(self) -> Sequence[StepRecord]: ...
-
-    @property
-    def snapshots(self) -> Sequence[StepContext]: ...
-
-
 class RecheckSummary(Record):
     """What changed: how many calls, how many decided differently, and each change in a line."""
 
@@ -94,11 +85,14 @@ class RecheckSummary(Record):
 
 
 def recheck(
-    run: _Recorded,
+    run: RecordedRun,
     guards: Sequence[ToolGuard] = (),
     hooks: Sequence[Hook | CommandHook] = (),
 ) -> pd.DataFrame:
-    """Every tool call of ``run`` through ``guards`` and PreToolUse ``hooks``; nothing executed.
+    """Every tool call of ``run`` through ``guards`` and ``hooks``; nothing executed.
+
+    PreToolUse hooks decide as in the loop; PermissionRequest hooks answer the calls that would
+    wait for approval (other events' hooks are not fired).
 
     Returns a DataFrame with one row per call (columns `COLUMNS`: step, tool, arguments, decision
     then, decision now, reason, …) and the `RecheckSummary` in ``frame.attrs["summary"]``.
@@ -108,23 +102,24 @@ def recheck(
 
 
 async def arecheck(
-    run: _Recorded,
+    run: RecordedRun,
     guards: Sequence[ToolGuard] = (),
     hooks: Sequence[Hook | CommandHook] = (),
 ) -> pd.DataFrame:
     """`recheck`, awaited."""
     import pandas as pd
 
-    pre_tool_use = [h for h in hooks if h.event == HookEvent.PRE_TOOL_USE]
+    deciding = (HookEvent.PRE_TOOL_USE, HookEvent.PERMISSION_REQUEST)
+    asked = [h for h in hooks if h.event in deciding]
     rows: list[dict[str, Any]] = []
     for recorded in _runs(run):
-        rows += await _recheck_run(recorded, tuple(guards), pre_tool_use)
+        rows += await _recheck_run(recorded, tuple(guards), asked)
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     frame.attrs["summary"] = _summary(rows)
     return frame
 
 
-def _runs(run: _Recorded) -> list[_Recorded]:
+def _runs(run: RecordedRun) -> list[RecordedRun]:
     """The run and its sub-runs, depth first, in call order."""
     found = [run]
     for child in getattr(run, "children", ()):
@@ -133,7 +128,7 @@ def _runs(run: _Recorded) -> list[_Recorded]:
 
 
 async def _recheck_run(
-    run: _Recorded, guards: tuple[ToolGuard, ...], hooks: list[Hook | CommandHook]
+    run: RecordedRun, guards: tuple[ToolGuard, ...], hooks: list[Hook | CommandHook]
 ) -> list[dict[str, Any]]:
     snapshots = {s.step: s for s in run.snapshots}
     outcomes = _first_outcomes(run.steps)
@@ -148,16 +143,26 @@ async def _recheck_run(
             view = _view(state, step, snapshots.get(step.index))
             ctx = ToolContext(view=view, limits=Limits())
             for call in step.response.calls:
-                decision = await decide(guards, dispatch, call, ctx)
-                now, reason, errors = (
-                    decision.answer,
-                    decision.reason,
-                    "; ".join(decision.hook_errors),
-                )
+                now, reason, errors = await _decided(guards, dispatch, call, ctx)
                 rows.append(_row(run, step, call, outcomes.get(call.call_id), now, reason, errors))
     finally:
         dispatch.close()
     return rows
+
+
+async def _decided(
+    guards: tuple[ToolGuard, ...], dispatch: LoopHooks, call: ToolCall, ctx: ToolContext
+) -> tuple[str, str, str]:
+    """The decision now, its reason and the hook errors, as the loop would reach them."""
+    decision = await decide(guards, dispatch, call, ctx)
+    now: str = decision.answer
+    reason, errors = decision.reason, list(decision.hook_errors)
+    if now == "ask":
+        verdict = await dispatch.permission_request(call, reason)
+        errors += [r.error for r in verdict.reports if r.error]
+        if verdict.decision in ("allow", "deny"):
+            now, reason = verdict.decision, verdict.reason or "answered by a PermissionRequest hook"
+    return now, reason, "; ".join(errors)
 
 
 def _first_outcomes(steps: Sequence[StepRecord]) -> dict[str, ToolOutcome]:
@@ -183,7 +188,7 @@ def _view(state: AgentState, step: StepRecord, snapshot: StepContext | None) -> 
 
 
 def _row(
-    run: _Recorded,
+    run: RecordedRun,
     step: StepRecord,
     call: ToolCall,
     then: ToolOutcome | None,

@@ -33,6 +33,7 @@ __all__ = [
     "HookTiming",
     "Observers",
     "PhaseEvent",
+    "RecordedRun",
     "RunObserver",
     "RunResult",
     "StepContext",
@@ -79,6 +80,8 @@ class ToolOutcome(Record):
     """What the sub-run of a sub-agent tool ended as (`Agent.as_tool`), for this call."""
     started_at: float | None = None
     """When the call's pipeline began (`time.time()`): its span starts here."""
+    replayed: bool = False
+    """Answered from a recording (``tools="replay"``): the tool did not run."""
 
 
 class HookTiming(Record):
@@ -176,9 +179,20 @@ class PhaseEvent(Record):
     breakpoint: Break | None = None
     """The breakpoint that stopped `AgentRun.run_to_breakpoint` here, if one did."""
 
+    @property
+    def run_id(self) -> str:
+        """The run whose phase this is: a sub-run's when stepping went into it."""
+        return self.state.run_id
+
+    @property
+    def depth(self) -> int:
+        """How deep that run is in its tree (0: the run stepped; 1: its sub-run; ...)."""
+        return self.state.depth
+
     def __repr__(self) -> str:  # short: the state holds every message of the run
+        where = f"agent={self.state.agent_name!r}, depth={self.depth}, " if self.depth else ""
         return (
-            f"PhaseEvent(phase={self.phase.value}, step={self.step}, "
+            f"PhaseEvent({where}phase={self.phase.value}, step={self.step}, "
             f"status={self.state.status.value}, next_phase={self.state.next_phase.value}, "
             f"duration={self.duration * 1e3:.2f} ms)"
         )
@@ -519,6 +533,29 @@ class RunResult(Record):
     def pending(self) -> tuple[PendingCall, ...]:
         """Tool calls waiting for approval or results (when PAUSED)."""
         return self.state.pending
+
+
+class RecordedRun(Protocol):
+    """What replay and what-if checks read of a recorded run.
+
+    A `RunResult` (live, or loaded from a store) or anything shaped like one.
+    """
+
+    @property
+    def state(self) -> AgentState:
+        """The run's last state."""
+
+    @property
+    def steps(self) -> Sequence[StepRecord]:
+        """Its step records."""
+
+    @property
+    def snapshots(self) -> Sequence[StepContext]:
+        """Its snapshots."""
+
+    @property
+    def children(self) -> Sequence[RunResult]:
+        """Its sub-runs, in call order."""
 
 
 def _clip(text: str | None, limit: int = 60) -> str:

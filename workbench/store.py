@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ValidationError
 
 from workbench import _storage as st
-from workbench._record import Record
-from workbench._storage import RunNotFound, StoreError
+from workbench._storage import RunNotFound, RunSummary, StoreError
 from workbench.messages import Message
 from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
 from workbench.state import AgentState, validation_summary
@@ -49,46 +48,10 @@ _OFF = frozenset({"off", "none", "false", "0"})
 logger = logging.getLogger(__name__)
 
 
-class RunSummary(Record):
-    """One row of `RunStore.runs`: what a run list shows, without loading the run."""
-
-    run_id: str
-    agent_name: str
-    status: str
-    stop_reason: str | None
-    steps: int
-    model_name: str | None
-    input_tokens: int
-    output_tokens: int
-    cost: float | None
-    created_at: float | None
-    """None where the stored time is damaged."""
-    updated_at: float | None
-    parent_run_id: str | None
-    rerun_of: str | None
-    rerun_of_step: int | None
-    output: str | None
-    session_id: str | None = None
-    """The `Session` the run is an execution of (``metadata["session_id"]``), if any."""
-
-
 _Write = Callable[["_RunLog", sqlite3.Connection], None]
 
 _CHILDREN = "SELECT run_id FROM runs WHERE parent_run_id = ? ORDER BY created_at, rowid"
 """The sub-runs of a run, in the order they started."""
-
-_SESSION = "CASE WHEN json_valid(state) THEN json_extract(state, '$.metadata.session_id') END"
-"""A run's session id (a damaged state payload has none, rather than failing the listing)."""
-_SESSION_EXECUTION = (
-    "CASE WHEN json_valid(state) THEN json_extract(state, '$.metadata.session_execution') END"
-)
-_TIME = "CASE WHEN typeof({0}) IN ('real', 'integer') THEN {0} END"
-"""A time column, or NULL where a damaged row holds something else (it lists as no time)."""
-_SUMMARY_COLUMNS = (
-    "run_id, agent_name, status, stop_reason, step, model_name, input_tokens, output_tokens, "
-    f"cost, {_TIME.format('created_at')}, {_TIME.format('updated_at')}, parent_run_id, "
-    f"rerun_of_run, rerun_of_step, output, {_SESSION}"
-)
 
 
 @dataclass
@@ -234,9 +197,14 @@ class RunStore(RunObserver):
 
     # -- reading --------------------------------------------------------------------------------
 
-    def runs(self) -> list[RunSummary]:
-        """Every run in the store, oldest first, without loading any of them."""
-        return self._summaries("ORDER BY created_at, rowid")
+    def runs(self, *, roots_only: bool = False) -> list[RunSummary]:
+        """Every run in the store, oldest first, without loading any of them.
+
+        Sub-runs (sub-agents' runs) come after the run that started them, with their ``depth``
+        and ``parent_run_id``; ``roots_only`` leaves them out.
+        """
+        where = "WHERE parent_run_id IS NULL " if roots_only else ""
+        return self._summaries(f"{where}ORDER BY created_at, rowid")
 
     def session(self, session_id: str) -> list[RunSummary]:
         """The runs of one `Session`, in the order of its executions (empty if none are here).
@@ -245,14 +213,14 @@ class RunStore(RunObserver):
         whose JSON was lost can still be found here.
         """
         return self._summaries(
-            f"WHERE {_SESSION} = ? ORDER BY {_SESSION_EXECUTION}, created_at, rowid", session_id
+            f"WHERE {st.SESSION} = ? ORDER BY {st.SESSION_EXECUTION}, created_at, rowid", session_id
         )
 
     def _summaries(self, where: str, *params: object) -> list[RunSummary]:
         with self._reading() as conn:
             if conn is None:
                 return []
-            rows = conn.execute(f"SELECT {_SUMMARY_COLUMNS} FROM runs {where}", params)
+            rows = conn.execute(f"SELECT {st.SUMMARY_COLUMNS} FROM runs {where}", params)
             names = list(RunSummary.model_fields)
             try:
                 return [RunSummary(**dict(zip(names, row, strict=True))) for row in rows]
@@ -261,12 +229,13 @@ class RunStore(RunObserver):
                     f"{self.path} has a damaged run row: {validation_summary(exc, limit=2)}"
                 ) from None
 
-    def list_runs(self) -> pd.DataFrame:
-        """The runs as a pandas DataFrame (one row per run; times as datetimes)."""
+    def list_runs(self, *, roots_only: bool = False) -> pd.DataFrame:
+        """The runs as a pandas DataFrame (one row per run, as `runs`; times as datetimes)."""
         import pandas as pd
 
         columns = list(RunSummary.model_fields)
-        frame = pd.DataFrame([s.model_dump() for s in self.runs()], columns=columns)
+        rows = [s.model_dump() for s in self.runs(roots_only=roots_only)]
+        frame = pd.DataFrame(rows, columns=columns)
         for column in ("created_at", "updated_at"):
             # a damaged time shows as NaT; the listing is how a user finds the runs still readable
             frame[column] = pd.to_datetime(

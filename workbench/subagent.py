@@ -20,19 +20,32 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from workbench._record import Record
 from workbench.conditions import Budget, MaxCost, MaxTokens, StopCondition, Timeout
+from workbench.errors import ReplayDivergence
 from workbench.hooks.events import SubagentStartInput, SubagentStopInput
 from workbench.hooks.runner import ParentHooks, parent_hooks
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult
+from workbench.models.base import Model
+from workbench.models.replay import ReplayModel
 from workbench.records import RunResult, SubagentResult
 from workbench.state import AgentState, ExecutionStatus, StopReason
-from workbench.tools import Tool, ToolContext, ToolReturn, tool
+from workbench.stepping import SubRun as _SubRun
+from workbench.stepping import drive
+from workbench.tools import Tool, ToolContext, ToolReturn
 from workbench.toolsets import Toolset
 
-__all__ = ["SubagentContext", "SubagentLimits", "SubagentTree", "subagent_tool", "subagent_tree"]
+__all__ = [
+    "SubagentContext",
+    "SubagentLimits",
+    "SubagentTool",
+    "SubagentTree",
+    "subagent_tool",
+    "subagent_tree",
+]
 
 
 class SubagentContext(Record):
@@ -104,13 +117,6 @@ subagent_tree: ContextVar[SubagentTree | None] = ContextVar("workbench_subagents
 """The tree the tools running now belong to; set by the loop's tool runner at a tree's root."""
 
 
-class _SubRun(Protocol):
-    @property
-    def state(self) -> AgentState: ...
-
-    async def arun_to_end(self) -> RunResult: ...
-
-
 class Delegate(Protocol):
     """What a sub-agent must offer its tool: an `Agent`, seen from below (no import of it)."""
 
@@ -126,6 +132,7 @@ class Delegate(Protocol):
         parent: ToolContext | None = None,
         stop: StopCondition | None = None,
         tools: Iterable[Tool | Toolset | Callable[..., Any]] | None = None,
+        model: Model | None = None,
     ) -> _SubRun: ...
 
     def start_resume(
@@ -133,7 +140,14 @@ class Delegate(Protocol):
         state: AgentState,
         approvals: Mapping[str, bool | str] | None = None,
         results: Mapping[str, JsonValue] | None = None,
+        *,
+        model: Model | None = None,
     ) -> _SubRun: ...
+
+
+@dataclass(frozen=True, eq=False)
+class SubagentTool(Tool):
+    """The tool `Agent.as_tool` makes: a call starts a sub-run (a replay replays it instead)."""
 
 
 def subagent_tool(
@@ -162,23 +176,45 @@ def subagent_tool(
             refusal = tree.admit(ctx, budget)
             if refusal is not None:
                 return _refused(agent.name, refusal)
+        model = _replay_model(agent.name, ctx)
 
         def start(
             prompt: str, history: tuple[Message, ...], metadata: dict[str, JsonValue]
         ) -> _SubRun:
             return agent.start(
-                prompt, history=history, metadata=metadata, parent=ctx, stop=stop, tools=own_tools
+                prompt,
+                history=history,
+                metadata=metadata,
+                parent=ctx,
+                stop=stop,
+                tools=own_tools,
+                model=model,
             )
 
         if paused is None:
             first = start(task, context.history(parent_state), context.metadata(parent_state))
         else:  # the sub-run paused with its parent: resume it with the answers given to the parent
             in_parent_trace = paused.model_copy(update={"trace_id": parent_state.trace_id})
-            first = agent.start_resume(in_parent_trace, *_subrun_answers(parent_state, paused))
+            answers = _subrun_answers(parent_state, paused)
+            first = agent.start_resume(in_parent_trace, *answers, model=model)
         runs = await _run_with_hooks(agent.name, first, start, parent_hooks.get(), paused is None)
         return _returned(agent.name, runs, paused)
 
-    return tool(name=name, description=description)(run_subagent)
+    return SubagentTool(function=run_subagent, name=name, description=description)
+
+
+def _replay_model(name: str, ctx: ToolContext) -> Model | None:
+    """In a replay, the sub-run's model: a replay of what this call recorded; else None."""
+    recorded = ctx.replaying
+    if recorded is None:
+        return None
+    if not recorded.runs:
+        raise ReplayDivergence(
+            ctx.step,
+            f"tool call {ctx.call_id} starts a sub-run of {name!r}, but the recording has none "
+            "for it",
+        )
+    return ReplayModel.of_subruns(recorded)
 
 
 _Start = Callable[[str, tuple[Message, ...], dict[str, JsonValue]], _SubRun]
@@ -196,7 +232,7 @@ async def _run_with_hooks(
     agent_id = run.state.run_id
     if parent is not None and fresh:
         await parent.fire(SubagentStartInput(agent_id=agent_id, agent_type=name))
-    runs = [await run.arun_to_end()]
+    runs = [await drive(run)]  # through the gate of a parent stepped into (workbench.stepping)
     while parent is not None and runs[-1].status is not ExecutionStatus.PAUSED:
         turn = len(runs) - 1
         stop = SubagentStopInput(agent_id=agent_id, agent_type=name, stop_hook_active=turn > 0)
@@ -209,7 +245,7 @@ async def _run_with_hooks(
         last = runs[-1]
         earlier = tuple(m for m in last.messages if m.role != "system")
         reason = verdict.reason or "A SubagentStop hook asked you to continue."
-        runs.append(await start(reason, earlier, last.state.metadata).arun_to_end())
+        runs.append(await drive(start(reason, earlier, last.state.metadata)))
     return tuple(runs)
 
 

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from workbench._record import Record
 from workbench.config import LoopConfig
+from workbench.errors import ReplayDivergence
 from workbench.guards import ALLOWED, ToolGuard, ToolPermission, check_guards
 from workbench.hooks.runner import parent_hooks
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
 from workbench.records import Observers, OutcomeStatus, RunResult, SubagentResult, ToolOutcome
 from workbench.state import AgentState, ExecutionStatus, PendingCall, Phase, new_id
-from workbench.subagent import SubagentTree, subagent_tree
+from workbench.subagent import SubagentTool, SubagentTree, subagent_tree
 from workbench.tools import (
     ArgumentError,
     RunFatalError,
@@ -168,7 +169,7 @@ class ToolRunner:
             why = "deferred: the result comes from outside the run"
             result = _pending(effective, why, "deferred")
         if result is None:
-            result = await self._execute(effective, tool, ctx)
+            result = await self._answer(effective, tool, ctx)
         if effective is not call:
             result = result.model_copy(update={"rewritten": True})
         return result
@@ -178,19 +179,56 @@ class ToolRunner:
     ) -> tuple[ToolCall, CallResult | None]:
         """Guards, then PreToolUse hooks: the call to run (maybe rewritten), and a refusal or pause.
 
-        Hooks only restrict: a hook's allow does not lift a guard's ask or a required approval.
+        Hooks only restrict: a hook's allow does not lift a guard's ask or a required approval;
+        only PermissionRequest hooks, which answer in the user's place, do.
         """
         decision = await decide(self._config.guards, self._hooks, call, ctx)
         if decision.answer == "deny" or self._hooks.stop_reason is not None:
-            why = decision.reason or self._hooks.stop_reason
-            return call, _result(call, "denied", f"Permission denied: {why}", is_error=True)
+            return call, await self._denied(call, decision.reason or self._hooks.stop_reason)
         if decision.updated_input is not None:
             call = call.model_copy(update={"arguments": decision.updated_input})
         if decision.answer == "ask":
-            return call, _pending(call, decision.reason, "approval")
-        if tool.requires_approval:
-            return call, _pending(call, "tool requires approval", "approval")
+            why = decision.reason
+        elif tool.requires_approval:
+            why = "tool requires approval"
+        else:
+            return call, None
+        verdict = await self._hooks.permission_request(call, why)
+        if verdict.decision == "deny":
+            return call, await self._denied(call, verdict.reason)
+        if verdict.decision != "allow":
+            return call, _pending(call, why, "approval")
+        if verdict.updated_input is not None:
+            call = call.model_copy(update={"arguments": verdict.updated_input})
         return call, None
+
+    async def _denied(self, call: ToolCall, why: str | None) -> CallResult:
+        """A guard's or hook's refusal; a PermissionDenied hook may let the model try again."""
+        text = f"Permission denied: {why}"
+        if await self._hooks.permission_denied(call, why or ""):
+            text += "\n\nA PermissionDenied hook says you may retry this call."
+        return _result(call, "denied", text, is_error=True)
+
+    async def _answer(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> CallResult:
+        """Execute a permitted call, or, in a replay, answer it from the recording.
+
+        A replayed call runs no PostToolUse hooks: they react to an execution, and what they
+        added to the result then is part of the recorded result the model reads again.
+        """
+        recording = self._config.tool_recording
+        replayed = None
+        if recording is not None:
+            delegates = isinstance(tool, SubagentTool)
+            replayed = recording.for_call(
+                call, ctx.step, delegates=delegates, results=self._config.replay_tools
+            )
+        if replayed is None:
+            return await self._execute(call, tool, ctx)
+        if replayed.outcome is not None:
+            return _replayed(call, replayed.outcome)
+        return await self._execute(
+            call, tool, ctx.model_copy(update={"replaying": replayed.subruns})
+        )
 
     async def _execute(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> CallResult:
         """Run the call; PostToolUse(Failure) hooks may add to what the model reads."""
@@ -200,7 +238,7 @@ class ToolRunner:
             )
         except (ArgumentError, ToolRetry, ToolTimeout) as exc:
             result = _retry(call, _feedback(call.name, exc))
-        except RunFatalError:
+        except (RunFatalError, ReplayDivergence):  # a sub-run that departs from its recording
             raise
         except Exception as exc:
             message = unicode_text(f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}")
@@ -260,6 +298,17 @@ def _outcome(call: ToolCall, status: OutcomeStatus, content: str) -> ToolOutcome
         status=status,
         content=content,
     )
+
+
+def _replayed(call: ToolCall, recorded: ToolOutcome) -> CallResult:
+    """The recorded result of ``call``, as the model read it then; nothing runs."""
+    if recorded.status == "retry":
+        result = _retry(call, recorded.content)
+    else:
+        status: OutcomeStatus = "error" if recorded.status == "error" else "ok"
+        result = _result(call, status, recorded.content, is_error=status == "error")
+    outcome = result.outcome.model_copy(update={"replayed": True})
+    return result.model_copy(update={"outcome": outcome})
 
 
 def _with_feedback(result: CallResult, feedback: str) -> CallResult:

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, get_type_hints, overload
+from typing import Any, Literal, get_type_hints, overload
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -38,6 +38,7 @@ from workbench.state import AgentState
 __all__ = [
     "ArgumentError",
     "RunFatalError",
+    "SubrunRecording",
     "Tool",
     "ToolContext",
     "ToolDefinition",
@@ -48,6 +49,19 @@ __all__ = [
     "truncate",
     "unicode_text",
 ]
+
+
+class SubrunRecording(Record):
+    """In a replay: the sub-runs one tool call made in the recording, for a sub-agent to replay.
+
+    A sub-agent tool given one runs its sub-agent on a replay of these runs instead of on the
+    agent's model (whole-tree replay); with no runs, starting a sub-run departs from the recording.
+    """
+
+    runs: tuple[RunResult, ...]
+    strict: bool = False
+    tools: Literal["live", "replay"] = "live"
+    """Whether the sub-run's tool calls are answered from the recording too."""
 
 
 class ToolContext(Record):
@@ -61,6 +75,8 @@ class ToolContext(Record):
     limits: Limits
     call_id: str | None = None
     """The tool call being run (None in a guard that sees all of a step's calls at once)."""
+    replaying: SubrunRecording | None = None
+    """In a replay, what the call being run recorded of sub-runs (a sub-agent tool replays them)."""
 
     def __repr__(self) -> str:  # short: the state is one attribute away
         return f"ToolContext(run_id={self.run_id!r}, step={self.step}, budget={self.budget})"

@@ -22,19 +22,29 @@ import functools
 import inspect
 import threading
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from workbench._record import Record
 from workbench._sync import run_sync
 from workbench.conditions import RunView
-from workbench.errors import ToolRateLimited, UsageError
+from workbench.errors import MCPServerError, ToolRateLimited, UsageError
+from workbench.messages import JsonValue, ToolDefinition
 from workbench.tools import Tool, tool
 
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["Resolved", "ToolFilter", "ToolSource", "Toolset"]
+__all__ = [
+    "Resolved",
+    "ToolFilter",
+    "ToolItem",
+    "ToolSource",
+    "Toolset",
+    "choose_tools",
+    "stand_in",
+    "tool_table",
+]
 
 ToolFilter = Callable[[Tool, RunView], "bool | str | Awaitable[bool | str]"]
 """``fn(tool, view)``: True offers the tool; False or a string (the reason) hides it this step."""
@@ -265,6 +275,68 @@ class Toolset:
         await self.aclose()
 
 
+async def choose_tools(
+    fixed: Mapping[str, Tool],
+    toolsets: Sequence[Toolset],
+    view: RunView,
+    step: int,
+    recorded: Sequence[ToolDefinition] | None = None,
+) -> tuple[dict[str, Tool], tuple[tuple[str, str], ...]]:
+    """The tools of ``step``: the fixed ones, then what each toolset offers now; and the hidden.
+
+    ``recorded`` (a replay that answers tool calls from its recording) lets a toolset that
+    cannot be listed (an MCP server that is gone) be offered as recorded: stand-ins made from
+    the recorded definitions of the tools nothing else offers. The model is told exactly what
+    it was told then, and nothing runs them (a call that reaches one is a tool error).
+    """
+    listings: list[Resolved | None] = []
+    for toolset in toolsets:
+        try:
+            listings.append(await toolset.resolve(view))
+        except MCPServerError:
+            if recorded is None:
+                raise
+            listings.append(None)
+    listed = set(fixed) | {t.name for found in listings if found for t in found[0]}
+    stand_ins = tuple(stand_in(d) for d in recorded or () if d.name not in listed)
+    tools, hidden = dict(fixed), list[tuple[str, str]]()
+    for found in listings:
+        offered, hidden_here = found if found is not None else (stand_ins, ())
+        stand_ins = stand_ins if found is not None else ()  # offered once
+        hidden += hidden_here
+        for offer in offered:
+            if offer.name in tools:
+                raise UsageError(
+                    f"two tools named {offer.name!r} are offered in step {step}: "
+                    "give one toolset a prefix (Toolset.prefixed)"
+                )
+            tools[offer.name] = offer
+    return tools, tuple(hidden)
+
+
+def stand_in(definition: ToolDefinition, *, retries: int = 1) -> Tool:
+    """A tool with a recorded definition and nothing behind it, for replays that run no tool.
+
+    The model is offered exactly what it was offered then; a call that reaches it (the live
+    part of a fork) is a tool error saying why.
+    """
+
+    async def not_at_hand(**arguments: JsonValue) -> str:
+        raise UsageError(
+            f"tool {definition.name!r} stands in for a recorded tool that is not at hand (a "
+            "toolset that could not be listed, a server that is gone): only its recorded calls "
+            "can be answered"
+        )
+
+    return Tool(
+        function=not_at_hand,
+        name=definition.name,
+        description=definition.description,
+        parameters=definition.parameters,
+        retries=retries,
+    )
+
+
 def _changing(changes: Callable[[Tool], dict[str, Any]]) -> _Layer:
     """A layer that rebuilds each tool with the options ``changes(tool)`` gives."""
 
@@ -364,3 +436,22 @@ class _RateLimit:
             return function(*args, **kwargs)
 
         return limited
+
+
+ToolItem = Tool | Toolset | Callable[..., Any]
+"""What an agent's ``tools=`` takes: tools, functions (made tools with `tool`), toolsets."""
+
+
+def tool_table(tools: Iterable[ToolItem]) -> tuple[dict[str, Tool], tuple[Toolset, ...]]:
+    """The fixed tools by name, and the toolsets whose tools are chosen every step."""
+    table: dict[str, Tool] = {}
+    toolsets: list[Toolset] = []
+    for item in tools:
+        if isinstance(item, Toolset):
+            toolsets.append(item)
+            continue
+        made = item if isinstance(item, Tool) else tool(item)
+        if made.name in table:
+            raise ValueError(f"two tools are named {made.name!r}")
+        table[made.name] = made
+    return table, tuple(toolsets)

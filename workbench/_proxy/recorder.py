@@ -28,7 +28,7 @@ from workbench.messages import JsonValue, Message, ModelResponse, ToolResult, Us
 from workbench.records import PhaseEvent, StepContext, StepRecord, Timing, ToolOutcome
 from workbench.state import AgentState, ErrorInfo, Phase, StopReason, Transition
 from workbench.store import RunStore
-from workbench.tools import ToolDefinition
+from workbench.tools import ToolDefinition, schema_hash
 
 __all__ = ["Call", "Outcome", "Recorder"]
 
@@ -40,7 +40,8 @@ class Call(Record):
     messages: tuple[Message, ...]
     tools: tuple[ToolDefinition, ...]
     settings: dict[str, JsonValue]
-    """The rest of the request body (temperature, stream, tool_choice, ...)."""
+    """The rest of the request body (model, temperature, tool_choice, ...) but how the answer
+    travels (``stream``, ``stream_options``): what a strict replay compares."""
     conversation: str | None = None
     """The ``X-Workbench-Run`` header, when the client named its conversation."""
 
@@ -118,9 +119,10 @@ class Recorder:
             parent_run_id=None,
             step=step,
             model_name=call.model,
-            model_settings={**call.settings, "tools": [t.model_dump() for t in call.tools]},
+            model_settings=call.settings,
             tool_names=tuple(t.name for t in call.tools),
-            tool_schema_hash=_digest([t.model_dump() for t in call.tools]),
+            tool_schema_hash=schema_hash(call.tools),
+            tool_definitions=call.tools,
             system_prompt_hash=_system_hash(messages),
             budget=Budget(
                 steps_used=step - 1,

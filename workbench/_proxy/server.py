@@ -7,9 +7,10 @@ A request is read once into our messages (the wire module's `from_wire_messages`
   included), and the upstream's answer comes back as it was sent, bytes and status alike. A stream
   is relayed event by event as it arrives, and parsed on the way past for the recording, so the
   agent's time to first token is the upstream's.
-- replayed: a `ReplayModel` made from a recorded run answers, after checking that the request is
-  the one recorded for that step; a request that departs gets an HTTP 400 whose message is the
-  difference. With ``until_step`` the conversation goes live (forwarded) after that step.
+- replayed: a strict `ReplayModel` made from a recorded run answers, after checking that the
+  request is the one recorded for that step (messages, each tool's definition, the model and its
+  settings); a request that departs gets an HTTP 400 whose message is the difference. With
+  ``until_step`` the conversation goes live (forwarded) after that step.
 
 Failures are answers, not exceptions: an upstream that is down, slow or answering garbage gives
 the agent an OpenAI-style error (or the upstream's own), and the step records what happened. The
@@ -152,7 +153,7 @@ class ProxyApp:
         except (MessageFormatError, MalformedResponseError) as exc:
             return JSONResponse(error_body(str(exc), "invalid_request_error", 400), 400)
         settings = json.loads(body)
-        for key in ("messages", "tools"):
+        for key in ("messages", "tools", "stream", "stream_options"):
             settings.pop(key, None)
         call = Call(
             model=wire.model,
@@ -178,9 +179,10 @@ class ProxyApp:
         model = self._replays.get(run_id)
         if model is None:
             model = self._replays[run_id] = ReplayModel.from_run(
-                self.replay, until_step=self.until_step
+                self.replay, until_step=self.until_step, strict=True
             )
-        request = ModelRequest(messages=exchange.call.messages, tools=exchange.call.tools)
+        call = exchange.call
+        request = ModelRequest(messages=call.messages, tools=call.tools, settings=call.settings)
         try:
             response = await model.request(request)
         except ReplayExhausted as exc:
@@ -261,8 +263,12 @@ class _Exchange:
         except httpx.HTTPError as exc:
             self.record_error("ModelConnectionError", _cannot_reach(upstream, exc))
             return _unreachable(upstream, exc)
-        self._record_completion(answer)
-        return Response(answer.content, answer.status_code, _returned(answer.headers))
+        return Response(
+            answer.content,
+            answer.status_code,
+            _returned(answer.headers),
+            background=BackgroundTask(self._record_answer, answer),  # the agent first
+        )
 
     async def stream(self, client: httpx.AsyncClient, upstream: str) -> Response:
         """Relay the upstream's stream event by event, assembling the recording on the way."""
@@ -314,6 +320,10 @@ class _Exchange:
             return
         first = None if relay.first is None else relay.first - self.started
         self.answered(_assembled(assembler, self.call.model, first), first)
+
+    async def _record_answer(self, answer: httpx.Response) -> None:
+        """Record a forwarded answer once the agent has it (on the proxy's loop, not a thread)."""
+        self._record_completion(answer)
 
     def _record_completion(self, answer: httpx.Response) -> None:
         if not answer.is_success:

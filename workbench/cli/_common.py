@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from workbench.agent import RunResult
-from workbench.records import StepRecord
+from workbench.records import StepRecord, ToolOutcome
 from workbench.store import RunStore, StoreError
 
 __all__ = [
@@ -106,7 +106,7 @@ def step_table(steps: Sequence[StepRecord]) -> str:
     )
     rows = [header]
     for s in steps:
-        calls = ", ".join(f"{o.name}:{o.status}" for o in s.tool_outcomes) or "-"
+        calls = ", ".join(_call_cell(o) for o in s.tool_outcomes) or "-"
         t = s.timing
         rows.append(
             (
@@ -122,3 +122,8 @@ def step_table(steps: Sequence[StepRecord]) -> str:
             )
         )
     return text_table(rows)
+
+
+def _call_cell(outcome: ToolOutcome) -> str:
+    """``name:status``, and ``(replayed)`` for a call answered from a recording (it did not run)."""
+    return f"{outcome.name}:{outcome.status}" + (" (replayed)" if outcome.replayed else "")

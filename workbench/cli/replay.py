@@ -1,20 +1,19 @@
 """``workbench replay RUN --from-step N``: re-run a stored run exactly from a step.
 
 The re-run uses a `ReplayModel`, so it is exact and offline. The agent's tools are not in the
-store (only their names and results are), so by default the tools are *recorded* too: each call
-gets the result the original run got, a call a guard denied is denied again with the same reason,
-and a call still waiting for approval waits again. ``--agent module:name`` uses a real agent's
-tools instead (an `Agent`, or a function that returns one). Either way the new run is stored
-beside the original and diffed against it.
+store (only their definitions and results are), so by default the tools are *recorded* too
+(``tools="replay"`` on stand-ins with the recorded definitions): each call gets the result the
+original run got, a call a guard denied is denied again with the same reason, and a call still
+waiting for approval waits again. ``--agent module:name`` uses a real agent's tools instead (an
+`Agent`, or a function that returns one), run live, or answered from the recording too with
+``--replay-tools`` (its guards, hooks and approvals still decide). Either way the new run is
+stored beside the original and diffed against it.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
-from collections import defaultdict, deque
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from workbench.agent import Agent, RunResult
@@ -23,11 +22,12 @@ from workbench.conditions import Budget, MaxCost, MaxSteps, MaxTokens, StopCondi
 from workbench.diff import diff
 from workbench.errors import StoreError, UsageError
 from workbench.guards import GuardDecision, ToolPermission
-from workbench.messages import JsonValue, ToolCall
+from workbench.messages import ToolCall, ToolDefinition
 from workbench.models.replay import ReplayModel
 from workbench.records import StepContext, ToolOutcome
 from workbench.store import RunStore
-from workbench.tools import Tool, ToolContext, ToolRetry, ToolReturn
+from workbench.tools import ToolContext
+from workbench.toolsets import stand_in
 
 __all__ = ["run_replay", "setup_replay"]
 
@@ -43,6 +43,11 @@ def setup_replay(parser: argparse.ArgumentParser) -> None:
         metavar="MODULE:NAME",
         help="take the tools from this Agent (or function returning one) instead of the recording",
     )
+    parser.add_argument(
+        "--replay-tools",
+        action="store_true",
+        help="with --agent: answer its tool calls from the recording instead of running them",
+    )
     store_option(parser)
 
 
@@ -54,12 +59,13 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.agent:
         agent = _import_agent(args.agent)
         agent.store = store  # the replay is stored beside the original, whatever the agent says
-        tools: list[Tool] | None = list(agent.tools.values())
-        how = f"tools of {args.agent}"
+        replay_tools = bool(args.replay_tools)
+        how = f"tools of {args.agent}" + (", answered from the recording" if replay_tools else "")
     else:
-        agent, tools, how = _recorded_agent(original, snapshot, store), None, "recorded tools"
-    replay = ReplayModel.from_run(original)
-    result = agent.rerun_sync(snapshot, model=replay, tools=tools)
+        agent, replay_tools = _recorded_agent(original, snapshot, store), True
+        how = "recorded tools"
+    replay = ReplayModel.from_run(original, tools="replay" if replay_tools else "live")
+    result = agent.rerun_sync(snapshot, model=replay)
     echo(f"replayed {original.run_id} from step {snapshot.step} ({how}) as {result.run_id}")
     echo()
     echo(step_table(result.steps) if result.steps else "(no steps)")
@@ -99,30 +105,25 @@ def _import_agent(spec: str) -> Agent:
 
 
 @dataclass
-class _Recording:
-    """The original run's tool outcomes: results by (tool, arguments), refusals by call id."""
+class _Decisions:
+    """What the original run decided about its calls: refusals and waits, by call id."""
 
-    results: dict[tuple[str, str], deque[ToolOutcome]] = field(
-        default_factory=lambda: defaultdict(deque)
-    )
     denied: dict[str, str] = field(default_factory=dict)
     waiting: set[str] = field(default_factory=set)
 
     @classmethod
-    def of(cls, run: RunResult) -> _Recording:
+    def of(cls, run: RunResult) -> _Decisions:
         final: dict[str, ToolOutcome] = {}
         for record in run.steps:
             for outcome in record.tool_outcomes:
                 final[outcome.call_id] = outcome  # a resumed call's result replaces "pending"
-        recording = cls()
+        decisions = cls()
         for outcome in final.values():
             if outcome.status == "pending":
-                recording.waiting.add(outcome.call_id)
+                decisions.waiting.add(outcome.call_id)
             elif outcome.status == "denied" and outcome.content.startswith(_DENIED):
-                recording.denied[outcome.call_id] = outcome.content.removeprefix(_DENIED)
-            else:
-                recording.results[_key(outcome.name, outcome.arguments)].append(outcome)
-        return recording
+                decisions.denied[outcome.call_id] = outcome.content.removeprefix(_DENIED)
+        return decisions
 
     def guard(self, call: ToolCall, ctx: ToolContext) -> GuardDecision:
         """Deny what was denied and hold what was waiting, as the original run did."""
@@ -132,69 +133,23 @@ class _Recording:
             return ToolPermission.ASK, "waiting for approval in the recorded run"
         return ToolPermission.ALLOW
 
-    def answer(self, name: str, arguments: Mapping[str, JsonValue]) -> str:
-        """The recorded result of this call, raised the way the original tool raised it."""
-        queue = self.results.get(_key(name, arguments))
-        if not queue:
-            raise ToolRetry(f"the recording has no result for {name}({_args(arguments)})")
-        outcome = queue.popleft()
-        if outcome.status == "retry":
-            raise ToolRetry(outcome.content)
-        if outcome.status == "error":
-            raise _recorded_error(name, outcome.content)
-        return outcome.content
-
 
 _DENIED = "Permission denied: "
 
 
-def _key(name: str, arguments: Mapping[str, JsonValue]) -> tuple[str, str]:
-    return name, _args(arguments)
-
-
-def _args(arguments: Mapping[str, JsonValue]) -> str:
-    return json.dumps(arguments, sort_keys=True, default=repr)
-
-
-def _recorded_error(name: str, content: str) -> Exception:
-    """An exception the loop turns back into exactly the recorded error text."""
-    detail = content.removeprefix(f"Tool {name!r} failed: ")
-    type_name, _, message = detail.partition(": ")
-    kind: type[Exception] = type(
-        type_name if type_name.isidentifier() else "Error", (Exception,), {}
-    )
-    return kind(message)
-
-
-@dataclass(frozen=True, eq=False)
-class _RecordedTool(Tool):
-    """A tool that answers from the recording instead of running anything."""
-
-    recording: _Recording = field(default_factory=_Recording)
-
-    async def run(self, arguments: dict[str, JsonValue], ctx: ToolContext) -> ToolReturn:
-        """The recorded answer."""
-        return ToolReturn(value=self.recording.answer(self.name, arguments))
-
-
-def _recorded() -> None:
-    """Replays a recorded result."""
-
-
 def _recorded_agent(run: RunResult, snapshot: StepContext, store: RunStore) -> Agent:
-    recording = _Recording.of(run)
-    tools = [
-        _RecordedTool(
-            function=_recorded, name=name, description="", retries=1_000, recording=recording
-        )
+    """An agent with stand-ins for the recorded tools, deciding as the original run did."""
+    known = {d.name: d for d in snapshot.tool_definitions}
+    definitions = [
+        known.get(name) or ToolDefinition(name=name, description="", parameters={"type": "object"})
         for name in snapshot.tool_names
     ]
     return Agent(
         model=ReplayModel([]),
         name=run.state.agent_name,
-        tools=tools,
+        tools=[stand_in(d, retries=1_000) for d in definitions],  # retries replay as recorded
         stop=_limits(snapshot.budget),
-        guards=[recording.guard],
+        guards=[_Decisions.of(run).guard],
         store=store,
     )
 

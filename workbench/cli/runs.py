@@ -28,24 +28,39 @@ def _count(text: str) -> int:
 
 
 def setup_runs(parser: argparse.ArgumentParser) -> None:
-    """``workbench runs [--store PATH] [--limit N]``."""
+    """``workbench runs [--store PATH] [--limit N] [--roots]``."""
     store_option(parser)
     parser.add_argument("--limit", type=_count, default=20, help="show the newest N runs (0: all)")
+    parser.add_argument(
+        "--roots", action="store_true", help="leave out sub-runs (the runs of sub-agents)"
+    )
 
 
 def run_runs(args: argparse.Namespace) -> int:
-    """Print the stored runs, newest last."""
+    """Print the stored runs, newest last; a sub-run is indented under the run that started it."""
     store = open_store(args)
-    runs = store.runs()
+    runs = store.runs(roots_only=args.roots)
     if not runs:
         echo(f"no runs in {store.path}")
         return 0
     shown = runs[-args.limit :] if args.limit > 0 else runs
-    header = ("run", "agent", "status", "stop", "steps", "tokens", "model", "started", "re-run of")
+    header = (
+        "run",
+        "agent",
+        "status",
+        "stop",
+        "steps",
+        "tokens",
+        "model",
+        "started",
+        "re-run of",
+        "depth",
+        "parent",
+    )
     rows = [header] + [
         (
             r.run_id,
-            r.agent_name,
+            f"{'  ' * r.depth}└ {r.agent_name}" if r.depth else r.agent_name,
             r.status,
             r.stop_reason or "-",
             str(r.steps),
@@ -53,11 +68,14 @@ def run_runs(args: argparse.Namespace) -> int:
             r.model_name or "-",
             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.created_at)),
             f"{r.rerun_of}@{r.rerun_of_step}" if r.rerun_of else "-",
+            str(r.depth),
+            r.parent_run_id or "-",
         )
         for r in shown
     ]
     echo(text_table(rows))
-    echo(f"\n{len(shown)} of {len(runs)} runs in {store.path}")
+    kind = "top-level runs" if args.roots else "runs"
+    echo(f"\n{len(shown)} of {len(runs)} {kind} in {store.path}")
     return 0
 
 

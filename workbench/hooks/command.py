@@ -3,10 +3,11 @@
 The hook input goes to the command's stdin as JSON. Exit 0: stdout is read as JSON (``continue``,
 ``stopReason``, ``systemMessage``, ``decision``/``reason``, ``hookSpecificOutput`` with
 ``permissionDecision`` (``allow``/``deny``/``ask``/``defer``), ``permissionDecisionReason``,
-``updatedInput``, ``additionalContext``). Plain text on stdout is a success too, as in Claude
-Code: added context for UserPromptSubmit and SessionStart, and a note for the user (kept on the
-step record) for every other event. Exit 2: block, with stderr as the reason. Any other exit code
-is a non-blocking error.
+``updatedInput``, ``additionalContext``; PermissionRequest's ``decision`` with ``behavior``,
+``updatedInput``, ``message``, ``interrupt``; PermissionDenied's ``retry``). Plain text on stdout is
+a success too, as in Claude Code: added context for UserPromptSubmit and SessionStart, and a note
+for the user (kept on the step record) for every other event. Exit 2: block, with stderr as the
+reason. Any other exit code is a non-blocking error.
 
 Every command gets ``CLAUDE_PROJECT_DIR``; hooks loaded from a plugin (`hooks_from_plugin`, or a
 plugin's ``hooks/hooks.json`` given to `hooks_from_settings`) also get ``CLAUDE_PLUGIN_ROOT``, so
@@ -206,6 +207,18 @@ async def _feed(stdin: asyncio.StreamWriter, payload: bytes) -> None:
 # -- Claude Code's output JSON ------------------------------------------------------------------
 
 
+class _Behavior(BaseModel):
+    """A PermissionRequest hook's ``decision``: answer the approval in the user's place."""
+
+    model_config = ConfigDict(extra="allow")
+
+    behavior: Literal["allow", "deny"]
+    updatedInput: dict[str, JsonValue] | None = None
+    message: str | None = None
+    interrupt: bool = False
+    """With ``deny``: stop the run too."""
+
+
 class _Specific(BaseModel):
     """``hookSpecificOutput``, with Claude Code's field names."""
 
@@ -216,6 +229,8 @@ class _Specific(BaseModel):
     permissionDecisionReason: str | None = None
     updatedInput: dict[str, JsonValue] | None = None
     additionalContext: str | None = None
+    decision: _Behavior | None = None
+    retry: bool = False
 
 
 class _Output(BaseModel):
@@ -250,15 +265,19 @@ def parse_output(event: HookEvent, stdout: str) -> HookResult | None:
         where = ".".join(str(p) for p in problem["loc"])
         raise HookFailure(f"stdout is not a hook answer ({where}: {problem['msg']})") from None
     specific = output.hookSpecificOutput or _Specific()
-    decision = specific.permissionDecision or output.decision
+    asked = specific.decision  # a PermissionRequest hook's answer, if it gave one
+    decision = specific.permissionDecision or (asked and asked.behavior) or output.decision
+    interrupt = asked is not None and asked.behavior == "deny" and asked.interrupt
+    message = asked.message if asked else None
     return HookResult(
-        continue_=output.continue_,
-        stop_reason=output.stopReason,
+        continue_=output.continue_ and not interrupt,
+        stop_reason=output.stopReason or (message if interrupt else None),
         decision="allow" if decision == "approve" else decision,
-        reason=specific.permissionDecisionReason or output.reason,
-        updated_input=specific.updatedInput,
+        reason=specific.permissionDecisionReason or message or output.reason,
+        updated_input=specific.updatedInput or (asked.updatedInput if asked else None),
         additional_context=specific.additionalContext,
         system_message=output.systemMessage,
+        retry=specific.retry,
     )
 
 
@@ -295,7 +314,7 @@ def hooks_from_settings(
     """The command hooks of a Claude-Code-style settings file (``.claude/settings.json``).
 
     Other settings in the file are ignored. Hooks for events of the protocol that workbench
-    never fires (`NOT_FIRED`: ``PermissionRequest``, ``PermissionDenied``, ``Setup``, ...) are
+    never fires (`NOT_FIRED`: ``Setup``, ``PostCompact``, ...) are
     skipped with a `HookSettingsWarning` saying why. Unknown events and hook types workbench does
     not run (``"type": "prompt"``) raise ValueError, or are skipped with ``strict=False``.
 

@@ -33,6 +33,8 @@ __all__ = [
     "HookInput",
     "HookResult",
     "NotificationInput",
+    "PermissionDeniedInput",
+    "PermissionRequestInput",
     "PostToolUseFailureInput",
     "PostToolUseInput",
     "PreCompactInput",
@@ -42,6 +44,7 @@ __all__ = [
     "StopInput",
     "SubagentStartInput",
     "SubagentStopInput",
+    "ToolInput",
     "UserPromptSubmitInput",
     "compile_matcher",
 ]
@@ -52,14 +55,6 @@ PROTOCOL_VERSION = "2.1"
 the ``defer`` decision, the transcript layout); also the ``version`` of transcript lines."""
 
 NOT_FIRED: dict[str, str] = {
-    "PermissionRequest": (
-        "it fires when Claude Code shows a permission dialog; a workbench run pauses for "
-        "approval instead (answer with resume(approvals=...), or decide in a guard)"
-    ),
-    "PermissionDenied": (
-        "it fires after Claude Code's auto mode denies a call; workbench has no auto mode "
-        "(a guard's or hook's deny reaches the model as the tool result)"
-    ),
     "Setup": "it fires for `claude --init` / `--maintenance`; a workbench run has no such phase",
     "PostCompact": "workbench fires PreCompact only (history processors have no after-step)",
     "StopFailure": "a failed run ends with status FAILED; SessionEnd fires with its reason",
@@ -79,6 +74,8 @@ class HookEvent(StrEnum):
     SESSION_START = "SessionStart"
     USER_PROMPT_SUBMIT = "UserPromptSubmit"
     PRE_TOOL_USE = "PreToolUse"
+    PERMISSION_REQUEST = "PermissionRequest"
+    PERMISSION_DENIED = "PermissionDenied"
     POST_TOOL_USE = "PostToolUse"
     POST_TOOL_USE_FAILURE = "PostToolUseFailure"
     STOP = "Stop"
@@ -106,6 +103,7 @@ class HookResult(BaseModel):
 
     ``decision``: PreToolUse hooks answer ``allow``, ``deny``, ``ask`` or ``defer`` (``block``
     means deny; ``defer``, "decide later", pauses the run for approval as ``ask`` does);
+    PermissionRequest hooks answer ``allow`` or ``deny`` for the user who would be asked;
     UserPromptSubmit, PostToolUse, Stop and SubagentStop hooks may ``block`` (refuse the prompt,
     send ``reason`` back to the model, or ask for one more turn). ``continue_=False`` ends the
     run with `StopReason.HOOK_STOP`, whatever the event.
@@ -120,7 +118,9 @@ class HookResult(BaseModel):
     reason: str | None = None
     """Why: given to the model for a deny, a PostToolUse block or a forced turn."""
     updated_input: dict[str, JsonValue] | None = None
-    """PreToolUse only: the arguments the tool gets instead of the model's."""
+    """PreToolUse and PermissionRequest: the arguments the tool gets instead of the model's."""
+    retry: bool = False
+    """PermissionDenied only: tell the model it may try the refused call again."""
     additional_context: str | None = None
     """Text added for the model (after the prompt, or to the tool's result)."""
     system_message: str | None = None
@@ -156,7 +156,9 @@ class HookInput(BaseModel):
         return None
 
 
-class _ToolInput(HookInput):
+class ToolInput(HookInput):
+    """What the events about one tool call (PreToolUse, PermissionRequest, ...) share."""
+
     tool_name: str
     tool_input: dict[str, JsonValue]
     tool_use_id: str
@@ -187,20 +189,39 @@ class UserPromptSubmitInput(HookInput):
     prompt: str
 
 
-class PreToolUseInput(_ToolInput):
+class PreToolUseInput(ToolInput):
     """A tool call the guards let through, before it runs."""
 
     hook_event_name: Literal["PreToolUse"] = "PreToolUse"
 
 
-class PostToolUseInput(_ToolInput):
+class PermissionRequestInput(ToolInput):
+    """A call that needs approval, before the run pauses for it: a hook may answer instead.
+
+    ``reason`` (a workbench field) says why approval is needed: the guard's or hook's reason, or
+    that the tool requires it.
+    """
+
+    hook_event_name: Literal["PermissionRequest"] = "PermissionRequest"
+    permission_suggestions: tuple[JsonValue, ...] = ()
+    reason: str = ""
+
+
+class PermissionDeniedInput(ToolInput):
+    """A call a guard or hook refused (not one the user refused); ``reason`` is why."""
+
+    hook_event_name: Literal["PermissionDenied"] = "PermissionDenied"
+    reason: str
+
+
+class PostToolUseInput(ToolInput):
     """A tool call that ran; ``tool_response`` is the text the model will read."""
 
     hook_event_name: Literal["PostToolUse"] = "PostToolUse"
     tool_response: JsonValue
 
 
-class PostToolUseFailureInput(_ToolInput):
+class PostToolUseFailureInput(ToolInput):
     """A tool call that failed (raised, timed out, or got invalid arguments)."""
 
     hook_event_name: Literal["PostToolUseFailure"] = "PostToolUseFailure"
@@ -286,6 +307,7 @@ class EventRights(Record):
     """Decisions the event acts on (after ``block`` -> ``deny`` for PreToolUse, and back)."""
     rewrite_input: bool = False
     add_context: bool = False
+    retry: bool = False
     stop_run: bool = True
 
 
@@ -297,6 +319,10 @@ EVENT_RIGHTS: dict[HookEvent, EventRights] = {
     HookEvent.PRE_TOOL_USE: EventRights(
         decisions=frozenset({"allow", "deny", "ask"}), rewrite_input=True
     ),
+    HookEvent.PERMISSION_REQUEST: EventRights(
+        decisions=frozenset({"allow", "deny"}), rewrite_input=True
+    ),
+    HookEvent.PERMISSION_DENIED: EventRights(retry=True),
     HookEvent.POST_TOOL_USE: EventRights(decisions=_BLOCK, add_context=True),
     HookEvent.POST_TOOL_USE_FAILURE: EventRights(add_context=True),
     HookEvent.STOP: EventRights(decisions=_BLOCK),
@@ -306,9 +332,11 @@ EVENT_RIGHTS: dict[HookEvent, EventRights] = {
     HookEvent.SESSION_END: EventRights(stop_run=False),
     HookEvent.NOTIFICATION: EventRights(),
 }
-"""The enforcement table: PreToolUse may allow/deny/ask and rewrite the input; UserPromptSubmit
-may block or add context; PostToolUse may add to the result; Stop may ask for one more turn; the
-others observe. Any event but SessionEnd (which fires once the run has stopped) may end the run."""
+"""The enforcement table: PreToolUse may allow/deny/ask and rewrite the input; PermissionRequest may
+allow (perhaps rewriting the input) or deny in the user's place; PermissionDenied may let the model
+retry; UserPromptSubmit may block or add context; PostToolUse may add to the result; Stop may ask
+for one more turn; the others observe. Any event but SessionEnd (which fires once the run has
+stopped) may end the run."""
 
 
 def normalize_decision(event: HookEvent, decision: str | None) -> str | None:
@@ -316,15 +344,16 @@ def normalize_decision(event: HookEvent, decision: str | None) -> str | None:
 
     Raises ValueError for a decision the event cannot act on.
     """
-    if decision is None or (decision == "allow" and event is not HookEvent.PRE_TOOL_USE):
+    rights = EVENT_RIGHTS[event]
+    if decision is None or (decision == "allow" and "allow" not in rights.decisions):
         return None
-    if event is HookEvent.PRE_TOOL_USE and decision == "block":
+    if decision == "block" and "deny" in rights.decisions:
         return "deny"
     if event is HookEvent.PRE_TOOL_USE and decision == "defer":
         return "ask"  # the run pauses; whoever resumes it decides
-    if decision == "deny" and "block" in EVENT_RIGHTS[event].decisions:
+    if decision == "deny" and "block" in rights.decisions:
         return "block"
-    if decision not in EVENT_RIGHTS[event].decisions:
+    if decision not in rights.decisions:
         raise ValueError(f"{event.value} hooks cannot decide {decision!r}")
     return decision
 

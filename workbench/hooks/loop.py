@@ -6,6 +6,8 @@
 | UserPromptSubmit | a new run starts, with its prompt | block the run, add context |
 | PreCompact | PREPARE: history processors dropped messages | observe |
 | PreToolUse | TOOLS: after the guards, before a call runs | allow / deny / ask, rewrite input |
+| PermissionRequest | TOOLS: a call needs approval, before it pauses | allow / deny, rewrite input |
+| PermissionDenied | TOOLS: a guard or hook refused a call | let the model retry |
 | PostToolUse | TOOLS: after a call succeeded | add to the result, block with reason |
 | PostToolUseFailure | TOOLS: after a call failed | add to the error |
 | Notification | TOOLS: the run pauses for approval | observe |
@@ -25,6 +27,8 @@ from workbench.hooks.events import (
     HookEvent,
     HookInput,
     NotificationInput,
+    PermissionDeniedInput,
+    PermissionRequestInput,
     PostToolUseFailureInput,
     PostToolUseInput,
     PreCompactInput,
@@ -32,6 +36,7 @@ from workbench.hooks.events import (
     SessionEndInput,
     SessionStartInput,
     StopInput,
+    ToolInput,
     UserPromptSubmitInput,
 )
 from workbench.hooks.runner import (
@@ -99,12 +104,29 @@ class LoopHooks(HookDispatch):
 
     async def pre_tool_use(self, call: ToolCall) -> HookVerdict:
         """The hooks' answer for a call about to run."""
-        if not self.wants(HookEvent.PRE_TOOL_USE):
-            return NO_VERDICT
-        data = PreToolUseInput(
-            tool_name=call.name, tool_input=call.arguments, tool_use_id=call.call_id
+        return await self._about(call, HookEvent.PRE_TOOL_USE, PreToolUseInput)
+
+    async def permission_request(self, call: ToolCall, reason: str) -> HookVerdict:
+        """A call needs approval: the hooks may allow or deny it instead of the user."""
+        return await self._about(
+            call, HookEvent.PERMISSION_REQUEST, PermissionRequestInput, reason=reason
         )
-        return await self.fire(data)
+
+    async def permission_denied(self, call: ToolCall, reason: str) -> bool:
+        """A guard or hook refused the call; True when a hook lets the model try it again."""
+        verdict = await self._about(
+            call, HookEvent.PERMISSION_DENIED, PermissionDeniedInput, reason=reason
+        )
+        return verdict.retry
+
+    async def _about(
+        self, call: ToolCall, event: HookEvent, data: type[ToolInput], **fields: str
+    ) -> HookVerdict:
+        """Fire ``event`` for a call, if any hook listens for it."""
+        if not self.wants(event):
+            return NO_VERDICT
+        about = {"tool_name": call.name, "tool_input": call.arguments, "tool_use_id": call.call_id}
+        return await self.fire(data(**about, **fields))
 
     async def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> str:
         """PostToolUse or PostToolUseFailure; the text to add to what the model reads."""

@@ -42,6 +42,7 @@ __all__ = [
     "HookReport",
     "HookVerdict",
     "ParentHooks",
+    "hook_tuple",
     "parent_hooks",
 ]
 
@@ -91,6 +92,14 @@ class Hook:
 AnyHook = Hook | CommandHook
 
 
+def hook_tuple(hooks: Sequence[AnyHook]) -> tuple[AnyHook, ...]:
+    """The hooks as a tuple, after checking each is a `Hook` or a `CommandHook`."""
+    for hook in hooks:
+        if not isinstance(hook, Hook | CommandHook):
+            raise TypeError(f"hooks must be Hook or CommandHook objects, got {hook!r}")
+    return tuple(hooks)
+
+
 _MUTABLE_FIELDS = ("tool_input", "tool_response")
 
 
@@ -138,6 +147,8 @@ class HookVerdict(Record):
     additional_context: str = ""
     stop: str | None = None
     """Why a hook ended the run (``continue_=False``), or None."""
+    retry: bool = False
+    """A PermissionDenied hook lets the model try the refused call again."""
     notes: tuple[str, ...] = ()
     reports: tuple[HookReport, ...] = ()
     duration: float = 0.0
@@ -194,6 +205,7 @@ class _Combined:
     updated_input: dict[str, JsonValue] | None = None
     context: list[str] = field(default_factory=list)
     stop: str | None = None
+    retry: bool = False
     notes: list[str] = field(default_factory=list)
 
     def add(self, name: str, result: HookResult) -> list[str]:
@@ -217,6 +229,11 @@ class _Combined:
                 self.context.append(result.additional_context)
             else:
                 problems.append(f"{self.event.value} hooks cannot add context; ignored")
+        if result.retry:
+            if rights.retry:
+                self.retry = True
+            else:
+                problems.append(f"{self.event.value} hooks cannot ask for a retry; ignored")
         if not result.continue_ and rights.stop_run and self.stop is None:
             self.stop = result.stop_reason or f"stopped by {self.event.value} hook {name!r}"
         if result.system_message:
@@ -224,13 +241,14 @@ class _Combined:
         return problems
 
     def _unexplained(self, name: str, decision: str | None) -> str | None:
-        """A PreToolUse refusal that gave no reason still says which hook it was."""
-        if self.event is not HookEvent.PRE_TOOL_USE or decision in (None, "allow"):
+        """A refusal (PreToolUse, PermissionRequest) with no reason still says which hook it was."""
+        if "deny" not in EVENT_RIGHTS[self.event].decisions or decision in (None, "allow"):
             return None
+        event = self.event.value
         if decision == "defer":
-            return f"PreToolUse hook {name!r} deferred the call"
+            return f"{event} hook {name!r} deferred the call"
         verb = "asks for approval" if decision == "ask" else "refused the call"
-        return f"PreToolUse hook {name!r} {verb} (no reason given)"
+        return f"{event} hook {name!r} {verb} (no reason given)"
 
     def _decide(self, decision: str | None, reason: str | None) -> None:
         if _RANK[decision] > _RANK[self.decision]:
@@ -273,6 +291,7 @@ def combine(event: HookEvent, outcomes: Sequence[_Outcome], duration: float) -> 
         updated_input=combined.updated_input if combined.decision != "deny" else None,
         additional_context="\n\n".join(combined.context),
         stop=combined.stop,
+        retry=combined.retry,
         notes=tuple(combined.notes),
         reports=tuple(reports),
         duration=duration,

@@ -9,27 +9,46 @@ usual case) is compared only from where the previous one ended.
 
 The first request finds its place in the recording by content, so the same model serves a
 replay from step 1 and a re-run from any snapshot (``agent.rerun(snapshot, model=replay)``).
+
+A model built from a run also keeps what its tool calls did (`ToolRecording`): the sub-runs they
+made, which replay from their own recordings (the whole tree runs offline), and with
+``tools="replay"`` their results, so a replay executes no tool at all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Literal
 
 from workbench._record import Record
-from workbench.errors import ReplayDivergence, ReplayExhausted
+from workbench.errors import ReplayDivergence, ReplayExhausted, UsageError
 from workbench.messages import Message, ModelResponse
 from workbench.models.base import Model, ModelRequest
 from workbench.models.offline import OfflineModel
+from workbench.models.replay_tools import ToolRecording
 from workbench.models.request_diff import (
     RecordedRequest,
     describe_part,
     first_difference,
     messages_difference,
+    tool_payload,
 )
-from workbench.records import StepContext, StepRecord
+from workbench.records import RecordedRun, StepContext, StepRecord
+from workbench.tools import SubrunRecording
 
-__all__ = ["RecordedCall", "ReplayDivergence", "ReplayExhausted", "ReplayModel", "describe_part"]
+__all__ = [
+    "RecordedCall",
+    "ReplayDivergence",
+    "ReplayExhausted",
+    "ReplayModel",
+    "ToolReplayMode",
+    "describe_part",
+    "tool_replay_of",
+]
+
+ToolReplayMode = Literal["live", "replay"]
+"""``"live"``: tools run; ``"replay"``: the calls of replayed responses are answered from the
+recording and nothing runs."""
 
 
 class RecordedCall(Record):
@@ -40,25 +59,25 @@ class RecordedCall(Record):
     response: ModelResponse
 
 
-class _Recorded(Protocol):
-    @property
-    def steps(self) -> Sequence[StepRecord]: ...
-
-    @property
-    def snapshots(self) -> Sequence[StepContext]: ...
-
-
 def _recorded_call(step: StepRecord, snapshot: StepContext | None) -> RecordedCall:
-    """A step as a recorded call; its snapshot adds the settings and the tools' schema hash."""
+    """A step as a recorded call; its snapshot adds the settings and the tool definitions.
+
+    Snapshots keep each offered tool's definition, so strict replay names the tool and the field
+    that changed; older snapshots kept only a hash of the agent's tools (kept only when all of
+    them were offered).
+    """
     assert step.response is not None
-    settings = tools_hash = None
+    settings = tools_hash = definitions = None
     if snapshot is not None:
         settings = snapshot.model_settings
-        if snapshot.tool_names == step.tools_offered:  # the hash covers the agent's tools
+        if tuple(d.name for d in snapshot.tool_definitions) == step.tools_offered:
+            definitions = tuple(tool_payload(d) for d in snapshot.tool_definitions)
+        elif snapshot.tool_names == step.tools_offered:
             tools_hash = snapshot.tool_schema_hash
     request = RecordedRequest(
         messages=step.messages_in,
         tools=step.tools_offered,
+        definitions=definitions,
         tools_hash=tools_hash,
         settings=settings,
     )
@@ -74,6 +93,9 @@ class ReplayModel(OfflineModel):
     Every request is checked against the recorded one: the messages and the names of the tools
     offered always; with ``strict=True`` also the settings and the tool definitions, so a replay
     under changed settings or a changed tool schema fails at once instead of passing silently.
+
+    ``tools="replay"`` answers the tool calls of each replayed response from the recording
+    (``tool_recording``), so nothing recorded runs again; see `workbench.models.replay_tools`.
     """
 
     __test__ = False
@@ -86,11 +108,18 @@ class ReplayModel(OfflineModel):
         then: Model | None = None,
         name: str | None = None,
         strict: bool = False,
+        tools: ToolReplayMode = "live",
+        tool_recording: ToolRecording | None = None,
     ) -> None:
+        if tools not in ("live", "replay"):
+            raise UsageError(f'tools= takes "live" or "replay", not {tools!r}')
         self.recording = tuple(recording)
         self.until_step = until_step
         self.then = then
         self.strict = strict
+        self.tools: ToolReplayMode = tools
+        self.tool_recording = tool_recording or ToolRecording(strict=strict)
+        """What the recorded calls did, for the calls of the responses this model replays."""
         self.calls: list[ModelRequest] = []
         self.replayed = 0
         first = self.recording[0].response.model_name if self.recording else ""
@@ -103,23 +132,53 @@ class ReplayModel(OfflineModel):
     @classmethod
     def from_run(
         cls,
-        run: _Recorded,
+        run: RecordedRun,
         until_step: int | None = None,
         then: Model | None = None,
         *,
         strict: bool = False,
+        tools: ToolReplayMode = "live",
     ) -> ReplayModel:
-        """Replay ``run`` (a `RunResult`, or a run loaded from a `RunStore`).
+        """Replay ``run`` (a `RunResult`, or a run loaded from a `RunStore`), sub-runs included.
 
         Responses of steps up to ``until_step`` (all, when None) are replayed; after that the
         ``then`` model answers live. Without ``then``, asking beyond them is a `ReplayExhausted`.
-        ``strict`` also compares settings and tool definitions (see the class).
+        ``strict`` also compares settings and tool definitions (see the class); ``tools="replay"``
+        answers the replayed responses' tool calls from the recording.
         """
-        snapshots = {s.step: s for s in run.snapshots}
-        recording = [
-            _recorded_call(s, snapshots.get(s.index)) for s in run.steps if s.response is not None
-        ]
-        return cls(recording, until_step=until_step, then=then, strict=strict)
+        return cls._of_runs((run,), until_step, then, strict=strict, tools=tools)
+
+    @classmethod
+    def of_subruns(cls, recorded: SubrunRecording) -> ReplayModel:
+        """The replay of the sub-runs one tool call made (a sub-agent's model in a tree replay)."""
+        return cls._of_runs(recorded.runs, None, None, strict=recorded.strict, tools=recorded.tools)
+
+    @classmethod
+    def _of_runs(
+        cls,
+        runs: Sequence[RecordedRun],
+        until_step: int | None,
+        then: Model | None,
+        *,
+        strict: bool,
+        tools: ToolReplayMode,
+    ) -> ReplayModel:
+        recording = []
+        for run in runs:
+            snapshots = {s.step: s for s in run.snapshots}
+            recording += [
+                _recorded_call(s, snapshots.get(s.index))
+                for s in run.steps
+                if s.response is not None
+            ]
+        return cls(
+            recording,
+            until_step=until_step,
+            then=then,
+            strict=strict,
+            tools=tools,
+            tool_recording=ToolRecording.of_runs(runs, until_step, strict=strict),
+        )
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """The recorded response for this step, after checking the request matches the recording."""
@@ -132,6 +191,7 @@ class ReplayModel(OfflineModel):
         self._check(recorded, sent, request)
         self._cursor, self._last = index + 1, (recorded, sent)
         self.replayed += 1
+        self.tool_recording.given(index, recorded.step)
         return recorded.response
 
     def assert_complete(self) -> None:
@@ -201,6 +261,30 @@ class ReplayModel(OfflineModel):
 
     async def _handover(self, request: ModelRequest) -> ModelResponse:
         self._live = True
+        self.tool_recording.given(None)
         if self.then is None:
             raise ReplayExhausted("the replay has no live model to hand over to")
         return await self.then.request(request)
+
+
+def tool_replay_of(model: Model, replay_tools: bool) -> tuple[ToolRecording | None, bool]:
+    """The recording a run's tool calls are checked against, and whether it answers them.
+
+    A `ReplayModel` brings its recording; ``tools="replay"`` on a re-run switches the model to
+    answer the calls from it, and it stays so, so a paused fork resumed on the same model
+    (``agent.resume(state, model=replay)``) does not run the approved calls live. Any other
+    model answers live, so it has nothing recorded to answer with: asking for ``tools="replay"``
+    then is a `UsageError` rather than a silent live call.
+    """
+    if isinstance(model, ReplayModel):
+        if replay_tools:
+            model.tools = "replay"
+        return model.tool_recording, model.tools == "replay"
+    if replay_tools:
+        raise UsageError(
+            f'tools="replay" answers tool calls from a recording, but the model {model.name!r} '
+            "is not a ReplayModel: nothing it answers was recorded. Re-run with "
+            'model=ReplayModel.from_run(run, until_step=N, then=<live model>, tools="replay") to '
+            "replay steps up to N and go on live"
+        )
+    return None, False

@@ -27,7 +27,7 @@ __all__ = [
     "messages_difference",
 ]
 
-DiffKind = Literal["tools", "tool_definition", "setting", "message_count", "message"]
+DiffKind = Literal["tools", "tool_definition", "setting", "message_count", "message", "tool_call"]
 
 
 class RequestDiff(Record):

@@ -14,7 +14,7 @@ from html import escape
 
 from workbench.conditions import Budget
 from workbench.messages import Message, RetryPrompt, TextPart, ToolCall, ToolResult
-from workbench.records import StepRecord, ToolOutcome
+from workbench.records import PhaseEvent, StepRecord, ToolOutcome
 from workbench.session_state import boundary_number, summary_span
 from workbench.state import AgentState, ErrorInfo, PendingCall, Phase
 
@@ -141,13 +141,17 @@ def messages_html(messages: Sequence[Message], *, empty: str = "no messages") ->
 
 
 def outcomes_html(outcomes: Sequence[ToolOutcome]) -> str:
-    """A table of the step's tool calls: tool, arguments, status, what the model got, duration."""
+    """A table of the step's tool calls: tool, arguments, status, what the model got, duration.
+
+    A call answered from a recording (``tools="replay"``) says so beside its status: it did not run.
+    """
     if not outcomes:
         return ""
     rows = "".join(
         f"<tr><td><b>{escape(o.name)}</b></td>"
         f'<td><code style="font-size:11px">{escape(_json(o.arguments))}</code></td>'
-        f"<td>{_badge(o.status, _STATUS_COLOURS.get(o.status, '#555'))}</td>"
+        f"<td>{_badge(o.status, _STATUS_COLOURS.get(o.status, '#555'))}"
+        f"{_badge('replayed', '#6a1b9a') if o.replayed else ''}</td>"
         f'<td><pre style="{_PRE}">{escape(o.content)}</pre></td>'
         f"<td style='text-align:right'>{o.duration * 1e3:.2f} ms</td></tr>"
         for o in outcomes
@@ -369,3 +373,36 @@ def status_html(
     error = error_html(state.error) if state.error is not None else ""
     extra = f'<div style="color:#555">{escape(note)}</div>' if note else ""
     return f'<div class="wb-status">{" · ".join(parts)}{error}{extra}</div>'
+
+
+def phase_log_html(events: Sequence[PhaseEvent]) -> str:
+    """Phases as they ran, each sub-run's indented under the phase of its parent that ran it.
+
+    >>> import workbench as wb
+    >>> state = wb.AgentState(agent_name="<b>", depth=1)
+    >>> "&lt;b&gt;" in phase_log_html([wb.PhaseEvent(phase=wb.Phase.PREPARE, step=1, state=state)])
+    True
+    """
+    rows = []
+    for event in events:
+        state = event.state
+        who = escape(state.agent_name)
+        who = f"↳ {who} (depth {state.depth})" if state.depth else who
+        stop = f" · <b>stopped: {escape(str(event.breakpoint))}</b>" if event.breakpoint else ""
+        rows.append(
+            f'<div class="wb-phase" style="margin-left:{1.5 * state.depth}em">'
+            f"{who} · step {event.step} · {event.phase.value} · "
+            f"{event.duration * 1e3:.1f} ms{stop}</div>"
+        )
+    return f'<div class="wb-phase-log" style="font-size:11px">{"".join(rows)}</div>'
+
+
+def subrun_html(state: AgentState, next_phase: Phase | None) -> str:
+    """Where stepping stopped inside a sub-run: which agent, how deep, called by which call."""
+    call = escape(state.parent_call_id or "?")
+    return (
+        f'<div class="wb-subrun" style="margin-left:{1.5 * state.depth}em">↳ inside sub-run '
+        f"<b>{escape(state.agent_name)}</b> (depth {state.depth}, called by {call}): "
+        f"step <b>{state.step}</b>, next phase <b>{next_phase.value if next_phase else '—'}</b>"
+        "</div>"
+    )

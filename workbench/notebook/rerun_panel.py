@@ -45,6 +45,10 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     two. ``agent`` is the agent that made the run (a `Stepper` brings its own); ``models`` are
     the models offered besides the agent's, by name.
 
+    "replay tool results" answers the fork's tool calls from the recording of the picked model
+    (a `ReplayModel`, say ``ReplayModel.from_run(run, until_step=N, then=live)``): nothing it
+    replays runs again. Any other model says, in the panel, that it has nothing recorded.
+
     A fork asks for approval as the original run did: when it pauses, its calls are listed with
     Approve and Deny buttons, and nothing waiting runs until they are pressed. Approving every
     call is the user's visible choice: the "approve every call" checkbox (``approve_all``),
@@ -87,10 +91,14 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.approve_all = widgets.Checkbox(
             value=approve, description="approve every call the fork asks for", indent=False
         )
+        self.replay_tools = widgets.Checkbox(
+            value=False, description="replay tool results (needs a ReplayModel)", indent=False
+        )
         self.approval_rows: list[ApprovalRow] = []
         self.approvals = widgets.VBox()
         self._forked: list[RunResult] = []
         self._decisions: dict[str, bool | str] = {}
+        self._model: Model | None = None
         self.error = widgets.HTML()
         self.status = widgets.HTML()
         self.original_view = widgets.HTML()
@@ -101,7 +109,13 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.format_picker.observe(self._reformat, names="value")
         self.rerun_button.on_click(lambda _: self.rerun())
         controls = widgets.HBox(
-            [self.step_picker, self.model_picker, self.rerun_button, self.approve_all]
+            [
+                self.step_picker,
+                self.model_picker,
+                self.rerun_button,
+                self.approve_all,
+                self.replay_tools,
+            ]
         )
         sides = widgets.HBox(
             [self.original_view, self.fork_view],
@@ -163,7 +177,11 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     async def _rerun(self, messages: list[Message], model: Model) -> None:
         try:
-            fork = await self.agent.rerun(self.snapshot, messages=messages, model=model)
+            tools: Literal["replay"] | None = "replay" if self.replay_tools.value else None
+            self._model = model  # a paused fork resumes on it (a replay keeps replaying)
+            fork = await self.agent.rerun(
+                self.snapshot, messages=messages, model=model, tools=tools
+            )
             await self._go_on([fork])
         finally:
             self.rerun_button.disabled = False
@@ -172,7 +190,8 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         """Approve and resume only if the checkbox says so; else show what waits, and wait."""
         while self.approve and results[-1].status is ExecutionStatus.PAUSED:
             approvals: dict[str, bool | str] = {p.call_id: True for p in results[-1].pending}
-            results.append(await self.agent.resume(results[-1].state, approvals=approvals))
+            resumed = self.agent.resume(results[-1].state, approvals=approvals, model=self._model)
+            results.append(await resumed)
         self._forked = results
         self._show_fork(combine_results(results))
         last = results[-1]
@@ -198,7 +217,7 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.task = schedule(lambda: self._resume(results, decisions), self._failed)
 
     async def _resume(self, results: list[RunResult], decisions: dict[str, bool | str]) -> None:
-        resumed = await self.agent.resume(results[-1].state, approvals=decisions)
+        resumed = await self.agent.resume(results[-1].state, approvals=decisions, model=self._model)
         await self._go_on([*results, resumed])
 
     def _failed(self, exc: BaseException) -> None:

@@ -24,8 +24,10 @@ from workbench.notebook.html import (
     calls_html,
     messages_html,
     pending_html,
+    phase_log_html,
     status_html,
     step_html,
+    subrun_html,
 )
 from workbench.notebook.spans import spans_from_steps, waterfall_figure
 from workbench.notebook.tables import step_labels, steps_text
@@ -35,7 +37,7 @@ from workbench.state import PendingCall, Phase
 
 __all__ = ["ApprovalRow", "Stepper"]
 
-Action = Literal["phase", "step", "continue", "end"]
+Action = Literal["phase", "into", "step", "continue", "end"]
 LIVE = -1
 """The step picker's value for the step under way."""
 
@@ -63,6 +65,12 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     approval; the messages of the selected step (role-coloured, with tool calls, results, retry
     prompts, hook errors) and a diff of what the model saw against the previous step; tokens as
     they stream; and a live waterfall of the run so far.
+
+    Step into runs the next phase of a sub-run the parent's TOOLS phase starts (a sub-agent), with
+    its phases listed under the parent's and its own messages shown; Next phase then reads Step
+    over and finishes the sub-runs and the parent's phase. Continue stops at breakpoints inside
+    sub-runs too (scope "tree"). Closing the Stepper inside a sub-run aborts the run, so no
+    sub-run is left waiting.
 
     The run itself is `run` (an `AgentRun`): anything the buttons do can also be done on it.
     Given a `Session` instead of an agent, it steps the session's next execution (boundary marker
@@ -109,6 +117,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._auto_picked = LIVE
 
         self.next_phase_button = widgets.Button(description="Next phase", icon="step-forward")
+        self.step_into_button = widgets.Button(description="Step into", icon="level-down")
+        self.step_into_button.on_click(lambda _: self._start("into"))
         self.next_step_button = widgets.Button(description="Next step", icon="forward")
         self.run_button = widgets.Button(description="Run to end", icon="fast-forward")
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
@@ -125,6 +135,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.run_button.on_click(lambda _: self._start("end"))
         self.stop_button.on_click(lambda _: self.stop())
         self.status = widgets.HTML()
+        self.phase_log = widgets.HTML()
         self.approval_rows: list[ApprovalRow] = []
         self.approvals = widgets.VBox()
         self.step_picker = widgets.Dropdown(description="Step", options=[("live", LIVE)])
@@ -135,6 +146,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         buttons = widgets.HBox(
             [
                 self.next_phase_button,
+                self.step_into_button,
                 self.next_step_button,
                 self.continue_button,
                 self.run_button,
@@ -149,6 +161,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                 buttons,
                 breaks,
                 self.status,
+                self.phase_log,
                 self.approvals,
                 self.stream,
                 self.step_picker,
@@ -184,7 +197,17 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             return
         self.run.abort()  # a paused run ends too; its waiting calls are dropped
         self._note = "stopped"
+        if not self.run.done:  # stopped in a sub-run, on this loop: collect the aborted phase
+            self._start("phase")
+            return
         self.refresh()
+
+    def close(self) -> None:
+        """Close the widget; a run stopped inside a sub-run is aborted, so none is left waiting."""
+        run: AgentRun | None = getattr(self, "run", None)  # None: __init__ failed (__del__)
+        if run is not None and run.subrun is not None:
+            run.abort()
+        super().close()
 
     def add_breakpoint(self, spec: str | Break) -> None:
         """Stop Continue at ``spec`` (a `Break`, or ``tool:NAME``, ``step:N``, ``before:PHASE``)."""
@@ -213,29 +236,39 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.task = schedule(lambda: self._drive(action), self._failed)
 
     async def _drive(self, action: Action) -> None:
+        run = self.run
         try:
-            while (event := await self.run.anext_phase()) is not None:
+            while (event := await self._next(action)) is not None:
                 self._phase_done(event)
                 if self._stop_requested:
                     self._stop_requested = False
-                    self.run.abort()
+                    run.abort()
                     self._note = "stopped"
                     break
-                if action == "phase" or (action == "step" and event.phase is Phase.CONTINUATION):
+                if action in ("phase", "into") or (
+                    action == "step" and event.phase is Phase.CONTINUATION and not event.depth
+                ):
                     break
-                if action == "continue" and (hit := self.run.breakpoint_after(event)) is not None:
-                    self.stopped_at = hit
-                    self._note = f"stopped at breakpoint {hit}"
+                if action == "continue" and event.breakpoint is not None:
+                    self.stopped_at = event.breakpoint
+                    where = f" in {event.state.agent_name}" if event.depth else ""
+                    self._note = f"stopped at breakpoint {event.breakpoint}{where}"
                     break
         finally:
             self._busy = False
             self.refresh()
 
+    async def _next(self, action: Action) -> PhaseEvent | None:
+        if action == "continue":
+            return await self.run.anext_checked()
+        return await self.run.anext_phase(into=action == "into")
+
     def _phase_done(self, event: PhaseEvent) -> None:
         self.events.append(event)
         ms = event.duration * 1e3
-        self._note = f"ran {event.phase.value} of step {event.step} in {ms:.1f} ms"
-        if event.phase is Phase.PREPARE:
+        who = f"{event.state.agent_name} (depth {event.depth}) " if event.depth else ""
+        self._note = f"ran {who}{event.phase.value} of step {event.step} in {ms:.1f} ms"
+        if event.phase is Phase.PREPARE and not event.depth:
             self.streamed = self.stream.value = ""
         self.refresh()
 
@@ -271,12 +304,20 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         run = self.run
         budget = run.snapshots[-1].budget if run.snapshots else None
         self.status.value = status_html(run.state, run.next_phase_name, budget, note=self._note)
+        subrun = run.subrun
+        inside = subrun_html(subrun.state, subrun.next_phase_name) if subrun else ""
+        self.phase_log.value = phase_log_html(self._step_events()) + inside
         self._set_buttons()
         self._show_approvals()
         if len(run.steps) != self._shown_records:
             self._records_changed()
         self._follow()
         self._show_messages()
+
+    def _step_events(self) -> list[PhaseEvent]:
+        """The events since the run's own step began: its phases and those of its sub-runs."""
+        starts = [i for i, e in enumerate(self.events) if not e.depth and e.phase is Phase.PREPARE]
+        return self.events[starts[-1] :] if starts else self.events
 
     def _records_changed(self) -> None:
         """A step record closed: new picker entries and a new timeline."""
@@ -306,8 +347,10 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     def _set_buttons(self) -> None:
         blocked = self._busy or self.run.done
+        self.next_phase_button.description = "Step over" if self.run.subrun else "Next phase"
         for button in (
             self.next_phase_button,
+            self.step_into_button,
             self.next_step_button,
             self.continue_button,
             self.run_button,
@@ -324,8 +367,14 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.approvals.children = tuple(self.approval_rows)
 
     def _show_messages(self) -> None:
-        steps = self.run.steps
+        steps, subrun = self.run.steps, self.run.subrun
         chosen = self.step_picker.value
+        if subrun is not None and chosen == LIVE:  # stopped inside a sub-run: its conversation
+            name, depth = escape(subrun.state.agent_name), subrun.state.depth
+            head = f"<b>Sub-run {name} (depth {depth}), step {subrun.state.step} so far</b>"
+            shown = messages_html(subrun.state.messages)
+            self.messages.value = head + shown + calls_html(subrun.pending_calls)
+            return
         if chosen is not None and 0 <= chosen < len(steps):
             self.messages.value = step_html(steps[chosen], steps)
             return

@@ -17,11 +17,10 @@ import warnings
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from workbench.records import StepContext, StepRecord
+from workbench.records import RecordedRun
 from workbench.redact import Redactor
-from workbench.state import AgentState
 from workbench.telemetry import names
 from workbench.telemetry.content import ContentStore, expand
 from workbench.telemetry.observer import Instruments, SpanObserver
@@ -41,23 +40,8 @@ class TelemetryExportWarning(UserWarning):
     """Spans could not be delivered to the OTLP endpoint (it is down, slow, or refused them)."""
 
 
-class RunLike(Protocol):
-    """What rebuilding a run's spans needs of it: a `RunResult`, or a run loaded from a store."""
-
-    @property
-    def state(self) -> AgentState:
-        """The final state."""
-        ...
-
-    @property
-    def steps(self) -> Sequence[StepRecord]:
-        """The step records, in order (all executions of the run)."""
-        ...
-
-    @property
-    def snapshots(self) -> Sequence[StepContext]:
-        """The step snapshots."""
-        ...
+RunLike = RecordedRun
+"""What rebuilding a run's spans needs of it: a `RunResult`, or a run loaded from a store."""
 
 
 def otlp_traces_endpoint(endpoint: str | None = None) -> str | None:

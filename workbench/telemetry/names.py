@@ -67,6 +67,8 @@ TOOL_NAME: Final = "gen_ai.tool.name"
 TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 TOOL_TYPE: Final = "gen_ai.tool.type"
 TOOL_TYPE_FUNCTION: Final = "function"
+TOOL_REPLAYED: Final = "workbench.tool.replayed"
+"""True on a tool call answered from a recording (``tools="replay"``): nothing ran."""
 INPUT_MESSAGES_REF: Final = "workbench.content.input_messages"
 """In memory only: which stored conversation prefix a chat span's input messages are; it is
 replaced by ``gen_ai.input.messages`` whenever the span is read or exported."""

@@ -46,11 +46,27 @@ def messages_of_chat(attributes: Mapping[str, Any]) -> tuple[Message, ...]:
         messages = [Message.system(_text_of(system))] if system else []
         messages += [_conventions(m) for m in _json(attributes, n.INPUT_MESSAGES, [])]
         messages += [_conventions(m) for m in _json(attributes, n.OUTPUT_MESSAGES, [])]
-        return tuple(messages)
+        return _tools_named(messages)
     if any(k.startswith(_OI_INPUT) for k in attributes):
         inputs = _openinference(attributes, _OI_INPUT)
-        return (*inputs, *_openinference(attributes, _OI_OUTPUT))
+        return _tools_named([*inputs, *_openinference(attributes, _OI_OUTPUT)])
     return ()
+
+
+def _tools_named(messages: list[Message]) -> tuple[Message, ...]:
+    """Tool results named after the calls they answer (both shapes keep only the call's id)."""
+    names: dict[str, str] = {}
+    named = []
+    for message in messages:
+        names.update((p.call_id, p.name) for p in message.parts if isinstance(p, ToolCall))
+        parts = tuple(
+            p.model_copy(update={"name": names[p.call_id]})
+            if isinstance(p, ToolResult) and not p.name and p.call_id in names
+            else p
+            for p in message.parts
+        )
+        named.append(message.model_copy(update={"parts": parts}))
+    return tuple(named)
 
 
 def _json(attributes: Mapping[str, Any], key: str, default: Any) -> Any:

@@ -367,6 +367,8 @@ class SpanWriter:
         }
         if description:
             attributes[n.TOOL_DESCRIPTION] = self._redact(description)
+        if outcome.replayed:
+            attributes[n.TOOL_REPLAYED] = True
         if self._content is not None:
             attributes[n.TOOL_CALL_ARGUMENTS] = self._content.arguments(outcome.arguments)
             if outcome.status == "ok":  # a failed call has no result, only its error

@@ -1,0 +1,334 @@
+"""Stepping into sub-runs: the gate between a stepped run's driver and the sub-runs it starts.
+
+A sub-run (a sub-agent's run) runs inside its parent's TOOLS phase: the sub-agent tool awaits it.
+To step into it, the parent's phase runs as a task (`Stepping`) while the parent's driver
+(`AgentRun.anext_phase` and friends) waits on a `StepGate`, which every sub-run of that phase,
+and their own sub-runs, find through a context variable. A sub-run asks the gate before each of
+its phases and tells it about each phase it ran; what happens then depends on what the driver is
+doing:
+
+- stepping into (``next_phase(into=True)``): a sub-run waits before every phase until the driver
+  lets exactly one phase run; that phase's event is what the driver returns.
+- running to a breakpoint (``run_to_breakpoint``): sub-runs run freely and check the parent's
+  breakpoints of scope ``"tree"`` after each phase; one that fires stops that sub-run, and its
+  event (with ``.breakpoint``) is what the driver returns.
+- stepping over (``next_phase()``, ``run_to_end``): sub-runs run freely until the parent's phase
+  ends, and the driver returns the parent's event, as without a gate.
+
+Between two calls of the driver every sub-run waits before its next phase, so nothing moves
+while the user looks at one, and the one looked at can be changed (edit or drop a pending call).
+Every run is still driven by its one loop, `Execution.phases`: the gate only decides when a
+sub-run's next phase may start.
+
+Sub-runs that run in parallel (several sub-agent calls in one step) are stepped one at a time,
+depth first: the one that reached the gate first, with its own sub-runs, goes until it ends, then
+the next. An abort releases every waiting sub-run, which ends as ABORTED before its next phase.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
+from typing import Any, Literal, Protocol
+
+from workbench.breakpoints import Break
+from workbench.errors import UsageError
+from workbench.messages import JsonValue, Message, ToolCall, ToolResult
+from workbench.records import PhaseEvent, RunResult
+from workbench.state import AgentState
+
+__all__ = [
+    "Mode",
+    "StepGate",
+    "Stepping",
+    "call_dropped",
+    "call_edited",
+    "drive",
+    "step_gate",
+]
+
+Mode = Literal["into", "break", "over"]
+"""What the driver is doing: stepping into sub-runs, running to a breakpoint, stepping over."""
+Key = tuple[int, ...]
+"""A sub-run's place in the tree under the stepped phase: its parent's key and its own number.
+Keys sort depth first, so the smaller key is the sub-run to step first."""
+
+
+class SubRun(Protocol):
+    """What the gate needs of a sub-run: an `AgentRun`, seen from below (no import of it)."""
+
+    @property
+    def state(self) -> AgentState: ...
+
+    @property
+    def done(self) -> bool: ...
+
+    async def anext_phase(self, *, into: bool = False) -> PhaseEvent | None: ...
+
+    async def arun_to_end(self) -> RunResult: ...
+
+    def breakpoint_after(
+        self, event: PhaseEvent, breakpoints: Sequence[Break] | None = None
+    ) -> Break | None: ...
+
+    def abort(self) -> None: ...
+
+
+step_gate: ContextVar[StepGate | None] = ContextVar("workbench_step_gate", default=None)
+"""The gate of the stepped phase the running code belongs to; None when nobody steps into it."""
+_place: ContextVar[Key] = ContextVar("workbench_step_place", default=())
+"""The key of the sub-run whose phase is running here (empty: the stepped run's own phase)."""
+
+
+async def drive(run: SubRun) -> RunResult:
+    """Run a sub-run to its end or pause: freely, or through the gate of a stepped parent."""
+    gate = step_gate.get()
+    if gate is None:
+        return await run.arun_to_end()
+    return await gate.drive(run)
+
+
+class StepGate:
+    """Where the sub-runs of one stepped phase wait for the driver, and what they tell it."""
+
+    def __init__(self) -> None:
+        self.breakpoints: Sequence[Break] = ()
+        """The stepped run's breakpoints, as the driver last gave them: sub-runs check those of
+        scope "tree"."""
+        self.mode: Mode | None = None
+        """What the driver does now; None between its calls (every sub-run then waits)."""
+        self.aborted = False
+        self._waiting: dict[Key, asyncio.Future[None]] = {}
+        """Sub-runs waiting before their next phase."""
+        self._running: set[Key] = set()
+        """Sub-runs with a phase under way."""
+        self._stops: deque[tuple[SubRun, PhaseEvent]] = deque()
+        """Sub-run events for the driver, oldest first."""
+        self._wake: asyncio.Future[None] | None = None
+        self._numbers = itertools.count()
+
+    async def drive(self, run: SubRun) -> RunResult:
+        """Run ``run`` phase by phase, each phase when the gate lets it."""
+        key = (*_place.get(), next(self._numbers))
+        place = _place.set(key)  # its own sub-runs are placed under it
+        try:
+            while not run.done:
+                await self._turn(key)
+                if self.aborted:
+                    run.abort()  # between phases: it ends now
+                    break
+                event = await run.anext_phase()
+                if event is None:
+                    break
+                self._ran(key, run, event)
+        except asyncio.CancelledError:  # the stepped phase was cancelled (Ctrl+C)
+            run.abort()  # one waiting at the gate ends too (one in a phase has ended already)
+            raise
+        finally:
+            _place.reset(place)
+            self._running.discard(key)
+            self._waiting.pop(key, None)
+        return await run.arun_to_end()  # nothing is left to run: this closes its loop
+
+    async def next_stop(
+        self, mode: Mode, phase: asyncio.Future[Any]
+    ) -> tuple[SubRun, PhaseEvent] | None:
+        """Let the sub-runs go on as ``mode`` says until one stops (its event) or ``phase`` ends."""
+        self.mode = mode
+        try:
+            while True:
+                stop = self._take(mode)  # a stop not yet returned goes first: nothing moves
+                if stop is not None:
+                    return stop
+                if phase.done():
+                    return None
+                if mode == "into":
+                    self._grant()
+                else:
+                    self._release_all()
+                self._wake = wake = asyncio.get_running_loop().create_future()
+                await asyncio.wait({phase, wake}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.mode = self._wake = None
+
+    def abort(self) -> None:
+        """Release every waiting sub-run to end as ABORTED (and every one that comes later)."""
+        self.aborted = True
+        self._release_all()
+        self._notify()
+
+    # -- the sub-runs' side ---------------------------------------------------------------------
+
+    async def _turn(self, key: Key) -> None:
+        """Wait until ``key`` may run its next phase."""
+        if self.aborted or (self.mode in ("break", "over") and not self._stops):
+            self._running.add(key)
+            return
+        self._waiting[key] = waiting = asyncio.get_running_loop().create_future()
+        self._notify()
+        await waiting  # `_grant` or `_release_all` marks it running
+
+    def _ran(self, key: Key, run: SubRun, event: PhaseEvent) -> None:
+        """A sub-run ran a phase: a stop for the driver if it steps into or a breakpoint fired."""
+        self._running.discard(key)
+        if self.mode == "over":
+            return
+        tree = [b for b in self.breakpoints if b.scope == "tree"]
+        hit = run.breakpoint_after(event, tree) if tree else None
+        if hit is not None:
+            event = event.model_copy(update={"breakpoint": hit})
+        if self.mode == "into" or hit is not None:
+            self._stops.append((run, event))
+            self._notify()
+
+    # -- the driver's side ----------------------------------------------------------------------
+
+    def _take(self, mode: Mode) -> tuple[SubRun, PhaseEvent] | None:
+        """The next stop the driver returns in ``mode`` (stepping over returns none)."""
+        while self._stops:
+            run, event = self._stops.popleft()
+            if mode == "into" or (mode == "break" and event.breakpoint is not None):
+                return run, event
+        return None
+
+    def _grant(self) -> None:
+        """Let one sub-run run one phase, so that one branch of the tree moves at a time.
+
+        That is the first waiting sub-run whose every running run is an ancestor of it (a parent
+        blocked in its TOOLS phase on it).
+        """
+        ready = [
+            key
+            for key in self._waiting
+            if all(key[: len(running)] == running for running in self._running)
+        ]
+        if ready:
+            key = min(ready)
+            self._running.add(key)
+            _let_go(self._waiting.pop(key))
+
+    def _release_all(self) -> None:
+        for key, waiting in self._waiting.items():
+            self._running.add(key)
+            _let_go(waiting)
+        self._waiting.clear()
+
+    def _notify(self) -> None:
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+
+class Stepping:
+    """A run's driver side of the gate: its phase under way as a task, and where it stopped."""
+
+    def __init__(self) -> None:
+        self.gate = StepGate()
+        self.subrun: SubRun | None = None
+        """The sub-run whose event the driver returned last; None after the run's own event."""
+        self._phase: asyncio.Task[PhaseEvent | None] | None = None
+
+    @property
+    def under_way(self) -> bool:
+        """True while a phase of the run is under way (stopped inside one of its sub-runs)."""
+        return self._phase is not None
+
+    async def advance(
+        self,
+        mode: Mode,
+        run_phase: Callable[[], Awaitable[PhaseEvent | None]],
+        breakpoints: Sequence[Break] = (),
+    ) -> PhaseEvent | None:
+        """The next event: a sub-run's stop, or the run's own phase (``run_phase``) ended."""
+        if self._phase is None:
+            self.gate = StepGate()  # each phase has its own (numbers, stops, an abort)
+            self._phase = asyncio.ensure_future(self._gated(run_phase))
+        elif self._phase.get_loop() is not asyncio.get_running_loop():
+            raise UsageError(
+                "this run is stopped inside a sub-run whose phase belongs to another event loop: "
+                "go on from there (the Stepper's buttons, or await in the notebook)"
+            )
+        phase = self._phase
+        self.gate.breakpoints = breakpoints
+        try:
+            stop = await self.gate.next_stop(mode, phase)
+        except asyncio.CancelledError:  # Ctrl+C: the phase is cancelled, the run ends ABORTED
+            phase.cancel()
+            await asyncio.wait({phase})
+            self._phase = self.subrun = None
+            raise
+        if stop is not None:
+            self.subrun, event = stop
+            return event
+        self._phase = self.subrun = None
+        return phase.result()
+
+    def abort(self) -> None:
+        """Let the sub-runs of the phase under way end as ABORTED, so none is left waiting.
+
+        From another thread than the phase's loop, this waits until the phase has ended.
+        """
+        phase = self._phase
+        if phase is None:
+            return
+        loop = phase.get_loop()
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is loop:  # the phase ends when this loop runs it next
+            self.gate.abort()
+            return
+
+        async def aborted() -> None:
+            self.gate.abort()
+            await asyncio.wait({phase})
+
+        try:
+            asyncio.run_coroutine_threadsafe(aborted(), loop).result()
+        except BaseException:  # Ctrl+C while a sub-run's phase takes long: cancel it
+            loop.call_soon_threadsafe(phase.cancel)
+            raise
+        self._phase = self.subrun = None
+
+    async def _gated(
+        self, run_phase: Callable[[], Awaitable[PhaseEvent | None]]
+    ) -> PhaseEvent | None:
+        step_gate.set(self.gate)  # this task's own context: seen by the sub-runs it starts
+        return await run_phase()
+
+
+def _let_go(waiting: asyncio.Future[None]) -> None:
+    if not waiting.done():  # a sub-run cancelled while it waited is not let go
+        waiting.set_result(None)
+
+
+# -- what a driver may change between phases ----------------------------------------------------
+
+
+def call_edited(state: AgentState, call_id: str, arguments: dict[str, JsonValue]) -> AgentState:
+    """``state`` with the pending call's arguments replaced (the history shows the edit)."""
+    messages = list(state.messages)
+    index = max(i for i, m in enumerate(messages) if m.role == "assistant")
+    parts = tuple(
+        p.model_copy(update={"arguments": arguments, "invalid_arguments": None})
+        if isinstance(p, ToolCall) and p.call_id == call_id
+        else p
+        for p in messages[index].parts
+    )
+    messages[index] = messages[index].model_copy(update={"parts": parts})
+    return state.model_copy(update={"messages": tuple(messages)})
+
+
+def call_dropped(state: AgentState, call_id: str, reason: str) -> AgentState:
+    """``state`` with the pending call answered as not run, saying why (the model reads it)."""
+    call = next(c for c in state.unanswered_calls() if c.call_id == call_id)
+    answer = ToolResult(
+        call_id=call_id, name=call.name, content=f"The call was not run: {reason}.", is_error=True
+    )
+    message = Message(role="tool", parts=(answer,)).stamped(
+        state.run_id, state.execution_id, state.step
+    )
+    return state.model_copy(update={"messages": (*state.messages, message)})
