@@ -18,7 +18,10 @@ Memory is what the run leaves held (its spans, and our content store) once it ha
 with ``tracemalloc`` in a run of its own; CPU is ``time.process_time`` of separate runs without
 ``tracemalloc``, divided by N: ``--repeat`` runs of each (three by default), the configurations
 taking turns so that the machine's load hits them alike, reported as the median and the spread
-(lowest-highest). A 50-step run is short, so it is made five times as often. Every run is checked;
+(lowest-highest). A 50-step run is short, so it is made five times as often. Each timed run is
+made in a fresh interpreter, after one untimed run of the same configuration and size there:
+in one process, the heap a run leaves behind (454 MB for "capture as text" at 2,000 steps) slows
+whatever runs next, and a process's first large run pays for growing its heap. Every run is checked;
 the spans of ours are read back (expanded) once to check what leaves is the text. Targets (issue
 18): with capture, memory at most 2x the run without it; CPU per step flat (2,000 vs 50 steps at
 most 1.5x, medians).
@@ -38,6 +41,8 @@ import asyncio
 import gc
 import json
 import statistics
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -107,6 +112,20 @@ def cpu_per_step_us(run: Callable[[], Any], n: int) -> float:
     return seconds / n * 1e6
 
 
+def timed_apart(kind: str, n: int) -> float:
+    """CPU µs per step of one run of ``kind`` at ``n`` steps, in a fresh interpreter, warmed up."""
+    command = [sys.executable, __file__, "--one", str(CONFIGS.index(kind)), str(n)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return float(done.stdout.split()[-1])
+
+
+def one(kind: str, n: int) -> None:
+    """The ``--one`` mode: an untimed run, then a timed one, whose µs per step is printed."""
+    loop = asyncio.new_event_loop()
+    _runner(kind, n, loop)()
+    print(cpu_per_step_us(_runner(kind, n, loop), n))
+
+
 def check_what_leaves(n: int, loop: asyncio.AbstractEventLoop) -> None:
     """The store's spans read back carry the same text as spans that hold it."""
     stored = _ours(CONFIGS[1], n, loop)()
@@ -124,7 +143,11 @@ def main() -> None:
         "--pydantic-max", type=int, default=500, help="largest run for pydantic-ai (steps)"
     )
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each (median)")
+    parser.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)  # CONFIG STEPS
     args = parser.parse_args()
+    if args.one:
+        one(CONFIGS[args.one[0]], args.one[1])
+        return
     sizes = (10, 40) if args.quick else (50, 500, 2000)
     loop = asyncio.new_event_loop()
     check_what_leaves(sizes[0], loop)
@@ -139,7 +162,7 @@ def main() -> None:
         for _ in range(args.repeat):
             for kind in kinds:
                 for _ in range(5 if n == sizes[0] else 1):
-                    cpu = cpu_per_step_us(_runner(kind, n, loop), n)
+                    cpu = timed_apart(kind, n)
                     samples.setdefault((kind, n), []).append(cpu)
         for kind in kinds:
             runs = samples[kind, n]
