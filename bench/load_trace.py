@@ -1,8 +1,8 @@
 """How long ``wb.load_trace`` takes on a trace of 100,000 spans (issue 18: under 3 s).
 
-The trace is the one ``tests/test_load_trace.py`` builds: an OTLP/JSON file of 100,000
-``execute_tool`` spans under one root, each with two attributes (about 42 MB). Side by side, in the
-same process and in turns:
+The trace (`write_trace`, which ``tests/test_load_trace.py`` loads too) is an OTLP/JSON file of
+100,000 ``execute_tool`` spans under one root, each with two attributes (about 42 MB). Side by side,
+in the same process and in turns:
 
 - **parse**: ``json.loads`` of the file's text, read from disk: the floor, what any loader
   written in Python pays before it reads a single span;
@@ -38,12 +38,14 @@ SPANS = 100_000
 TARGET_SECONDS = 3.0
 
 
+TRACE_ID = "5b8efff798038103d269b633813fc60c"
+
+
 def write_trace(path: Path) -> None:
-    """The 100,000-span OTLP/JSON file of the test."""
-    trace_id = "5b8efff798038103d269b633813fc60c"
+    """The 100,000-span OTLP/JSON file (``tests/test_load_trace.py`` loads it too)."""
     spans = [
         {
-            "traceId": trace_id,
+            "traceId": TRACE_ID,
             "spanId": format(i + 1, "016x"),
             **({"parentSpanId": format(1, "016x")} if i else {}),
             "name": f"execute_tool t{i % 7}",
