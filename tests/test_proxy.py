@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 import openai
 import pytest
@@ -175,6 +176,35 @@ def test_an_upstream_that_is_down_is_a_502_for_the_agent_and_a_failed_run() -> N
     assert run.error is not None and run.error.type == "ModelConnectionError"
     assert run.steps[0].response is None
     assert KEY not in run.state.to_json() and KEY not in str(caught.value)
+
+
+def test_credentials_in_the_upstream_url_authenticate_the_proxy_and_are_not_recorded() -> None:
+    store = wb.RunStore(":memory:")
+    with fake_upstream() as upstream:
+        gateway = upstream.url.replace("http://", "http://gate:p%40ss@")
+        with wb.proxy(gateway, store=store) as proxy:
+            client_for(proxy).chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "x"}]
+            )
+    assert upstream.requests[0][1]["authorization"] == "Basic Z2F0ZTpwQHNz"  # gate:p@ss
+    run = store.load(proxy.run_ids[0])
+    assert "p%40ss" not in run.state.to_json() and "p@ss" not in run.state.to_json()
+    assert run.state.metadata["proxy"] == {"upstream": upstream.url}
+
+
+def test_a_proxy_whose_server_fails_refuses_connections_instead_of_hanging(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("no HTTP client today")
+
+    monkeypatch.setattr(aiohttp, "ClientSession", broken)
+    proxy = wb.proxy("http://127.0.0.1:9/v1", store=wb.RunStore(":memory:"))
+    proxy.wait()  # the server's thread ends at once
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(f"{proxy.url}/chat/completions", json={"model": "m"}, timeout=5)
+    with pytest.raises(RuntimeError, match="no HTTP client today"):
+        proxy.close()  # the failure is not lost
 
 
 def test_a_slow_upstream_times_out_with_a_504_recorded() -> None:

@@ -13,7 +13,7 @@ import socket
 import threading
 from typing import TYPE_CHECKING
 
-import httpx
+import aiohttp
 
 from workbench._proxy.recorder import Recorder
 from workbench.errors import UsageError
@@ -48,6 +48,7 @@ class ProxyHandle:
         self._thread = threading.Thread(target=self._serve, name=f"workbench-proxy-{self.port}")
         self._thread.daemon = True
         self._closed = False
+        self._failure: Exception | None = None
         self._thread.start()
 
     def __repr__(self) -> str:
@@ -70,7 +71,10 @@ class ProxyHandle:
             self._thread.join(0.5)
 
     def close(self) -> None:
-        """Stop serving, then write every conversation's last step and end its run."""
+        """Stop serving, then write every conversation's last step and end its run.
+
+        Raises what stopped the server, if it failed (its clients were refused meanwhile).
+        """
         if self._closed:
             return
         self._closed = True
@@ -78,6 +82,8 @@ class ProxyHandle:
         self._thread.join()
         self._sock.close()
         self.app.recorder.close()
+        if self._failure is not None:
+            raise self._failure
 
     def __enter__(self) -> ProxyHandle:
         return self
@@ -86,10 +92,18 @@ class ProxyHandle:
         self.close()
 
     def _serve(self) -> None:
-        asyncio.run(self._main())
+        try:
+            asyncio.run(self._main())
+        except Exception as exc:  # kept for `close` to raise; clients are refused meanwhile
+            self._failure = exc
+        finally:  # a server that failed must refuse connections, not leave them in the backlog
+            self._sock.close()
 
     async def _main(self) -> None:
-        async with httpx.AsyncClient(timeout=self._timeout) as client:
+        # Like httpx's timeout: connecting and each read wait at most this long; a stream that
+        # keeps coming may take longer in all.
+        timeout = aiohttp.ClientTimeout(sock_connect=self._timeout, sock_read=self._timeout)
+        async with aiohttp.ClientSession(timeout=timeout) as client:
             self.app.client = client
             await self._server.serve(sockets=[self._sock])
 

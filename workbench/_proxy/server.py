@@ -25,7 +25,9 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
+import aiohttp
 import httpx
+import yarl
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -93,8 +95,8 @@ def error_body(message: str, kind: str, status: int) -> dict[str, Any]:
 class ProxyApp:
     """The ASGI application: ``POST /v1/chat/completions`` and ``GET /v1/models``.
 
-    ``client`` is set by the server once its event loop runs (an `httpx.AsyncClient` belongs to
-    one loop).
+    ``client`` is set by the server once its event loop runs (an `aiohttp.ClientSession`
+    belongs to one loop).
     """
 
     def __init__(
@@ -106,10 +108,15 @@ class ProxyApp:
         until_step: int | None = None,
     ) -> None:
         self.recorder = recorder
-        self.upstream = upstream.rstrip("/") if upstream else None
+        url = yarl.URL(upstream.rstrip("/")) if upstream else None
+        self.upstream = str(url.with_user(None)) if url is not None else None
+        # Credentials in the upstream's URL authenticate the proxy in the client's place.
+        auth = aiohttp.BasicAuth.from_url(url) if url is not None else None
+        self._credentials = {"authorization": auth.encode()} if auth is not None else {}
+        self._not_forwarded = _NOT_FORWARDED | self._credentials.keys()
         self.replay = replay
         self.until_step = until_step
-        self.client: httpx.AsyncClient | None = None
+        self.client: aiohttp.ClientSession | None = None
         self._replays: dict[str, ReplayModel] = {}
         self._live: set[str] = set()
 
@@ -137,12 +144,13 @@ class ProxyApp:
             data = [{"id": name, "object": "model", "owned_by": "workbench-replay"}]
             return JSONResponse({"object": "list", "data": data})
         try:
-            answer = await self._client.get(
-                f"{self.upstream}/models", headers=_forwarded(request.headers)
-            )
-        except httpx.HTTPError as exc:
+            async with self._client.get(
+                f"{self.upstream}/models", headers=self._forwarded(request.headers)
+            ) as answer:
+                content = await answer.read()
+        except _UPSTREAM_FAILED as exc:
             return _unreachable(self.upstream, exc)
-        return Response(answer.content, answer.status_code, _returned(answer.headers))
+        return Response(content, answer.status, _returned(answer.headers))
 
     async def chat(self, request: Request) -> Response:
         """Record one model call and answer it, from the upstream or from the recording."""
@@ -163,7 +171,8 @@ class ProxyApp:
             conversation=request.headers.get(CONVERSATION_HEADER),
         )
         snapshot = self.recorder.begin(call)
-        exchange = _Exchange(self.recorder, snapshot, call, request.headers, body)
+        headers = request.headers
+        exchange = _Exchange(self.recorder, snapshot, call, body, headers, self._forwarded(headers))
         if self.replay is not None and snapshot.run_id not in self._live:
             return await self._from_recording(exchange, stream=wire.stream)
         assert self.upstream is not None, "proxy() refuses neither an upstream nor a replay"
@@ -199,8 +208,12 @@ class ProxyApp:
             return StreamingResponse(_replayed_events(response), media_type="text/event-stream")
         return JSONResponse(completion_json(response))
 
+    def _forwarded(self, headers: Mapping[str, str]) -> dict[str, str]:
+        kept = {k: v for k, v in headers.items() if k.lower() not in self._not_forwarded}
+        return kept | self._credentials
+
     @property
-    def _client(self) -> httpx.AsyncClient:
+    def _client(self) -> aiohttp.ClientSession:
         assert self.client is not None, "the proxy's HTTP client is made when its loop starts"
         return self.client
 
@@ -217,11 +230,12 @@ class _Exchange:
         recorder: Recorder,
         snapshot: StepContext,
         call: Call,
-        headers: Mapping[str, str],
         body: bytes,
+        headers: Mapping[str, str],
+        forwarded: dict[str, str],
     ) -> None:
         self.recorder, self.snapshot, self.call, self.body = recorder, snapshot, call, body
-        self.headers = _forwarded(headers)
+        self.headers = forwarded
         auth = headers.get("authorization", "")
         self._secret = auth[len(_BEARER) :] if auth.lower().startswith(_BEARER) else auth
         self.started = time.perf_counter()
@@ -252,52 +266,53 @@ class _Exchange:
         self.record_error(kind, message)
         return JSONResponse(error_body(message, kind, status), status_code=status)
 
-    async def forward(self, client: httpx.AsyncClient, upstream: str) -> Response:
+    async def forward(self, client: aiohttp.ClientSession, upstream: str) -> Response:
         """Send the body upstream and hand back what it answered, as it answered it."""
         try:
-            answer = await client.post(
-                f"{upstream}/chat/completions", content=self.body, headers=self.headers
-            )
-        except httpx.TimeoutException as exc:
+            async with client.post(
+                f"{upstream}/chat/completions", data=self.body, headers=self.headers
+            ) as answer:
+                content = await answer.read()
+        except TimeoutError as exc:
             return self._timed_out(upstream, exc)
-        except httpx.HTTPError as exc:
+        except aiohttp.ClientError as exc:
             self.record_error("ModelConnectionError", _cannot_reach(upstream, exc))
             return _unreachable(upstream, exc)
         return Response(
-            answer.content,
-            answer.status_code,
+            content,
+            answer.status,
             _returned(answer.headers),
-            background=BackgroundTask(self._record_answer, answer),  # the agent first
+            background=BackgroundTask(self._record_answer, answer.status, content),  # agent first
         )
 
-    async def stream(self, client: httpx.AsyncClient, upstream: str) -> Response:
+    async def stream(self, client: aiohttp.ClientSession, upstream: str) -> Response:
         """Relay the upstream's stream event by event, assembling the recording on the way."""
-        request = client.build_request(
-            "POST", f"{upstream}/chat/completions", content=self.body, headers=self.headers
-        )
         try:
-            answer = await client.send(request, stream=True)
-        except httpx.TimeoutException as exc:
+            answer = await client.post(
+                f"{upstream}/chat/completions", data=self.body, headers=self.headers
+            )
+            if not answer.ok:
+                async with answer:
+                    content = await answer.read()
+        except TimeoutError as exc:
             return self._timed_out(upstream, exc)
-        except httpx.HTTPError as exc:
+        except aiohttp.ClientError as exc:
             self.record_error("ModelConnectionError", _cannot_reach(upstream, exc))
             return _unreachable(upstream, exc)
-        if not answer.is_success:
-            await answer.aread()
-            await answer.aclose()
-            self._record_completion(answer)
-            return Response(answer.content, answer.status_code, _returned(answer.headers))
+        if not answer.ok:
+            self._record_completion(answer.status, content)
+            return Response(content, answer.status, _returned(answer.headers))
         relay = _Relay(answer)
         return StreamingResponse(
             relay.chunks(),
-            answer.status_code,
+            answer.status,
             _returned(answer.headers),
             background=BackgroundTask(self._record_stream, relay),
         )
 
     async def _record_stream(self, relay: _Relay) -> None:
         """Read what was relayed into the recording, once the agent has all of it."""
-        await relay.answer.aclose()  # a no-op unless the client's leaving cut the relay short
+        relay.answer.close()  # a no-op unless the client's leaving cut the relay short
         if relay.outcome == "gone":
             self.record_error("ClientDisconnected", "the client went away mid-stream")
             return
@@ -321,17 +336,17 @@ class _Exchange:
         first = None if relay.first is None else relay.first - self.started
         self.answered(_assembled(assembler, self.call.model, first), first)
 
-    async def _record_answer(self, answer: httpx.Response) -> None:
+    async def _record_answer(self, status: int, content: bytes) -> None:
         """Record a forwarded answer once the agent has it (on the proxy's loop, not a thread)."""
-        self._record_completion(answer)
+        self._record_completion(status, content)
 
-    def _record_completion(self, answer: httpx.Response) -> None:
-        if not answer.is_success:
-            said = answer.text[:500]
-            self.record_error("APIError", f"{answer.status_code} from the upstream: {said}")
+    def _record_completion(self, status: int, content: bytes) -> None:
+        if not 200 <= status < 300:
+            said = content.decode("utf-8", "replace")[:500]
+            self.record_error("APIError", f"{status} from the upstream: {said}")
             return
         try:
-            completion = parse_completion(answer.content, self.scrub)
+            completion = parse_completion(content, self.scrub)
         except MalformedResponseError as exc:
             self.record_error("MalformedResponseError", str(exc))
             return
@@ -339,7 +354,7 @@ class _Exchange:
             completion_response(completion, price_for(self.call.model), self.call.model), None
         )
 
-    def _timed_out(self, upstream: str, exc: httpx.TimeoutException) -> Response:
+    def _timed_out(self, upstream: str, exc: TimeoutError) -> Response:
         where = without_credentials(upstream)
         message = f"the upstream {where} did not answer in time ({type(exc).__name__})"
         return self.failed(504, "ModelTimeoutError", message)
@@ -352,7 +367,7 @@ class _Relay:
     upstream's plus the hop, and the recording is read after the response is complete.
     """
 
-    def __init__(self, answer: httpx.Response) -> None:
+    def __init__(self, answer: aiohttp.ClientResponse) -> None:
         self.answer = answer
         self.received: list[bytes] = []
         self.first: float | None = None
@@ -363,15 +378,15 @@ class _Relay:
     async def chunks(self) -> AsyncIterator[bytes]:
         """Each piece of the upstream's body, as it comes."""
         try:
-            async for piece in self.answer.aiter_bytes():
+            async for piece in self.answer.content.iter_any():
                 self.first = self.first or time.perf_counter()
                 self.received.append(piece)
                 yield piece
             self.outcome = "ended"
-        except httpx.HTTPError as exc:
+        except _UPSTREAM_FAILED as exc:
             self.outcome, self.why = "broke", repr(exc)
-        finally:
-            await self.answer.aclose()
+        finally:  # the connection goes back to the pool if the body was read to its end
+            self.answer.release() if self.outcome == "ended" else self.answer.close()
 
     async def lines(self) -> AsyncIterator[str]:
         """The lines of what was received (SSE ends a line with CR, LF or CRLF)."""
@@ -379,6 +394,9 @@ class _Relay:
         for line in _LINE_END.split(text):
             yield line
 
+
+_UPSTREAM_FAILED = (aiohttp.ClientError, TimeoutError)
+"""What aiohttp raises when the upstream cannot be reached, breaks off or is too slow."""
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -416,19 +434,15 @@ async def _replayed_events(response: ModelResponse) -> AsyncIterator[str]:
     yield "data: [DONE]\n\n"
 
 
-def _forwarded(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k.lower() not in _NOT_FORWARDED}
-
-
 def _returned(headers: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in headers.items() if k.lower() not in _NOT_RETURNED}
 
 
-def _cannot_reach(upstream: str, exc: httpx.HTTPError) -> str:
+def _cannot_reach(upstream: str, exc: Exception) -> str:
     where = without_credentials(upstream)
     return f"cannot reach the upstream {where}: {type(exc).__name__}: {exc}"
 
 
-def _unreachable(upstream: str, exc: httpx.HTTPError) -> Response:
+def _unreachable(upstream: str, exc: Exception) -> Response:
     body = error_body(_cannot_reach(upstream, exc), "upstream_unreachable", 502)
     return JSONResponse(body, status_code=502)
