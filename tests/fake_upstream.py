@@ -32,6 +32,8 @@ class Answer:
     """Close the connection after half of the chunks, without ``[DONE]``."""
     gap: float = 0.0
     """Seconds between chunks."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """More headers for a complete answer (a redirect's ``location``)."""
 
 
 def completion(text: str = "", calls: list[tuple[str, str, dict[str, Any]]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
@@ -77,6 +79,13 @@ class FakeUpstream:
     behaviour: Behaviour = field(default=lambda body, headers: Answer(body=completion("hi")))
 
 
+def _write_head(handler: BaseHTTPRequestHandler, status: int, headers: dict[str, str]) -> None:
+    handler.send_response(status)
+    for name, value in headers.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+
+
 def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -97,18 +106,18 @@ def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             if answer.chunks is not None:
                 self._stream(answer)
             elif isinstance(answer.body, bytes):
-                self._send(answer.status, answer.body, "text/plain")
+                self._send(answer.status, answer.body, "text/plain", answer.headers)
             else:
-                self._json(answer.status, answer.body)
+                self._json(answer.status, answer.body, answer.headers)
 
-        def _json(self, status: int, body: Any) -> None:
-            self._send(status, json.dumps(body).encode(), "application/json")
+        def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+            self._send(status, json.dumps(body).encode(), "application/json", headers)
 
-        def _send(self, status: int, data: bytes, kind: str) -> None:
-            self.send_response(status)
-            self.send_header("content-type", kind)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
+        def _send(
+            self, status: int, data: bytes, kind: str, headers: dict[str, str] | None = None
+        ) -> None:
+            sent = {"content-type": kind, "content-length": str(len(data))} | (headers or {})
+            _write_head(self, status, sent)
             self.wfile.write(data)
 
         def _stream(self, answer: Answer) -> None:

@@ -192,6 +192,20 @@ def test_credentials_in_the_upstream_url_authenticate_the_proxy_and_are_not_reco
     assert run.state.metadata["proxy"] == {"upstream": upstream.url}
 
 
+def test_a_redirect_from_the_upstream_comes_back_as_it_was_not_followed() -> None:
+    store = wb.RunStore(":memory:")
+    moved = lambda body, headers: Answer(  # noqa: E731
+        status=307, body={"moved": True}, headers={"location": "/v1/elsewhere"}
+    )
+    with fake_upstream(moved) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+        got = httpx.post(f"{proxy.url}/chat/completions", json=body)
+    assert got.status_code == 307 and got.headers["location"] == "/v1/elsewhere"
+    assert len(upstream.requests) == 1  # the proxy did not follow it
+    run = store.load(proxy.run_ids[0])
+    assert run.error is not None and run.error.message.startswith("307 from the upstream")
+
+
 def test_a_proxy_whose_server_fails_refuses_connections_instead_of_hanging(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 import workbench as wb
 from tests._counting import PROMPT, content, counting_agent, counting_model
-from tests.test_widgets_kernel import Kernel, kernel
+from tests.test_widgets_kernel import DELETE_FILE_PANEL, Kernel, kernel
 from workbench.cli import main
 from workbench.notebook.html import outcomes_html
 
@@ -523,20 +523,9 @@ def test_the_replay_verb_answers_an_agents_tools_from_the_recording(
 
 # -- the rerun panel, in a real kernel ------------------------------------------------------------
 
-PANEL_SETUP = """
-import json
-import workbench as wb
-from workbench.notebook import RerunPanel
-
-R = wb.ModelResponse
-deleted = []
-
-@wb.tool(requires_approval=True)
-def delete_file(path: str) -> str:
-    \"\"\"Delete a file.\"\"\"
-    deleted.append(path)
-    return f"deleted {path}"
-
+PANEL_SETUP = (
+    DELETE_FILE_PANEL
+    + """
 script = [R.tool_call("delete_file", {"path": "/important"}, call_id="d1"), R.text("done")]
 agent = wb.Agent(model=wb.ScriptedModel(script), tools=[delete_file], store=wb.RunStore(":memory:"))
 paused = agent.run_sync("clean up")
@@ -556,6 +545,7 @@ def shown():
         "error": panel.error.value,
     }
 """
+)
 
 
 def test_the_rerun_panel_replays_tool_results(kernel: Kernel) -> None:

@@ -53,6 +53,24 @@ print(json.dumps(ids))
 """
 
 
+DELETE_FILE_PANEL = """
+import json
+import workbench as wb
+from workbench.notebook import RerunPanel
+
+R = wb.ModelResponse
+deleted = []
+
+@wb.tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    \"\"\"Delete a file.\"\"\"
+    deleted.append(path)
+    return f"deleted {path}"
+"""
+"""A kernel's start for the `RerunPanel` tests: a tool that needs approval and records what
+it deleted (``deleted``), so a test can see whether a fork ran it."""
+
+
 class Kernel:
     """A real IPython kernel; `run` executes code and returns its stdout and the comm updates."""
 

@@ -12,26 +12,15 @@ import json
 
 import pytest
 
-from tests.test_widgets_kernel import Kernel, kernel
+from tests.test_widgets_kernel import DELETE_FILE_PANEL, Kernel, kernel
 
 __all__ = ["kernel"]  # the module-scoped fixture, used by name below
 
 pytestmark = pytest.mark.timeout(300)
 
-FORK_SETUP = """
-import json
-import workbench as wb
-from workbench.notebook import RerunPanel
-
-R = wb.ModelResponse
-deleted = []
-
-@wb.tool(requires_approval=True)
-def delete_file(path: str) -> str:
-    \"\"\"Delete a file.\"\"\"
-    deleted.append(path)
-    return f"deleted {path}"
-
+FORK_SETUP = (
+    DELETE_FILE_PANEL
+    + """
 def decide(messages, request):
     if messages[-1].role == "tool":
         return R.text("done")
@@ -57,6 +46,7 @@ def shown():
         "error": panel.error.value,
     }
 """
+)
 
 
 def test_a_rerun_asks_for_approval_as_the_original_did(kernel: Kernel) -> None:

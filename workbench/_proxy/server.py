@@ -4,9 +4,9 @@ A request is read once into our messages (the wire module's `from_wire_messages`
 `Recorder`, and then answered in one of two ways:
 
 - forwarded: the body goes to the upstream as it came, with the client's own headers (its API key
-  included), and the upstream's answer comes back as it was sent, bytes and status alike. A stream
-  is relayed event by event as it arrives, and parsed on the way past for the recording, so the
-  agent's time to first token is the upstream's.
+  included), and the upstream's answer comes back as it was sent, bytes and status alike (a
+  redirect too: it is not followed). A stream is relayed piece by piece as it arrives and read
+  for the recording once it has ended, so the agent's time to first token is the upstream's.
 - replayed: a strict `ReplayModel` made from a recorded run answers, after checking that the
   request is the one recorded for that step (messages, each tool's definition, the model and its
   settings); a request that departs gets an HTTP 400 whose message is the difference. With
@@ -26,7 +26,6 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
 import aiohttp
-import httpx
 import yarl
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -84,7 +83,7 @@ retry a 409 or a 5xx, which would only ask the recording the same question again
 
 def without_credentials(url: str) -> str:
     """``url`` without a ``user:password@`` part: what may be recorded or shown of it."""
-    return str(httpx.URL(url).copy_with(userinfo=b""))
+    return str(yarl.URL(url).with_user(None))
 
 
 def error_body(message: str, kind: str, status: int) -> dict[str, Any]:
@@ -108,10 +107,10 @@ class ProxyApp:
         until_step: int | None = None,
     ) -> None:
         self.recorder = recorder
-        url = yarl.URL(upstream.rstrip("/")) if upstream else None
-        self.upstream = str(url.with_user(None)) if url is not None else None
+        self.upstream = without_credentials(upstream.rstrip("/")) if upstream else None
+        """Where requests go, without credentials: it may be shown in errors and recorded."""
         # Credentials in the upstream's URL authenticate the proxy in the client's place.
-        auth = aiohttp.BasicAuth.from_url(url) if url is not None else None
+        auth = aiohttp.BasicAuth.from_url(yarl.URL(upstream)) if upstream else None
         self._credentials = {"authorization": auth.encode()} if auth is not None else {}
         self._not_forwarded = _NOT_FORWARDED | self._credentials.keys()
         self.replay = replay
@@ -145,7 +144,9 @@ class ProxyApp:
             return JSONResponse({"object": "list", "data": data})
         try:
             async with self._client.get(
-                f"{self.upstream}/models", headers=self._forwarded(request.headers)
+                f"{self.upstream}/models",
+                headers=self._forwarded(request.headers),
+                allow_redirects=False,
             ) as answer:
                 content = await answer.read()
         except _UPSTREAM_FAILED as exc:
@@ -270,7 +271,10 @@ class _Exchange:
         """Send the body upstream and hand back what it answered, as it answered it."""
         try:
             async with client.post(
-                f"{upstream}/chat/completions", data=self.body, headers=self.headers
+                f"{upstream}/chat/completions",
+                data=self.body,
+                headers=self.headers,
+                allow_redirects=False,
             ) as answer:
                 content = await answer.read()
         except TimeoutError as exc:
@@ -289,19 +293,20 @@ class _Exchange:
         """Relay the upstream's stream event by event, assembling the recording on the way."""
         try:
             answer = await client.post(
-                f"{upstream}/chat/completions", data=self.body, headers=self.headers
+                f"{upstream}/chat/completions",
+                data=self.body,
+                headers=self.headers,
+                allow_redirects=False,
             )
-            if not answer.ok:
-                async with answer:
-                    content = await answer.read()
+            refusal = None if _succeeded(answer.status) else await answer.read()
         except TimeoutError as exc:
             return self._timed_out(upstream, exc)
         except aiohttp.ClientError as exc:
             self.record_error("ModelConnectionError", _cannot_reach(upstream, exc))
             return _unreachable(upstream, exc)
-        if not answer.ok:
-            self._record_completion(answer.status, content)
-            return Response(content, answer.status, _returned(answer.headers))
+        if refusal is not None:
+            self._record_completion(answer.status, refusal)
+            return Response(refusal, answer.status, _returned(answer.headers))
         relay = _Relay(answer)
         return StreamingResponse(
             relay.chunks(),
@@ -341,7 +346,7 @@ class _Exchange:
         self._record_completion(status, content)
 
     def _record_completion(self, status: int, content: bytes) -> None:
-        if not 200 <= status < 300:
+        if not _succeeded(status):
             said = content.decode("utf-8", "replace")[:500]
             self.record_error("APIError", f"{status} from the upstream: {said}")
             return
@@ -355,8 +360,7 @@ class _Exchange:
         )
 
     def _timed_out(self, upstream: str, exc: TimeoutError) -> Response:
-        where = without_credentials(upstream)
-        message = f"the upstream {where} did not answer in time ({type(exc).__name__})"
+        message = f"the upstream {upstream} did not answer in time ({type(exc).__name__})"
         return self.failed(504, "ModelTimeoutError", message)
 
 
@@ -386,7 +390,10 @@ class _Relay:
         except _UPSTREAM_FAILED as exc:
             self.outcome, self.why = "broke", repr(exc)
         finally:  # the connection goes back to the pool if the body was read to its end
-            self.answer.release() if self.outcome == "ended" else self.answer.close()
+            if self.outcome == "ended":
+                self.answer.release()
+            else:
+                self.answer.close()
 
     async def lines(self) -> AsyncIterator[str]:
         """The lines of what was received (SSE ends a line with CR, LF or CRLF)."""
@@ -434,13 +441,16 @@ async def _replayed_events(response: ModelResponse) -> AsyncIterator[str]:
     yield "data: [DONE]\n\n"
 
 
+def _succeeded(status: int) -> bool:
+    return 200 <= status < 300
+
+
 def _returned(headers: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in headers.items() if k.lower() not in _NOT_RETURNED}
 
 
 def _cannot_reach(upstream: str, exc: Exception) -> str:
-    where = without_credentials(upstream)
-    return f"cannot reach the upstream {where}: {type(exc).__name__}: {exc}"
+    return f"cannot reach the upstream {upstream}: {type(exc).__name__}: {exc}"
 
 
 def _unreachable(upstream: str, exc: Exception) -> Response:
