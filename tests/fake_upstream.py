@@ -77,6 +77,8 @@ class FakeUpstream:
     url: str
     requests: list[tuple[dict[str, Any], dict[str, str]]] = field(default_factory=list)
     behaviour: Behaviour = field(default=lambda body, headers: Answer(body=completion("hi")))
+    hung_up: threading.Event = field(default_factory=threading.Event)
+    """Set when a client closed the connection before a stream was all sent."""
 
 
 def _write_head(handler: BaseHTTPRequestHandler, status: int, headers: dict[str, str]) -> None:
@@ -84,6 +86,18 @@ def _write_head(handler: BaseHTTPRequestHandler, status: int, headers: dict[str,
     for name, value in headers.items():
         handler.send_header(name, value)
     handler.end_headers()
+
+
+def _write_events(handler: BaseHTTPRequestHandler, answer: Answer) -> None:
+    events = answer.chunks or []
+    if answer.cut:
+        events = events[: len(events) // 2]
+    for chunk in events:
+        handler.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        handler.wfile.flush()
+        time.sleep(answer.gap)
+    if not answer.cut:
+        handler.wfile.write(b"data: [DONE]\n\n")
 
 
 def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
@@ -125,16 +139,11 @@ def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             self.send_header("content-type", "text/event-stream")
             self.send_header("connection", "close")
             self.end_headers()
-            events = answer.chunks or []
-            if answer.cut:
-                events = events[: len(events) // 2]
-            for chunk in events:
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.flush()
-                time.sleep(answer.gap)
-            if not answer.cut:
-                self.wfile.write(b"data: [DONE]\n\n")
             self.close_connection = True
+            try:
+                _write_events(self, answer)
+            except (BrokenPipeError, ConnectionResetError):
+                fake.hung_up.set()
 
     return Handler
 

@@ -729,3 +729,24 @@ def test_the_recordings_hold_the_faults_they_are_for() -> None:
         text = (DATA / name).read_text()
         parts = json.loads(text).get("expected", json.loads(text))["parts"]
         assert [p["invalid_arguments"] is None for p in parts] == [True, False]
+
+
+@pytest.mark.parametrize("end", ["\n", "\r", "\r\n"])
+def test_server_sent_events_read_alike_live_and_whole(end: str) -> None:
+    """The proxy reads a stream it received whole as the client reads one arriving line by line."""
+    from workbench.models._openai_wire import sse_events, sse_events_in
+
+    lines = (": a comment", 'data: {"a": 1}', "", "event: ping", "data: one", "data: two", "")
+    text = end.join((*lines, "error: bad gateway", "", "", "data: [DONE]"))
+    expected = [("message", '{"a": 1}'), ("ping", "one\ntwo"), ("error", "bad gateway")]
+    expected.append(("message", "[DONE]"))  # the last event needs no blank line after it
+    assert list(sse_events_in(text)) == expected
+
+    async def arriving() -> AsyncIterator[str]:
+        for line in text.split(end):
+            yield line
+
+    async def read() -> list[tuple[str, str]]:
+        return [event async for event in sse_events(arriving())]
+
+    assert asyncio.run(read()) == expected

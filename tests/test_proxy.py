@@ -290,6 +290,8 @@ def test_a_client_that_disconnects_mid_stream_is_recorded() -> None:
         body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True}
         with httpx.stream("POST", f"{proxy.url}/chat/completions", json=body) as got:
             next(got.iter_lines())  # the first event arrived; hang up
+        # the proxy hangs up on the upstream too, long before its 2 s of stream are all sent
+        assert upstream.hung_up.wait(timeout=10)
     run = store.load(proxy.run_ids[0])
     assert run.error is not None and run.error.type == "ClientDisconnected"
     assert run.steps[0].response is None

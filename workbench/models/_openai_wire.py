@@ -10,8 +10,9 @@ later.
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -50,6 +51,7 @@ __all__ = [
     "parse_completion",
     "snippet",
     "sse_events",
+    "sse_events_in",
     "to_usage",
     "to_wire_messages",
     "wire_call",
@@ -442,23 +444,54 @@ def completion_response(
     )
 
 
-async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
-    """Server-sent events as ``(event, data)``: data lines joined, comments skipped.
+class SseReader:
+    """Server-sent events read line by line: ``(event, data)``, data lines joined, comments skipped.
 
-    An ``error:`` line (older llama.cpp) is taken as the data of an ``error`` event.
+    An ``error:`` line (older llama.cpp) is taken as the data of an ``error`` event. Driven by
+    `sse_events` for a stream as it arrives and by `sse_events_in` for one already received.
     """
-    event, data = "message", list[str]()
-    async for line in lines:
+
+    def __init__(self) -> None:
+        self._event, self._data = "message", list[str]()
+
+    def line(self, line: str) -> tuple[str, str] | None:
+        """Take one line (without its end); the event it completes, if it completes one."""
         if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = "message", list[str]()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
+            return self.end()
+        if line.startswith("data:"):
+            self._data.append(line[5:].removeprefix(" "))
         elif line.startswith("event:"):
-            event = line[6:].strip()
+            self._event = line[6:].strip()
         elif line.startswith("error:"):
-            event = "error"
-            data.append(line[6:].removeprefix(" "))
-    if data:
-        yield event, "\n".join(data)
+            self._event = "error"
+            self._data.append(line[6:].removeprefix(" "))
+        return None
+
+    def end(self) -> tuple[str, str] | None:
+        """The event under way, if it has data; the reader starts afresh."""
+        event, data = self._event, self._data
+        self._event, self._data = "message", []
+        return (event, "\n".join(data)) if data else None
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+    """The events of a stream, each as soon as its lines have arrived."""
+    reader = SseReader()
+    async for line in lines:
+        if (event := reader.line(line)) is not None:
+            yield event
+    if (event := reader.end()) is not None:
+        yield event
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def sse_events_in(body: str) -> Iterator[tuple[str, str]]:
+    """The events of a stream received whole (SSE ends a line with CR, LF or CRLF)."""
+    reader = SseReader()
+    for line in _LINE_END.split(body):
+        if (event := reader.line(line)) is not None:
+            yield event
+    if (event := reader.end()) is not None:
+        yield event
