@@ -103,6 +103,7 @@ class Recorder:
         self.run_ids: list[str] = []
         """The runs recorded, one per conversation, in the order they started."""
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="workbench-proxy-store")
+        self._queued: list[tuple[Callable[..., None], tuple[object, ...]]] = []
 
     def begin(self, call: Call) -> StepContext:
         """A request arrived: find (or start) its conversation and write the step's snapshot."""
@@ -135,6 +136,7 @@ class Recorder:
         )
         conversation.state, conversation.sent, conversation.in_flight = state, messages, snapshot
         self._write(self.store.step_started, snapshot)
+        self._flush()
         return snapshot
 
     def end(self, snapshot: StepContext, call: Call, outcome: Outcome) -> None:
@@ -154,6 +156,7 @@ class Recorder:
             else:
                 conversation.state = _ended(conversation.state)
             self._write(self.store.run_ended, conversation.state)
+        self._flush()
         self._conversations.clear()
         self._named.clear()
         self._writer.shutdown(wait=True)
@@ -228,7 +231,22 @@ class Recorder:
 
     def _write(self, write: Callable[..., None], *args: object) -> None:
         """Queue a store write (the store records its own failures in ``write_errors``)."""
-        self._writer.submit(write, *args)
+        self._queued.append((write, args))
+
+    def _flush(self) -> None:
+        """Hand the queued writes to the writer thread as one job, in order.
+
+        A request makes several writes (the step it ends, its own snapshot); one job wakes the
+        writer once, which matters when the proxy shares the agent's interpreter.
+        """
+        writes, self._queued = self._queued, []
+        if writes:
+            self._writer.submit(_write_all, writes)
+
+
+def _write_all(writes: list[tuple[Callable[..., None], tuple[object, ...]]]) -> None:
+    for write, args in writes:
+        write(*args)
 
 
 def _same(a: Message, b: Message) -> bool:
