@@ -528,6 +528,14 @@ def test_history_and_settings_reach_the_model() -> None:
     assert result.messages[-2].run_id == result.run_id
 
 
+def test_a_history_that_is_not_messages_is_refused_at_start() -> None:
+    agent = wb.Agent(model=wb.ScriptedModel(["never asked"]), store=False)
+    with pytest.raises(ValueError, match=r"messages\.0"):  # pydantic's ValidationError
+        agent.start(history=["What is 2 + 3?"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="a prompt or a history"):
+        agent.start()
+
+
 def test_external_flag_stops_from_another_thread() -> None:
     flag = wb.External()
     go_on = threading.Event()

@@ -22,12 +22,12 @@ from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks import CommandHook, Hook
 from workbench.hooks.runner import hook_tuple
-from workbench.messages import JsonValue, Message
+from workbench.messages import JsonValue, Message, Role, TextPart
 from workbench.models.base import Model, ModelSettings
 from workbench.models.replay import tool_replay_of
 from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext
 from workbench.rerun import rerun_state
-from workbench.state import AgentState
+from workbench.state import AgentState, new_id
 from workbench.store import RunNotFound, RunStore
 from workbench.subagent import SubagentContext, SubagentLimits, subagent_tool, subagent_tree
 from workbench.toolcalls import resume_state
@@ -139,25 +139,31 @@ class Agent:
         of another run that starts this one (a sub-agent's run); ``stop`` adds conditions to the
         agent's for this run (either fires); ``tools`` and ``model`` replace the agent's for it.
         """
+        if not history and prompt is None:
+            raise ValueError("a run needs a prompt or a history")
+        run_id, execution_id = new_id("run"), new_id("exe")
+
+        def ours(role: Role, text: str) -> Message:  # made by this run, before its first step
+            part = TextPart(text=text)
+            return Message(
+                role=role, parts=(part,), run_id=run_id, execution_id=execution_id, step=0
+            )
+
+        system = [ours("system", self.system_prompt)] if self.system_prompt else []
+        user = [ours("user", prompt)] if prompt is not None else []
         state = AgentState(
+            run_id=run_id,
+            execution_id=execution_id,
             agent_name=self.name,
             parent_run_id=parent.run_id if parent else parent_run_id,
             parent_call_id=parent.call_id if parent else None,
             depth=parent.view.state.depth + 1 if parent else 0,
             trace_id=parent.view.state.trace_id if parent else None,  # the parent's trace
             metadata=dict(metadata or {}),
+            messages=(*system, *history, *user),  # history keeps its own provenance
         )
-
-        def ours(message: Message) -> Message:  # made by this run, before its first step
-            return message.stamped(state.run_id, state.execution_id, 0)
-
-        system = [ours(Message.system(self.system_prompt))] if self.system_prompt else []
-        user = [ours(Message.user(prompt))] if prompt is not None else []
-        stamped = (*system, *history, *user)  # history keeps its own provenance
-        if not history and not user:
-            raise ValueError("a run needs a prompt or a history")
         run = self._run_from(
-            state.model_copy(update={"messages": stamped}),
+            state,
             settings,
             on_text_delta,
             tools=None if tools is None else tool_table(tools),
