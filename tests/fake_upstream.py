@@ -33,7 +33,7 @@ class Answer:
     gap: float = 0.0
     """Seconds between chunks."""
     headers: dict[str, str] = field(default_factory=dict)
-    """More headers for a complete answer (a redirect's ``location``)."""
+    """More headers for the answer (a redirect's ``location``)."""
 
 
 def completion(text: str = "", calls: list[tuple[str, str, dict[str, Any]]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
@@ -138,6 +138,8 @@ def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             self.send_response(answer.status)
             self.send_header("content-type", "text/event-stream")
             self.send_header("connection", "close")
+            for name, value in answer.headers.items():
+                self.send_header(name, value)
             self.end_headers()
             self.close_connection = True
             try:

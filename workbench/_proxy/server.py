@@ -380,12 +380,6 @@ class _Relay:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """Relay the status, the headers and each piece of the body; then record."""
-        headers = [
-            (k.lower().encode(), v.encode()) for k, v in _returned(self.answer.headers).items()
-        ]
-        await send(
-            {"type": "http.response.start", "status": self.answer.status, "headers": headers}
-        )
         relaying = asyncio.current_task()
         assert relaying is not None, "ASGI calls its application from a task"
         leaving = asyncio.ensure_future(receive())
@@ -415,6 +409,14 @@ class _Relay:
         self._record(self)
 
     async def _relay(self, send: Any) -> None:
+        # aiohttp decodes header bytes as UTF-8 with surrogate escapes: this gives them back
+        headers = [
+            (k.lower().encode("utf-8", "surrogateescape"), v.encode("utf-8", "surrogateescape"))
+            for k, v in _returned(self.answer.headers).items()
+        ]
+        await send(
+            {"type": "http.response.start", "status": self.answer.status, "headers": headers}
+        )
         try:
             async for piece in self.answer.content.iter_any():
                 self.first = self.first or time.perf_counter()
