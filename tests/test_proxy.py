@@ -283,17 +283,26 @@ def test_a_stream_that_breaks_off_or_sends_garbage_is_relayed_and_recorded() -> 
     assert "ended early" in errors[0].message  # type: ignore[union-attr]
 
 
-def test_a_stream_is_relayed_with_the_upstreams_status_and_header_bytes() -> None:
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_answer_comes_back_with_the_upstreams_status_and_header_bytes(stream: bool) -> None:
     """Header values that are not ASCII come back as the upstream sent their bytes."""
     events = chunks("hello")
-    answer = Answer(chunks=events, status=203, headers={"x-note": "café"})  # sent as latin-1
+    note = {"x-note": "café"}  # the fake sends it as latin-1: b"caf\xe9"
+    answer = (
+        Answer(chunks=events, status=203, headers=note)
+        if stream
+        else Answer(body=completion("hello"), status=203, headers=note)
+    )
     with fake_upstream(lambda b, h: answer) as upstream, wb.proxy(upstream.url) as proxy:
-        body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True}
+        body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": stream}
         with httpx.stream("POST", f"{proxy.url}/chat/completions", json=body) as got:
             relayed = got.read().decode()
     assert got.status_code == 203
     assert (b"x-note", b"caf\xe9") in got.headers.raw
-    assert relayed.count("data: ") == len(events) + 1  # each event as sent, then [DONE]
+    if stream:
+        assert relayed.count("data: ") == len(events) + 1  # each event as sent, then [DONE]
+    else:
+        assert json.loads(relayed) == completion("hello")
 
 
 def test_a_client_that_disconnects_mid_stream_is_recorded() -> None:

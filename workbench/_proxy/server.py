@@ -409,11 +409,8 @@ class _Relay:
         self._record(self)
 
     async def _relay(self, send: Any) -> None:
-        # aiohttp decodes header bytes as UTF-8 with surrogate escapes: this gives them back
-        headers = [
-            (k.lower().encode("utf-8", "surrogateescape"), v.encode("utf-8", "surrogateescape"))
-            for k, v in _returned(self.answer.headers).items()
-        ]
+        returned = _returned(self.answer.headers).items()
+        headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in returned]
         await send(
             {"type": "http.response.start", "status": self.answer.status, "headers": headers}
         )
@@ -469,7 +466,16 @@ def _succeeded(status: int) -> bool:
 
 
 def _returned(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k.lower() not in _NOT_RETURNED}
+    """The upstream's headers to pass back, each a string whose latin-1 bytes are those it sent.
+
+    aiohttp decodes header bytes as UTF-8 with surrogate escapes, and starlette encodes header
+    strings as latin-1: a value that is not ASCII would otherwise fail the whole response.
+    """
+    return {
+        k: v.encode("utf-8", "surrogateescape").decode("latin-1")
+        for k, v in headers.items()
+        if k.lower() not in _NOT_RETURNED
+    }
 
 
 def _cannot_reach(upstream: str, exc: Exception) -> str:
