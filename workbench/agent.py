@@ -22,7 +22,7 @@ from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks import CommandHook, Hook
 from workbench.hooks.runner import hook_tuple
-from workbench.messages import JsonValue, Message, Role, TextPart
+from workbench.messages import JsonValue, Message
 from workbench.models.base import Model, ModelSettings
 from workbench.models.replay import tool_replay_of
 from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext
@@ -143,14 +143,11 @@ class Agent:
             raise ValueError("a run needs a prompt or a history")
         run_id, execution_id = new_id("run"), new_id("exe")
 
-        def ours(role: Role, text: str) -> Message:  # made by this run, before its first step
-            part = TextPart(text=text)
-            return Message(
-                role=role, parts=(part,), run_id=run_id, execution_id=execution_id, step=0
-            )
+        def ours(message: Message) -> Message:  # made by this run, before its first step
+            return message.stamped(run_id, execution_id, 0)
 
-        system = [ours("system", self.system_prompt)] if self.system_prompt else []
-        user = [ours("user", prompt)] if prompt is not None else []
+        system = [ours(Message.system(self.system_prompt))] if self.system_prompt else []
+        user = [ours(Message.user(prompt))] if prompt is not None else []
         state = AgentState(
             run_id=run_id,
             execution_id=execution_id,

@@ -12,7 +12,6 @@ and replaces it. Status changes follow the `Transition` table in `workbench.stat
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import time
 import weakref
@@ -65,16 +64,6 @@ _MODEL_STOPS = (StopReason.COMPLETED, StopReason.TASK_COMPLETE)
 """Stop reasons where the model ended the run itself: Stop hooks may ask for another turn."""
 
 
-@functools.lru_cache(maxsize=256)
-def _schema_hash(tools: tuple[Tool, ...]) -> str:
-    """The hash of these tools' definitions, worked out once per set of tools.
-
-    Kept across runs, not per run: an agent's tools, and a sub-agent's called many times, are
-    the same objects run after run (tools compare by identity, so a changed tool is a new key).
-    """
-    return schema_hash(tuple(t.definition for t in tools))
-
-
 class Execution:
     """One execution of a run: from a new or resumed state until it ends or pauses."""
 
@@ -98,6 +87,7 @@ class Execution:
         """The tools of the step under way: the agent's, and what its toolsets offer now."""
         self._hidden: tuple[tuple[str, str], ...] = ()
         """The toolsets' tools hidden this step, with the reason."""
+        self._schema_hashes: dict[tuple[Tool, ...], str] = {}
         self._provider: str | None = getattr(config.model, "provider", None)
         self._server = server_of(config.model)
         self._limits = config.stop.limits()
@@ -545,6 +535,13 @@ class Execution:
             return (self.config.grace_tool,)
         return () if last_step and self.config.wrap_up_message else tuple(self._step_tools)
 
+    def _schema_hash(self) -> str:
+        """The hash of the step's tool definitions (worked out once per set of tools)."""
+        tools = tuple(self._step_tools.values())
+        if tools not in self._schema_hashes:
+            self._schema_hashes[tools] = schema_hash(tuple(t.definition for t in tools))
+        return self._schema_hashes[tools]
+
     def _grace_tool_ran(self) -> bool:
         outcomes = self._step_draft().outcomes
         return any(o.status == "ok" and o.name == self.config.grace_tool for o in outcomes)
@@ -561,7 +558,7 @@ class Execution:
             model_name=self.config.model.name,
             model_settings=dict(self.config.settings),
             tool_names=tuple(self._step_tools),
-            tool_schema_hash=_schema_hash(tuple(self._step_tools.values())),
+            tool_schema_hash=self._schema_hash(),
             system_prompt_hash=self._prompt_hash,
             budget=Budget.of(self._limits, view),
             message_count=len(state.messages),
