@@ -129,6 +129,19 @@ def test_a_stream_is_relayed_as_sent_and_recorded_with_time_to_first_token() -> 
     assert step.usage.output_tokens == 3
 
 
+def test_the_proxy_serves_on_uvloop_which_the_extra_installs() -> None:
+    """The proxy's own loop is uvloop's (its time is transport work, taken from the agent's)."""
+    import uvloop  # the proxy extra installs it on this platform
+
+    with (
+        fake_upstream(adder) as upstream,
+        wb.proxy(upstream.url, store=wb.RunStore(":memory:")) as proxy,
+    ):
+        assert tool_loop(client_for(proxy)) == "the sum is 3"
+        assert proxy.app.client is not None
+        assert isinstance(proxy.app.client._loop, uvloop.Loop)
+
+
 def test_interleaved_conversations_are_separate_runs_and_a_header_names_one() -> None:
     store = wb.RunStore(":memory:")
     with fake_upstream(adder) as upstream, wb.proxy(upstream.url, store=store) as proxy:

@@ -1,9 +1,13 @@
 """`proxy()`: the recording proxy started in a background thread, and the handle that stops it.
 
 The server has its own thread and event loop, so it works the same from a script, a test or a
-notebook whose kernel already runs a loop. Its socket is bound and listening before `proxy()`
-returns, so a client may connect at once: the connection waits in the socket's backlog until the
-server accepts it, and ``port=0`` (a free port) is safe to use.
+notebook whose kernel already runs a loop. That loop is uvloop's where it is installed (the
+``proxy`` extra installs it but on Windows): the proxy's time is mostly transport and protocol
+work, which uvloop does in C, and in a notebook that time is taken from the agent's interpreter.
+
+Its socket is bound and listening before `proxy()` returns, so a client may connect at once: the
+connection waits in the socket's backlog until the server accepts it, and ``port=0`` (a free
+port) is safe to use.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -93,7 +98,8 @@ class ProxyHandle:
 
     def _serve(self) -> None:
         try:
-            asyncio.run(self._main())
+            with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+                runner.run(self._main())
         except Exception as exc:  # kept for `close` to raise; clients are refused meanwhile
             self._failure = exc
         finally:  # a server that failed must refuse connections, not leave them in the backlog
@@ -106,6 +112,15 @@ class ProxyHandle:
         async with aiohttp.ClientSession(timeout=timeout) as client:
             self.app.client = client
             await self._server.serve(sockets=[self._sock])
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop to serve on: uvloop's if it is installed, else asyncio's (``None``)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def proxy(
