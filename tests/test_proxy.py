@@ -6,6 +6,7 @@ Every test talks HTTP to a real proxy (uvicorn in its thread) in front of a real
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -330,6 +331,66 @@ def test_a_client_that_disconnects_mid_stream_is_recorded() -> None:
     run = store.load(proxy.run_ids[0])
     assert run.error is not None and run.error.type == "ClientDisconnected"
     assert run.steps[0].response is None
+
+
+class _Pieces:
+    """An upstream body at the unit level: its pieces, and whether its end came with the last."""
+
+    def __init__(self, pieces: list[bytes], end_with_last: bool) -> None:
+        self.pieces, self.end_with_last = pieces, end_with_last
+
+    async def readany(self) -> bytes:
+        return self.pieces.pop(0) if self.pieces else b""
+
+    def iter_any(self) -> aiohttp.streams.AsyncStreamIterator[bytes]:
+        return aiohttp.streams.AsyncStreamIterator(self.readany)
+
+    def at_eof(self) -> bool:
+        return not self.pieces and self.end_with_last
+
+
+class _Answer:
+    def __init__(self, content: _Pieces) -> None:
+        self.status, self.headers, self.content = (
+            200,
+            {"content-type": "text/event-stream"},
+            content,
+        )
+        self.released = False
+
+    def release(self) -> None:
+        self.released = True
+
+
+@pytest.mark.parametrize("end_with_last", [True, False])
+def test_a_relayed_stream_ends_once_with_the_last_piece_when_the_upstream_ended_with_it(
+    end_with_last: bool,
+) -> None:
+    from workbench._proxy.server import _Relay
+
+    sent: list[dict[str, Any]] = []
+    recorded: list[_Relay] = []
+
+    async def relay() -> None:
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        async def receive() -> dict[str, Any]:
+            await asyncio.Event().wait()  # the client stays
+            raise AssertionError
+
+        answer = _Answer(_Pieces([b"data: 1\n\n", b"data: [DONE]\n\n"], end_with_last))
+        await _Relay(answer, recorded.append)({}, receive, send)  # type: ignore[arg-type]
+        assert answer.released
+
+    asyncio.run(relay())
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 200
+    bodies = [(m["body"], m["more_body"]) for m in sent[1:]]
+    if end_with_last:  # one write for the agent to read, not a last piece and then an end
+        assert bodies == [(b"data: 1\n\n", True), (b"data: [DONE]\n\n", False)]
+    else:
+        assert bodies == [(b"data: 1\n\n", True), (b"data: [DONE]\n\n", True), (b"", False)]
+    assert [r.outcome for r in recorded] == ["ended"]
 
 
 def test_a_request_that_is_not_chat_completions_is_a_400() -> None:

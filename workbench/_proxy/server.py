@@ -377,6 +377,8 @@ class _Relay:
         self.why = ""
         self._record = record
         self._left = False
+        self._finished = False
+        """The agent was sent the end of the body (with the last piece)."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """Relay the status, the headers and each piece of the body; then record."""
@@ -404,7 +406,7 @@ class _Relay:
                 self.answer.release()
             else:
                 self.answer.close()
-        if not self._left:
+        if not self._left and not self._finished:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         self._record(self)
 
@@ -414,11 +416,17 @@ class _Relay:
         await send(
             {"type": "http.response.start", "status": self.answer.status, "headers": headers}
         )
+        stream = self.answer.content
         try:
-            async for piece in self.answer.content.iter_any():
+            async for piece in stream.iter_any():
                 self.first = self.first or time.perf_counter()
                 self.received.append(piece)
-                await send({"type": "http.response.body", "body": piece, "more_body": True})
+                # The upstream's last piece and its end often come together (``[DONE]`` and the
+                # last chunk of the body): passed on as one write, which the agent reads at once.
+                self._finished = stream.at_eof()
+                await send(
+                    {"type": "http.response.body", "body": piece, "more_body": not self._finished}
+                )
             self.outcome = "ended"
         except _UPSTREAM_FAILED as exc:
             self.outcome, self.why = "broke", repr(exc)
