@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from tests._counting import PROMPT, content, counting_agent, counting_model
+from tests._counting import PROMPT, add, content, counting_agent, counting_model
 from workbench import _storage
 from workbench.demo import demo_agent, run_demo
 from workbench.store import STORE_ENV
@@ -386,14 +386,99 @@ def test_an_older_store_is_migrated_and_keeps_its_runs(
 ) -> None:
     path = tmp_path / "runs.sqlite"
     run = _stored_run(path)
-    monkeypatch.setattr(_storage, "STORE_SCHEMA_VERSION", 2)
+    current = _storage.STORE_SCHEMA_VERSION
+    monkeypatch.setattr(_storage, "STORE_SCHEMA_VERSION", current + 1)
     monkeypatch.setitem(
-        _storage._MIGRATIONS, 2, ("CREATE INDEX steps_by_step ON steps (run_id, step)",)
+        _storage._MIGRATIONS, current + 1, ("CREATE INDEX steps_by_step ON steps (run_id, step)",)
     )
     with wb.RunStore(path) as store:
         assert store.load(run.run_id).state == run.state
-    assert _rows(path, "SELECT version FROM schema_version ORDER BY version") == [(1,), (2,)]
+    versions = _rows(path, "SELECT version FROM schema_version ORDER BY version")
+    assert versions == [(v,) for v in range(1, current + 2)]
     assert _rows(path, "SELECT name FROM sqlite_master WHERE name = 'steps_by_step'")
+
+
+ADD = wb.tool(add).definition
+"""What the counting agent's tool is defined as, to the model and in snapshots."""
+
+
+def _v1_store(path: Path) -> str:
+    """A store written by workbench with store schema 1 (tool definitions inside snapshots)."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.executescript((Path(__file__).parent / "data" / "store_v1.sql").read_text())
+    finally:
+        conn.close()
+    (run_id,) = _rows(path, "SELECT run_id FROM runs")[0]
+    return str(run_id)
+
+
+def test_a_version_1_store_is_migrated_its_snapshots_keep_their_tools_and_runs_go_on(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    old_id = _v1_store(path)
+    with wb.RunStore(path) as store:
+        old = store.load(old_id)
+        assert [s.tool_names for s in old.snapshots] == [("add",), ("add",)]
+        assert [[d.name for d in s.tool_definitions] for s in old.snapshots] == [["add"], ["add"]]
+        assert store.snapshot(old_id, 2).tool_definitions == old.snapshots[1].tool_definitions
+        assert old.output == "total 1"
+        rerun = counting_agent(2, store).rerun_sync(old.snapshots[1])  # a new run in the old file
+        assert store.load(rerun.run_id).snapshots[-1].tool_definitions == (ADD,)
+    assert _rows(path, "SELECT max(version) FROM schema_version") == [(2,)]
+    assert _rows(path, "SELECT count(*) FROM snapshots WHERE tools IS NULL") == [(2,)]  # old ones
+    assert _rows(path, "SELECT count(*) FROM tool_sets") == [(1,)]
+
+
+def test_tool_definitions_are_stored_once_a_run_and_set_of_tools(
+    store: wb.RunStore, tmp_path: Path
+) -> None:
+    result = counting_agent(6, store).run_sync(PROMPT)
+    db = tmp_path / "runs.sqlite"
+    assert _rows(db, "SELECT count(*) FROM tool_sets") == [(1,)]
+    bodies = [str(r[0]) for r in _rows(db, "SELECT body FROM snapshots")]
+    assert len(bodies) == len(result.snapshots) and not any("tool_definitions" in b for b in bodies)
+    assert "Add two integers." in str(_rows(db, "SELECT body FROM tool_sets")[0][0])
+    loaded = store.load(result.run_id)
+    assert loaded.snapshots == result.snapshots
+    assert loaded.snapshots[0].tool_definitions == (ADD,)
+    assert store.snapshot(result.run_id, 3) == result.snapshots[2]
+
+
+def test_a_run_whose_tools_change_stores_each_set_once() -> None:
+    from workbench.store import _RunLog
+
+    log = _RunLog("run_x")
+    one = (ADD,)
+    two = (ADD, ADD.model_copy(update={"name": "plus"}))
+    refs = [log.tools_ref(tools) for tools in (one, one, two, one, ())]
+    assert refs[0] == refs[1] == refs[3] and refs[2] not in (refs[0], None) and refs[4] is None
+    assert [row[1] for row in log.tool_rows] == [refs[0], refs[2]]  # each set queued once
+    log.rolled_back()  # the transaction failed: the next write queues them again
+    assert log.tools_ref(two) == refs[2] and [row[1] for row in log.tool_rows] == [refs[2]]
+
+
+def test_a_damaged_or_missing_tool_set_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    bad, good = _stored_run(path), _stored_run(path)
+    _execute(path, "UPDATE tool_sets SET body = '[{\"name\": 3}]' WHERE run_id = ?", (bad.run_id,))
+    with wb.RunStore(path) as store:
+        with pytest.raises(wb.StoreError, match=r"tool set .* is not a list of tool definitions"):
+            store.load(bad.run_id)
+        with pytest.raises(wb.StoreError, match=r"tool set .* is not a list of tool definitions"):
+            store.snapshot(bad.run_id, 1)
+        assert store.load(good.run_id).snapshots == good.snapshots
+    _execute(path, "DELETE FROM tool_sets WHERE run_id = ?", (bad.run_id,))
+    with wb.RunStore(path) as store, pytest.raises(wb.StoreError, match=r"missing \(damaged"):
+        store.load(bad.run_id)
+    huge = json.dumps([{"name": "t", "description": "x" * 200_000, "parameters": {}}])
+    _execute(path, "UPDATE tool_sets SET body = ? WHERE run_id = ?", (huge, good.run_id))
+    with (
+        wb.RunStore(path, max_payload_chars=100_000) as store,
+        pytest.raises(wb.StoreError, match=r"tool set .* payload of 200,\d{3} characters"),
+    ):
+        store.load(good.run_id)
 
 
 def test_an_edited_earlier_message_is_stored_not_taken_from_the_previous_conversation() -> None:

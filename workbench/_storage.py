@@ -12,6 +12,9 @@ holds "how the bytes look". Two rules shape everything here:
 Messages are stored once per run, in a per-run sequence (``seq``); snapshots, step records and
 states refer to them by half-open ``[start, end)`` ranges of ``seq``. Because a run's conversation
 only grows, a reference is usually a single range, so storage is linear in the length of a run.
+A snapshot's tool definitions are stored once per run and set of tools (``tool_sets``, keyed by a
+hash of their JSON), and the snapshot names its set: an agent's tools rarely change between steps,
+and their schemas can outweigh everything else a step writes.
 """
 
 from __future__ import annotations
@@ -20,16 +23,16 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic_core
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from workbench._record import Record
 from workbench.errors import RunNotFound, StoreError
-from workbench.messages import Message
+from workbench.messages import Message, ToolDefinition
 from workbench.records import StepContext, StepRecord
 from workbench.state import SCHEMA_VERSION as STATE_SCHEMA_VERSION
 from workbench.state import AgentState, validation_summary
@@ -48,17 +51,21 @@ __all__ = [
     "dump_snapshot",
     "dump_state",
     "dump_step",
+    "dump_tools",
     "load_message",
     "load_ranges",
     "load_snapshot",
     "load_state",
     "load_step",
+    "load_tools",
     "materialize",
     "open_connection",
 ]
 
-STORE_SCHEMA_VERSION = 1
+STORE_SCHEMA_VERSION = 2
 """Version of the store's table layout. Bump it and add an entry to `_MIGRATIONS` on any change."""
+
+_T = TypeVar("_T")
 
 Range = tuple[int, int]
 """Half-open range ``[start, end)`` of message ``seq`` numbers within one run."""
@@ -112,7 +119,19 @@ _V1 = (
     )""",
 )
 
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1}
+_V2 = (
+    # A snapshot's tool definitions, once per run and set of tools: with many tools (an MCP
+    # server's) they were most of each snapshot. Older snapshots keep theirs inline (NULL here).
+    """CREATE TABLE tool_sets (
+        run_id TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (run_id, hash)
+    ) WITHOUT ROWID""",
+    "ALTER TABLE snapshots ADD COLUMN tools TEXT",
+)
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2}
 """Statements that take the store from version ``n - 1`` to ``n``."""
 
 
@@ -302,8 +321,13 @@ def dump_state(state: AgentState) -> str:
 
 
 def dump_snapshot(snapshot: StepContext) -> str:
-    """The snapshot as JSON without its state's messages."""
-    return snapshot.model_dump_json(exclude={"state": {"messages"}})
+    """The snapshot as JSON without its state's messages and its tool definitions."""
+    return snapshot.model_dump_json(exclude={"state": {"messages"}, "tool_definitions": True})
+
+
+def dump_tools(definitions: Sequence[ToolDefinition]) -> str:
+    """Tool definitions as a JSON array (a row of ``tool_sets``)."""
+    return pydantic_core.to_json(definitions).decode()
 
 
 def dump_step(record: StepRecord) -> str:
@@ -318,13 +342,7 @@ def dump_ranges(ranges: Sequence[Range]) -> str:
 
 def load_message(body: str | None, size: int, where: str, limit: int) -> Message:
     """A message from its row."""
-    text = _bounded(body, size, where, limit)
-    try:
-        return Message.model_validate_json(text)
-    except ValidationError as exc:
-        raise StoreError(
-            f"{where} is not a valid message: {validation_summary(exc, limit=3)}"
-        ) from None
+    return _validated(Message.model_validate_json, body, size, where, limit, "a valid message")
 
 
 def load_state(
@@ -348,9 +366,17 @@ def load_state(
 
 
 def load_snapshot(
-    body: str | None, size: int, messages: tuple[Message, ...], where: str, limit: int
+    body: str | None,
+    size: int,
+    messages: tuple[Message, ...],
+    tools: tuple[ToolDefinition, ...] | None,
+    where: str,
+    limit: int,
 ) -> StepContext:
-    """A snapshot from its JSON (without the state's messages) and those messages."""
+    """A snapshot from its JSON (without the state's messages), those messages and its tools.
+
+    ``tools`` is None for a snapshot that holds its tool definitions itself (or has none).
+    """
     raw = _object(_bounded(body, size, where, limit), where)
     state = raw.get("state")
     if not isinstance(state, dict):
@@ -364,7 +390,29 @@ def load_snapshot(
             f"{where} is not a valid snapshot: {validation_summary(exc, limit=3)}"
         ) from None
     full = snapshot.state.model_copy(update={"messages": messages})
-    return snapshot.model_copy(update={"state": full})
+    if tools is None:
+        return snapshot.model_copy(update={"state": full})
+    return snapshot.model_copy(update={"state": full, "tool_definitions": tools})
+
+
+_TOOL_SET = TypeAdapter(tuple[ToolDefinition, ...])
+
+
+def load_tools(body: str | None, size: int, where: str, limit: int) -> tuple[ToolDefinition, ...]:
+    """The tool definitions of a ``tool_sets`` row."""
+    what = "a list of tool definitions"
+    return _validated(_TOOL_SET.validate_json, body, size, where, limit, what)
+
+
+def _validated(
+    validate: Callable[[str], _T], body: str | None, size: int, where: str, limit: int, what: str
+) -> _T:
+    """A row's JSON payload validated (`StoreError` saying ``where`` is not ``what``)."""
+    text = _bounded(body, size, where, limit)
+    try:
+        return validate(text)
+    except ValidationError as exc:
+        raise StoreError(f"{where} is not {what}: {validation_summary(exc, limit=3)}") from None
 
 
 def load_step(

@@ -8,8 +8,10 @@ step record with the state after it as the step ends.
 
 Writing is kept flat per step: a message is serialized once, the first time the store sees it
 (known message objects are recognised by identity, others by a content hash), and a snapshot or
-record refers to its messages by ranges of a per-run sequence. A store failure never breaks the
-run that is writing: it is logged, kept in `RunStore.write_errors`, and the run goes on.
+record refers to its messages by ranges of a per-run sequence. A snapshot's tool definitions are
+written once per run and set of tools, and the snapshot names the set. A store failure never
+breaks the run that is writing: it is logged, kept in `RunStore.write_errors`, and the run goes
+on.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pydantic import ValidationError
 
 from workbench import _storage as st
 from workbench._storage import RunNotFound, RunSummary, StoreError
-from workbench.messages import Message
+from workbench.messages import Message, ToolDefinition
 from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
 from workbench.state import AgentState, validation_summary
 
@@ -73,6 +75,11 @@ class _RunLog:
     prefix: tuple[Message, ...] = ()
     prefix_ranges: tuple[st.Range, ...] = ()
     rows: list[tuple[str, int, str, str]] = field(default_factory=list)
+    tool_sets: set[str] = field(default_factory=set)
+    """The hashes of the run's tool sets that have rows (or are queued in ``tool_rows``)."""
+    tool_rows: list[tuple[str, str, str]] = field(default_factory=list)
+    last_tools: tuple[tuple[ToolDefinition, ...], str] | None = None
+    """The last set of tools referenced and its hash: the next step almost always has it too."""
     latest: AgentState | None = None
     model_name: str | None = None
 
@@ -112,9 +119,24 @@ class _RunLog:
         self.known[id(message)] = (message, seq)
         return seq
 
+    def tools_ref(self, definitions: tuple[ToolDefinition, ...]) -> str | None:
+        """The hash naming ``definitions``, queueing their row if the run has none yet."""
+        if not definitions:
+            return None
+        if self.last_tools is not None and self.last_tools[0] == definitions:
+            return self.last_tools[1]
+        body = st.dump_tools(definitions)
+        digest = hashlib.sha256(body.encode()).hexdigest()[:32]
+        if digest not in self.tool_sets:
+            self.tool_sets.add(digest)
+            self.tool_rows.append((self.run_id, digest, body))
+        self.last_tools = (definitions, digest)
+        return digest
+
     def committed(self) -> None:
         """The queued rows are in the database."""
         self.rows.clear()
+        self.tool_rows.clear()
 
     def rolled_back(self) -> None:
         """The queued rows never made it: forget them so a later step writes them again."""
@@ -124,6 +146,9 @@ class _RunLog:
             self.by_hash = {h: s for h, s in self.by_hash.items() if s < first}
             self.known = {k: v for k, v in self.known.items() if v[1] < first}
             self.rows.clear()
+        self.tool_sets.difference_update(digest for _, digest, _ in self.tool_rows)
+        self.tool_rows.clear()
+        self.last_tools = None
         self.prefix, self.prefix_ranges = (), ()
         self.model_name = None
 
@@ -296,8 +321,14 @@ class RunStore(RunObserver):
             where = f"run {run_id} snapshot of step {step}"
             ranges = st.load_ranges(row[2], count, where)
             messages = self._messages(conn, run_id, ranges)
+            tools = self._tool_sets(conn, run_id, {row[3]} - {None})
             return st.load_snapshot(
-                row[0], row[1], st.materialize(messages, ranges), where, self.max_payload_chars
+                row[0],
+                row[1],
+                st.materialize(messages, ranges),
+                tools.get(row[3]),
+                where,
+                self.max_payload_chars,
             )
 
     def delete(self, run_id: str) -> None:
@@ -309,7 +340,7 @@ class RunStore(RunObserver):
             for parent in doomed:  # grows as sub-runs are found: the whole tree
                 doomed += [child for (child,) in conn.execute(_CHILDREN, (parent,)).fetchall()]
             for doomed_id in doomed:
-                for table in ("runs", "messages", "snapshots", "steps"):
+                for table in ("runs", "messages", "snapshots", "steps", "tool_sets"):
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (doomed_id,))
 
     def _state(self, row: tuple[Any, ...], messages: list[Message], run_id: str) -> AgentState:
@@ -338,16 +369,35 @@ class RunStore(RunObserver):
     def _snapshots(
         self, conn: sqlite3.Connection, run_id: str, messages: list[Message]
     ) -> tuple[StepContext, ...]:
+        rows = conn.execute(_SNAPSHOTS, (self.max_payload_chars, run_id)).fetchall()
+        tools = self._tool_sets(conn, run_id, {row[4] for row in rows} - {None})
         out = []
-        for step, body, size, refs in conn.execute(_SNAPSHOTS, (self.max_payload_chars, run_id)):
+        for step, body, size, refs, named in rows:
             where = f"run {run_id} snapshot of step {step}"
             ranges = st.load_ranges(refs, len(messages), where)
-            out.append(
-                st.load_snapshot(
-                    body, size, st.materialize(messages, ranges), where, self.max_payload_chars
-                )
-            )
+            sent = st.materialize(messages, ranges)
+            limit = self.max_payload_chars
+            out.append(st.load_snapshot(body, size, sent, tools.get(named), where, limit))
         return tuple(out)
+
+    def _tool_sets(
+        self, conn: sqlite3.Connection, run_id: str, wanted: set[str]
+    ) -> dict[str, tuple[ToolDefinition, ...]]:
+        """The run's tool sets named in ``wanted``, each read once however many steps share it."""
+        if not wanted:
+            return {}
+        found = {}
+        for digest, body, size in conn.execute(_TOOL_SETS, (self.max_payload_chars, run_id)):
+            if digest in wanted:
+                where = f"run {run_id} tool set {digest}"
+                found[digest] = st.load_tools(body, size, where, self.max_payload_chars)
+        missing = sorted(wanted - found.keys())
+        if missing:
+            raise StoreError(
+                f"run {run_id}: the tool set {missing[0]} that its snapshots name is missing "
+                "(damaged store)"
+            )
+        return found
 
     def _steps(
         self, conn: sqlite3.Connection, run_id: str, messages: list[Message]
@@ -448,6 +498,8 @@ class RunStore(RunObserver):
                     log = self._log(conn, run_id)
                     write(log, conn)
                     conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?)", log.rows)
+                    if log.tool_rows:  # rare: a run's first step, or new tools
+                        conn.executemany("INSERT INTO tool_sets VALUES (?, ?, ?)", log.tool_rows)
                 log.committed()
             except Exception as exc:
                 if log is not None:
@@ -464,6 +516,8 @@ class RunStore(RunObserver):
             ):
                 log.by_hash.setdefault(digest, seq)
                 log.next_seq = max(log.next_seq, seq + 1)
+            tool_sets = conn.execute("SELECT hash FROM tool_sets WHERE run_id = ?", (run_id,))
+            log.tool_sets.update(digest for (digest,) in tool_sets)
             row = conn.execute("SELECT max(seq) FROM steps WHERE run_id = ?", (run_id,)).fetchone()
             log.next_step = 0 if row[0] is None else row[0] + 1
         return log
@@ -480,9 +534,12 @@ class RunStore(RunObserver):
 
     def _put_snapshot(self, log: _RunLog, conn: sqlite3.Connection, snapshot: StepContext) -> None:
         ranges = st.dump_ranges(log.refs(snapshot.state.messages, full=True))
+        tools = log.tools_ref(snapshot.tool_definitions)
+        body = st.dump_snapshot(snapshot)
         conn.execute(
-            "INSERT INTO snapshots VALUES (?, ?, ?, ?, ?)",
-            (snapshot.id, snapshot.run_id, snapshot.step, st.dump_snapshot(snapshot), ranges),
+            "INSERT INTO snapshots (id, run_id, step, body, messages, tools) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (snapshot.id, snapshot.run_id, snapshot.step, body, ranges, tools),
         )
         if snapshot.model_name != log.model_name:  # once per execution: one page less a step
             conn.execute(
@@ -552,11 +609,14 @@ _STATE = (
 _MESSAGES = (
     f"SELECT seq, {_BODY} FROM messages WHERE run_id = ?2 AND (?3 < 0 OR seq < ?3) ORDER BY seq"
 )
-_SNAPSHOTS = f"SELECT step, {_BODY}, messages FROM snapshots WHERE run_id = ?2 ORDER BY step, rowid"
+_SNAPSHOTS = (
+    f"SELECT step, {_BODY}, messages, tools FROM snapshots WHERE run_id = ?2 ORDER BY step, rowid"
+)
 _SNAPSHOT = (
-    f"SELECT {_BODY}, messages FROM snapshots WHERE run_id = ?2 AND step = ?3 "
+    f"SELECT {_BODY}, messages, tools FROM snapshots WHERE run_id = ?2 AND step = ?3 "
     "ORDER BY rowid DESC LIMIT 1"
 )
+_TOOL_SETS = f"SELECT hash, {_BODY} FROM tool_sets WHERE run_id = ?2"
 _SNAPSHOT_STEPS = "SELECT DISTINCT step FROM snapshots WHERE run_id = ? ORDER BY step"
 _STEPS = (
     f"SELECT step, {_BODY}, messages_in, new_messages FROM steps WHERE run_id = ?2 ORDER BY seq"
