@@ -11,11 +11,13 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +170,30 @@ def test_interleaved_conversations_are_separate_runs_and_a_header_names_one() ->
     assert [len(r.steps) for r in runs] == [2, 2, 2]
     assert [r.steps[0].tool_outcomes[0].content for r in runs[:2]] == ["a", "b"]
     assert runs[2].state.metadata["conversation"] == "mine"
+
+
+def test_tools_that_change_mid_conversation_are_recorded_per_step_and_stored_once_each(
+    tmp_path: Path,
+) -> None:
+    mul = {"type": "function", "function": {**ADD["function"], "name": "mul"}}
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    with fake_upstream(adder) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        client = client_for(proxy)
+        messages: list[Any] = [{"role": "user", "content": "add, then more"}]
+        for tools in ([ADD], [ADD], [ADD, mul]):
+            answer = client.chat.completions.create(model="m", messages=messages, tools=tools)
+            messages += [
+                answer.choices[0].message.model_dump(exclude_none=True),
+                {"role": "tool", "tool_call_id": "call_1", "content": "3"},
+            ]
+    (run,) = [store.load(r) for r in proxy.run_ids]
+    named = [[d.name for d in s.tool_definitions] for s in run.snapshots]
+    assert named == [["add"], ["add"], ["add", "mul"]]
+    hashes = [s.tool_schema_hash for s in run.snapshots]
+    assert hashes[0] == hashes[1] != hashes[2]
+    store.close()
+    with closing(sqlite3.connect(tmp_path / "runs.sqlite")) as db:
+        assert db.execute("SELECT count(*) FROM tool_sets").fetchone() == (2,)
 
 
 def closed_port() -> int:

@@ -72,6 +72,9 @@ class _Conversation:
         self.sent: tuple[Message, ...] | None = None
         self.in_flight: StepContext | None = None
         self.pending: _Pending | None = None
+        self.tools: tuple[ToolDefinition, ...] = ()
+        self.tools_hash = schema_hash(())
+        """The tools of the last request, and their hash: an agent sends the same ones each time."""
 
     def continues(self, messages: tuple[Message, ...]) -> bool:
         """True when ``messages`` start with what this conversation sent last."""
@@ -114,6 +117,8 @@ class Recorder:
         step = state.step + 1
         messages = _provenance(conversation, call.messages)
         state = state.model_copy(update={"step": step, "messages": messages})
+        if call.tools != conversation.tools:
+            conversation.tools, conversation.tools_hash = call.tools, schema_hash(call.tools)
         snapshot = StepContext(
             run_id=state.run_id,
             execution_id=state.execution_id,
@@ -122,8 +127,8 @@ class Recorder:
             model_name=call.model,
             model_settings=call.settings,
             tool_names=tuple(t.name for t in call.tools),
-            tool_schema_hash=schema_hash(call.tools),
-            tool_definitions=call.tools,
+            tool_schema_hash=conversation.tools_hash,
+            tool_definitions=conversation.tools,
             system_prompt_hash=_system_hash(messages),
             budget=Budget(
                 steps_used=step - 1,
