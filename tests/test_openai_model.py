@@ -732,15 +732,23 @@ def test_the_recordings_hold_the_faults_they_are_for() -> None:
 
 
 @pytest.mark.parametrize("end", ["\n", "\r", "\r\n"])
-def test_server_sent_events_read_alike_live_and_whole(end: str) -> None:
-    """The proxy reads a stream it received whole as the client reads one arriving line by line."""
-    from workbench.models._openai_wire import sse_events, sse_events_in
+def test_server_sent_events_read_alike_by_line_and_by_piece(end: str) -> None:
+    """The proxy reads a stream piece by piece as the client reads one arriving line by line.
+
+    However the text is cut into two pieces: mid-line, between the CR and LF of a line end.
+    """
+    from workbench.models._openai_wire import SseReader, sse_events
 
     lines = (": a comment", 'data: {"a": 1}', "", "event: ping", "data: one", "data: two", "")
     text = end.join((*lines, "error: bad gateway", "", "", "data: [DONE]"))
     expected = [("message", '{"a": 1}'), ("ping", "one\ntwo"), ("error", "bad gateway")]
     expected.append(("message", "[DONE]"))  # the last event needs no blank line after it
-    assert list(sse_events_in(text)) == expected
+    for cut in range(len(text) + 1):
+        reader = SseReader()
+        events = [*reader.feed(text[:cut]), *reader.feed(text[cut:]), *reader.close()]
+        assert events == expected, cut
+    whole = SseReader()
+    assert [*whole.feed(text + end), *whole.close()] == expected  # a line end at the very end
 
     async def arriving() -> AsyncIterator[str]:
         for line in text.split(end):

@@ -114,11 +114,12 @@ def test_a_tool_loop_becomes_a_run_with_steps_tool_outcomes_and_no_key(tmp_path:
         assert KEY.encode() not in path.read_bytes()
 
 
-def test_a_stream_is_relayed_as_sent_and_recorded_with_time_to_first_token() -> None:
+@pytest.mark.parametrize("gap", [0.0, 0.02])  # all in a piece or so; an event a piece
+def test_a_stream_is_relayed_as_sent_and_recorded_with_time_to_first_token(gap: float) -> None:
     store = wb.RunStore(":memory:")
 
     def streaming(body: dict[str, Any], headers: dict[str, str]) -> Answer:
-        return Answer(chunks=chunks("streamed hello"))
+        return Answer(chunks=chunks("streamed hello"), gap=gap)
 
     with fake_upstream(streaming) as upstream, wb.proxy(upstream.url, store=store) as proxy:
         stream = client_for(proxy).chat.completions.create(
@@ -130,6 +131,32 @@ def test_a_stream_is_relayed_as_sent_and_recorded_with_time_to_first_token() -> 
     assert step.response is not None and step.response.text_content == "streamed hello"
     assert step.timing.time_to_first_token is not None
     assert step.usage.output_tokens == 3
+
+
+def test_a_stream_is_read_into_the_recording_whatever_its_pieces() -> None:
+    """Cut anywhere (mid-line, between CR and LF, inside a character), it reads the same."""
+    from workbench._proxy.server import _Reading
+
+    text = "héllo wörld ✓"
+    events = [f"data: {json.dumps(c, ensure_ascii=False)}" for c in chunks(text, pieces=5)]
+    body = "\r\n\r\n".join([*events, "data: [DONE]"]).encode()
+    for cut in range(len(body) + 1):
+        reading = _Reading(0.0, str)
+        reading.take(body[:cut])
+        reading.take(body[cut:])
+        reading.close()
+        assert reading.problem is None, cut
+        assert "".join(reading.assembler.text) == text, cut
+    cut_short = _Reading(0.0, str)  # no [DONE], no finish: the stream ended early
+    cut_short.take("\n\n".join(events[:2]).encode())
+    cut_short.close()
+    assert cut_short.problem == ("MalformedResponseError", "the upstream's stream ended early")
+    garbage = _Reading(0.0, str)  # the first bad event is the problem; nothing after it is read
+    garbage.take(f"{events[0]}\n\ndata: not json\n\n{events[1]}\n\n".encode())
+    garbage.close()
+    assert garbage.problem is not None and "not a chat completion chunk" in garbage.problem[1]
+    first = chunks(text, pieces=5)[0]["choices"][0]["delta"]["content"]
+    assert "".join(garbage.assembler.text) == first
 
 
 def test_the_proxy_serves_on_uvloop_which_the_extra_installs() -> None:
@@ -392,7 +419,7 @@ class _Answer:
 def test_a_relayed_stream_ends_once_with_the_last_piece_when_the_upstream_ended_with_it(
     end_with_last: bool,
 ) -> None:
-    from workbench._proxy.server import _Relay
+    from workbench._proxy.server import _Reading, _Relay
 
     sent: list[dict[str, Any]] = []
     recorded: list[_Relay] = []
@@ -406,7 +433,8 @@ def test_a_relayed_stream_ends_once_with_the_last_piece_when_the_upstream_ended_
             raise AssertionError
 
         answer = _Answer(_Pieces([b"data: 1\n\n", b"data: [DONE]\n\n"], end_with_last))
-        await _Relay(answer, recorded.append)({}, receive, send)  # type: ignore[arg-type]
+        reading = _Reading(0.0, str)
+        await _Relay(answer, reading, recorded.append)({}, receive, send)  # type: ignore[arg-type]
         assert answer.released
 
     asyncio.run(relay())

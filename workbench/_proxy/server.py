@@ -5,8 +5,9 @@ A request is read once into our messages (the wire module's `from_wire_messages`
 
 - forwarded: the body goes to the upstream as it came, with the client's own headers (its API key
   included), and the upstream's answer comes back as it was sent, bytes and status alike (a
-  redirect too: it is not followed). A stream is relayed piece by piece as it arrives and read
-  for the recording once it has ended, so the agent's time to first token is the upstream's.
+  redirect too: it is not followed). A stream is relayed piece by piece as it arrives, and each
+  piece is read into the recording once it is passed on, so the agent's time to first token is
+  the upstream's, and a long answer is read in the gaps between its tokens, not all at its end.
 - replayed: a strict `ReplayModel` made from a recorded run answers, after checking that the
   request is the one recorded for that step (messages, each tool's definition, the model and its
   settings); a request that departs gets an HTTP 400 whose message is the difference. With
@@ -20,6 +21,7 @@ client's headers are passed on and never kept; the API key is scrubbed from anyt
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -47,12 +49,12 @@ from workbench.errors import (
 )
 from workbench.messages import ModelResponse
 from workbench.models._openai_wire import (
+    SseReader,
     StreamAssembler,
     completion_response,
     finish_reason,
     parse_chunk,
     parse_completion,
-    sse_events_in,
     to_usage,
 )
 from workbench.models.base import ModelRequest
@@ -307,10 +309,10 @@ class _Exchange:
         if refusal is not None:
             self._record_completion(answer.status, refusal)
             return Response(refusal, answer.status, _returned(answer.headers))
-        return _Relay(answer, self._record_stream)
+        return _Relay(answer, _Reading(self.started, self.scrub), self._record_stream)
 
     def _record_stream(self, relay: _Relay) -> None:
-        """Read what was relayed into the recording, once the agent has all of it."""
+        """Record the stream the relay passed on (and read), once the agent has all of it."""
         if relay.outcome == "gone":
             self.record_error("ClientDisconnected", "the client went away mid-stream")
             return
@@ -319,20 +321,13 @@ class _Exchange:
                 "MalformedResponseError", f"the upstream's stream broke off: {relay.why}"
             )
             return
-        assembler = StreamAssembler(started=self.started)
-        done, problem = False, None
-        for event, data in sse_events_in(b"".join(relay.received).decode("utf-8", "replace")):
-            done = data.strip() == "[DONE]"
-            problem = None if done else _feed(assembler, event, data, self.scrub)
-            if done or problem is not None:
-                break
-        if problem is None and not done and assembler.finish is None:
-            problem = ("MalformedResponseError", "the upstream's stream ended early")
-        if problem is not None:
-            self.record_error(*problem)
+        reading = relay.reading
+        reading.close()
+        if reading.problem is not None:
+            self.record_error(*reading.problem)
             return
         first = None if relay.first is None else relay.first - self.started
-        self.answered(_assembled(assembler, self.call.model, first), first)
+        self.answered(_assembled(reading.assembler, self.call.model, first), first)
 
     async def _record_answer(self, status: int, content: bytes) -> None:
         """Record a forwarded answer once the agent has it (on the proxy's loop, not a thread)."""
@@ -357,20 +352,57 @@ class _Exchange:
         return self.failed(504, "ModelTimeoutError", message)
 
 
-class _Relay:
-    """The upstream's stream passed on as each piece arrives, then read into the recording.
+class _Reading:
+    """A relayed stream read into the recording, piece by piece, as the relay passes it on.
 
-    Nothing is parsed on the way: the agent's time to first token and to the last byte are the
-    upstream's plus the hop. A plain ASGI response relayed by the request's own task: a client
-    that hangs up (``http.disconnect``) cancels it, which stops the read from the upstream at
-    once. Starlette's `StreamingResponse` watches with a task group of two more tasks per
-    response instead, a cost that showed in the hop's time when the proxy shares the agent's
+    Reading stops at ``[DONE]`` or at the first event that is not a chunk (`problem`); the relay
+    goes on passing the stream on either way.
+    """
+
+    def __init__(self, started: float, scrub: Callable[[str], str]) -> None:
+        self.assembler = StreamAssembler(started=started)
+        self.problem: tuple[str, str] | None = None
+        """What was wrong with the stream, as (error type, message), if something was."""
+        self._scrub = scrub
+        self._events = SseReader()
+        self._text = codecs.getincrementaldecoder("utf-8")("replace")
+        self._done = False
+
+    def take(self, piece: bytes) -> None:
+        """Read one piece of the stream (its text may end mid-line, or mid-character)."""
+        self._read(self._events.feed(self._text.decode(piece)))
+
+    def close(self) -> None:
+        """The stream ended: read its last events, and check that it was whole."""
+        self._read([*self._events.feed(self._text.decode(b"", final=True)), *self._events.close()])
+        if self.problem is None and not self._done and self.assembler.finish is None:
+            self.problem = ("MalformedResponseError", "the upstream's stream ended early")
+
+    def _read(self, events: list[tuple[str, str]]) -> None:
+        for event, data in events:
+            if self._done or self.problem is not None:
+                return
+            self._done = data.strip() == "[DONE]"
+            if not self._done:
+                self.problem = _feed(self.assembler, event, data, self._scrub)
+
+
+class _Relay:
+    """The upstream's stream passed on as each piece arrives, each then read into the recording.
+
+    A piece is read only once the agent has been sent it: its time to first token and to the
+    last byte are the upstream's plus the hop. A plain ASGI response relayed by the request's own
+    task: a client that hangs up (``http.disconnect``) cancels it, which stops the read from the
+    upstream at once. Starlette's `StreamingResponse` watches with a task group of two more tasks
+    per response instead, a cost that showed in the hop's time when the proxy shares the agent's
     interpreter.
     """
 
-    def __init__(self, answer: aiohttp.ClientResponse, record: Callable[[_Relay], None]) -> None:
+    def __init__(
+        self, answer: aiohttp.ClientResponse, reading: _Reading, record: Callable[[_Relay], None]
+    ) -> None:
         self.answer = answer
-        self.received: list[bytes] = []
+        self.reading = reading
         self.first: float | None = None
         self.outcome: Literal["ended", "broke", "gone"] = "gone"
         """``gone`` until the stream ends: a relay cut short by the client leaving stays so."""
@@ -420,13 +452,13 @@ class _Relay:
         try:
             async for piece in stream.iter_any():
                 self.first = self.first or time.perf_counter()
-                self.received.append(piece)
                 # The upstream's last piece and its end often come together (``[DONE]`` and the
                 # last chunk of the body): passed on as one write, which the agent reads at once.
                 self._finished = stream.at_eof()
                 await send(
                     {"type": "http.response.body", "body": piece, "more_body": not self._finished}
                 )
+                self.reading.take(piece)
             self.outcome = "ended"
         except _UPSTREAM_FAILED as exc:
             self.outcome, self.why = "broke", repr(exc)

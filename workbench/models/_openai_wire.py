@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -51,7 +51,6 @@ __all__ = [
     "parse_completion",
     "snippet",
     "sse_events",
-    "sse_events_in",
     "to_usage",
     "to_wire_messages",
     "wire_call",
@@ -445,14 +444,17 @@ def completion_response(
 
 
 class SseReader:
-    """Server-sent events read line by line: ``(event, data)``, data lines joined, comments skipped.
+    """Server-sent events: ``(event, data)``, data lines joined, comments skipped.
 
-    An ``error:`` line (older llama.cpp) is taken as the data of an ``error`` event. Driven by
-    `sse_events` for a stream as it arrives and by `sse_events_in` for one already received.
+    An ``error:`` line (older llama.cpp) is taken as the data of an ``error`` event. `sse_events`
+    drives it line by line for a client reading a stream; the proxy `feed`s it the text of each
+    piece it relays, lines split across pieces and all, then `close`s it.
     """
 
     def __init__(self) -> None:
         self._event, self._data = "message", list[str]()
+        self._partial = ""
+        """The end of the text fed so far that is not a whole line yet."""
 
     def line(self, line: str) -> tuple[str, str] | None:
         """Take one line (without its end); the event it completes, if it completes one."""
@@ -473,6 +475,25 @@ class SseReader:
         self._event, self._data = "message", []
         return (event, "\n".join(data)) if data else None
 
+    def feed(self, text: str) -> list[tuple[str, str]]:
+        """Take the next piece of a stream's text; the events it completes.
+
+        SSE ends a line with CR, LF or CRLF; a CR that ends the piece is held back, as the next
+        piece may start with its LF.
+        """
+        text = self._partial + text
+        held = "\r" if text.endswith("\r") else ""
+        *lines, rest = _LINE_END.split(text[: len(text) - len(held)])
+        self._partial = rest + held
+        return [event for line in lines if (event := self.line(line)) is not None]
+
+    def close(self) -> list[tuple[str, str]]:
+        """The stream ended: the events its last lines complete (no blank line needed)."""
+        last, self._partial = self._partial.removesuffix("\r"), ""
+        events = self.feed(last + "\n") if last else []
+        ended = self.end()
+        return events if ended is None else [*events, ended]
+
 
 async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
     """The events of a stream, each as soon as its lines have arrived."""
@@ -485,13 +506,3 @@ async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def sse_events_in(body: str) -> Iterator[tuple[str, str]]:
-    """The events of a stream received whole (SSE ends a line with CR, LF or CRLF)."""
-    reader = SseReader()
-    for line in _LINE_END.split(body):
-        if (event := reader.line(line)) is not None:
-            yield event
-    if (event := reader.end()) is not None:
-        yield event
