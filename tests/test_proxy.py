@@ -238,6 +238,7 @@ def test_an_upstream_that_is_down_is_a_502_for_the_agent_and_a_failed_run() -> N
         )
     assert caught.value.status_code == 502
     assert "cannot reach the upstream" in str(caught.value)
+    assert len(caught.value.response.headers.get_list("date")) == 1  # an answer the proxy made
     run = store.load(proxy.run_ids[0])
     assert run.status is wb.ExecutionStatus.FAILED and run.stop_reason is wb.StopReason.ERROR
     assert run.error is not None and run.error.type == "ModelConnectionError"
@@ -366,6 +367,9 @@ def test_an_answer_comes_back_with_the_upstreams_status_and_header_bytes(stream:
             relayed = got.read().decode()
     assert got.status_code == 203
     assert (b"x-note", b"caf\xe9") in got.headers.raw
+    names = [name.lower() for name, _ in got.headers.raw]  # the upstream's, and no second one
+    assert names.count(b"date") == 1 and names.count(b"server") == 1
+    assert got.headers["server"].startswith("BaseHTTP/")
     if stream:
         assert relayed.count("data: ") == len(events) + 1  # each event as sent, then [DONE]
     else:

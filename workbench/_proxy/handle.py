@@ -48,7 +48,16 @@ class ProxyHandle:
         self._timeout = timeout
         import uvicorn  # the ``proxy`` extra: ``import workbench`` does not need a web server
 
-        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off")
+        # No ``server`` or ``date`` of uvicorn's own: a forwarded answer has the upstream's, and
+        # the proxy dates the answers it makes itself (`ProxyApp`).
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            server_header=False,
+            date_header=False,
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._serve, name=f"workbench-proxy-{self.port}")
         self._thread.daemon = True

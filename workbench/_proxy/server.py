@@ -25,6 +25,7 @@ import codecs
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from email.utils import formatdate
 from typing import Any, Literal
 
 import aiohttp
@@ -134,7 +135,7 @@ class ProxyApp:
         else:
             message = f"the workbench proxy serves no {request.method} {request.url.path}"
             response = JSONResponse(error_body(message, "not_found", 404), status_code=404)
-        await response(scope, receive, send)
+        await response(scope, receive, _dated(send))
 
     # --- the two routes ----------------------------------------------------------------------
 
@@ -499,6 +500,23 @@ async def _replayed_events(response: ModelResponse) -> AsyncIterator[str]:
     for chunk in completion_chunks(response):
         yield f"data: {json.dumps(chunk)}\n\n"
     yield "data: [DONE]\n\n"
+
+
+def _dated(send: Any) -> Any:
+    """``send`` that adds a ``date`` header to an answer that has none (one the proxy made).
+
+    A forwarded answer keeps the upstream's own ``date`` and ``server``, and gets no second one.
+    """
+
+    async def dated(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", ()))
+            if not any(name.lower() == b"date" for name, _ in headers):
+                headers.append((b"date", formatdate(usegmt=True).encode()))
+                message = {**message, "headers": headers}
+        await send(message)
+
+    return dated
 
 
 def _succeeded(status: int) -> bool:
