@@ -32,6 +32,8 @@ class Answer:
     """Close the connection after half of the chunks, without ``[DONE]``."""
     gap: float = 0.0
     """Seconds between chunks."""
+    linger: float = 0.0
+    """Seconds the connection stays open after ``[DONE]`` (a server slow to end the body)."""
     headers: dict[str, str] = field(default_factory=dict)
     """More headers for the answer (a redirect's ``location``)."""
 
@@ -98,6 +100,8 @@ def _write_events(handler: BaseHTTPRequestHandler, answer: Answer) -> None:
         time.sleep(answer.gap)
     if not answer.cut:
         handler.wfile.write(b"data: [DONE]\n\n")
+        handler.wfile.flush()
+        time.sleep(answer.linger)
 
 
 def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:

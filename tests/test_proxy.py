@@ -133,6 +133,24 @@ def test_a_stream_is_relayed_as_sent_and_recorded_with_time_to_first_token(gap: 
     assert step.usage.output_tokens == 3
 
 
+def test_an_agent_that_hangs_up_once_it_has_done_gets_its_answer_recorded() -> None:
+    """The openai SDK stops at ``[DONE]`` and closes the stream before the body's end comes."""
+    store = wb.RunStore(":memory:")
+
+    def slow_to_end(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        return Answer(chunks=chunks("all here"), linger=3.0)
+
+    with fake_upstream(slow_to_end) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        stream = client_for(proxy).chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "all here"
+        stream.close()
+    (step,) = store.load(proxy.run_ids[0]).steps
+    assert step.response is not None and step.response.text_content == "all here"
+    assert step.status is wb.ExecutionStatus.COMPLETED
+
+
 def test_a_stream_is_read_into_the_recording_whatever_its_pieces() -> None:
     """Cut anywhere (mid-line, between CR and LF, inside a character), it reads the same."""
     from workbench._proxy.server import _Reading

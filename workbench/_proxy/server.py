@@ -314,15 +314,17 @@ class _Exchange:
 
     def _record_stream(self, relay: _Relay) -> None:
         """Record the stream the relay passed on (and read), once the agent has all of it."""
-        if relay.outcome == "gone":
+        reading = relay.reading
+        # Once ``[DONE]`` has passed, the answer is whole: an agent may hang up then without
+        # waiting for the body's end (the openai SDK does), and the upstream may break off.
+        if relay.outcome == "gone" and not reading.done:
             self.record_error("ClientDisconnected", "the client went away mid-stream")
             return
-        if relay.outcome == "broke":
+        if relay.outcome == "broke" and not reading.done:
             self.record_error(
                 "MalformedResponseError", f"the upstream's stream broke off: {relay.why}"
             )
             return
-        reading = relay.reading
         reading.close()
         if reading.problem is not None:
             self.record_error(*reading.problem)
@@ -367,7 +369,8 @@ class _Reading:
         self._scrub = scrub
         self._events = SseReader()
         self._text = codecs.getincrementaldecoder("utf-8")("replace")
-        self._done = False
+        self.done = False
+        """``[DONE]`` was read: the answer is whole, whatever comes after it."""
 
     def take(self, piece: bytes) -> None:
         """Read one piece of the stream (its text may end mid-line, or mid-character)."""
@@ -376,15 +379,15 @@ class _Reading:
     def close(self) -> None:
         """The stream ended: read its last events, and check that it was whole."""
         self._read([*self._events.feed(self._text.decode(b"", final=True)), *self._events.close()])
-        if self.problem is None and not self._done and self.assembler.finish is None:
+        if self.problem is None and not self.done and self.assembler.finish is None:
             self.problem = ("MalformedResponseError", "the upstream's stream ended early")
 
     def _read(self, events: list[tuple[str, str]]) -> None:
         for event, data in events:
-            if self._done or self.problem is not None:
+            if self.done or self.problem is not None:
                 return
-            self._done = data.strip() == "[DONE]"
-            if not self._done:
+            self.done = data.strip() == "[DONE]"
+            if not self.done:
                 self.problem = _feed(self.assembler, event, data, self._scrub)
 
 
