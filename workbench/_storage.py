@@ -390,9 +390,8 @@ def load_snapshot(
             f"{where} is not a valid snapshot: {validation_summary(exc, limit=3)}"
         ) from None
     full = snapshot.state.model_copy(update={"messages": messages})
-    if tools is None:
-        return snapshot.model_copy(update={"state": full})
-    return snapshot.model_copy(update={"state": full, "tool_definitions": tools})
+    stored = {} if tools is None else {"tool_definitions": tools}
+    return snapshot.model_copy(update={"state": full, **stored})
 
 
 _TOOL_SET = TypeAdapter(tuple[ToolDefinition, ...])

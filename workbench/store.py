@@ -110,7 +110,7 @@ class _RunLog:
         if entry is not None and entry[0] is message:
             return entry[1]
         body = message.model_dump_json()
-        digest = hashlib.sha256(body.encode()).hexdigest()[:32]
+        digest = _digest(body)
         seq = self.by_hash.get(digest)
         if seq is None:
             seq, self.next_seq = self.next_seq, self.next_seq + 1
@@ -126,7 +126,7 @@ class _RunLog:
         if self.last_tools is not None and self.last_tools[0] == definitions:
             return self.last_tools[1]
         body = st.dump_tools(definitions)
-        digest = hashlib.sha256(body.encode()).hexdigest()[:32]
+        digest = _digest(body)
         if digest not in self.tool_sets:
             self.tool_sets.add(digest)
             self.tool_rows.append((self.run_id, digest, body))
@@ -565,6 +565,11 @@ class RunStore(RunObserver):
         self.write_errors.append(text)
         if first:
             logger.warning("run store %s could not record %s (the run goes on)", self.path, text)
+
+
+def _digest(body: str) -> str:
+    """The content hash that recognises a row's payload written before (a message, a tool set)."""
+    return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
 def _run_values(state: AgentState) -> tuple[Any, ...]:
