@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,81 @@ def test_long_texts_show_where_they_differ() -> None:
     (part,) = change.parts
     assert part.before is not None and "cat" in part.before and "text at 100" in part.before
     assert part.after is not None and "dog" in part.after
+
+
+@wb.tool
+def echo(task: str) -> str:
+    """Say the task back."""
+    return task
+
+
+def _lead(tasks: Sequence[str], *, first: str = "sub", suffix: str = "") -> wb.Agent:
+    """A lead that calls a tool a step (``first`` at step 1, then ``sub``), then answers.
+
+    The sub-agent behind ``sub`` answers ``about <task><suffix>``.
+    """
+    sub = wb.Agent(
+        wb.FunctionModel(lambda m, *_: f"about {m[-1].text}{suffix}"), name="sub", store=False
+    )
+
+    def lead(messages: Sequence[wb.Message], *_: object) -> wb.ModelResponse:
+        done = sum(m.role == "tool" for m in messages)
+        if done == len(tasks):
+            return wb.ModelResponse.text("end")
+        return wb.ModelResponse.tool_call(first if done == 0 else "sub", {"task": tasks[done]})
+
+    tools = [sub.as_tool("sub", "Ask the sub-agent."), echo]
+    return wb.Agent(wb.FunctionModel(lead), name="lead", tools=tools, store=False)
+
+
+def test_a_rerun_inherits_the_sub_runs_of_the_steps_before_it() -> None:
+    lead = _lead(["A", "B"])
+    original = lead.run_sync("go")
+    fork = lead.rerun_sync(original.snapshots[2])  # step 3: no sub-run runs again
+    assert fork.children == ()
+    changes = wb.diff(original, fork)
+    assert changes.diverged_subruns == ()
+    assert [(s.a_id, s.b_id) for s in changes.subruns] == [
+        (c.run_id, c.run_id) for c in original.children
+    ]
+    assert [s.note for s in changes.subruns] == ["b inherited this sub-run"] * 2
+    assert [s.status for s in changes.subruns[0].steps] == ["inherited"]
+    assert not any(line.startswith("sub-run") for line in changes.to_text().splitlines())
+    back = wb.diff(fork, original)  # the other way round: a inherited them
+    assert back.diverged_subruns == ()
+    assert [s.note for s in back.subruns] == ["a inherited this sub-run"] * 2
+
+
+def test_sub_runs_pair_by_step_and_call_not_by_position() -> None:
+    original = _lead(["A", "B"]).run_sync("go")
+    fork = _lead(["A", "B"]).rerun_sync(original.snapshots[1])  # step 2: only B runs again
+    (again,) = fork.children
+    assert again.parent_call_id != original.children[1].parent_call_id  # a new call id
+    changes = wb.diff(original, fork)
+    assert changes.diverged_subruns == ()
+    assert [(s.a_id, s.b_id) for s in changes.subruns] == [
+        (original.children[0].run_id, original.children[0].run_id),
+        (original.children[1].run_id, again.run_id),
+    ]
+    edited = _lead(["A", "B"], suffix="!").rerun_sync(original.snapshots[1])
+    changed = wb.diff(original, edited)
+    (diverged,) = changed.diverged_subruns
+    assert (diverged.a_id, diverged.b_id) == (
+        original.children[1].run_id,
+        edited.children[0].run_id,
+    )
+    assert (
+        "sub-run 2:   added  message 0 (assistant) changed: part 0: text 'about B' → "
+        "text 'about B!'"
+    ) in changed.to_text().splitlines()
+
+
+def test_a_sub_run_only_one_run_has_is_not_paired_with_a_later_one() -> None:
+    a = _lead(["A", "B"]).run_sync("go")
+    b = _lead(["A", "B"], first="echo").run_sync("go")  # step 1 calls a plain tool instead
+    changes = wb.diff(a, b)
+    assert [(s.a_id, s.b_id, s.note) for s in changes.subruns] == [
+        (a.children[0].run_id, "", "only a has this sub-run"),
+        (a.children[1].run_id, b.children[0].run_id, ""),
+    ]
+    assert changes.diverged_subruns == changes.subruns[:1]

@@ -6,12 +6,16 @@ conversation, message by message and part by part (provenance such as run ids is
 re-run's inherited messages count as the same). A difference is reported once, at the first step
 where it shows: a changed answer at step 5 is not reported again in what step 6 was sent. Steps a
 re-run inherited from the run it was made from are marked ``inherited``. Timing is shown but never
-makes a step "changed", since no two runs take the same time. Sub-runs (sub-agents) are paired in
-the order they were called and diffed the same way, so a diff says which sub-run diverged.
+makes a step "changed", since no two runs take the same time. Sub-runs (sub-agents) are paired by
+the step and the tool call that started them and diffed the same way, so a diff says which sub-run
+diverged: by the call's id first, then by its place in the step (a re-run's calls get new ids).
+A sub-run of a step a re-run inherited is inherited too, not missing: the re-run did not run it
+again, its conversation holds that sub-run's answer.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -108,7 +112,11 @@ class RunDiff(Record):
     b_final: tuple[str, str | None, str | None]
     note: str = ""
     subruns: tuple[RunDiff, ...] = ()
-    """The sub-runs of a and b, paired in call order; one side is empty where only one has it."""
+    """The sub-runs of a and b, paired by the step and tool call that started them, in step order.
+
+    Where only one run has a sub-run, the other side's id is empty; where a re-run inherited it
+    (its step came before the re-run's), both ids are that sub-run's and its steps ``inherited``.
+    """
 
     @property
     def diverged_subruns(self) -> tuple[RunDiff, ...]:
@@ -170,6 +178,7 @@ def diff(a: _Run, b: _Run) -> RunDiff:
         note = f"a is a re-run of b from step {a.state.rerun_of.step}"
     if b.state.rerun_of is not None and b.state.rerun_of.run_id == a.state.run_id:
         note = f"b is a re-run of a from step {b.state.rerun_of.step}"
+    pairs = _pair_children(_children(a), _children(b))
     return RunDiff(
         a_id=a.state.run_id,
         b_id=b.state.run_id,
@@ -177,31 +186,127 @@ def diff(a: _Run, b: _Run) -> RunDiff:
         a_final=_final(a.state),
         b_final=_final(b.state),
         note=note,
-        subruns=tuple(_pair_children(a.children, b.children)),
+        subruns=tuple(_subrun_diff(ca, cb, inherited_a, inherited_b) for ca, cb in pairs),
     )
 
 
-def _pair_children(a: Sequence[_Run], b: Sequence[_Run]) -> list[RunDiff]:
-    """The sub-runs of both runs, diffed in call order (a missing side diffs against nothing)."""
-    pairs = []
-    for i in range(max(len(a), len(b))):
-        if i < len(a) and i < len(b):
-            pairs.append(diff(a[i], b[i]))
-        else:
-            only = a[i] if i < len(a) else b[i]
-            final = _final(only.state)
-            empty: tuple[str, str | None, str | None] = ("absent", None, None)
-            pairs.append(
-                RunDiff(
-                    a_id=only.state.run_id if i < len(a) else "",
-                    b_id=only.state.run_id if i < len(b) else "",
-                    steps=(),
-                    a_final=final if i < len(a) else empty,
-                    b_final=final if i < len(b) else empty,
-                    note=f"only {'a' if i < len(a) else 'b'} has this sub-run",
-                )
-            )
-    return pairs
+@dataclass(frozen=True, eq=False)
+class _Child:
+    """A sub-run and where its parent started it: the step, and the tool call in that step."""
+
+    run: _Run
+    order: int
+    """Its position in the parent's children (call order)."""
+    call_id: str | None
+    step: int | None
+    """The parent's step whose tool call started it (None when the records do not say)."""
+    place: tuple[str, int] | None
+    """The calling tool's name, and how many calls of that name came before it in the step."""
+
+
+def _children(parent: _Run) -> list[_Child]:
+    """The parent's sub-runs, each placed by the call that started it in the parent's messages.
+
+    Messages, not step records, because a re-run holds the messages of the steps it inherited
+    (with their step numbers) but not their records.
+    """
+    places = _call_places(parent.state.messages)
+    out = []
+    for order, child in enumerate(parent.children):
+        call_id = child.state.parent_call_id
+        step, place = places.get(call_id, (None, None)) if call_id is not None else (None, None)
+        out.append(_Child(child, order, call_id, step, place))
+    return out
+
+
+def _call_places(messages: Sequence[Message]) -> dict[str, tuple[int | None, tuple[str, int]]]:
+    """Each tool call's step, name and rank among its message's calls of that name, by call id."""
+    places: dict[str, tuple[int | None, tuple[str, int]]] = {}
+    for message in messages:
+        seen: Counter[str] = Counter()
+        for call in message.tool_calls:
+            places[call.call_id] = (message.step, (call.name, seen[call.name]))
+            seen[call.name] += 1
+    return places
+
+
+def _by_call(child: _Child) -> tuple[object, ...] | None:
+    return None if child.call_id is None else (child.step, child.call_id)
+
+
+def _by_place(child: _Child) -> tuple[object, ...] | None:
+    return None if child.place is None else (child.step, child.place)
+
+
+def _pair_children(a: list[_Child], b: list[_Child]) -> list[tuple[_Child | None, _Child | None]]:
+    """The sub-runs of both runs paired (a side is None where one has no partner), in step order.
+
+    A pair shares the step and the calling tool call: its id, or else its place in the step.
+    """
+    pairs: list[tuple[_Child | None, _Child | None]] = []
+    rest_a, rest_b = list(a), list(b)
+    for key in (_by_call, _by_place):
+        partners = {key(c): c for c in reversed(rest_b) if key(c) is not None}
+        unpaired = []
+        for child in rest_a:
+            found = key(child)
+            partner = partners.pop(found, None) if found is not None else None
+            if partner is None:
+                unpaired.append(child)
+            else:
+                pairs.append((child, partner))
+                rest_b.remove(partner)
+        rest_a = unpaired
+    pairs += [(c, None) for c in rest_a] + [(None, c) for c in rest_b]
+    return sorted(pairs, key=_pair_order)
+
+
+def _pair_order(pair: tuple[_Child | None, _Child | None]) -> tuple[float, int, int]:
+    first = pair[0] or pair[1]
+    assert first is not None
+    step = float("inf") if first.step is None else first.step
+    return step, pair[0] is None, first.order
+
+
+def _subrun_diff(a: _Child | None, b: _Child | None, inherited_a: int, inherited_b: int) -> RunDiff:
+    """The diff of a pair of sub-runs; one alone is inherited by a re-run, or missing there."""
+    if a is not None and b is not None:
+        return diff(a.run, b.run)
+    only = a or b
+    assert only is not None
+    side: Literal["a", "b"] = "a" if a is not None else "b"
+    inherited = inherited_b if side == "a" else inherited_a
+    if only.step is not None and only.step < inherited:
+        return _inherited_subrun(only.run, side)
+    final = _final(only.run.state)
+    empty: tuple[str, str | None, str | None] = ("absent", None, None)
+    return RunDiff(
+        a_id=only.run.state.run_id if side == "a" else "",
+        b_id=only.run.state.run_id if side == "b" else "",
+        steps=(),
+        a_final=final if side == "a" else empty,
+        b_final=final if side == "b" else empty,
+        note=f"only {side} has this sub-run",
+    )
+
+
+def _inherited_subrun(run: _Run, side: Literal["a", "b"]) -> RunDiff:
+    """A sub-run that ``side`` ran and the other run inherited with the step that started it."""
+    views = _views(run.steps)
+    steps = (
+        _one_sided(i, v, None, True) if side == "a" else _one_sided(i, None, v, True)
+        for i, v in sorted(views.items())
+    )
+    final = _final(run.state)
+    return RunDiff(
+        a_id=run.state.run_id,
+        b_id=run.state.run_id,
+        steps=tuple(steps),
+        a_final=final,
+        b_final=final,
+        note=f"{'b' if side == 'a' else 'a'} inherited this sub-run",
+        subruns=tuple(_inherited_subrun(c, side) for c in run.children),
+    )
 
 
 @dataclass
