@@ -219,6 +219,31 @@ def test_session_json_from_a_future_version_is_refused() -> None:
         wb.SessionState.from_json(json.dumps(data))
 
 
+def test_session_json_keeps_the_retention() -> None:
+    seen: list[list[str]] = []
+    session = wb.Session(_agent(seen), retention=wb.Retention(max_executions=1))
+    session.run_sync("one")
+    again = wb.Session.from_json(session.state.to_json(), _agent(seen))
+    assert again.retention == wb.Retention(max_executions=1)
+    again.run_sync("two")
+    again.run_sync("three")
+    assert [e.retained for e in again.state.executions] == ["dropped", "dropped", "kept"]
+    unlimited = wb.Session.from_json(
+        session.state.to_json(), _agent(seen), retention=wb.Retention()
+    )
+    assert unlimited.retention == unlimited.state.retention == wb.Retention()
+
+
+def test_session_json_of_version_1_reads_without_a_retention() -> None:
+    data = _two_execution_json()
+    del data["retention"]
+    data["schema_version"] = 1
+    state = wb.SessionState.from_json(json.dumps(data))
+    assert state.retention == wb.Retention()
+    assert state.schema_version == wb.session_state.SESSION_SCHEMA_VERSION == 2
+    assert len(state.executions) == 2
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [

@@ -17,9 +17,6 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from workbench._record import Record
 from workbench._sync import run_sync
 from workbench.errors import SessionBusy
 from workbench.hooks.events import PreCompactInput
@@ -28,10 +25,12 @@ from workbench.messages import JsonValue, Message, Usage
 from workbench.models.base import ModelRequest, ModelSettings
 from workbench.records import RunResult
 from workbench.session_state import (
+    DEFAULT_SUMMARY_PROMPT,
     Compaction,
     ExecutionEntry,
     ForkPoint,
     Retained,
+    Retention,
     SessionState,
     boundary_message,
     boundary_number,
@@ -46,28 +45,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_SUMMARY_PROMPT", "Retention", "Session", "SessionState"]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_SUMMARY_PROMPT = (
-    "Summarize the conversation above for your own later use: the user's goals, what was "
-    "decided, facts and results you found, and anything still open. Be brief and specific. "
-    "Answer with the summary only."
-)
-
-
-class Retention(Record):
-    """How much of a session's conversation later executions see.
-
-    After each execution, the oldest whole executions leave the conversation until at most
-    ``max_executions`` executions and ``max_messages`` messages remain (None: no limit). The
-    latest execution always stays, even when it alone is over ``max_messages``. With
-    ``summarize`` the executions that leave are replaced by one summary written by the agent's
-    model (``summary_prompt`` asks for it); without, they are dropped.
-    """
-
-    max_messages: int | None = Field(default=None, ge=1)
-    max_executions: int | None = Field(default=None, ge=1)
-    summarize: bool = False
-    summary_prompt: str = DEFAULT_SUMMARY_PROMPT
 
 
 class Session:
@@ -90,8 +67,9 @@ class Session:
         state: SessionState | None = None,
     ) -> None:
         self.agent = agent
-        self.retention = retention or Retention()
         self._state = state or SessionState(agent_name=agent.name, metadata=dict(metadata or {}))
+        if retention is not None:
+            self.retention = retention
         self._results: dict[str, RunResult] = {}
         self._current: AgentRun | None = None
         """A run started by `start` and driven by the caller; taken in once it is done."""
@@ -100,7 +78,10 @@ class Session:
     def from_json(
         cls, text: str | bytes, agent: Agent, *, retention: Retention | None = None
     ) -> Session:
-        """A session written by ``session.state.to_json()``, to go on with ``agent``."""
+        """A session written by ``session.state.to_json()``, to go on with ``agent``.
+
+        It keeps the retention it was written with, unless ``retention`` replaces it.
+        """
         return cls(agent, retention=retention, state=SessionState.from_json(text))
 
     def __repr__(self) -> str:
@@ -120,6 +101,15 @@ class Session:
         """The whole session as data (a stepped run that is done is taken in first)."""
         self._take_stepped()
         return self._state
+
+    @property
+    def retention(self) -> Retention:
+        """What the session keeps after each execution (part of its state and JSON)."""
+        return self._state.retention
+
+    @retention.setter
+    def retention(self, retention: Retention) -> None:
+        self._state = self._state.model_copy(update={"retention": retention})
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -267,10 +257,11 @@ class Session:
                 entry.model_copy(update={"steps": step}),
             ),
             compactions=state.compactions,
+            retention=state.retention,
             forked_from=ForkPoint(session_id=self.session_id, execution=execution, step=step),
             metadata=dict(state.metadata),
         )
-        session = Session(self.agent, retention=self.retention, state=forked)
+        session = Session(self.agent, state=forked)
         for earlier in state.executions[: execution - 1]:
             session._results[earlier.run_id] = self._result(earlier)
         session._results[entry.run_id] = _cut(self._result(entry), step)

@@ -5,16 +5,17 @@ a boundary marker: a user message the model reads ("Execution 2 of this conversa
 and the views draw as a divider. The session made it, not a run, so it carries no run stamp; a
 message a run made always does, which is what keeps a prompt that merely looks like a boundary
 from being taken for one. Retention may replace the oldest executions by one summary message at
-the very start. `SessionState` serializes to versioned JSON; reading checks that the boundaries
-and the executions agree, so a hand-edited or truncated file is a clear error, not a session
-that silently lost its structure.
+the very start; the `Retention` is part of the state, so a session read back keeps to it.
+`SessionState` serializes to versioned JSON; reading checks that the boundaries and the
+executions agree, so a hand-edited or truncated file is a clear error, not a session that
+silently lost its structure.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
@@ -31,11 +32,13 @@ from workbench.state import (
 )
 
 __all__ = [
+    "DEFAULT_SUMMARY_PROMPT",
     "SESSION_SCHEMA_VERSION",
     "Compaction",
     "ExecutionEntry",
     "ForkPoint",
     "Retained",
+    "Retention",
     "SessionState",
     "boundary_message",
     "boundary_number",
@@ -43,8 +46,17 @@ __all__ = [
     "summary_span",
 ]
 
-SESSION_SCHEMA_VERSION = 1
-"""Version of the `SessionState` JSON format. Bump it (and add a migration) on any change."""
+SESSION_SCHEMA_VERSION = 2
+"""Version of the `SessionState` JSON format. Bump it (and add a migration) on any change.
+
+Version 2 added the session's ``retention``.
+"""
+
+DEFAULT_SUMMARY_PROMPT = (
+    "Summarize the conversation above for your own later use: the user's goals, what was "
+    "decided, facts and results you found, and anything still open. Be brief and specific. "
+    "Answer with the summary only."
+)
 
 _BOUNDARY = "[Execution {n} of this conversation begins; any messages above are from earlier ones.]"
 _BOUNDARY_RE = re.compile(
@@ -86,6 +98,22 @@ def _session_text(message: Message) -> str | None:
         return None
     part = message.parts[0]
     return part.text if isinstance(part, TextPart) else None
+
+
+class Retention(Record):
+    """How much of a session's conversation later executions see.
+
+    After each execution, the oldest whole executions leave the conversation until at most
+    ``max_executions`` executions and ``max_messages`` messages remain (None: no limit). The
+    latest execution always stays, even when it alone is over ``max_messages``. With
+    ``summarize`` the executions that leave are replaced by one summary written by the agent's
+    model (``summary_prompt`` asks for it); without, they are dropped.
+    """
+
+    max_messages: int | None = Field(default=None, ge=1)
+    max_executions: int | None = Field(default=None, ge=1)
+    summarize: bool = False
+    summary_prompt: str = DEFAULT_SUMMARY_PROMPT
 
 
 Retained = Literal["kept", "dropped", "summarized"]
@@ -156,6 +184,8 @@ class SessionState(Record):
     """The conversation without the system prompt (each run adds the agent's own)."""
     executions: tuple[ExecutionEntry, ...] = ()
     compactions: tuple[Compaction, ...] = ()
+    retention: Retention = Field(default_factory=Retention)
+    """What the session keeps after each execution; in the state so that JSON carries it."""
     paused: AgentState | None = None
     """The last execution's state while it waits for approvals or results (resumable)."""
     forked_from: ForkPoint | None = None
@@ -174,7 +204,9 @@ class SessionState(Record):
     @classmethod
     def from_json(cls, text: str | bytes) -> SessionState:
         """Read a session written by `to_json`; `SessionFormatError` says what is wrong."""
-        raw = read_versioned(text, "session", SESSION_SCHEMA_VERSION, SessionFormatError)
+        raw = read_versioned(
+            text, "session", SESSION_SCHEMA_VERSION, SessionFormatError, {1: _from_version_1}
+        )
         try:
             state = cls.model_validate(raw)
         except ValidationError as exc:
@@ -205,6 +237,11 @@ class SessionState(Record):
             last is None or last.run_id != self.paused.run_id or last.status is not _PAUSED
         ):
             raise SessionFormatError("the paused state is not the last execution of the session")
+
+
+def _from_version_1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A version 1 session in the version 2 layout: it kept no retention (the default applies)."""
+    return dict(raw, schema_version=SESSION_SCHEMA_VERSION)
 
 
 _PAUSED = ExecutionStatus.PAUSED
