@@ -7,11 +7,17 @@ is what that step added (``new_messages``, tool outcomes). A step is therefore w
 conversation's next request arrives, or when the recorder is closed; its snapshot is written at
 once, so a proxy that dies loses the last answer of each open conversation, not the request.
 
-Which conversation a request continues: the one named by the ``X-Workbench-Run`` header, else the
-open conversation whose last request is a prefix of this one (one it extends before one it only
-repeats, which is a retry; then the longest), so agents that start the same conversation at once
-keep them apart; one still waiting for its answer is never continued. A request that continues
-none starts a new run.
+Which conversation a request continues: the open conversation whose last request is a prefix of
+this one (one it extends before one it only repeats, which is a retry; then the longest), so
+agents that start the same conversation at once keep them apart; one still waiting for its answer
+is never continued. A request that continues none starts a new run.
+
+A request with an ``X-Workbench-Run`` header joins a conversation of that name, by prefix as
+above or else the first of them. A step follows from the one before it, so a run has one call in
+flight: a call made while the name's runs all wait for an answer (parallel branches of an agent
+whose client sends the header on every request) starts a run of its own under the same name
+(``metadata.conversation``), which its own follow-ups continue. Nothing is lost, and each run
+replays in order.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from workbench._record import Record
@@ -101,8 +107,10 @@ class Recorder:
         self.store = store
         self.agent_name = agent_name
         self.metadata = metadata
-        self._conversations: list[_Conversation] = []
-        self._named: dict[str, _Conversation] = {}
+        self._conversations: dict[str, _Conversation] = {}
+        """By run id, in the order they started."""
+        self._named: dict[str, list[_Conversation]] = {}
+        """The conversations each ``X-Workbench-Run`` name has, the first one first."""
         self.run_ids: list[str] = []
         """The runs recorded, one per conversation, in the order they started."""
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="workbench-proxy-store")
@@ -146,7 +154,8 @@ class Recorder:
 
     def end(self, snapshot: StepContext, call: Call, outcome: Outcome) -> None:
         """The call ended (answered, failed, or cut off): keep it until its results are known."""
-        conversation = next(c for c in self._conversations if c.in_flight is snapshot)
+        conversation = self._conversations[snapshot.run_id]
+        assert conversation.in_flight is snapshot, "a conversation has one call in flight"
         conversation.in_flight = None
         started = time.time() - outcome.duration
         conversation.pending = _Pending(
@@ -155,7 +164,7 @@ class Recorder:
 
     def close(self) -> None:
         """Write every waiting step and end every run (a call still in flight is lost)."""
-        for conversation in self._conversations:
+        for conversation in self._conversations.values():
             if conversation.pending is not None:
                 self._finish(conversation, None)
             else:
@@ -167,22 +176,26 @@ class Recorder:
         self._writer.shutdown(wait=True)
 
     def _conversation_of(self, call: Call) -> _Conversation:
-        if call.conversation is not None and call.conversation in self._named:
-            return self._named[call.conversation]
-        if call.conversation is None:
-            candidates = [c for c in self._conversations if c.continues(call.messages)]
-            if candidates:  # one it extends before one it repeats (a retry), then the longest
-                n = len(call.messages)
-                return max(candidates, key=lambda c: (len(c.sent or ()) < n, len(c.sent or ())))
+        """The conversation ``call`` continues (see the module docstring), or a new one."""
+        name = call.conversation
+        if name is None:
+            found = _continued(self._conversations.values(), call.messages)
+        else:
+            free = [c for c in self._named.get(name, ()) if c.in_flight is None]
+            found = _continued(free, call.messages) or next(iter(free), None)
+        return found if found is not None else self._started(name)
+
+    def _started(self, name: str | None) -> _Conversation:
+        """A new conversation and its run (a name's second one runs alongside its first)."""
         metadata = dict(self.metadata)
-        if call.conversation is not None:
-            metadata["conversation"] = call.conversation
+        if name is not None:
+            metadata["conversation"] = name
         state = AgentState(agent_name=self.agent_name, metadata=metadata).moved(Transition.START)
         conversation = _Conversation(state)
-        self._conversations.append(conversation)
+        self._conversations[state.run_id] = conversation
         self.run_ids.append(state.run_id)
-        if call.conversation is not None:
-            self._named[call.conversation] = conversation
+        if name is not None:
+            self._named.setdefault(name, []).append(conversation)
         self._write(self.store.run_started, state)
         return conversation
 
@@ -247,6 +260,20 @@ class Recorder:
         writes, self._queued = self._queued, []
         if writes:
             self._writer.submit(_write_all, writes)
+
+
+def _continued(
+    conversations: Iterable[_Conversation], messages: tuple[Message, ...]
+) -> _Conversation | None:
+    """The conversation ``messages`` go on with, if any (see the module docstring).
+
+    One they extend comes before one they only repeat (a retry), then the longest.
+    """
+    candidates = [c for c in conversations if c.continues(messages)]
+    if not candidates:
+        return None
+    n = len(messages)
+    return max(candidates, key=lambda c: (len(c.sent or ()) < n, len(c.sent or ())))
 
 
 def _write_all(writes: list[tuple[Callable[..., None], tuple[object, ...]]]) -> None:

@@ -1,0 +1,53 @@
+"""Which run a request to the recording proxy joins: names, concurrent calls, retries, repeats.
+
+Each test drives a real proxy in front of the fake upstream (tests/fake_upstream.py) with the
+`openai` SDK, the way an agent written with another framework would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import openai
+
+import workbench as wb
+from tests.fake_upstream import Answer, completion, fake_upstream
+
+KEY = "sk-test-secret-4e1f9a"
+
+
+def test_calls_made_at_once_under_one_name_are_each_recorded() -> None:
+    """A name's call made while another is in flight is a run of its own, with the same name."""
+    store = wb.RunStore(":memory:")
+    both_arrived = threading.Barrier(2, timeout=10)
+
+    def held(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        text = body["messages"][-1]["content"]
+        if text.startswith("branch"):
+            both_arrived.wait()  # both branches are in flight before either is answered
+        return Answer(body=completion(f"answer to {text}"))
+
+    async def agent(url: str) -> list[str | None]:
+        async with openai.AsyncOpenAI(
+            base_url=url, api_key=KEY, max_retries=0, default_headers={"X-Workbench-Run": "s"}
+        ) as client:
+
+            async def ask(text: str) -> str | None:
+                messages: Any = [{"role": "user", "content": text}]
+                answer = await client.chat.completions.create(model="m", messages=messages)
+                return answer.choices[0].message.content
+
+            answers = await asyncio.gather(ask("branch A"), ask("branch B"))
+            return [*answers, await ask("after")]
+
+    with fake_upstream(held) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        answers = asyncio.run(agent(proxy.url))
+    assert answers == ["answer to branch A", "answer to branch B", "answer to after"]
+    first, second = (store.load(r) for r in proxy.run_ids)
+    assert [s.index for s in first.steps] == [1, 2] and [s.index for s in second.steps] == [1]
+    branches = {first.steps[0].response.text_content, second.steps[0].response.text_content}  # type: ignore[union-attr]
+    assert branches == {"answer to branch A", "answer to branch B"}
+    assert first.output == "answer to after"  # a later call goes to the name's first run
+    assert first.state.metadata["conversation"] == second.state.metadata["conversation"] == "s"
