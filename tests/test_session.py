@@ -411,6 +411,58 @@ def test_a_fork_runs_on_as_the_next_execution() -> None:
     assert len(session.executions) == 2 and len(forked.executions) == 2
 
 
+def _costly_answer_agent(store: wb.RunStore | None = None) -> wb.Agent:
+    """One tool call for 20 tokens, then a final answer for 1000."""
+
+    @wb.tool
+    def look(key: str) -> str:
+        """Look a key up."""
+        return "found"
+
+    cheap = wb.Usage(input_tokens=10, output_tokens=10, requests=1)
+    costly = wb.Usage(input_tokens=1000, requests=1)
+    model = wb.ScriptedModel(
+        [
+            wb.ModelResponse.tool_call("look", {"key": "x"}, usage=cheap),
+            wb.ModelResponse.text("expensive final answer", usage=costly),
+        ]
+    )
+    return wb.Agent(model, tools=[look], store=store or False)
+
+
+def test_a_fork_keeps_only_what_the_kept_steps_did() -> None:
+    session = wb.Session(_costly_answer_agent())
+    session.run_sync("look x up")
+    forked = session.fork(execution=1, step=1)
+    (entry,) = forked.state.executions
+    assert (entry.steps, entry.usage.total_tokens, entry.output) == (1, 20, None)
+    assert (
+        entry.status is wb.ExecutionStatus.PENDING and entry.stop_reason is None
+    )  # as a forked AgentState
+    assert forked.usage.total_tokens == 20 and forked.messages[-1].role == "tool"
+    (result,) = forked.executions
+    assert (result.usage.total_tokens, result.status, result.output) == (
+        20,
+        wb.ExecutionStatus.PENDING,
+        None,
+    )
+    assert [s.index for s in result.steps] == [1]
+    whole = session.fork(execution=1, step=2).state.executions[0]
+    assert (whole.usage.total_tokens, whole.output) == (1020, "expensive final answer")
+    assert whole.status is wb.ExecutionStatus.PENDING
+    original = session.state.executions[0]  # untouched
+    assert (original.usage.total_tokens, original.status) == (1020, wb.ExecutionStatus.COMPLETED)
+    wb.SessionState.from_json(forked.state.to_json())
+
+
+def test_a_fork_without_the_step_records_cannot_count_the_kept_steps() -> None:
+    session = wb.Session(_costly_answer_agent())
+    session.run_sync("look x up")
+    again = wb.Session.from_json(session.state.to_json(), _costly_answer_agent())  # no store
+    entry = again.fork(execution=1, step=1).state.executions[0]
+    assert (entry.steps, entry.usage, entry.output) == (1, wb.Usage(), None)
+
+
 def test_fork_refuses_what_is_not_there() -> None:
     seen: list[list[str]] = []
     session = wb.Session(_agent(seen), retention=wb.Retention(max_executions=1))

@@ -231,8 +231,10 @@ class Session:
         """A new session whose conversation is this one's up to ``step`` of ``execution``.
 
         The new session keeps the executions before that one, and that one cut after ``step``
-        (step 0: only its prompt); its next run is the following execution. This session is
-        unchanged, and the fork remembers where it came from (``state.forked_from``).
+        (step 0: only its prompt); its next run is the following execution. The cut execution
+        is what its kept steps made: their usage, an output only if they end with the answer,
+        and, like a state cut by `AgentState.fork`, PENDING: it did not end there. This session
+        is unchanged, and the fork remembers where it came from (``state.forked_from``).
         """
         state = self.state
         if not 1 <= execution <= len(state.executions):
@@ -249,12 +251,14 @@ class Session:
         upto = AgentState(
             run_id=entry.run_id, step=entry.steps, messages=state.messages[:end]
         ).fork(up_to_step=step)
+        cut = _cut(self._result(entry), step)
+        kept = ExecutionEntry.of(execution, cut.state)
         forked = SessionState(
             agent_name=state.agent_name,
             messages=upto.messages,
             executions=(
                 *state.executions[: execution - 1],
-                entry.model_copy(update={"steps": step}),
+                kept.model_copy(update={"output": _answer(cut.state.messages)}),
             ),
             compactions=state.compactions,
             retention=state.retention,
@@ -264,7 +268,7 @@ class Session:
         session = Session(self.agent, state=forked)
         for earlier in state.executions[: execution - 1]:
             session._results[earlier.run_id] = self._result(earlier)
-        session._results[entry.run_id] = _cut(self._result(entry), step)
+        session._results[entry.run_id] = cut
         return session
 
     # -- taking executions in -------------------------------------------------------------------
@@ -457,11 +461,44 @@ def _made_by_execution(state: AgentState, history: int) -> tuple[Message, ...]:
 
 
 def _cut(result: RunResult, step: int) -> RunResult:
-    """The result as it was after ``step`` (same run, later steps left out)."""
+    """The result as it was after ``step``: same run, later steps left out, not ended.
+
+    How it ended belongs to the steps left out, so the cut run is PENDING like the state
+    `AgentState.fork` makes, with no stop reason, error or waiting calls; it counts what the
+    kept steps spent.
+    """
     state = result.state
-    messages = state.fork(up_to_step=step).messages
+    update = {
+        "messages": state.fork(up_to_step=step).messages,
+        "step": step,
+        "status": ExecutionStatus.PENDING,
+        "stop_reason": None,
+        "error": None,
+        "pending": (),
+        "usage": _spent_after(result, step),
+    }
     return RunResult(
-        state=state.model_copy(update={"messages": messages, "step": step}),
+        state=state.model_copy(update=update),
         steps=tuple(s for s in result.steps if s.index <= step),
         snapshots=tuple(s for s in result.snapshots if s.step <= step),
     )
+
+
+def _spent_after(result: RunResult, step: int) -> Usage:
+    """What the run had spent when ``step`` ended (sub-runs too): what its next step began with.
+
+    A result without its snapshots (a session read back without the store) cannot tell, and
+    counts nothing, as a state `AgentState.fork` cut does.
+    """
+    if step >= result.state.step:
+        return result.state.usage
+    after = (s.state.usage for s in result.snapshots if s.step == step + 1)
+    return next(after, Usage())
+
+
+def _answer(messages: Sequence[Message]) -> str | None:
+    """The final answer the messages end with: an assistant's text that calls no tool."""
+    last = messages[-1] if messages else None
+    if last is None or last.role != "assistant" or last.tool_calls:
+        return None
+    return last.text or None
