@@ -191,8 +191,11 @@ def test_limits_refuse_a_call_naming_the_limit() -> None:
     recursive.tools["self"] = recursive.as_tool("self")
     result = recursive.run_sync("go")
     depth_two = result.children[0].children[0]
+    # at the limit the tool is not offered; a model that calls it anyway is told why
+    hidden = depth_two.steps[0].tools_hidden
+    assert hidden == (("self", "the sub-agent depth limit (2) is reached"),)
     refusal = depth_two.steps[0].tool_outcomes[0]
-    assert refusal.status == "error" and "depth limit (2)" in refusal.content
+    assert refusal.status == "denied" and "depth limit (2)" in refusal.content
     assert depth_two.children == ()
 
 

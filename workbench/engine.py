@@ -49,6 +49,7 @@ from workbench.state import (
     Transition,
     new_id,
 )
+from workbench.subagent import SubagentTool
 from workbench.toolcalls import CallResult, ToolRunner
 from workbench.tools import Tool, ToolContext, schema_hash
 from workbench.toolsets import choose_tools
@@ -175,6 +176,7 @@ class Execution:
         if self._end_at_limit(view):
             return None
         await self._choose_tools(view, self.state.step + 1)
+        self._hide_refused_subagents()
         snapshot = self._snapshot(view)  # the state as the step starts: what a re-run starts from
         first_new = len(self.state.messages)
         self._update(step=snapshot.step)
@@ -274,6 +276,7 @@ class Execution:
             self._step_tools,
             draft.tools_offered,
             self.state.approved,
+            self._hidden,
         )
         self._apply(results)
         pending = tuple(p for r in results for p in r.pending)
@@ -343,6 +346,7 @@ class Execution:
             approved=(),
             waiting_subruns=waiting,
             subrun_answers={} if not waiting else self.state.subrun_answers,
+            subruns=self._runner.subruns(self.state),
         )
         if exceeded is not None:  # raised only now, so the answers are kept in the state
             raise exceeded
@@ -523,12 +527,28 @@ class Execution:
     async def _choose_tools(self, view: RunView, step: int) -> None:
         """The step's tools: the agent's, and what each toolset offers at this point of the run."""
         if not self.config.toolsets:
+            self._step_tools, self._hidden = self.config.tools, ()
             return
         recording = self.config.tool_recording if self.config.replay_tools else None
         recorded = recording.definitions.get(step) if recording is not None else None
         self._step_tools, self._hidden = await choose_tools(
             self.config.tools, self.config.toolsets, view, step, recorded
         )
+
+    def _hide_refused_subagents(self) -> None:
+        """Hide the sub-agent tools that a limit of the tree would refuse now, saying which.
+
+        Only when a step starts: a call already admitted (a paused sub-run) runs on resume.
+        """
+        tools = self._step_tools
+        subagents = [name for name, tool in tools.items() if isinstance(tool, SubagentTool)]
+        if not subagents:
+            return
+        state = self.state
+        refusal = self._runner.tree(state).limit_reached(state.run_id, state.depth)
+        if refusal is not None:
+            self._step_tools = {n: t for n, t in tools.items() if n not in subagents}
+            self._hidden += tuple((name, refusal) for name in subagents)
 
     def _offered(self, last_step: bool) -> tuple[str, ...]:
         if self.state.grace_turn and self.config.grace_tool:

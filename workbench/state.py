@@ -272,6 +272,9 @@ class AgentState(Record):
     """Paused sub-runs, by the call of this run that started each: resumed when it runs again."""
     subrun_answers: dict[str, JsonValue] = Field(default_factory=dict)
     """Answers given on resume for sub-runs' calls (``approval:ID`` / ``result:ID`` keys)."""
+    subruns: dict[str, int] = Field(default_factory=dict)
+    """Sub-runs started so far in the tree this run is the root of, by the run that started
+    each: `SubagentLimits` count them across steps and pauses (empty below the root)."""
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     """What the caller attached to the run (``metadata=``): stored, shown, passed to sub-agents."""
     trace_id: str | None = None

@@ -83,32 +83,51 @@ class SubagentLimits(Record):
 
 
 class SubagentTree:
-    """The sub-runs started so far in one tree, against its limits (shared by the whole tree)."""
+    """The sub-runs started so far in one tree, against its limits (shared by the whole tree).
+
+    The root run keeps it for its whole execution, and its counts in its state
+    (`AgentState.subruns`), so the limits hold across steps, and across a pause and a resume in
+    another process.
+    """
 
     def __init__(
-        self, limits: SubagentLimits, observer_for: Callable[[Any], Any] | None = None
+        self,
+        limits: SubagentLimits,
+        observer_for: Callable[[Any], Any] | None = None,
+        started: Mapping[str, int] | None = None,
     ) -> None:
         self.limits = limits
         self.observer_for = observer_for
         """The root's telemetry for sub-runs of agents without their own (one tree, one trace)."""
-        self.total = 0
-        self.per_parent: Counter[str] = Counter()
+        self.per_parent: Counter[str] = Counter(started or {})
+        """Sub-runs started so far, by the run that started them."""
+
+    @property
+    def total(self) -> int:
+        """Sub-runs started so far in the whole tree."""
+        return sum(self.per_parent.values())
+
+    def limit_reached(self, run_id: str, depth: int) -> str | None:
+        """Which limit refuses a new sub-run of the run ``run_id`` (at ``depth``), if one does."""
+        limits = self.limits
+        if depth + 1 > limits.max_depth:
+            return f"the sub-agent depth limit ({limits.max_depth}) is reached"
+        if self.per_parent[run_id] >= limits.max_breadth:
+            return f"this run already started {limits.max_breadth} sub-agents (max_breadth)"
+        if self.total >= limits.max_total:
+            return f"the tree already has {limits.max_total} sub-runs (max_total)"
+        return None
 
     def admit(self, ctx: ToolContext, budget: Budget) -> str | None:
         """Count a new sub-run of the calling run; or say which limit refuses it.
 
         ``budget`` is what the calling run has left (``ctx.budget``, which the caller has).
         """
-        limits, depth = self.limits, ctx.view.state.depth + 1
-        if depth > limits.max_depth:
-            return f"the sub-agent depth limit ({limits.max_depth}) is reached"
-        if self.per_parent[ctx.run_id] >= limits.max_breadth:
-            return f"this run already started {limits.max_breadth} sub-agents (max_breadth)"
-        if self.total >= limits.max_total:
-            return f"the tree already has {limits.max_total} sub-runs (max_total)"
+        refusal = self.limit_reached(ctx.run_id, ctx.view.state.depth)
+        if refusal is not None:
+            return refusal
         if budget.tokens_left == 0 or budget.cost_left == 0 or budget.seconds_left == 0:
             return "the calling run's budget is spent"
-        self.total += 1
         self.per_parent[ctx.run_id] += 1
         return None
 

@@ -111,6 +111,23 @@ class ToolRunner:
         self._tools: Mapping[str, Tool] = {}
         self._offered: tuple[str, ...] = ()
         self._approved: tuple[str, ...] = ()
+        self._hidden: Mapping[str, str] = {}
+        self._own_tree: SubagentTree | None = None
+        """The tree of sub-runs, when this run is its root (no run's tool started this one)."""
+
+    def tree(self, state: AgentState) -> SubagentTree:
+        """The tree this run's sub-agent calls count in: the one it is part of, else its own."""
+        outer = subagent_tree.get()
+        if outer is not None:
+            return outer
+        if self._own_tree is None:
+            config = self._config
+            self._own_tree = SubagentTree(config.subagents, config.subrun_observer, state.subruns)
+        return self._own_tree
+
+    def subruns(self, state: AgentState) -> dict[str, int]:
+        """What `AgentState.subruns` holds now: the root's counts (unchanged below the root)."""
+        return state.subruns if self._own_tree is None else dict(self._own_tree.per_parent)
 
     async def run(
         self,
@@ -119,17 +136,17 @@ class ToolRunner:
         tools: Mapping[str, Tool],
         offered: tuple[str, ...],
         approved: tuple[str, ...],
+        hidden: Sequence[tuple[str, str]] = (),
     ) -> list[CallResult]:
         """Decide and run ``calls``: concurrently, except sequential tools, which run after.
 
-        The results come in the order of the calls; their time counts in the TOOLS phase's.
+        ``hidden`` are the tools hidden this step, with the reason a call of one is told. The
+        results come in the order of the calls; their time counts in the TOOLS phase's.
         """
         self._tools, self._offered, self._approved = tools, offered, approved
+        self._hidden = dict(hidden)
         scope = parent_hooks.set(self._hooks.for_subagents())
-        tree = subagent_tree.get() or SubagentTree(  # a root run's tree
-            self._config.subagents, self._config.subrun_observer
-        )
-        tree_scope = subagent_tree.set(tree)
+        tree_scope = subagent_tree.set(self.tree(ctx.view.state))
         try:
             concurrent = [c for c in calls if not self._sequential(c)]
             results: dict[str, CallResult] = {}
@@ -256,6 +273,11 @@ class ToolRunner:
 
     def _refuse(self, call: ToolCall, tool: Tool | None) -> CallResult | None:
         """A retry prompt for calls that cannot run at all, else None."""
+        if tool is None and call.name in self._hidden:
+            why = self._hidden[call.name]
+            return _result(
+                call, "denied", f"Tool {call.name!r} is not available now: {why}.", is_error=True
+            )
         if tool is None:
             known = ", ".join(self._tools) or "none"
             return _retry(call, f"Unknown tool {call.name!r}. Available tools: {known}.")
