@@ -319,3 +319,21 @@ def test_the_tree_rolls_up_per_agent_and_diff_says_which_sub_run_diverged() -> N
     report = wb.diff(first, changed)
     assert len(report.subruns) == 2 and len(report.diverged_subruns) == 2
     assert "sub-run 1:" in report.to_text()
+
+
+def test_as_tool_takes_one_toolset_as_the_design_shows() -> None:
+    @wb.tool
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return "deleted"
+
+    researcher = _researcher(["ok"])
+    tools = wb.Toolset([search, delete]).filtered(lambda t, view: t.name != "delete")
+    lead = _lead(
+        researcher.as_tool("research", "Look things up.", tools=tools),
+        [R.tool_call("research", {"task": "x"}), "done"],
+        store=False,
+    )
+    step = lead.run_sync("go").children[0].steps[0]
+    assert step.tools_offered == ("search",)
+    assert [name for name, _ in step.tools_hidden] == ["delete"]

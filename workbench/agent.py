@@ -105,17 +105,19 @@ class Agent:
         description: str | None = None,
         *,
         context: SubagentContext | None = None,
-        tools: Iterable[ToolItem] | None = None,
+        tools: Toolset | Iterable[ToolItem] | None = None,
     ) -> Tool:
         """A tool that runs this agent, for another agent: each call runs it on one task.
 
         ``context`` says what the sub-agent sees of the calling run (`SubagentContext`; by
-        default only its task); ``tools`` replace this agent's tools for these runs. The sub-run
+        default only its task); ``tools`` (a toolset, or tools and toolsets) replace this agent's
+        tools for these runs. The sub-run
         is a child of the calling run (one tree, one budget: see `workbench.subagent`), and the
         calling run's SubagentStart and SubagentStop hooks fire around it.
         """
         about = description or f"Give the {self.name} agent a task; it answers with its result."
-        return subagent_tool(self, name or self.name, about, context or SubagentContext(), tools)
+        own = (tools,) if isinstance(tools, Toolset) else tools
+        return subagent_tool(self, name or self.name, about, context or SubagentContext(), own)
 
     def start(
         self,
