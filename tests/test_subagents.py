@@ -337,3 +337,68 @@ def test_as_tool_takes_one_toolset_as_the_design_shows() -> None:
     step = lead.run_sync("go").children[0].steps[0]
     assert step.tools_offered == ("search",)
     assert [name for name, _ in step.tools_hidden] == ["delete"]
+
+
+def test_the_context_counts_only_messages_the_sub_agent_can_see() -> None:
+    researcher = _researcher(["ok"])
+    lead = _lead(
+        researcher.as_tool("research", context=wb.SubagentContext(messages=1)),
+        [R.tool_call("research", {"task": "dig"}, call_id="r1"), "done"],
+        store=False,
+    )
+    child = lead.run_sync("what is up?").children[0]
+    # the parent's call under way is not one of the one message shared: its prompt is
+    assert [m.text for m in child.steps[0].messages_in] == ["what is up?", "dig"]
+
+
+def test_a_cost_cap_from_the_parent_stops_the_sub_run_where_the_parent_would() -> None:
+    cent = wb.Usage(input_tokens=1, output_tokens=1, requests=1, cost=0.01)
+    spender = wb.Agent(
+        model=wb.FunctionModel(lambda m, i: R.tool_call("search", {"query": "q"}, usage=cent)),
+        name="spender",
+        tools=[search],
+        store=False,
+    )
+    half = wb.Usage(input_tokens=1, output_tokens=1, requests=1, cost=0.005)
+    lead = _lead(
+        spender.as_tool("spend"),
+        [R.tool_call("spend", {"task": "x"}, usage=half), "never"],
+        store=False,
+        stop=wb.MaxCost(0.035),
+    )
+    result = lead.run_sync("go")
+    # 0.035 - 0.005 is 0.030000000000000002 in floats: three steps of a cent reach it
+    assert len(result.children[0].steps) == 3
+    assert result.usage.cost is not None and abs(result.usage.cost - 0.035) < 1e-9
+
+
+def test_the_structured_result_counts_the_turns_a_subagent_stop_hook_added() -> None:
+    def check_once(data: wb.SubagentStopInput) -> wb.HookResult | None:
+        return None if data.stop_hook_active else wb.HookResult(decision="block", reason="again")
+
+    researcher = _researcher([R.text("draft", usage=USAGE), R.text("final", usage=USAGE)])
+    lead = _lead(
+        researcher.as_tool("research"),
+        [R.tool_call("research", {"task": "x"}), "done"],
+        store=False,
+        hooks=[wb.Hook(wb.HookEvent.SUBAGENT_STOP, check_once)],
+    )
+    result = lead.run_sync("go")
+    summary = result.steps[0].tool_outcomes[0].subagent
+    assert summary is not None and summary.output == "final"
+    assert summary.steps == 2 and summary.usage.total_tokens == 240
+    assert [c.output for c in result.children] == ["draft", "final"]
+
+
+def test_a_failed_sub_runs_error_reaches_the_parents_model_without_secrets() -> None:
+    def leak(messages: list[wb.Message], info: object) -> str:
+        raise RuntimeError("upstream said: api_key=sk-abcdef1234567890abcdef")
+
+    broken = wb.Agent(model=wb.FunctionModel(leak), name="broken", store=False)
+    lead = _lead(broken.as_tool("delegate"), [R.tool_call("delegate", {"task": "x"}), "ok"])
+    result = lead.run_sync("go")
+    outcome = result.steps[0].tool_outcomes[0]
+    assert "did not finish" in outcome.content and "upstream said" in outcome.content
+    assert "sk-abcdef" not in outcome.content
+    assert outcome.subagent is not None and "sk-abcdef" not in (outcome.subagent.error or "")
+    assert "sk-abcdef" not in result.messages[-2].parts[0].content  # what the model read

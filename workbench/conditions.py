@@ -8,6 +8,7 @@ the time left that bounds a model call.
 
 from __future__ import annotations
 
+import math
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -225,9 +226,16 @@ class MaxCost(StopCondition):
         self.usd = usd
 
     def check(self, view: RunView) -> StopReason | None:
-        """COST_LIMIT once the known cost reached the limit."""
+        """COST_LIMIT once the known cost reached the limit, or came within rounding of it.
+
+        Costs are sums of float prices: a sub-agent capped at what its parent has left
+        (``0.035 - 0.005``) must stop where the parent would, not one rounding error later.
+        """
         cost = view.state.usage.cost
-        return StopReason.COST_LIMIT if cost is not None and cost >= self.usd else None
+        if cost is None:
+            return None
+        reached = cost >= self.usd or math.isclose(cost, self.usd, rel_tol=1e-9)
+        return StopReason.COST_LIMIT if reached else None
 
     def limits(self) -> Limits:
         """A cost limit."""

@@ -32,6 +32,7 @@ from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolRe
 from workbench.models.base import Model
 from workbench.models.replay import ReplayModel
 from workbench.records import RunResult, SubagentResult
+from workbench.redact import Redactor
 from workbench.state import AgentState, ExecutionStatus, StopReason
 from workbench.stepping import SubRun as _SubRun
 from workbench.stepping import drive
@@ -285,18 +286,20 @@ def _budget_cap(budget: Budget) -> StopCondition | None:
     return cap
 
 
-def _summary(name: str, result: RunResult) -> SubagentResult:
-    tools_used = dict.fromkeys(o.name for s in result.steps for o in s.tool_outcomes)
+def _summary(name: str, runs: tuple[RunResult, ...]) -> SubagentResult:
+    """The sub-run as the parent sees it; the turns SubagentStop hooks added count in it."""
+    result = runs[-1]
+    tools_used = dict.fromkeys(o.name for r in runs for s in r.steps for o in s.tool_outcomes)
     return SubagentResult(
         run_id=result.run_id,
         agent=name,
         output=result.output,
         status=result.status,
         stop_reason=result.stop_reason,
-        steps=len({s.index for s in result.steps}),
+        steps=sum(len({s.index for s in r.steps}) for r in runs),
         tools_used=tuple(tools_used),
-        usage=result.usage,
-        error=result.error.message if result.error else None,
+        usage=sum((r.usage for r in runs[1:]), runs[0].usage),
+        error=_redacted(result.error.message) if result.error else None,
     )
 
 
@@ -311,21 +314,21 @@ def _returned(name: str, runs: tuple[RunResult, ...], paused: AgentState | None)
         spent = spent - paused.usage
     if result.status is ExecutionStatus.PAUSED:
         return ToolReturn(
-            value="", usage=spent, runs=runs, subagent=_summary(name, result), waiting=result.state
+            value="", usage=spent, runs=runs, subagent=_summary(name, runs), waiting=result.state
         )
     problem = _problem(name, result)
     return ToolReturn(
         value=problem or result.output or "",
         usage=spent,
         runs=runs,
-        subagent=_summary(name, result),
+        subagent=_summary(name, runs),
         is_error=problem is not None,
     )
 
 
 def _problem(name: str, result: RunResult) -> str | None:
     if result.status is not ExecutionStatus.COMPLETED:
-        why = result.error.message if result.error else result.status.value
+        why = _redacted(result.error.message) if result.error else result.status.value
         return f"Sub-agent {name!r} did not finish: {why}"
     if result.stop_reason not in (StopReason.COMPLETED, StopReason.TASK_COMPLETE):
         assert result.stop_reason is not None
@@ -336,6 +339,14 @@ def _problem(name: str, result: RunResult) -> str | None:
     return None
 
 
+_REDACTOR = Redactor()
+
+
+def _redacted(error: str) -> str:
+    """A sub-run's error as the parent's model may read it: its provider is not to see secrets."""
+    return _REDACTOR.text(error)
+
+
 def _refused(name: str, why: str) -> ToolReturn:
     return ToolReturn(value=f"Sub-agent {name!r} was not started: {why}.", is_error=True)
 
@@ -343,17 +354,13 @@ def _refused(name: str, why: str) -> ToolReturn:
 def _last_messages(messages: Sequence[Message], count: int | Literal["all"]) -> tuple[Message, ...]:
     """The last ``count`` non-system messages, with every tool call next to its result.
 
-    The slice is widened to take in the call of a result it starts with; calls without a result
-    in the slice (the parent's calls under way) are left out, and a message left empty with them.
+    Calls without a result (the parent's calls under way, this one included) are left out
+    first, and a message left empty with them, so ``count`` counts what the sub-agent sees; the
+    slice is then widened to take in the call of a result it starts with.
     """
     if count != "all" and count <= 0:  # the default: nothing to look through
         return ()
     shared = [m for m in messages if m.role != "system"]
-    if count != "all":
-        start = max(0, len(shared) - count)
-        while start > 0 and shared[start].role == "tool":
-            start -= 1
-        shared = shared[start:]
     answered = {
         p.call_id
         for m in shared
@@ -367,6 +374,11 @@ def _last_messages(messages: Sequence[Message], count: int | Literal["all"]) -> 
             kept.append(
                 message if parts == message.parts else message.model_copy(update={"parts": parts})
             )
+    if count != "all":
+        start = max(0, len(kept) - count)
+        while start > 0 and kept[start].role == "tool":
+            start -= 1
+        kept = kept[start:]
     return tuple(kept)
 
 
