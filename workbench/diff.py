@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from workbench._record import Record
 from workbench.messages import Message, Part, RetryPrompt, TextPart, ToolCall, ToolResult
@@ -190,8 +190,7 @@ def diff(a: _Run, b: _Run) -> RunDiff:
     )
 
 
-@dataclass(frozen=True, eq=False)
-class _Child:
+class _Child(NamedTuple):
     """A sub-run and where its parent started it: the step, and the tool call in that step."""
 
     run: _Run
