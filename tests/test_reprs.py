@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import workbench as wb
+import workbench.notebook  # the HTML views register themselves when imported
 from workbench.demo import DEMO_PROMPT, demo_agent
 
 
