@@ -7,10 +7,13 @@ Each test drives a real proxy in front of the fake upstream (tests/fake_upstream
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import openai
+import pytest
 
 import workbench as wb
 from tests.fake_upstream import Answer, completion, fake_upstream
@@ -51,3 +54,52 @@ def test_calls_made_at_once_under_one_name_are_each_recorded() -> None:
     assert branches == {"answer to branch A", "answer to branch B"}
     assert first.output == "answer to after"  # a later call goes to the name's first run
     assert first.state.metadata["conversation"] == second.state.metadata["conversation"] == "s"
+
+
+ADD = {
+    "type": "function",
+    "function": {"name": "add", "parameters": {"type": "object", "properties": {}}},
+}
+
+
+@pytest.mark.parametrize("first", ["call_1", "call_2"])
+def test_conversations_that_start_alike_keep_their_own_answers(first: str) -> None:
+    """Two agents ask the same at once, and go on in either order: each run holds its own."""
+    store = wb.RunStore(":memory:")
+    both_arrived = threading.Barrier(2, timeout=10)
+    numbers = itertools.count(1)
+    lock = threading.Lock()
+
+    def model(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return Answer(body=completion(f"done with {last['content']}"))
+        both_arrived.wait()
+        with lock:
+            call_id = f"call_{next(numbers)}"
+        return Answer(body=completion(calls=[(call_id, "add", {})]))
+
+    with (
+        fake_upstream(model) as upstream,
+        wb.proxy(upstream.url, store=store) as proxy,
+        openai.OpenAI(base_url=proxy.url, api_key=KEY, max_retries=0) as client,
+    ):
+
+        def start(_: int) -> list[Any]:
+            messages: list[Any] = [{"role": "user", "content": "add"}]
+            answer = client.chat.completions.create(model="m", messages=messages, tools=[ADD])
+            message = answer.choices[0].message
+            (call,) = message.tool_calls or ()
+            result = {"role": "tool", "tool_call_id": call.id, "content": call.id}
+            return [*messages, message.model_dump(exclude_none=True), result]
+
+        with ThreadPoolExecutor(2) as pool:
+            started = list(pool.map(start, range(2)))
+        for messages in sorted(started, key=lambda m: m[-1]["content"] != first):  # either first
+            client.chat.completions.create(model="m", messages=messages, tools=[ADD])
+    runs = [store.load(r) for r in proxy.run_ids]
+    assert len(runs) == 2
+    for run in runs:
+        (call,) = run.steps[0].tool_calls
+        assert [o.content for o in run.steps[0].tool_outcomes] == [call.call_id]
+        assert run.output == f"done with {call.call_id}"

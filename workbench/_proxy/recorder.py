@@ -8,8 +8,10 @@ conversation's next request arrives, or when the recorder is closed; its snapsho
 once, so a proxy that dies loses the last answer of each open conversation, not the request.
 
 Which conversation a request continues: the open conversation whose last request is a prefix of
-this one (one it extends before one it only repeats, which is a retry; then the longest), so
-agents that start the same conversation at once keep them apart; one still waiting for its answer
+this one: one it extends before one it only repeats, which is a retry; then one whose answer is
+the message that follows (the same tool-call ids, or the same text), so that agents that start
+alike keep their own runs whichever goes on first, and a call the agent abandoned and retried
+does not take the conversation that goes on; then the longest. One still waiting for its answer
 is never continued. A request that continues none starts a new run.
 
 A request with an ``X-Workbench-Run`` header joins a conversation of that name, by prefix as
@@ -91,6 +93,23 @@ class _Conversation:
             and len(messages) >= len(sent)
             and all(_same(a, b) for a, b in zip(sent, messages, strict=False))
         )
+
+    def answered_before(self, messages: tuple[Message, ...]) -> bool:
+        """True when the message after what this conversation sent is the answer it was given.
+
+        Conversations that began alike differ there: each agent sends back its own answer (the
+        same tool-call ids, or the same text). One the agent abandoned (and retried elsewhere)
+        was answered with something else, or not at all.
+        """
+        sent = self.sent or ()
+        response = self.pending.outcome.response if self.pending is not None else None
+        if response is None or len(messages) <= len(sent):
+            return False
+        after = messages[len(sent)]
+        ids = tuple(c.call_id for c in after.tool_calls)
+        if after.role != "assistant" or ids != tuple(c.call_id for c in response.calls):
+            return False
+        return bool(ids) or after.text == response.text_content
 
 
 class Recorder:
@@ -267,13 +286,17 @@ def _continued(
 ) -> _Conversation | None:
     """The conversation ``messages`` go on with, if any (see the module docstring).
 
-    One they extend comes before one they only repeat (a retry), then the longest.
+    One they extend comes before one they only repeat (a retry), then one whose answer they go
+    on with, then the longest.
     """
     candidates = [c for c in conversations if c.continues(messages)]
     if not candidates:
         return None
     n = len(messages)
-    return max(candidates, key=lambda c: (len(c.sent or ()) < n, len(c.sent or ())))
+    return max(
+        candidates,
+        key=lambda c: (len(c.sent or ()) < n, c.answered_before(messages), len(c.sent or ())),
+    )
 
 
 def _write_all(writes: list[tuple[Callable[..., None], tuple[object, ...]]]) -> None:
