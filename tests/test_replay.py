@@ -122,8 +122,39 @@ def test_an_extra_message_is_a_divergence() -> None:
     extra = [wb.Message.user("Be quick."), wb.Message.user(PROMPT)]
     replay = wb.ReplayModel.from_run(recorded)
     result = counting_agent(3, model=replay).run_sync(history=extra)
-    assert result.error is not None
-    assert "sent 2 messages, which matches no recorded step" in result.error.message
+    assert result.error is not None and result.error.type == "ReplayDivergence"
+    assert result.error.message == (
+        "replay departs from the recording at step 1: message 0 (user), part 0; "
+        "1 messages recorded, 2 sent\n"
+        "- recorded: text 'Count for me.'\n"
+        "+ sent:     text 'Be quick.'"
+    )
+
+
+def test_a_first_request_that_departs_before_the_fork_is_a_divergence_not_live() -> None:
+    recorded = counting_agent(3).run_sync(PROMPT)
+    live = counting_model(3, offset=100)
+    replay = wb.ReplayModel.from_run(recorded, until_step=2, then=live)
+    extra = [wb.Message.user("Be quick."), wb.Message.user(PROMPT)]
+    result = counting_agent(3, model=replay).run_sync(history=extra)
+    assert result.error is not None and result.error.type == "ReplayDivergence"
+    assert "at step 1: message 0 (user), part 0" in result.error.message
+    assert live.calls == []
+
+
+def test_until_step_0_forks_before_step_1_whatever_the_first_request() -> None:
+    recorded = counting_agent(3).run_sync(PROMPT)
+    for prompt in (PROMPT, "Count something else."):
+        live = counting_model(3, offset=100)
+        replay = wb.ReplayModel.from_run(recorded, until_step=0, then=live)
+        result = counting_agent(3, model=replay).run_sync(prompt)
+        assert result.status is wb.ExecutionStatus.COMPLETED
+        assert replay.replayed == 0 and len(live.calls) == 3
+        # without a live model it is the end of the replay (the proxy forwards from there)
+        alone = counting_agent(3, model=wb.ReplayModel.from_run(recorded, until_step=0))
+        result = alone.run_sync(prompt)
+        assert result.error is not None and result.error.type == "ReplayExhausted"
+        assert "0 recorded responses up to step 0" in result.error.message
 
 
 def test_each_check_compares_only_what_is_new(

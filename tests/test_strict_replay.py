@@ -129,6 +129,43 @@ def test_an_edited_earlier_message_in_a_rerun_is_found(recorded: wb.RunResult) -
     )
 
 
+def test_a_removed_system_prompt_names_the_message_that_moved(recorded: wb.RunResult) -> None:
+    replay = wb.ReplayModel.from_run(recorded, strict=True)
+    message = divergence(agent(replay, prompt="").run_sync(PROMPT, settings=SETTINGS))
+    assert message == (
+        "replay departs from the recording at step 1: message 0; 2 messages recorded, 1 sent\n"
+        f"- recorded: system message: text {LONG_PROMPT[:60] + '…'!r}\n"
+        "+ sent:     user message: text 'Count for me.'"
+    )
+
+
+def test_an_added_message_names_the_first_message_that_differs(recorded: wb.RunResult) -> None:
+    replay = wb.ReplayModel.from_run(recorded, strict=True)
+    history = [wb.Message.user("Here is an example."), wb.Message.user(PROMPT)]
+    message = divergence(agent(replay).run_sync(history=history, settings=SETTINGS))
+    assert message == (
+        "replay departs from the recording at step 1: message 1 (user), part 0; "
+        "2 messages recorded, 3 sent\n"
+        "- recorded: text 'Count for me.'\n"
+        "+ sent:     text 'Here is an example.'"
+    )
+
+
+def test_a_rerun_with_a_message_removed_is_shown_against_its_nearest_step(
+    recorded: wb.RunResult,
+) -> None:
+    snapshot = recorded.snapshots[2]  # step 3: system, user, then two calls and their results
+    messages = [m for i, m in enumerate(snapshot.state.messages) if i != 1]
+    replay = wb.ReplayModel.from_run(recorded, strict=True)
+    fork = agent(counting_model(4)).rerun_sync(snapshot, messages=messages, model=replay)
+    message = divergence(fork)
+    assert message.startswith(
+        "replay departs from the recording at step 2: message 1; 4 messages recorded, 5 sent\n"
+        "- recorded: user message: text 'Count for me.'\n"
+        "+ sent:     assistant message: call add("
+    )
+
+
 async def test_the_divergence_carries_the_structured_diff(recorded: wb.RunResult) -> None:
     replay = wb.ReplayModel.from_run(recorded, strict=True)
     first = recorded.steps[0]

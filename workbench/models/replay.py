@@ -143,6 +143,8 @@ class ReplayModel(OfflineModel):
 
         Responses of steps up to ``until_step`` (all, when None) are replayed; after that the
         ``then`` model answers live. Without ``then``, asking beyond them is a `ReplayExhausted`.
+        ``until_step=0`` forks before step 1: nothing is replayed or checked, and every request,
+        the first included, goes to ``then`` (the proxy's ``--until-step 0`` forwards them all).
         ``strict`` also compares settings and tool definitions (see the class); ``tools="replay"``
         answers the replayed responses' tool calls from the recording.
         """
@@ -218,25 +220,23 @@ class ReplayModel(OfflineModel):
         return None
 
     def _locate(self, request: ModelRequest) -> int | None:
-        """The first request finds its place in the recording by content."""
+        """Where the first request is in the recording, found by content; None if it is empty.
+
+        A re-run may start at any step, so the step recorded with exactly these messages is it.
+        A request that departs is placed at the step nearest by position (as many messages, else
+        the nearest count, the earlier on a tie): inside the replayed part the check then names
+        the first message that differs there; past it (``until_step``) the live model answers.
+        """
         sent = tuple(request.messages)
-        same_count = [
-            i for i, r in enumerate(self.recording) if len(r.request.messages) == len(sent)
-        ]
-        for i in same_count:
-            if messages_difference(self.recording[i].request.messages, sent) is None:
+        for i, recorded in enumerate(self.recording):
+            messages = recorded.request.messages
+            if len(messages) == len(sent) and messages_difference(messages, sent) is None:
                 return i
-        if same_count and same_count[0] < self._limit:
-            return same_count[0]  # the check then says how it differs
-        if self.then is not None and self.until_step is not None:
-            return None  # past the replayed part: the live model answers
-        counts = sorted({len(r.request.messages) for r in self.recording})
-        seen = f"{counts[0]}–{counts[-1]}" if counts else "no"
-        first = self.recording[0].step if self.recording else 1
-        raise ReplayDivergence(
-            first,
-            f"the model was sent {len(sent)} messages, which matches no recorded step (the "
-            f"recorded steps were sent {seen} messages)",
+        if not self.recording:
+            return None
+        return min(
+            range(len(self.recording)),
+            key=lambda i: abs(len(self.recording[i].request.messages) - len(sent)),
         )
 
     def _check(

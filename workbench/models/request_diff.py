@@ -154,12 +154,20 @@ def _setting(settings: dict[str, JsonValue], key: str) -> str:
 def messages_difference(
     recorded: tuple[Message, ...], sent: tuple[Message, ...], start: int = 0
 ) -> RequestDiff | None:
-    """The first message (from ``start``) that differs, or a different count; None if equal."""
+    """The first message (from ``start``) that differs, or a different count; None if equal.
+
+    A differing message of a request whose count differs too also names both counts: an
+    inserted or removed message shows as the first message that moved, not as an edit.
+    """
     for i in range(start, min(len(recorded), len(sent))):
         a, b = recorded[i], sent[i]
         if a is b or (a.role == b.role and a.parts == b.parts):
             continue
-        return message_difference(i, a, b)
+        found = message_difference(i, a, b)
+        if len(recorded) == len(sent):
+            return found
+        where = f"{found.where}; {len(recorded)} messages recorded, {len(sent)} sent"
+        return found.model_copy(update={"where": where})
     if len(recorded) == len(sent):
         return None
     if len(sent) > len(recorded):
@@ -177,8 +185,8 @@ def message_difference(index: int, recorded: Message, sent: Message) -> RequestD
         return RequestDiff(
             kind="message",
             where=f"message {index}",
-            recorded=f"a {recorded.role} message",
-            sent=f"a {sent.role} message",
+            recorded=_describe_message(recorded),
+            sent=_describe_message(sent),
         )
     for j, (a, b) in enumerate(zip(recorded.parts, sent.parts, strict=False)):
         if a != b:
