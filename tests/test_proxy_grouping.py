@@ -103,3 +103,46 @@ def test_conversations_that_start_alike_keep_their_own_answers(first: str) -> No
         (call,) = run.steps[0].tool_calls
         assert [o.content for o in run.steps[0].tool_outcomes] == [call.call_id]
         assert run.output == f"done with {call.call_id}"
+
+
+def ask(client: openai.OpenAI, text: str) -> str | None:
+    messages: Any = [{"role": "user", "content": text}]
+    return client.chat.completions.create(model="m", messages=messages).choices[0].message.content
+
+
+def test_a_request_that_repeats_an_answered_one_is_a_new_run() -> None:
+    store = wb.RunStore(":memory:")
+    pong = lambda body, headers: Answer(body=completion("pong"))  # noqa: E731
+    with (
+        fake_upstream(pong) as upstream,
+        wb.proxy(upstream.url, store=store) as proxy,
+        openai.OpenAI(base_url=proxy.url, api_key=KEY, max_retries=0) as client,
+    ):
+        assert [ask(client, "ping"), ask(client, "ping")] == ["pong", "pong"]
+    runs = [store.load(r) for r in proxy.run_ids]
+    assert [len(r.steps) for r in runs] == [1, 1]
+    assert [[m.role for m in r.steps[0].new_messages] for r in runs] == [["assistant"]] * 2
+
+
+@pytest.mark.parametrize("failure", ["status 500", "timeout"])
+def test_an_sdk_retry_after_a_failure_is_a_step_of_the_same_run(failure: str) -> None:
+    store = wb.RunStore(":memory:")
+    tries = itertools.count(1)
+
+    def flaky(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if next(tries) > 1:
+            return Answer(body=completion("pong"))
+        if failure == "timeout":
+            return Answer(body=completion("late"), delay=1.0)
+        return Answer(status=500, body={"error": {"message": "try again"}})
+
+    with (
+        fake_upstream(flaky) as upstream,
+        wb.proxy(upstream.url, store=store, timeout=0.2) as proxy,
+        openai.OpenAI(base_url=proxy.url, api_key=KEY, max_retries=1) as client,
+    ):
+        assert ask(client, "ping") == "pong"
+    (run,) = (store.load(r) for r in proxy.run_ids)
+    failed, answered = run.steps
+    assert failed.response is None and failed.new_messages == ()
+    assert answered.messages_in == failed.messages_in and run.output == "pong"

@@ -8,7 +8,8 @@ conversation's next request arrives, or when the recorder is closed; its snapsho
 once, so a proxy that dies loses the last answer of each open conversation, not the request.
 
 Which conversation a request continues: the open conversation whose last request is a prefix of
-this one: one it extends before one it only repeats, which is a retry; then one whose answer is
+this one: one it extends before one it only repeats, which is a retry of a call that failed or
+was cut off (a request that repeats an answered one starts anew); then one whose answer is
 the message that follows (the same tool-call ids, or the same text), so that agents that start
 alike keep their own runs whichever goes on first, and a call the agent abandoned and retried
 does not take the conversation that goes on; then the longest. One still waiting for its answer
@@ -85,14 +86,20 @@ class _Conversation:
         """The tools of the last request, and their hash: an agent sends the same ones each time."""
 
     def continues(self, messages: tuple[Message, ...]) -> bool:
-        """True when ``messages`` start with what this conversation sent last."""
+        """True when ``messages`` start with what this conversation sent last.
+
+        Sending only the same again continues it if that was a retry: its call failed or was
+        cut off. A request that repeats one that was answered asks anew (an eval's samples).
+        """
         sent = self.sent
-        return (
-            self.in_flight is None
-            and sent is not None
-            and len(messages) >= len(sent)
-            and all(_same(a, b) for a, b in zip(sent, messages, strict=False))
-        )
+        if self.in_flight is not None or sent is None or len(messages) < len(sent):
+            return False
+        if len(messages) == len(sent) and self._answered():
+            return False
+        return all(_same(a, b) for a, b in zip(sent, messages, strict=False))
+
+    def _answered(self) -> bool:
+        return self.pending is not None and self.pending.outcome.response is not None
 
     def answered_before(self, messages: tuple[Message, ...]) -> bool:
         """True when the message after what this conversation sent is the answer it was given.
