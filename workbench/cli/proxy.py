@@ -1,13 +1,18 @@
 """``workbench proxy``: record (or replay) any agent by standing in for its model.
 
-It runs in the foreground until Ctrl-C, then writes each conversation's last step and prints the
-runs it recorded.
+It runs in the foreground until Ctrl-C or SIGTERM, then writes each conversation's last step and
+prints the runs it recorded.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 from workbench import proxy
 from workbench.cli._common import echo, open_store, store_option
@@ -56,7 +61,8 @@ def run_proxy(args: argparse.Namespace) -> int:
     echo("point your agent's base_url at it; Ctrl-C to stop")
     sys.stdout.flush()  # whoever started us waits for the address
     try:
-        handle.wait()
+        with _terminate_as_interrupt():
+            handle.wait()
     except KeyboardInterrupt:
         pass
     finally:
@@ -64,3 +70,25 @@ def run_proxy(args: argparse.Namespace) -> int:
     for run_id in handle.run_ids:
         echo(f"recorded {run_id}")
     return 0
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops the proxy as Ctrl-C does, so the last steps are written and runs ended.
+
+    It is how ``kill``, service managers and containers stop a process; its default ends the
+    interpreter at once, before `ProxyHandle.close` has written anything. Only the main thread
+    may set a handler; the one before is put back.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)

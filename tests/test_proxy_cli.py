@@ -1,0 +1,47 @@
+"""``workbench proxy`` on the command line: how it stops, and what it says when it cannot start.
+
+The command runs as a subprocess in front of the fake upstream (tests/fake_upstream.py), as a
+user or a service manager would run it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import openai
+
+import workbench as wb
+from tests.fake_upstream import Answer, completion, fake_upstream
+
+KEY = "sk-test-secret-4e1f9a"
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "workbench.cli", "proxy", *args]
+
+
+def test_sigterm_stops_the_command_as_ctrl_c_does(tmp_path: Path) -> None:
+    """A service manager's stop writes the last step and ends the run, and says what it wrote."""
+    path = tmp_path / "runs.sqlite"
+    pong = lambda body, headers: Answer(body=completion("pong"))  # noqa: E731
+    with fake_upstream(pong) as upstream:
+        args = command("--upstream", upstream.url, "--port", "0", "--store", str(path))
+        with subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=ENV) as process:
+            assert process.stdout is not None
+            url = process.stdout.readline().split(" on ")[1].split(" ")[0]
+            with openai.OpenAI(base_url=url, api_key=KEY, max_retries=0) as client:
+                client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "ping"}]
+                )
+            process.send_signal(signal.SIGTERM)
+            out = process.stdout.read()
+            assert process.wait(timeout=10) == 0
+    (run_id,) = [line.split()[-1] for line in out.splitlines() if line.startswith("recorded")]
+    run = wb.RunStore(path).load(run_id)
+    assert run.status is wb.ExecutionStatus.COMPLETED and run.output == "pong"
+    assert len(run.steps) == 1
