@@ -173,6 +173,36 @@ def test_tools_against_a_baseline_that_called_others(run: wb.RunResult) -> None:
     wb.expect(run, baseline=baseline).tools_called({"add", "multiply"})
 
 
+def rerun_from_step_2(original: wb.RunResult, responses: list[wb.ModelResponse]) -> wb.RunResult:
+    """A re-run of ``original`` from its step 2 snapshot, answered by ``responses``."""
+    agent = wb.Agent(model=wb.ScriptedModel([]), tools=[add, multiply], store=None)
+    fork = agent.rerun_sync(original.snapshots[1], model=wb.ScriptedModel(responses))
+    assert fork.state.rerun_of is not None and fork.state.rerun_of.step == 2
+    return fork
+
+
+def test_a_rerun_is_checked_from_its_fork_point_against_the_baseline(run: wb.RunResult) -> None:
+    same = rerun_from_step_2(run, script()[1:])
+    wb.expect(same, baseline=run).tools_called().tools_called(ordered=False)
+    wb.expect(same).tools_called(["multiply"])  # its own calls: step 1's add was the original's
+    wb.expect(run, baseline=same).tools_called()  # a re-run baseline: compared from its fork too
+
+    other = rerun_from_step_2(
+        run, [wb.ModelResponse.tool_call("add", {"a": 3, "b": 3}), wb.ModelResponse.text("6")]
+    )
+    error = failure(lambda: wb.expect(other, baseline=run).tools_called())
+    assert error.step == 2
+    assert str(error) == (
+        "tools_called at step 2: call 1 is 'add' where the baseline called 'multiply'\n"
+        "  called: 'add' (step 2)\n"
+        "  the baseline called: 'multiply'\n"
+        f"  counted from step 2, where the re-run forked (run {other.run_id})"
+    )
+    unordered = failure(lambda: wb.expect(other, baseline=run).tools_called(ordered=False))
+    assert "never called 'multiply'" in str(unordered)
+    assert "counted from step 2, where the re-run forked" in str(unordered)
+
+
 def test_stop_reason_status_and_steps_say_where_the_run_ended() -> None:
     limited = calculator(script(), stop=wb.MaxSteps(2))
     error = failure(lambda: wb.expect(limited).stop_reason("completed"))

@@ -64,17 +64,26 @@ class Expectation:
         Without ``expected``, the baseline's calls (``ordered=False``: as a set). Every call the
         model made counts, including refused and retried ones, each once however often it was
         resumed.
+
+        A re-run counts from its fork point (``state.rerun_of.step``): the calls before it are
+        in its history but were the original's, not its own. So its own calls are checked, and
+        compared with the baseline's calls from the same step on (from the later fork point when
+        the baseline is a re-run too); a failure says from which step it counted.
         """
-        calls = _calls(self.run)
+        since = _fork_step(self.run)
         if expected is None:
-            expected = [c.name for c in _calls(self._baseline("tools_called"))]
+            baseline = self._baseline("tools_called")
+            since = max(since, _fork_step(baseline))
+            expected = [c.name for c in _calls(baseline, since)]
             source = "the baseline called"
         else:
             source = "expected"
+        calls = _calls(self.run, since)
+        counted = "" if since == 1 else f"\n  counted from step {since}, where the re-run forked"
         if isinstance(expected, Set) or not ordered:
-            self._tool_set(calls, set(expected), source)
+            self._tool_set(calls, set(expected), source, counted)
         else:
-            self._tool_sequence(calls, list(expected), source)
+            self._tool_sequence(calls, list(expected), source, counted)
         return self
 
     def stop_reason(self, expected: StopReason | str | None = None) -> Expectation:
@@ -174,7 +183,9 @@ class Expectation:
         where = "" if step is None else f" at step {step}"
         raise ExpectationFailed(check, step, f"{check}{where}: {what} (run {self.run.run_id})")
 
-    def _tool_sequence(self, calls: list[_Call], expected: list[str], source: str) -> None:
+    def _tool_sequence(
+        self, calls: list[_Call], expected: list[str], source: str, counted: str
+    ) -> None:
         names = [c.name for c in calls]
         if names == expected:
             return
@@ -189,10 +200,11 @@ class Expectation:
             "tools_called",
             step,
             f"call {i + 1} is {got} where {source} {want}\n"
-            f"  called: {_listed(calls)}\n  {source}: {', '.join(map(repr, expected)) or '-'}",
+            f"  called: {_listed(calls)}\n  {source}: {', '.join(map(repr, expected)) or '-'}"
+            + counted,
         )
 
-    def _tool_set(self, calls: list[_Call], expected: set[str], source: str) -> None:
+    def _tool_set(self, calls: list[_Call], expected: set[str], source: str, counted: str) -> None:
         extra = [c for c in calls if c.name not in expected]
         missing = sorted(expected - {c.name for c in calls})
         if not extra and not missing:
@@ -203,7 +215,8 @@ class Expectation:
         if missing:
             parts.append(f"never called {', '.join(map(repr, missing))}")
         step = extra[0].step if extra else self._last_step
-        self._fail("tools_called", step, "; ".join(parts) + f"\n  called: {_listed(calls)}")
+        what = "; ".join(parts) + f"\n  called: {_listed(calls)}{counted}"
+        self._fail("tools_called", step, what)
 
     def _amount(
         self,
@@ -258,16 +271,22 @@ class Expectation:
         )
 
 
-def _calls(run: RunResult) -> list[_Call]:
-    """Each tool call the model made, in order, once (a resumed step repeats no call)."""
+def _calls(run: RunResult, since: int = 1) -> list[_Call]:
+    """Each tool call the model made from step ``since``, in order, once (resumed: no repeats)."""
     seen: set[str] = set()
     calls = []
-    for record in run.steps:
+    for record in (r for r in run.steps if r.index >= since):
         for call in record.response.calls if record.response is not None else ():
             if call.call_id not in seen:
                 seen.add(call.call_id)
                 calls.append(_Call(step=record.index, name=call.name))
     return calls
+
+
+def _fork_step(run: RunResult) -> int:
+    """The first step that is the run's own: a re-run's fork point, else step 1."""
+    rerun_of = run.state.rerun_of
+    return 1 if rerun_of is None else rerun_of.step
 
 
 def _tokens(usage: Usage) -> float:
