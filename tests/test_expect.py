@@ -332,8 +332,20 @@ def test_bad_tolerances_and_unknown_baseline_costs_are_usage_errors(run: wb.RunR
     unpriced = calculator(responses)
     with pytest.raises(wb.UsageError, match="the baseline's cost is unknown"):
         wb.expect(run, baseline=unpriced).cost(within=0.1)
-    with pytest.raises(ValueError, match="'finished' is not a valid StopReason"):
-        wb.expect(run).stop_reason("finished")
+
+
+def test_an_unknown_stop_reason_or_status_lists_the_valid_ones(run: wb.RunResult) -> None:
+    with pytest.raises(wb.UsageError) as caught:
+        wb.expect(run).stop_reason("max_steps")
+    assert str(caught.value) == (
+        "expect(...).stop_reason() takes one of 'completed', 'task_complete', 'step_limit', "
+        "'token_limit', 'time_limit', 'cost_limit', 'doom_loop', 'error_budget', 'hook_stop', "
+        "'error', 'aborted' (or its StopReason), not 'max_steps'"
+    )
+    with pytest.raises(wb.UsageError, match=r"status\(\) takes .*'paused'.*, not 'done'"):
+        wb.expect(run).status("done")
+    wb.expect(run).stop_reason(wb.StopReason.COMPLETED).stop_reason("completed")
+    wb.expect(run).status(wb.ExecutionStatus.COMPLETED).status("completed")
 
 
 def test_a_failed_check_is_a_plain_pytest_failure(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence, Set
-from typing import NoReturn
+from enum import StrEnum
+from typing import NoReturn, TypeVar
 
 from workbench._record import Record
 from workbench.errors import ExpectationFailed, UsageError
@@ -26,6 +27,8 @@ from workbench.records import RunResult
 from workbench.state import ExecutionStatus, StopReason
 
 __all__ = ["Expectation", "expect"]
+
+_Enum = TypeVar("_Enum", bound=StrEnum)
 
 AnswerCheck = str | re.Pattern[str] | Callable[[str], bool]
 """A regular expression (searched for in the answer) or a predicate on the answer."""
@@ -87,8 +90,11 @@ class Expectation:
         return self
 
     def stop_reason(self, expected: StopReason | str | None = None) -> Expectation:
-        """Why the run ended (the baseline's stop reason when not given)."""
-        want = self._baseline("stop_reason").stop_reason if expected is None else expected
+        """Why the run ended: a `StopReason` or its value (the baseline's when not given)."""
+        if expected is None:
+            want = self._baseline("stop_reason").stop_reason
+        else:
+            want = _member(StopReason, expected, "stop_reason")
         got = self.run.stop_reason
         if _value(got) != _value(want):
             self._fail(
@@ -99,8 +105,11 @@ class Expectation:
         return self
 
     def status(self, expected: ExecutionStatus | str | None = None) -> Expectation:
-        """The run's final status (the baseline's when not given)."""
-        want = ExecutionStatus(self._baseline("status").status if expected is None else expected)
+        """The run's final status: an `ExecutionStatus` or its value (the baseline's if none)."""
+        if expected is None:
+            want = self._baseline("status").status
+        else:
+            want = _member(ExecutionStatus, expected, "status")
         if self.run.status is not want:
             what = f"the run is {self.run.status.value}, expected {want.value}"
             self._fail("status", self._last_step, what)
@@ -335,8 +344,23 @@ def _range(low: int | None, high: int | None) -> str:
     return f"at least {low}" if low is not None else f"at most {high}"
 
 
-def _value(reason: StopReason | str | None) -> str:
-    return "-" if reason is None else StopReason(reason).value
+def _member(kind: type[_Enum], value: _Enum | str, check: str) -> _Enum:
+    """``value`` as one of ``kind``; any other is a `UsageError` that lists what ``kind`` has.
+
+    A mistyped reason (``"max_steps"``, the condition's name, for ``"step_limit"``) is a mistake
+    in the test, not a failed run, so it is named as such rather than as a bare enum error.
+    """
+    try:
+        return kind(value)
+    except ValueError:
+        valid = ", ".join(repr(member.value) for member in kind)
+        raise UsageError(
+            f"expect(...).{check}() takes one of {valid} (or its {kind.__name__}), not {value!r}"
+        ) from None
+
+
+def _value(reason: StopReason | None) -> str:
+    return "-" if reason is None else reason.value
 
 
 def _quote(text: str | None, limit: int = 200) -> str:
