@@ -2,7 +2,8 @@
 
 `proxy()` starts an OpenAI-compatible Chat Completions endpoint that forwards to an upstream model
 (or answers from a recorded run) and records each conversation as a run: `handle` starts it,
-`server` answers, `recorder` turns the calls into step records.
+`server` answers, `recorder` turns the calls into step records, `scrub`
+keeps the API key out of them.
 """
 
 from workbench._proxy.handle import ProxyHandle, proxy

@@ -35,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from workbench._proxy.recorder import Call, Outcome, Recorder
+from workbench._proxy.scrub import Scrubber
 from workbench._proxy.wire import (
     completion_chunks,
     completion_json,
@@ -48,7 +49,7 @@ from workbench.errors import (
     ReplayDivergence,
     ReplayExhausted,
 )
-from workbench.messages import ModelResponse
+from workbench.messages import JsonValue, ModelResponse
 from workbench.models._openai_wire import (
     SseReader,
     StreamAssembler,
@@ -78,7 +79,6 @@ _NOT_FORWARDED = frozenset(
 _NOT_RETURNED = frozenset(
     {"content-length", "connection", "transfer-encoding", "content-encoding", "keep-alive"}
 )
-_BEARER = "bearer "
 _DEPARTED = 400
 """A request the recording cannot answer is the client's bad request: SDKs show it at once (they
 retry a 409 or a 5xx, which would only ask the recording the same question again)."""
@@ -159,28 +159,19 @@ class ProxyApp:
     async def chat(self, request: Request) -> Response | _Relay:
         """Record one model call and answer it, from the upstream or from the recording."""
         body = await request.body()
+        headers = request.headers
+        scrubber = Scrubber(headers)
         try:
-            wire = parse_request(body)
-            messages = from_wire_messages(wire.messages)
+            call, stream = _read_call(body, headers, scrubber)
         except (MessageFormatError, MalformedResponseError) as exc:
             return JSONResponse(error_body(str(exc), "invalid_request_error", 400), 400)
-        settings = json.loads(body)
-        for key in ("messages", "tools", "stream", "stream_options"):
-            settings.pop(key, None)
-        call = Call(
-            model=wire.model,
-            messages=messages,
-            tools=request_tools(wire),
-            settings=settings,
-            conversation=request.headers.get(CONVERSATION_HEADER),
-        )
         snapshot = self.recorder.begin(call)
-        headers = request.headers
-        exchange = _Exchange(self.recorder, snapshot, call, body, headers, self._forwarded(headers))
+        forwarded = self._forwarded(headers)
+        exchange = _Exchange(self.recorder, snapshot, call, body, scrubber, forwarded)
         if self.replay is not None and snapshot.run_id not in self._live:
-            return await self._from_recording(exchange, stream=wire.stream)
+            return await self._from_recording(exchange, stream=stream)
         assert self.upstream is not None, "proxy() refuses neither an upstream nor a replay"
-        if wire.stream:
+        if stream:
             return await exchange.stream(self._client, self.upstream)
         return await exchange.forward(self._client, self.upstream)
 
@@ -226,6 +217,31 @@ class ProxyApp:
         return next((s.response.model_name for s in steps if s.response is not None), "replay")
 
 
+def _read_call(body: bytes, headers: Mapping[str, str], scrubber: Scrubber) -> tuple[Call, bool]:
+    """The call ``body`` makes, as it is recorded (without the API key), and if it streams.
+
+    An agent sends back the answers it was given: one that echoed the key brings it back.
+    """
+    wire = parse_request(body)
+    messages = from_wire_messages(wire.messages)
+    tools = request_tools(wire)
+    settings: dict[str, JsonValue] = json.loads(body)
+    for key in ("messages", "tools", "stream", "stream_options"):
+        settings.pop(key, None)
+    if scrubber.found_in(body):
+        messages = tuple(scrubber.record(m) for m in messages)
+        tools = tuple(scrubber.record(t) for t in tools)
+        settings = {k: scrubber.json(v) for k, v in settings.items()}
+    call = Call(
+        model=wire.model,
+        messages=messages,
+        tools=tools,
+        settings=settings,
+        conversation=headers.get(CONVERSATION_HEADER),
+    )
+    return call, wire.stream
+
+
 class _Exchange:
     """One model call on its way through: what to record, and how to answer the agent."""
 
@@ -235,24 +251,24 @@ class _Exchange:
         snapshot: StepContext,
         call: Call,
         body: bytes,
-        headers: Mapping[str, str],
+        scrubber: Scrubber,
         forwarded: dict[str, str],
     ) -> None:
         self.recorder, self.snapshot, self.call, self.body = recorder, snapshot, call, body
         self.headers = forwarded
-        auth = headers.get("authorization", "")
-        self._secret = auth[len(_BEARER) :] if auth.lower().startswith(_BEARER) else auth
+        self.scrubber = scrubber
         self.started = time.perf_counter()
 
     def answered(self, response: ModelResponse, ttft: float | None) -> None:
-        """Record the answer."""
+        """Record the answer, without the client's API key if the upstream echoed it."""
         duration = time.perf_counter() - self.started
+        response = self.scrubber.record(response)
         outcome = Outcome(response=response, duration=duration, time_to_first_token=ttft)
         self.recorder.end(self.snapshot, self.call, outcome)
 
     def scrub(self, text: str) -> str:
         """``text`` without the client's API key (an upstream may echo it back)."""
-        return text.replace(self._secret, "[redacted]") if self._secret else text
+        return self.scrubber.text(text)
 
     def record_error(self, kind: str, message: str) -> None:
         """Record that the call ended without an answer (the key scrubbed from the message)."""
