@@ -107,7 +107,8 @@ def test_a_tool_loop_becomes_a_run_with_steps_tool_outcomes_and_no_key(tmp_path:
     assert second.response is not None and second.response.text_content == "the sum is 3"
     assert run.usage.input_tokens == 22 and run.usage.requests == 2
     assert run.snapshots[0].tool_definitions[0].name == "add"
-    assert run.snapshots[0].model_settings == {"model": "fake-model"}
+    assert run.snapshots[0].model_name == "fake-model"
+    assert run.snapshots[0].model_settings == {}  # the model is not a setting, as in our runs
     assert "the sum is 3" in step_html(second, run.steps)
     store.close()
     for path in tmp_path.iterdir():  # the database and its WAL

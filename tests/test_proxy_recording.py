@@ -58,3 +58,33 @@ def test_a_key_the_upstream_echoes_reaches_the_agent_but_not_the_store(
     store.close()
     for file in tmp_path.iterdir():  # the database and its WAL
         assert KEY.encode() not in file.read_bytes()
+
+
+def test_an_agent_of_ours_replays_a_proxy_run_strictly() -> None:
+    """A run recorded through the proxy holds the model and settings as our agent records them."""
+    store = wb.RunStore(":memory:")
+    ran: list[str] = []
+
+    @wb.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        ran.append("add")
+        return a + b
+
+    def model(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if body["messages"][-1]["role"] == "tool":
+            return Answer(body=completion("5 and 9"))
+        calls = [("call_1", "add", {"a": 2, "b": 3}), ("call_2", "add", {"a": 4, "b": 5})]
+        return Answer(body=completion(calls=calls))  # in parallel: a tool message each
+
+    def agent(model: wb.Model) -> wb.Agent:
+        return wb.Agent(model=model, name="adder", tools=[add], store=store)
+
+    with fake_upstream(model) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        live = agent(wb.OpenAIModel("fake-model", base_url=proxy.url, api_key=KEY))
+        assert live.run_sync("add 2 and 3, 4 and 5").output == "5 and 9"
+    recorded = store.load(proxy.run_ids[0])
+    replay = wb.ReplayModel.from_run(recorded, strict=True, tools="replay")
+    replayed = agent(replay).run_sync("add 2 and 3, 4 and 5")
+    assert replayed.status is wb.ExecutionStatus.COMPLETED, replayed.error
+    assert replayed.output == "5 and 9" and ran == ["add", "add"]  # live, not again in replay

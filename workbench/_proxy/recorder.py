@@ -49,8 +49,8 @@ class Call(Record):
     messages: tuple[Message, ...]
     tools: tuple[ToolDefinition, ...]
     settings: dict[str, JsonValue]
-    """The rest of the request body (model, temperature, tool_choice, ...) but how the answer
-    travels (``stream``, ``stream_options``): what a strict replay compares."""
+    """The rest of the request body (temperature, tool_choice, ...) but how the answer travels
+    (``stream``, ``stream_options``): what a strict replay compares. The model is `model`."""
     conversation: str | None = None
     """The ``X-Workbench-Run`` header, when the client named its conversation."""
 

@@ -79,6 +79,10 @@ _NOT_FORWARDED = frozenset(
 _NOT_RETURNED = frozenset(
     {"content-length", "connection", "transfer-encoding", "content-encoding", "keep-alive"}
 )
+_NOT_SETTINGS = ("model", "messages", "tools", "stream", "stream_options")
+"""What a request's body holds besides its settings: the model is the snapshot's ``model_name``
+(as an agent of ours records it, so that its strict replay of a proxy's run agrees), the
+messages and tools are their own fields, and how the answer travels is not recorded."""
 _DEPARTED = 400
 """A request the recording cannot answer is the client's bad request: SDKs show it at once (they
 retry a 409 or a 5xx, which would only ask the recording the same question again)."""
@@ -117,6 +121,7 @@ class ProxyApp:
         self._credentials = {"authorization": auth.encode()} if auth is not None else {}
         self._not_forwarded = _NOT_FORWARDED | self._credentials.keys()
         self.replay = replay
+        self._recording = _with_model_setting(replay) if replay is not None else None
         self.until_step = until_step
         self.client: aiohttp.ClientSession | None = None
         self._replays: dict[str, ReplayModel] = {}
@@ -178,15 +183,16 @@ class ProxyApp:
     # --- answering from a recording ----------------------------------------------------------
 
     async def _from_recording(self, exchange: _Exchange, *, stream: bool) -> Response | _Relay:
-        assert self.replay is not None
+        assert self._recording is not None
         run_id = exchange.snapshot.run_id
         model = self._replays.get(run_id)
         if model is None:
             model = self._replays[run_id] = ReplayModel.from_run(
-                self.replay, until_step=self.until_step, strict=True
+                self._recording, until_step=self.until_step, strict=True
             )
         call = exchange.call
-        request = ModelRequest(messages=call.messages, tools=call.tools, settings=call.settings)
+        settings = {"model": call.model, **call.settings}  # checked as the recording's are
+        request = ModelRequest(messages=call.messages, tools=call.tools, settings=settings)
         try:
             response = await model.request(request)
         except ReplayExhausted as exc:
@@ -226,7 +232,7 @@ def _read_call(body: bytes, headers: Mapping[str, str], scrubber: Scrubber) -> t
     messages = from_wire_messages(wire.messages)
     tools = request_tools(wire)
     settings: dict[str, JsonValue] = json.loads(body)
-    for key in ("messages", "tools", "stream", "stream_options"):
+    for key in _NOT_SETTINGS:
         settings.pop(key, None)
     if scrubber.found_in(body):
         messages = tuple(scrubber.record(m) for m in messages)
@@ -486,6 +492,20 @@ class _Relay:
 
 _UPSTREAM_FAILED = (aiohttp.ClientError, TimeoutError)
 """What aiohttp raises when the upstream cannot be reached, breaks off or is too slow."""
+
+
+def _with_model_setting(run: RunResult) -> RunResult:
+    """``run`` with each snapshot's model name among its settings, for the proxy's replay.
+
+    A strict replay compares settings, not the model name: the proxy puts the name in both the
+    recorded settings and the request's, so that asking another model departs from the recording
+    (runs recorded before the model left the settings already have it there).
+    """
+    snapshots = tuple(
+        s.model_copy(update={"model_settings": {"model": s.model_name, **s.model_settings}})
+        for s in run.snapshots
+    )
+    return run.model_copy(update={"snapshots": snapshots})
 
 
 def _feed(

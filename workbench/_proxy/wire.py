@@ -114,8 +114,9 @@ def request_tools(request: WireRequest) -> tuple[ToolDefinition, ...]:
 def from_wire_messages(messages: Sequence[WireRequestMessage]) -> tuple[Message, ...]:
     """Our conversation from a request's messages: the inverse of `to_wire_messages`.
 
-    Consecutive ``tool`` messages become one tool message with a result per call (as the loop
-    keeps them), each result named after the call it answers; ``developer`` is a system message.
+    Each ``tool`` message is a tool message of one result (as the loop keeps them, so that our
+    agent's strict replay of a proxy's run matches), named after the call it answers;
+    ``developer`` is a system message.
     """
     names: dict[str, str] = {}
     out: list[Message] = []
@@ -124,10 +125,7 @@ def from_wire_messages(messages: Sequence[WireRequestMessage]) -> tuple[Message,
         if wire.role == "tool":
             call_id = wire.tool_call_id or ""
             result = ToolResult(call_id=call_id, name=names.get(call_id, ""), content=text)
-            if out and out[-1].role == "tool":
-                out[-1] = out[-1].model_copy(update={"parts": (*out[-1].parts, result)})
-            else:
-                out.append(Message(role="tool", parts=(result,)))
+            out.append(Message(role="tool", parts=(result,)))
         elif wire.role == "assistant":
             parts = wire_parts(text, [parse_call(c.id, c.function) for c in wire.tool_calls or ()])
             names.update((p.call_id, p.name) for p in parts if isinstance(p, ToolCall))
