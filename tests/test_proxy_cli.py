@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import openai
+import pytest
 
 import workbench as wb
 from tests.fake_upstream import Answer, completion, fake_upstream
+from workbench.cli import main
 
 KEY = "sk-test-secret-4e1f9a"
 ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
@@ -45,3 +48,44 @@ def test_sigterm_stops_the_command_as_ctrl_c_does(tmp_path: Path) -> None:
     run = wb.RunStore(path).load(run_id)
     assert run.status is wb.ExecutionStatus.COMPLETED and run.output == "pong"
     assert len(run.steps) == 1
+
+
+def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(wb.UsageError, match=f"cannot listen on 127.0.0.1:{port}"):
+            wb.proxy("http://127.0.0.1:9/v1", port=port, store=wb.RunStore(":memory:"))
+        args = ["proxy", "--upstream", "http://127.0.0.1:9/v1", "--port", str(port)]
+        assert main([*args, "--store", ":memory:"]) == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().out
+
+
+def test_until_step_without_an_upstream_names_the_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["proxy", "--replay", "last", "--until-step", "1", "--store", ":memory:"]) == 2
+    said = capsys.readouterr().out
+    assert "--until-step N" in said and "--upstream URL" in said and "upstream=" not in said
+
+
+def test_the_command_says_which_run_it_replays(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    store = wb.RunStore(path)
+    pong = lambda body, headers: Answer(body=completion("pong"))  # noqa: E731
+    with (
+        fake_upstream(pong) as upstream,
+        wb.proxy(upstream.url, store=store) as proxy,
+        openai.OpenAI(base_url=proxy.url, api_key=KEY, max_retries=0) as client,
+    ):
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "ping"}])
+    store.close()
+    args = command("--replay", "last", "--port", "0", "--store", str(path))
+    with subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=ENV) as process:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        process.send_signal(signal.SIGINT)
+        process.stdout.read()
+        assert process.wait(timeout=10) == 0
+    assert f"replaying {proxy.run_ids[0]}" in first

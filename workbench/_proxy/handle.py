@@ -13,6 +13,7 @@ port) is safe to use.
 from __future__ import annotations
 
 import asyncio
+import errno
 import socket
 import threading
 from collections.abc import Callable
@@ -148,7 +149,8 @@ def proxy(
     Every conversation an agent has through it becomes a run in ``store`` (the default store if
     omitted). With ``replay`` (a run, or the id of one in the store) it answers from that
     recording instead, strictly; with ``until_step`` too it answers live from ``upstream`` after
-    that step. ``timeout`` bounds each upstream request, in seconds. Needs the ``proxy`` extra
+    that step. ``timeout`` bounds each upstream request, in seconds; a ``port`` that cannot be
+    listened on (one in use) is a `UsageError` that says so. Needs the ``proxy`` extra
     (``pip install 'workbench[proxy]'``: starlette and uvicorn).
     """
     from workbench._proxy.server import ProxyApp, without_credentials  # the extra, as above
@@ -167,11 +169,21 @@ def proxy(
         metadata["proxy"] = {"upstream": shown, "replay_of": recording.run_id}
     recorder = Recorder(store, agent_name=agent_name, metadata=metadata)
     app = ProxyApp(recorder, upstream=upstream, replay=recording, until_step=until_step)
-    sock = socket.create_server((host, port))
+    sock = _listening(host, port)
     # Accepted connections inherit this: without it the server writes a response's head and body
     # separately, Nagle holds the body for the client's delayed ACK, and each call waits ~40 ms.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return ProxyHandle(app, sock, timeout)
+
+
+def _listening(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``; a `UsageError` saying why if it cannot be."""
+    try:
+        return socket.create_server((host, port))
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        hint = "; another port, or 0 for any free one?" if exc.errno == errno.EADDRINUSE else ""
+        raise UsageError(f"the proxy cannot listen on {host}:{port}: {why}{hint}") from None
 
 
 def _recording(store: RunStore, replay: RunResult | str | None) -> RunResult | None:

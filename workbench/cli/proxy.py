@@ -47,6 +47,8 @@ def run_proxy(args: argparse.Namespace) -> int:
     """Serve until interrupted; print the runs recorded."""
     if args.upstream is None and args.replay is None:
         raise UsageError("proxy needs --upstream URL, or --replay RUN")
+    if args.until_step is not None and (args.upstream is None or args.replay is None):
+        raise UsageError("--until-step N forks a replay: it needs --replay RUN and --upstream URL")
     store = open_store(args)
     handle = proxy(
         args.upstream,
@@ -56,7 +58,8 @@ def run_proxy(args: argparse.Namespace) -> int:
         replay=args.replay,
         until_step=args.until_step,
     )
-    what = f"replaying {args.replay}" if args.replay else f"forwarding to {args.upstream}"
+    replaying, upstream = handle.app.replay, handle.app.upstream  # resolved; no credentials
+    what = f"replaying {replaying.run_id}" if replaying else f"forwarding to {upstream}"
     echo(f"workbench proxy on {handle.url} ({what}); recording into {store.path}")
     echo("point your agent's base_url at it; Ctrl-C to stop")
     sys.stdout.flush()  # whoever started us waits for the address
