@@ -12,8 +12,10 @@ this one: one it extends before one it only repeats, which is a retry of a call 
 was cut off (a request that repeats an answered one starts anew); then one whose answer is
 the message that follows (the same tool-call ids, or the same text), so that agents that start
 alike keep their own runs whichever goes on first, and a call the agent abandoned and retried
-does not take the conversation that goes on; then the longest. One still waiting for its answer
-is never continued. A request that continues none starts a new run.
+does not take the conversation that goes on; then the longest (then the first started). One
+still waiting for its answer is never continued. A request that continues none starts a new
+run. The conversations that can be continued are filed by how their last request ended
+(`_Continuable`), so a request looks at those it could go on with, not at every one seen.
 
 A request with an ``X-Workbench-Run`` header joins a conversation of that name, by prefix as
 above or else the first of them. A step follows from the one before it, so a run has one call in
@@ -28,12 +30,20 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from workbench._record import Record
 from workbench.conditions import Budget
-from workbench.messages import JsonValue, Message, ModelResponse, ToolResult, Usage
+from workbench.messages import (
+    JsonValue,
+    Message,
+    ModelResponse,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from workbench.records import PhaseEvent, StepContext, StepRecord, Timing, ToolOutcome
 from workbench.state import AgentState, ErrorInfo, Phase, StopReason, Transition
 from workbench.store import RunStore
@@ -76,8 +86,10 @@ class _Pending(Record):
 class _Conversation:
     """The bookkeeping of one run: its state, the step under way and the one waiting."""
 
-    def __init__(self, state: AgentState) -> None:
+    def __init__(self, state: AgentState, order: int) -> None:
         self.state = state
+        self.order = order
+        """How many conversations started before this one: of two alike, the first is continued."""
         self.sent: tuple[Message, ...] | None = None
         self.in_flight: StepContext | None = None
         self.pending: _Pending | None = None
@@ -99,7 +111,11 @@ class _Conversation:
         return all(_same(a, b) for a, b in zip(sent, messages, strict=False))
 
     def _answered(self) -> bool:
-        return self.pending is not None and self.pending.outcome.response is not None
+        return self.answer() is not None
+
+    def answer(self) -> ModelResponse | None:
+        """The response its last call was given, if it ended with one."""
+        return self.pending.outcome.response if self.pending is not None else None
 
     def answered_before(self, messages: tuple[Message, ...]) -> bool:
         """True when the message after what this conversation sent is the answer it was given.
@@ -109,7 +125,7 @@ class _Conversation:
         was answered with something else, or not at all.
         """
         sent = self.sent or ()
-        response = self.pending.outcome.response if self.pending is not None else None
+        response = self.answer()
         if response is None or len(messages) <= len(sent):
             return False
         after = messages[len(sent)]
@@ -117,6 +133,105 @@ class _Conversation:
         if after.role != "assistant" or ids != tuple(c.call_id for c in response.calls):
             return False
         return bool(ids) or after.text == response.text_content
+
+
+_Key = tuple[str, str, tuple[str, ...]]
+"""A message's role, text and call ids: alike for messages that are `_same`, and cheap to hash."""
+_Answer = tuple[str, str | tuple[str, ...]]
+"""What `_Conversation.answered_before` compares: the role, and the tool-call ids or the text."""
+_Filed = dict[_Answer | None, dict[_Conversation, None]]
+"""The conversations whose last request ended alike, by their answer (``None``: failed)."""
+
+
+class _Continuable:
+    """The conversations a request may continue: those whose last call has ended.
+
+    A proxy in front of an eval starts a conversation per sample, thousands in a long session,
+    and most are never continued; a request looks only where it could go on, so what it costs
+    is what it sends, not what the proxy has seen. A conversation is filed under how its last
+    request ended (its length and last message) and, when answered, its answer. A request
+    looks, at each length filed that it reaches, among those ending as it does there: first
+    at the ones whose answer is its next message, which `_continued` would rank first; only if
+    none of them is continued, at the others (retries of a failed call, or an answered one
+    whose answer came back changed), so that the choice is the one made among them all.
+    """
+
+    def __init__(self) -> None:
+        self._filed: dict[tuple[int, _Key | None], _Filed] = {}
+        self._lengths: Counter[int] = Counter()
+
+    def add(self, conversation: _Conversation) -> None:
+        """File a conversation whose call has ended."""
+        place, answer = _place(conversation)
+        self._filed.setdefault(place, {}).setdefault(answer, {})[conversation] = None
+        self._lengths[place[0]] += 1
+
+    def remove(self, conversation: _Conversation) -> None:
+        """Unfile a conversation before it goes on (while it is still as it was filed)."""
+        place, answer = _place(conversation)
+        filed = self._filed[place]
+        del filed[answer][conversation]
+        if not filed[answer]:
+            del filed[answer]
+        if not filed:
+            del self._filed[place]
+        self._lengths[place[0]] -= 1
+        if not self._lengths[place[0]]:
+            del self._lengths[place[0]]
+
+    def find(self, messages: tuple[Message, ...]) -> _Conversation | None:
+        """The conversation ``messages`` go on with, as `_continued` would choose among all."""
+        k = len(messages)
+        places = [
+            (filed, _answer_of(messages[j]) if j < k else None)
+            for j in self._lengths
+            if j <= k and (filed := self._filed.get((j, _ending(messages, j))))
+        ]
+        answering = [c for filed, back in places if back is not None for c in filed.get(back, ())]
+        return _continued(answering, messages) or _continued(_others(places), messages)
+
+
+def _others(places: list[tuple[_Filed, _Answer | None]]) -> list[_Conversation]:
+    """The failed conversations filed at ``places``, and the answered ones not sent back.
+
+    An answered one is never continued by a request that only repeats it (``back`` is
+    ``None`` where the request ends).
+    """
+    return [
+        conversation
+        for filed, back in places
+        for answer, conversations in filed.items()
+        if answer is None or (back is not None and answer != back)
+        for conversation in conversations
+    ]
+
+
+def _place(conversation: _Conversation) -> tuple[tuple[int, _Key | None], _Answer | None]:
+    """Where a conversation whose call has ended is filed, and its answer (``None``: failed)."""
+    sent = conversation.sent or ()
+    response = conversation.answer()
+    answer = None
+    if response is not None:
+        ids = tuple(c.call_id for c in response.calls)
+        answer = ("assistant", ids or response.text_content)
+    return (len(sent), _ending(sent, len(sent))), answer
+
+
+def _ending(messages: Sequence[Message], length: int) -> _Key | None:
+    """The key of the last of the first ``length`` messages."""
+    return _key(messages[length - 1]) if length else None
+
+
+def _key(message: Message) -> _Key:
+    parts = message.parts
+    ids = tuple(p.call_id for p in parts if isinstance(p, ToolCall | ToolResult))
+    return message.role, message.text, ids
+
+
+def _answer_of(message: Message) -> _Answer:
+    """What ``message`` is as an answer sent back (see `_Conversation.answered_before`)."""
+    ids = tuple(c.call_id for c in message.tool_calls)
+    return message.role, ids or message.text
 
 
 class Recorder:
@@ -137,6 +252,7 @@ class Recorder:
         """By run id, in the order they started."""
         self._named: dict[str, list[_Conversation]] = {}
         """The conversations each ``X-Workbench-Run`` name has, the first one first."""
+        self._continuable = _Continuable()
         self.run_ids: list[str] = []
         """The runs recorded, one per conversation, in the order they started."""
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="workbench-proxy-store")
@@ -146,6 +262,7 @@ class Recorder:
         """A request arrived: find (or start) its conversation and write the step's snapshot."""
         conversation = self._conversation_of(call)
         if conversation.pending is not None:
+            self._continuable.remove(conversation)
             self._finish(conversation, call.messages)
         state = conversation.state
         step = state.step + 1
@@ -187,6 +304,7 @@ class Recorder:
         conversation.pending = _Pending(
             snapshot=snapshot, call=call, outcome=outcome, started_at=started
         )
+        self._continuable.add(conversation)
 
     def close(self) -> None:
         """Write every waiting step and end every run (a call still in flight is lost)."""
@@ -199,13 +317,14 @@ class Recorder:
         self._flush()
         self._conversations.clear()
         self._named.clear()
+        self._continuable = _Continuable()
         self._writer.shutdown(wait=True)
 
     def _conversation_of(self, call: Call) -> _Conversation:
         """The conversation ``call`` continues (see the module docstring), or a new one."""
         name = call.conversation
         if name is None:
-            found = _continued(self._conversations.values(), call.messages)
+            found = self._continuable.find(call.messages)
         else:
             free = [c for c in self._named.get(name, ()) if c.in_flight is None]
             found = _continued(free, call.messages) or next(iter(free), None)
@@ -217,7 +336,7 @@ class Recorder:
         if name is not None:
             metadata["conversation"] = name
         state = AgentState(agent_name=self.agent_name, metadata=metadata).moved(Transition.START)
-        conversation = _Conversation(state)
+        conversation = _Conversation(state, len(self._conversations))
         self._conversations[state.run_id] = conversation
         self.run_ids.append(state.run_id)
         if name is not None:
@@ -294,7 +413,7 @@ def _continued(
     """The conversation ``messages`` go on with, if any (see the module docstring).
 
     One they extend comes before one they only repeat (a retry), then one whose answer they go
-    on with, then the longest.
+    on with, then the longest, then the first started.
     """
     candidates = [c for c in conversations if c.continues(messages)]
     if not candidates:
@@ -302,7 +421,12 @@ def _continued(
     n = len(messages)
     return max(
         candidates,
-        key=lambda c: (len(c.sent or ()) < n, c.answered_before(messages), len(c.sent or ())),
+        key=lambda c: (
+            len(c.sent or ()) < n,
+            c.answered_before(messages),
+            len(c.sent or ()),
+            -c.order,
+        ),
     )
 
 
