@@ -6,6 +6,7 @@ every conversation, which the index replaced, is the reference for what it must 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import pytest
@@ -84,13 +85,25 @@ def test_the_index_finds_what_a_scan_of_every_conversation_finds(actions: list[A
         recorder.close()
 
 
-def test_answered_calls_are_not_looked_at_unless_a_request_sends_their_answer_back(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """An eval's samples, each a run of one answered call, cost a later request nothing."""
-    recorder = Recorder(wb.RunStore(":memory:"), metadata={})
-    question = (Message.system("You add."), Message.user("add 1 and 2"))
-    answers = [ModelResponse.text(f"3, sample {i}") for i in range(300)]
+QUESTION = (Message.system("You add."), Message.user("add 1 and 2"))
+
+
+@pytest.fixture
+def looked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The runs whose conversation a request was checked against (`continues`), in order."""
+    runs: list[str] = []
+    continues = _Conversation.continues
+
+    def counted(self: _Conversation, messages: tuple[Message, ...]) -> bool:
+        runs.append(self.state.run_id)
+        return continues(self, messages)
+
+    monkeypatch.setattr(_Conversation, "continues", counted)
+    return runs
+
+
+def asker(recorder: Recorder) -> Callable[[tuple[Message, ...], ModelResponse], str]:
+    """Make a call through ``recorder`` answered with the given response; its run id."""
 
     def ask(messages: tuple[Message, ...], response: ModelResponse) -> str:
         call = Call(model="m", messages=messages, tools=(), settings={})
@@ -98,24 +111,46 @@ def test_answered_calls_are_not_looked_at_unless_a_request_sends_their_answer_ba
         recorder.end(snapshot, call, Outcome(response=response, duration=0.0))
         return snapshot.run_id
 
-    for response in answers:
-        ask(question, response)
-    looked: list[str] = []
-    continues = _Conversation.continues
+    return ask
 
-    def counted(self: _Conversation, messages: tuple[Message, ...]) -> bool:
-        looked.append(self.state.run_id)
-        return continues(self, messages)
 
-    monkeypatch.setattr(_Conversation, "continues", counted)
+def test_answered_calls_are_not_looked_at_unless_a_request_sends_their_answer_back(
+    looked: list[str],
+) -> None:
+    """An eval's samples, each a run of one answered call, cost a later request nothing."""
+    recorder = Recorder(wb.RunStore(":memory:"), metadata={})
+    ask = asker(recorder)
+    answers = [ModelResponse.text(f"3, sample {i}") for i in range(300)]
     try:
-        assert ask(question, answers[0]) not in recorder.run_ids[:300]  # a sample more
+        samples = [ask(QUESTION, answer) for answer in answers]
+        looked.clear()
+        assert ask(QUESTION, answers[0]) not in samples  # a sample more
         assert looked == []
-        going_on = (*question, answers[7].to_message(), Message.user("and 3?"))
-        assert ask(going_on, answers[0]) == recorder.run_ids[7]  # the one it sends back
-        assert looked == [recorder.run_ids[7]]
+        going_on = (*QUESTION, answers[7].to_message(), Message.user("and 3?"))
+        assert ask(going_on, answers[0]) == samples[7]  # the one whose answer it sends back
+        assert looked == [samples[7]]
         looked.clear()
         ask((Message.user("something else"),), answers[0])
         assert looked == []
+    finally:
+        recorder.close()
+
+
+def test_a_conversation_that_goes_on_is_not_held_up_by_shorter_ones_answered_alike(
+    looked: list[str],
+) -> None:
+    """Samples answered the same are each one it may go on with, once; then it is the longest."""
+    recorder = Recorder(wb.RunStore(":memory:"), metadata={})
+    ask = asker(recorder)
+    same = ModelResponse.text("3")
+    try:
+        samples = [ask(QUESTION, same) for _ in range(300)]
+        messages = (*QUESTION, same.to_message(), Message.user("and 3?"))
+        assert ask(messages, same) == samples[0]  # the first of them, as a scan would choose
+        for turn in range(3):
+            looked.clear()
+            messages = (*messages, same.to_message(), Message.user(f"and {turn}?"))
+            assert ask(messages, same) == samples[0]
+            assert looked == [samples[0]]
     finally:
         recorder.close()

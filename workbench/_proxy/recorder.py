@@ -33,6 +33,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
 
 from workbench._record import Record
 from workbench.conditions import Budget
@@ -180,26 +181,36 @@ class _Continuable:
             del self._lengths[place[0]]
 
     def find(self, messages: tuple[Message, ...]) -> _Conversation | None:
-        """The conversation ``messages`` go on with, as `_continued` would choose among all."""
+        """The conversation ``messages`` go on with, as `_continued` would choose among all.
+
+        `_continued` ranks one whose answer comes next before the others, then the longer
+        before the shorter, a retry (as long as the request) last: the places are looked at in
+        that order and the first that holds one holds the choice, so the shorter ones, however
+        many (an eval's samples that asked the same and were answered the same), are not.
+        """
         k = len(messages)
+        lengths = sorted((j for j in self._lengths if j <= k), key=lambda j: (j == k, -j))
         places = [
             (filed, _answer_of(messages[j]) if j < k else None)
-            for j in self._lengths
-            if j <= k and (filed := self._filed.get((j, _ending(messages, j))))
+            for j in lengths
+            if (filed := self._filed.get((j, _ending(messages, j))))
         ]
-        answering = [c for filed, back in places if back is not None for c in filed.get(back, ())]
-        return _continued(answering, messages) or _continued(_others(places), messages)
+        answering = (filed.get(back, {}) if back is not None else {} for filed, back in places)
+        others = (_others(filed, back) for filed, back in places)
+        for conversations in chain(answering, others):
+            found = _continued(conversations, messages)
+            if found is not None:
+                return found
+        return None
 
 
-def _others(places: list[tuple[_Filed, _Answer | None]]) -> list[_Conversation]:
-    """The failed conversations filed at ``places``, and the answered ones not sent back.
+def _others(filed: _Filed, back: _Answer | None) -> list[_Conversation]:
+    """The failed conversations in ``filed``, and the answered ones whose answer is not ``back``.
 
-    An answered one is never continued by a request that only repeats it (``back`` is
-    ``None`` where the request ends).
+    An answered one is never continued by a request that only repeats it (no ``back``).
     """
     return [
         conversation
-        for filed, back in places
         for answer, conversations in filed.items()
         if answer is None or (back is not None and answer != back)
         for conversation in conversations
