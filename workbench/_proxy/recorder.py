@@ -94,9 +94,6 @@ class _Conversation:
         self.sent: tuple[Message, ...] | None = None
         self.in_flight: StepContext | None = None
         self.pending: _Pending | None = None
-        self.tools: tuple[ToolDefinition, ...] = ()
-        self.tools_hash = schema_hash(())
-        """The tools of the last request, and their hash: an agent sends the same ones each time."""
 
     def continues(self, messages: tuple[Message, ...]) -> bool:
         """True when ``messages`` start with what this conversation sent last.
@@ -264,6 +261,10 @@ class Recorder:
         self._named: dict[str, list[_Conversation]] = {}
         """The conversations each ``X-Workbench-Run`` name has, the first one first."""
         self._continuable = _Continuable()
+        self._tools: tuple[ToolDefinition, ...] = ()
+        self._tools_hash = schema_hash(())
+        """The tools of the last request, and their hash: an agent sends the same ones each time,
+        and so do an eval's samples, each a conversation of its own."""
         self.run_ids: list[str] = []
         """The runs recorded, one per conversation, in the order they started."""
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="workbench-proxy-store")
@@ -279,8 +280,8 @@ class Recorder:
         step = state.step + 1
         messages = _provenance(conversation, call.messages)
         state = state.model_copy(update={"step": step, "messages": messages})
-        if call.tools != conversation.tools:
-            conversation.tools, conversation.tools_hash = call.tools, schema_hash(call.tools)
+        if call.tools != self._tools:
+            self._tools, self._tools_hash = call.tools, schema_hash(call.tools)
         snapshot = StepContext(
             run_id=state.run_id,
             execution_id=state.execution_id,
@@ -289,8 +290,8 @@ class Recorder:
             model_name=call.model,
             model_settings=call.settings,
             tool_names=tuple(t.name for t in call.tools),
-            tool_schema_hash=conversation.tools_hash,
-            tool_definitions=conversation.tools,
+            tool_schema_hash=self._tools_hash,
+            tool_definitions=self._tools,
             system_prompt_hash=_system_hash(messages),
             budget=Budget(
                 steps_used=step - 1,
