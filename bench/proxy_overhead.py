@@ -12,6 +12,12 @@ take turns in small rounds so that other load on the machine falls on both alike
 medians: the time of a whole request (non-streamed and streamed) and the time to the first
 streamed event, direct and proxied, the milliseconds the proxy adds and the ratio.
 
+What the proxy records: a request that repeats one that was answered starts a run of its own, so
+each request here is a new single-call run, as an eval's samples are (some 600 runs by the end).
+That is the proxy's heavier path (a run's row, then its first snapshot with its messages and
+tools), and the one whose cost could grow with the runs seen: a request looks only at the
+conversations it could continue, so it does not.
+
 Targets (issue 20): at most 2 ms added per request at the median; time to first token within 5 ms.
 """
 
