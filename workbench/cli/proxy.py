@@ -60,11 +60,11 @@ def run_proxy(args: argparse.Namespace) -> int:
     )
     replaying, upstream = handle.app.replay, handle.app.upstream  # resolved; no credentials
     what = f"replaying {replaying.run_id}" if replaying else f"forwarding to {upstream}"
-    echo(f"workbench proxy on {handle.url} ({what}); recording into {store.path}")
-    echo("point your agent's base_url at it; Ctrl-C to stop")
-    sys.stdout.flush()  # whoever started us waits for the address
-    try:
+    try:  # a stop may come as soon as the address is out: the handling is in place before it
         with _terminate_as_interrupt():
+            echo(f"workbench proxy on {handle.url} ({what}); recording into {store.path}")
+            echo("point your agent's base_url at it; Ctrl-C to stop")
+            sys.stdout.flush()  # whoever started us waits for the address
             handle.wait()
     except KeyboardInterrupt:
         pass
