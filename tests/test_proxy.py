@@ -382,6 +382,8 @@ def test_an_answer_comes_back_with_the_upstreams_status_and_header_bytes(stream:
     )
     with fake_upstream(lambda b, h: answer) as upstream, wb.proxy(upstream.url) as proxy:
         body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": stream}
+        if stream:  # asking for the usage chunk itself: the stream comes back whole, as sent
+            body["stream_options"] = {"include_usage": True}
         with httpx.stream("POST", f"{proxy.url}/chat/completions", json=body) as got:
             relayed = got.read().decode()
     assert got.status_code == 203

@@ -36,6 +36,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from workbench._proxy.recorder import Call, Outcome, Recorder
 from workbench._proxy.scrub import Scrubber
+from workbench._proxy.usage import UsageHider, asking_usage, asks_usage
 from workbench._proxy.wire import (
     completion_chunks,
     completion_json,
@@ -167,12 +168,13 @@ class ProxyApp:
         headers = request.headers
         scrubber = Scrubber(headers)
         try:
-            call, stream = _read_call(body, headers, scrubber)
+            call, stream, asking = _read_call(body, headers, scrubber)
         except (MessageFormatError, MalformedResponseError) as exc:
             return JSONResponse(error_body(str(exc), "invalid_request_error", 400), 400)
         snapshot = self.recorder.begin(call)
         forwarded = self._forwarded(headers)
         exchange = _Exchange(self.recorder, snapshot, call, body, scrubber, forwarded)
+        exchange.asking_usage = asking
         if self.replay is not None and snapshot.run_id not in self._live:
             return await self._from_recording(exchange, stream=stream)
         assert self.upstream is not None, "proxy() refuses neither an upstream nor a replay"
@@ -223,17 +225,21 @@ class ProxyApp:
         return next((s.response.model_name for s in steps if s.response is not None), "replay")
 
 
-def _read_call(body: bytes, headers: Mapping[str, str], scrubber: Scrubber) -> tuple[Call, bool]:
+def _read_call(
+    body: bytes, headers: Mapping[str, str], scrubber: Scrubber
+) -> tuple[Call, bool, bytes | None]:
     """The call ``body`` makes, as it is recorded (without the API key), and if it streams.
 
-    An agent sends back the answers it was given: one that echoed the key brings it back.
+    The third is the body that asks for a stream's usage when the agent's does not (see
+    `workbench._proxy.usage`). An agent sends back the answers it was given: one that echoed the
+    key brings it back.
     """
     wire = parse_request(body)
     messages = from_wire_messages(wire.messages)
     tools = request_tools(wire)
-    settings: dict[str, JsonValue] = json.loads(body)
-    for key in _NOT_SETTINGS:
-        settings.pop(key, None)
+    request: dict[str, JsonValue] = json.loads(body)
+    asking = asking_usage(body, request) if wire.stream and not asks_usage(request) else None
+    settings = {k: v for k, v in request.items() if k not in _NOT_SETTINGS}
     if scrubber.found_in(body):
         messages = tuple(scrubber.record(m) for m in messages)
         tools = tuple(scrubber.record(t) for t in tools)
@@ -245,7 +251,7 @@ def _read_call(body: bytes, headers: Mapping[str, str], scrubber: Scrubber) -> t
         settings=settings,
         conversation=headers.get(CONVERSATION_HEADER),
     )
-    return call, wire.stream
+    return call, wire.stream, asking
 
 
 class _Exchange:
@@ -264,6 +270,8 @@ class _Exchange:
         self.headers = forwarded
         self.scrubber = scrubber
         self.started = time.perf_counter()
+        self.asking_usage: bytes | None = None
+        """A stream's body asking for its usage, which the agent's did not: sent instead."""
 
     def answered(self, response: ModelResponse, ttft: float | None) -> None:
         """Record the answer, without the client's API key if the upstream echoed it."""
@@ -319,7 +327,7 @@ class _Exchange:
         try:
             answer = await client.post(
                 f"{upstream}/chat/completions",
-                data=self.body,
+                data=self.asking_usage or self.body,
                 headers=self.headers,
                 allow_redirects=False,
             )
@@ -332,7 +340,8 @@ class _Exchange:
         if refusal is not None:
             self._record_completion(answer.status, refusal)
             return Response(refusal, answer.status, _returned(answer.headers))
-        return _Relay(answer, _Reading(self.started, self.scrub), self._record_stream)
+        hider = UsageHider() if self.asking_usage is not None else None
+        return _Relay(answer, _Reading(self.started, self.scrub), self._record_stream, hider)
 
     def _record_stream(self, relay: _Relay) -> None:
         """Record the stream the relay passed on (and read), once the agent has all of it."""
@@ -425,10 +434,16 @@ class _Relay:
     """
 
     def __init__(
-        self, answer: aiohttp.ClientResponse, reading: _Reading, record: Callable[[_Relay], None]
+        self,
+        answer: aiohttp.ClientResponse,
+        reading: _Reading,
+        record: Callable[[_Relay], None],
+        hider: UsageHider | None = None,
     ) -> None:
         self.answer = answer
         self.reading = reading
+        self.hider = hider
+        """Takes the usage the proxy asked for out of what the agent is sent (`asking_usage`)."""
         self.first: float | None = None
         self.outcome: Literal["ended", "broke", "gone"] = "gone"
         """``gone`` until the stream ends: a relay cut short by the client leaving stays so."""
@@ -465,7 +480,7 @@ class _Relay:
             else:
                 self.answer.close()
         if not self._left and not self._finished:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await send({"type": "http.response.body", "body": self._rest(), "more_body": False})
         self._record(self)
 
     async def _relay(self, send: Any) -> None:
@@ -481,13 +496,20 @@ class _Relay:
                 # The upstream's last piece and its end often come together (``[DONE]`` and the
                 # last chunk of the body): passed on as one write, which the agent reads at once.
                 self._finished = stream.at_eof()
-                await send(
-                    {"type": "http.response.body", "body": piece, "more_body": not self._finished}
-                )
+                passed = piece if self.hider is None else self.hider.feed(piece)
+                if self._finished:
+                    passed += self._rest()
+                if passed or self._finished:
+                    more = not self._finished
+                    await send({"type": "http.response.body", "body": passed, "more_body": more})
                 self.reading.take(piece)
             self.outcome = "ended"
         except _UPSTREAM_FAILED as exc:
             self.outcome, self.why = "broke", repr(exc)
+
+    def _rest(self) -> bytes:
+        """What is held of the stream when it ends (the usage hider holds an unended event)."""
+        return self.hider.close() if self.hider is not None else b""
 
 
 _UPSTREAM_FAILED = (aiohttp.ClientError, TimeoutError)
