@@ -43,53 +43,63 @@ def asking_usage(body: bytes, request: dict[str, Any]) -> bytes:
 
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
+_BLANK_LINES = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
 class UsageHider:
     """Passes a stream on event by event, without the usage-only chunk the agent did not ask for.
 
     Bytes come in as the upstream sent them (an event may be cut across pieces, a line end too);
-    what `feed` returns are the whole events among them, as they were, but that one.
+    what `feed` returns are the whole events among them, as they were, but that one. Only events
+    from the first empty list on (``[]``: that chunk has ``"choices": []``) may be it and are read
+    line by line; the whole events before go on at once.
     """
 
     def __init__(self) -> None:
-        self._event: list[bytes] = []
-        """The lines (with their ends) of the event under way."""
-        self._partial = b""
-        """The end of what came so far that is not a whole line yet."""
+        self._held = b""
+        """What came after the last whole event so far."""
 
     def feed(self, piece: bytes) -> bytes:
         """Take the next piece; the events it completes, to pass on."""
-        text = self._partial + piece
-        held = b"\r" if text.endswith(b"\r") else b""  # the next piece may start with its LF
-        if held:
-            text = text[:-1]
-        out: list[bytes] = []
-        start = 0
-        for end in _LINE_END.finditer(text):
-            line = text[start : end.end()]
-            start = end.end()
-            self._event.append(line)
-            if line == end.group():  # a blank line ends the event
-                out += self._passed(self._event)
-                self._event = []
-        self._partial = text[start:] + held
-        return b"".join(out)
+        text = self._held + piece
+        first = text.find(b"[]")
+        if first == -1:
+            end = _last_event_end(text, len(text))
+            self._held = text[end:]
+            return text[:end]
+        start = _last_event_end(text, first)
+        return text[:start] + self._events(text[start:])
 
     def close(self) -> bytes:
         """The stream ended: what is left of it (an event with no blank line after it)."""
-        last = [*self._event, self._partial] if self._partial else self._event
-        self._event, self._partial = [], b""
-        return b"".join(self._passed(last))
+        rest, self._held = self._held, b""
+        return b"" if _usage_only(_data(rest)) else rest
 
-    @staticmethod
-    def _passed(lines: list[bytes]) -> list[bytes]:
-        data = b"\n".join(
-            line[5:].rstrip(b"\r\n").removeprefix(b" ")
-            for line in lines
-            if line.startswith(b"data:")
-        )
-        return [] if _usage_only(data) else lines
+    def _events(self, text: bytes) -> bytes:
+        held = b"\r" if text.endswith(b"\r") else b""  # the next piece may start with its LF
+        text = text[: len(text) - len(held)]
+        out: list[bytes] = []
+        event = line = 0  # where the event under way, and the line under way, start
+        for end in _LINE_END.finditer(text):
+            if end.start() == line:  # a blank line ends the event
+                if not _usage_only(_data(text[event : end.end()])):
+                    out.append(text[event : end.end()])
+                event = end.end()
+            line = end.end()
+        self._held = text[event:] + held
+        return b"".join(out)
+
+
+def _last_event_end(text: bytes, before: int) -> int:
+    """Where the last whole event of ``text[:before]`` ends (0: none ends there)."""
+    found = ((text.rfind(blank, 0, before), len(blank)) for blank in _BLANK_LINES)
+    return max((at + size for at, size in found if at != -1), default=0)
+
+
+def _data(event: bytes) -> bytes:
+    """The data of an event, its ``data:`` lines joined."""
+    lines = _LINE_END.split(event)
+    return b"\n".join(line[5:].removeprefix(b" ") for line in lines if line.startswith(b"data:"))
 
 
 def _usage_only(data: bytes) -> bool:
