@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from workbench.agent import RunResult
+from workbench.notebook.explorer_data import RunRecords, run_records
 from workbench.notebook.spans import spans_from_steps, waterfall_figure
 from workbench.notebook.tables import step_table, timing_figure, tokens_figure
 from workbench.records import StepRecord
@@ -81,18 +82,12 @@ class RunViewData:
     """True when the spans were rebuilt from step records (the run had no telemetry)."""
 
 
-def _collect_steps(source: Source) -> tuple[StepRecord, ...]:
-    if isinstance(source, StepSource):
-        return tuple(source.steps)
-    if isinstance(source, ResultSource):
-        return tuple(source.result.steps)
-    items: list[object] = list(source)  # type: ignore[arg-type]
-    records = [item for item in items if isinstance(item, StepRecord)]
-    runs = [item for item in items if isinstance(item, StepSource)]
-    if len(records) == len(items):
-        return tuple(records)
-    if len(runs) == len(items):
-        return tuple(step for run in runs for step in run.steps)
+def _collect_records(source: Source) -> RunRecords:
+    records = run_records(source)
+    if records is not None:
+        return records
+    if isinstance(source, Sequence) and not source:
+        return RunRecords(())
     raise TypeError(
         "TraceView needs a run result, an AgentRun, a list of results, step records or a "
         f"Telemetry; got {type(source).__name__}"
@@ -118,12 +113,13 @@ def run_view_data(
         return RunViewData(
             source.steps_df(), (), spans if spans is not None else source.spans_df(), False
         )
-    steps = _collect_steps(source)
+    records = _collect_records(source)
+    steps = records.steps
     if spans is None and telemetry is not None:
         spans = _run_spans(telemetry, {s.run_id for s in steps})
     synthesized = spans is None or (isinstance(spans, pd.DataFrame) and spans.empty)
     if synthesized:
-        spans = spans_from_steps(steps)
+        spans = spans_from_steps(steps, records.children, agent=records.agent)
     assert spans is not None
     return RunViewData(step_table(steps), steps, spans, synthesized)
 
@@ -143,16 +139,18 @@ def combine_results(results: Sequence[RunResult]) -> RunResult:
     """One result for a run made of several executions (paused, then resumed).
 
     A resumed result already holds the steps before the pause when the store had them; each
-    step record and snapshot is kept once.
+    step record and snapshot is kept once, and each sub-run as it was last seen.
     """
     if not results:
         raise ValueError("no results to combine")
     steps = {(s.execution_id, s.index, s.started_at): s for r in results for s in r.steps}
     snapshots = {s.id: s for r in results for s in r.snapshots}
+    children = {c.run_id: c for r in results for c in r.children}
     return RunResult(
         state=results[-1].state,
         steps=tuple(steps.values()),
         snapshots=tuple(snapshots.values()),
+        children=tuple(children.values()),
     )
 
 

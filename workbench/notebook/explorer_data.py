@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from workbench._record import Record
 from workbench.notebook.spans import normalize_spans, span_category, spans_from_steps
-from workbench.records import StepRecord
+from workbench.records import RunResult, StepRecord
 from workbench.telemetry.spandata import SpanData, SpanEvent, SpanLink
 
 __all__ = [
     "ExplorerSpan",
+    "RunRecords",
     "SpanEvent",
     "SpanFilter",
     "SpanLike",
@@ -37,7 +39,7 @@ __all__ = [
     "matching_positions",
     "nest_subruns",
     "page_rows",
-    "run_steps",
+    "run_records",
     "search_text",
     "visible_positions",
 ]
@@ -199,14 +201,15 @@ def explorer_spans(source: Any, *, telemetry: Any = None) -> list[ExplorerSpan]:
     run's only), without them spans rebuilt from the step timings.
     """
     if telemetry is not None:
-        runs = run_steps(source) or ()
+        records = run_records(source)
+        runs = records.steps if records is not None else ()
         items = _items(telemetry)
         if not _are_rows(items):  # keep only this run tree's before converting: a long session
             items = _run_tree_spans(items, runs)  # collects many runs in one telemetry
         return nest_subruns(_run_tree_spans(_convert_all(items), runs))
-    steps = run_steps(source)
-    if steps is not None:
-        return _from_rows(spans_from_steps(steps))
+    records = run_records(source)
+    if records is not None:
+        return _from_rows(spans_from_steps(records.steps, records.children, agent=records.agent))
     return nest_subruns(_convert_all(_items(source)))
 
 
@@ -298,18 +301,47 @@ def _is_frame(value: object) -> bool:
     return type(value).__name__ == "DataFrame"
 
 
-def run_steps(source: Any) -> tuple[StepRecord, ...] | None:
-    """The step records of a run-like source (result, stepped run, stored run, records), or None."""
-    if hasattr(source, "steps") and not callable(source.steps):
-        return tuple(source.steps)
+@dataclass(frozen=True)
+class RunRecords:
+    """What the views read of a run: its step records, its sub-runs and its agent's name."""
+
+    steps: tuple[StepRecord, ...]
+    children: tuple[RunResult, ...] = ()
+    agent: str = ""
+
+
+def run_records(source: Any) -> RunRecords | None:
+    """The records of a run-like source, or None for anything else.
+
+    A result, a stored run, anything with a ``result`` (a stepped run, the `Stepper`), step
+    records, or the results of several executions (paused and resumed, a session's): their
+    steps in order, each sub-run once as it was last seen.
+    """
     result = getattr(source, "result", None)
-    if result is not None and hasattr(result, "steps"):
-        return tuple(result.steps)
-    if isinstance(source, Sequence) and source and isinstance(source[0], StepRecord):
-        return tuple(source)
-    if isinstance(source, Sequence) and source and hasattr(source[0], "steps"):
-        return tuple(step for run in source for step in run.steps)
-    return None
+    if isinstance(result, RunResult):
+        return _one_run(result)
+    if hasattr(source, "steps") and not callable(source.steps):
+        return _one_run(source)
+    if not isinstance(source, Sequence) or not source:
+        return None
+    if all(isinstance(item, StepRecord) for item in source):
+        return RunRecords(tuple(source))
+    if not all(hasattr(item, "steps") for item in source):
+        return None
+    runs = [_one_run(item) for item in source]
+    children = {child.run_id: child for run in runs for child in run.children}
+    return RunRecords(
+        tuple(step for run in runs for step in run.steps), tuple(children.values()), runs[-1].agent
+    )
+
+
+def _one_run(run: Any) -> RunRecords:
+    state = getattr(run, "state", None)
+    return RunRecords(
+        tuple(run.steps),
+        tuple(getattr(run, "children", ())),
+        str(getattr(state, "agent_name", "") or ""),
+    )
 
 
 class SpanTree(Record):

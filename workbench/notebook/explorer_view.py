@@ -22,7 +22,7 @@ from workbench.notebook.explorer_data import (
     explorer_spans,
     matching_positions,
     page_rows,
-    run_steps,
+    run_records,
     search_text,
     visible_positions,
 )
@@ -81,8 +81,10 @@ class ExplorerView:
         """
         with collector_paused():
             spans = explorer_spans(source, telemetry=telemetry)
-            known = steps if steps is not None else (run_steps(source) or ())
-            return cls.of(spans, known)
+            if steps is None:
+                records = run_records(source)
+                steps = records.steps if records is not None else ()
+            return cls.of(spans, steps)
 
     def _refresh(self) -> None:
         self.visible = visible_positions(self.tree, self.collapsed, self.matches)

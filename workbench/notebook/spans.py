@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
-from workbench.records import StepRecord
+from workbench.records import RunResult, StepRecord
 from workbench.state import ExecutionStatus
 
 __all__ = [
@@ -178,24 +178,67 @@ def _nanoseconds(values: pd.Series) -> np.ndarray | None:
     return None
 
 
-def spans_from_steps(steps: Sequence[StepRecord]) -> list[dict[str, Any]]:
+def spans_from_steps(
+    steps: Sequence[StepRecord], children: Sequence[RunResult] = (), *, agent: str = ""
+) -> list[dict[str, Any]]:
     """Approximate spans rebuilt from step records, for runs that had no telemetry.
 
-    Each execution gets an agent span, each step record a step span and, laid end to end as the
-    loop ran them, its prepare, model, tools and continuation parts. Tool calls all start where
-    the TOOLS phase starts (they may have run in parallel) and hooks are placed in the phase
-    their event belongs to; every synthesised span says so in its ``workbench.synthesized``
-    attribute.
+    Each execution gets an agent span (``invoke_agent {agent}``), each step record a step span
+    and, laid end to end as the loop ran them, its prepare, model, tools and continuation parts.
+    Tool calls all start where the TOOLS phase starts (they may have run in parallel) and hooks
+    are placed in the phase their event belongs to; every synthesised span says so in its
+    ``workbench.synthesized`` attribute.
+
+    ``children`` are the run's sub-runs (`RunResult.children`): each one's spans, and its own
+    sub-runs' below them, go under the ``execute_tool`` span of the call that started it, as
+    telemetry nests them in one trace.
     """
+    return _tree_spans(steps, children, agent, "")
+
+
+def _tree_spans(
+    steps: Sequence[StepRecord], children: Sequence[RunResult], agent: str, prefix: str
+) -> list[dict[str, Any]]:
+    spans = _run_spans(steps, agent, prefix)
+    below: list[dict[str, Any]] = []
+    for number, child in enumerate(children):
+        sub = _tree_spans(child.steps, child.children, child.state.agent_name, f"{prefix}{number}.")
+        for root in (s for s in sub if s["parent_id"] is None):
+            root["parent_id"] = _calling_span(spans, child.parent_call_id, root["start"])
+            root["attributes"]["workbench.parent_run.id"] = child.parent_run_id
+        below.extend(sub)
+    return spans + below
+
+
+def _calling_span(spans: list[dict[str, Any]], call_id: str | None, start: float) -> str | None:
+    """The id of the tool span of ``call_id`` that a sub-run starting at ``start`` ran under.
+
+    A call that paused for approval has a span in each execution of its step: the last one
+    started by then is the one (the first, should the clocks disagree).
+    """
+    calls = [
+        s
+        for s in spans
+        if s["name"].startswith("execute_tool")
+        and s["attributes"].get("gen_ai.tool.call.id") == call_id
+    ]
+    started = [s for s in calls if s["start"] <= start] or calls[:1]
+    return started[-1]["span_id"] if started else None
+
+
+def _run_spans(steps: Sequence[StepRecord], agent: str, prefix: str) -> list[dict[str, Any]]:
     spans: list[dict[str, Any]] = []
-    agent: dict[str, Any] = {}
+    current: dict[str, Any] = {}
+    name = f"invoke_agent {agent}".strip()
     for position, step in enumerate(steps):
-        if step.execution_id != agent.get("attributes", {}).get("workbench.execution.id"):
-            attrs = {"workbench.execution.id": step.execution_id}
-            agent = _span(f"agent-{position}", None, "invoke_agent", step.started_at, 0.0, attrs)
-            spans.append(agent)
-        step_spans = _step_spans(step, f"step-{position}", agent["span_id"])
-        agent["end"] = max(agent["end"], *(s["end"] for s in step_spans))
+        if step.execution_id != current.get("attributes", {}).get("workbench.execution.id"):
+            attrs = {"workbench.execution.id": step.execution_id, "workbench.run.id": step.run_id}
+            if agent:
+                attrs["gen_ai.agent.name"] = agent
+            current = _span(f"{prefix}agent-{position}", None, name, step.started_at, 0.0, attrs)
+            spans.append(current)
+        step_spans = _step_spans(step, f"{prefix}step-{position}", current["span_id"])
+        current["end"] = max(current["end"], *(s["end"] for s in step_spans))
         spans.extend(step_spans)
     return spans
 
@@ -203,7 +246,11 @@ def spans_from_steps(steps: Sequence[StepRecord]) -> list[dict[str, Any]]:
 def _step_spans(step: StepRecord, step_id: str, parent: str) -> list[dict[str, Any]]:
     t = step.timing
     start = step.started_at
-    where = {"workbench.step.index": step.index, "workbench.execution.id": step.execution_id}
+    where = {
+        "workbench.step.index": step.index,
+        "workbench.execution.id": step.execution_id,
+        "workbench.run.id": step.run_id,
+    }
     attrs = {**where, "workbench.step.status": step.status.value}
     out = [_span(step_id, parent, f"workbench.step {step.index}", start, t.total, attrs)]
     cursor = start
