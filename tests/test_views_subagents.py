@@ -204,3 +204,14 @@ def test_the_report_of_a_stored_run_shows_the_sub_runs(
     for name in ("researcher", "digger", "cleaner"):
         assert f'"name": "invoke_agent {name}"' in html
     assert "execute_tool search" in html
+
+
+def test_trace_view_with_telemetry_shows_the_tree_the_explorer_shows(
+    live: tuple[wb.RunResult, wb.Telemetry, wb.RunStore],
+) -> None:
+    result, telemetry, _ = live
+    view = TraceView(result, telemetry=telemetry)
+    assert not view.data.synthesized
+    assert _fold_frame(view.data.spans) == GOLDEN
+    labels = list(view.figures["waterfall"].layout.yaxis.ticktext)
+    assert "······ invoke_agent digger" in labels

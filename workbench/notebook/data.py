@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from workbench.agent import RunResult
-from workbench.notebook.explorer_data import RunRecords, run_records
+from workbench.notebook.explorer_data import RunRecords, run_records, run_tree_ids
 from workbench.notebook.spans import spans_from_steps, waterfall_figure
 from workbench.notebook.tables import step_table, timing_figure, tokens_figure
 from workbench.records import StepRecord
@@ -94,10 +94,13 @@ def _collect_records(source: Source) -> RunRecords:
     )
 
 
-def _run_spans(telemetry: SpanSource, run_ids: set[str]) -> pd.DataFrame:
+def _run_spans(telemetry: SpanSource, steps: Sequence[StepRecord]) -> pd.DataFrame:
+    """The telemetry's spans of the runs of ``steps`` and of their sub-runs, as the explorer's."""
     frame = telemetry.spans_df()
-    if "run_id" in frame.columns and run_ids:
-        frame = frame[frame["run_id"].isin(run_ids)]
+    if "run_id" in frame.columns and steps:
+        attributes = frame["attributes"].tolist() if "attributes" in frame.columns else []
+        runs = run_tree_ids(attributes, steps)
+        frame = frame[frame["run_id"].isin(runs)]
     return frame
 
 
@@ -116,7 +119,7 @@ def run_view_data(
     records = _collect_records(source)
     steps = records.steps
     if spans is None and telemetry is not None:
-        spans = _run_spans(telemetry, {s.run_id for s in steps})
+        spans = _run_spans(telemetry, steps)
     synthesized = spans is None or (isinstance(spans, pd.DataFrame) and spans.empty)
     if synthesized:
         spans = spans_from_steps(steps, records.children, agent=records.agent)

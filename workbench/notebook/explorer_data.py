@@ -40,6 +40,7 @@ __all__ = [
     "nest_subruns",
     "page_rows",
     "run_records",
+    "run_tree_ids",
     "search_text",
     "visible_positions",
 ]
@@ -247,14 +248,23 @@ def _run_tree_spans(spans: list[_Span], steps: Sequence[StepRecord]) -> list[_Sp
 
     Works on any span with an ``attributes`` mapping: `ExplorerSpan` or OpenTelemetry's.
     """
-    runs = {step.run_id for step in steps}
     attributes = [s.attributes or {} for s in spans]
+    runs = run_tree_ids(attributes, steps)
+    return [s for s, a in zip(spans, attributes, strict=True) if a.get(_RUN) in runs]
+
+
+def run_tree_ids(attributes: Sequence[Mapping[str, Any]], steps: Sequence[StepRecord]) -> set[str]:
+    """The ids of the runs of ``steps`` and of every sub-run below them, given spans' attributes.
+
+    A sub-run is known by its spans' ``workbench.parent_run.id``; the explorer and `TraceView`
+    both pick a run's spans out of a telemetry this way.
+    """
+    runs = {step.run_id for step in steps}
     while True:
         below = {str(a.get(_RUN)) for a in attributes if a.get(_PARENT_RUN) in runs}
         if below <= runs:
-            break
+            return runs
         runs |= below
-    return [s for s, a in zip(spans, attributes, strict=True) if a.get(_RUN) in runs]
 
 
 def nest_subruns(spans: list[ExplorerSpan]) -> list[ExplorerSpan]:
