@@ -6,6 +6,7 @@ of the call that started it, and a sub-run's step and model spans show its messa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -215,3 +216,34 @@ def test_trace_view_with_telemetry_shows_the_tree_the_explorer_shows(
     assert _fold_frame(view.data.spans) == GOLDEN
     labels = list(view.figures["waterfall"].layout.yaxis.ticktext)
     assert "······ invoke_agent digger" in labels
+
+
+def _detail_text(explorer: TraceExplorer, name: str, run_id: str) -> str:
+    tree = explorer.view.tree
+    span = next(
+        s for s in tree.spans if s.name == name and s.attributes.get("workbench.run.id") == run_id
+    )
+    return " ".join(re.sub(r"<[^>]+>", " ", explorer.view.detail(span.span_id)).split())
+
+
+@pytest.mark.parametrize("telemetry", [True, False])
+def test_a_sub_runs_spans_show_its_messages_without_captured_content(
+    live: tuple[wb.RunResult, wb.Telemetry, wb.RunStore], telemetry: bool
+) -> None:
+    result, tel, _ = live
+    explorer = TraceExplorer(result, telemetry=tel if telemetry else None)
+    digger = result.children[0].children[0]
+    chat = _detail_text(explorer, "chat scripted", digger.run_id)
+    assert "Sent to the model" in chat and "Read the tide tables." in chat
+    step = _detail_text(explorer, "workbench.step 2", digger.run_id)
+    assert "The tables say noon." in step
+    lead_step = _detail_text(explorer, "workbench.step 2", result.run_id)
+    assert "Swim at noon." in lead_step and "The tables say noon." not in lead_step
+
+
+def test_the_report_shows_a_sub_runs_messages_without_captured_content(
+    live: tuple[wb.RunResult, wb.Telemetry, wb.RunStore],
+) -> None:
+    result, telemetry, _ = live
+    for html in (report_html(result, telemetry=telemetry), report_html(result)):
+        assert "Read the tide tables." in html  # only the researcher's and digger's records say it

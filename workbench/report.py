@@ -47,14 +47,16 @@ def report_html(
     from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
     from workbench.notebook.html import step_html
     from workbench.notebook.tables import step_labels
+    from workbench.notebook.tree import walk
 
     result = as_result(source)
     data = run_view_data(result, telemetry=telemetry, spans=spans)
     title = title or f"Run {result.run_id}"
+    tree_steps = [step for _, run in walk(result) for step in run.steps]  # sub-runs' too
     if spans is not None:
-        explorer = ExplorerView.from_source(spans, steps=data.steps)
+        explorer = ExplorerView.from_source(spans, steps=tree_steps)
     else:
-        explorer = ExplorerView.from_source(result, telemetry=telemetry, steps=data.steps)
+        explorer = ExplorerView.from_source(result, telemetry=telemetry, steps=tree_steps)
     rebuilt = " (spans rebuilt from the step timings)" if data.synthesized else ""
     charts = (
         f'<h2 id="explorer">Trace explorer{rebuilt}</h2>{explorer_page_html(explorer)}'

@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from workbench._record import Record
 from workbench.notebook.spans import normalize_spans, span_category, spans_from_steps
+from workbench.notebook.tree import walk
 from workbench.records import RunResult, StepRecord
 from workbench.telemetry.spandata import SpanData, SpanEvent, SpanLink
 
@@ -318,6 +319,11 @@ class RunRecords:
     steps: tuple[StepRecord, ...]
     children: tuple[RunResult, ...] = ()
     agent: str = ""
+
+    def tree_steps(self) -> tuple[StepRecord, ...]:
+        """The step records of the run and of every sub-run below it (the run's first)."""
+        below = (s for child in self.children for _, run in walk(child) for s in run.steps)
+        return (*self.steps, *below)
 
 
 def run_records(source: Any) -> RunRecords | None:

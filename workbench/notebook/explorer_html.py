@@ -121,12 +121,21 @@ def genai_messages_html(value: object) -> str:
 
 
 def _step_for(span: ExplorerSpan, steps: Sequence[StepRecord]) -> StepRecord | None:
+    """The record of the span's step: same index, and same run and execution where it says.
+
+    The records may be a whole run tree's, whose runs all have a step 1.
+    """
     index = span.attributes.get("workbench.step.index")
     if index is None or not steps:
         return None
+    run = span.attributes.get("workbench.run.id")
     execution = span.attributes.get("workbench.execution.id")
     for step in steps:
-        if step.index == index and (execution is None or step.execution_id == execution):
+        if (
+            step.index == index
+            and (run is None or step.run_id == run)
+            and (execution is None or step.execution_id == execution)
+        ):
             return step
     return None
 

@@ -74,6 +74,8 @@ class ExplorerView:
     ) -> ExplorerView:
         """A view of any source `explorer_spans` reads, with its step records when it has them.
 
+        A run's records are those of its whole tree, so a sub-run's spans show its messages.
+
         The cyclic collector is paused while the records are built. They are tens of thousands
         of small containers that cannot form a cycle, yet making them starts a full collection,
         which walks the whole session's heap: at 50,000 spans after a long run that pass was
@@ -83,7 +85,7 @@ class ExplorerView:
             spans = explorer_spans(source, telemetry=telemetry)
             if steps is None:
                 records = run_records(source)
-                steps = records.steps if records is not None else ()
+                steps = records.tree_steps() if records is not None else ()
             return cls.of(spans, steps)
 
     def _refresh(self) -> None:
