@@ -64,8 +64,12 @@ class AgentRun:
 
     @property
     def done(self) -> bool:
-        """True once the run ended or paused: `next_phase` then returns None."""
-        return self._execution.done
+        """True once the run ended or paused: `next_phase` then returns None.
+
+        Not before the event of a phase stepped into has been returned: a sub-run's approval
+        pauses the parent's TOOLS phase, whose own event the next `next_phase` returns.
+        """
+        return self._execution.done and not self._stepping.under_way
 
     @property
     def next_phase_name(self) -> Phase | None:

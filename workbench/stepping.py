@@ -140,15 +140,16 @@ class StepGate:
         self.mode = mode
         try:
             while True:
-                stop = self._take(mode)  # a stop not yet returned goes first: nothing moves
-                if stop is not None:
-                    return stop
-                if phase.done():
-                    return None
-                if mode == "into":
-                    self._grant()
-                else:
-                    self._release_all()
+                stop = self._first(mode)  # a stop not yet returned goes first: nothing moves
+                if stop is not None and self._settled(stop[0], phase):
+                    return self._stops.popleft()
+                if stop is None:
+                    if phase.done():
+                        return None
+                    if mode == "into":
+                        self._grant()
+                    else:
+                        self._release_all()
                 self._wake = wake = asyncio.get_running_loop().create_future()
                 await asyncio.wait({phase, wake}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -186,25 +187,43 @@ class StepGate:
 
     # -- the driver's side ----------------------------------------------------------------------
 
-    def _take(self, mode: Mode) -> tuple[SubRun, PhaseEvent] | None:
-        """The next stop the driver returns in ``mode`` (stepping over returns none)."""
+    def _first(self, mode: Mode) -> tuple[SubRun, PhaseEvent] | None:
+        """The next stop the driver returns in ``mode``, left queued (stepping over has none)."""
         while self._stops:
-            run, event = self._stops.popleft()
-            if mode == "into" or (mode == "break" and event.breakpoint is not None):
-                return run, event
+            stop = self._stops[0]
+            if mode == "into" or (mode == "break" and stop[1].breakpoint is not None):
+                return stop
+            self._stops.popleft()
         return None
 
-    def _grant(self) -> None:
-        """Let one sub-run run one phase, so that one branch of the tree moves at a time.
+    def _settled(self, run: SubRun, phase: asyncio.Future[Any]) -> bool:
+        """True when the driver may return the stop ``run`` made: the tree went as far as it goes.
 
-        That is the first waiting sub-run whose every running run is an ancestor of it (a parent
-        blocked in its TOOLS phase on it).
+        A sub-run that ended or paused lets the runs above it go on without the gate: up to the
+        gate again (a sub-run waits its turn, or an ancestor's phase ended: another stop) or to
+        the end of the stepped phase. The driver waits for that, so the run it returns to is
+        settled: a parent paused by its sub-run's approval is paused when the driver returns,
+        not a moment later while the user looks at it.
         """
-        ready = [
+        if not run.done or phase.done() or len(self._stops) > 1:
+            return True
+        return bool(self._ready())
+
+    def _ready(self) -> list[Key]:
+        """The waiting sub-runs that may go next.
+
+        Those whose every running run is an ancestor of theirs (a parent blocked in its TOOLS
+        phase on them).
+        """
+        return [
             key
             for key in self._waiting
             if all(key[: len(running)] == running for running in self._running)
         ]
+
+    def _grant(self) -> None:
+        """Let the first `_ready` sub-run run one phase: one branch of the tree moves at a time."""
+        ready = self._ready()
         if ready:
             key = min(ready)
             self._running.add(key)

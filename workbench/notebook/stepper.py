@@ -229,7 +229,10 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.refresh()
 
     def _start(self, action: Action) -> None:
-        if self._busy or self.run.done:
+        if self._busy:
+            return
+        if self.run.done:  # nothing to run: the press shows the run as it is (paused, ended)
+            self.refresh()
             return
         self._busy = True
         self._set_buttons()
@@ -245,9 +248,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                     run.abort()
                     self._note = "stopped"
                     break
-                if action in ("phase", "into") or (
-                    action == "step" and event.phase is Phase.CONTINUATION and not event.depth
-                ):
+                if self._one_done(action, event):
                     break
                 if action == "continue" and event.breakpoint is not None:
                     self.stopped_at = event.breakpoint
@@ -257,6 +258,17 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         finally:
             self._busy = False
             self.refresh()
+
+    def _one_done(self, action: Action, event: PhaseEvent) -> bool:
+        """True when ``action`` has run its one phase or step with ``event``.
+
+        A sub-run's last phase that paused or ended the parent's phase is followed by the
+        parent's own event in the same press, so the press leaves the run paused (approval rows
+        shown), not waiting for a press to say so.
+        """
+        if action in ("phase", "into"):
+            return not (self.run.state.done and not self.run.done)
+        return action == "step" and event.phase is Phase.CONTINUATION and not event.depth
 
     async def _next(self, action: Action) -> PhaseEvent | None:
         if action == "continue":

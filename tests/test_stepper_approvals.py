@@ -1,0 +1,85 @@
+"""Approvals met while stepping: the run and the Stepper show the pause as soon as it happens."""
+
+from __future__ import annotations
+
+import workbench as wb
+from workbench.notebook import Stepper
+
+R = wb.ModelResponse
+
+
+@wb.tool(requires_approval=True)
+def wipe(path: str) -> str:
+    """Wipe a folder."""
+    return f"wiped {path}"
+
+
+def _team() -> wb.Agent:
+    """lead -> [research (researcher), clean (cleaner -> wipe, needs approval)] in parallel."""
+    researcher = wb.Agent(model=wb.ScriptedModel(["noon"]), name="researcher", store=False)
+    cleaner = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/b"}, call_id="w1"), "Wiped."]),
+        name="cleaner",
+        tools=[wipe],
+        store=False,
+    )
+    calls = [("research", {"task": "tide"}), ("clean", {"task": "b"})]
+    both = R.tool_calls(calls, call_ids=["r1", "c1"])
+    return wb.Agent(
+        model=wb.ScriptedModel([both, "Swim at noon."]),
+        name="lead",
+        tools=[researcher.as_tool("research"), cleaner.as_tool("clean")],
+        store=False,
+    )
+
+
+def _solo() -> wb.Agent:
+    script = [R.tool_call("wipe", {"path": "/x"}, call_id="w1"), "ok"]
+    return wb.Agent(model=wb.ScriptedModel(script), name="solo", tools=[wipe], store=False)
+
+
+def _who(event: wb.PhaseEvent | None) -> tuple[str, str] | None:
+    return None if event is None else (event.state.agent_name, event.phase.value)
+
+
+def test_the_step_into_a_sub_run_that_pauses_leaves_the_parent_paused() -> None:
+    run = _team().start("go")
+    while (event := run.next_phase(into=True)) is not None and event.phase.value != "tools":
+        pass  # the lead's PREPARE and INFERENCE
+    while (event := run.next_phase(into=True)) is not None:
+        if _who(event) == ("cleaner", "tools"):
+            break
+    # The lead's TOOLS phase has ended with it (paused), its event comes next.
+    assert run.state.status is wb.ExecutionStatus.PAUSED
+    assert [(p.call_id, p.via) for p in run.state.pending] == [("w1", "c1")]
+    assert not run.done
+    assert _who(run.next_phase(into=True)) == ("lead", "tools")
+    assert run.done and run.subrun is None and run.next_phase(into=True) is None
+
+
+async def test_the_stepper_shows_the_approval_a_sub_run_stepped_into_asks_for() -> None:
+    stepper = Stepper(_team(), "go")  # button work runs as tasks on this loop, as in a kernel
+    presses = 0
+    while not stepper.run.done and presses < 40:
+        stepper.step_into_button.click()
+        await stepper.wait()
+        presses += 1
+    assert stepper.run.state.status is wb.ExecutionStatus.PAUSED
+    assert [r.pending.call_id for r in stepper.approval_rows] == ["w1"]
+    assert stepper.step_into_button.disabled and stepper.next_phase_button.disabled
+    assert "paused" in stepper.status.value and stepper.errors == []
+    last = stepper.events[-2:]  # the press that paused the cleaner also took the lead's event
+    assert [_who(e) for e in last] == [("cleaner", "tools"), ("lead", "tools")]
+    assert presses == len(stepper.events) - 1  # every press one phase, but that one
+
+
+async def test_a_press_on_a_paused_run_shows_it_as_it_is() -> None:
+    stepper = Stepper(_solo(), "go")
+    for _ in range(3):
+        stepper.next_phase_button.click()
+        await stepper.wait()
+    assert stepper.run.done and "paused" in stepper.status.value
+    stepper.run.abort()  # through the run, not the widget
+    stepper.next_phase_button.click()
+    await stepper.wait()
+    assert "aborted" in stepper.status.value and stepper.approval_rows == []
