@@ -64,9 +64,9 @@ def stacked_bars_html(
 def timing_bars_html(steps: Sequence[StepRecord]) -> str:
     """Where each step's time went (ms): prepare, inference, tools, hooks, continuation."""
     frame = timing_breakdown(steps)
-    rows = [
-        (f"step {label}", {part: float(frame.at[label, part]) for part in TIMING_PARTS}, "")
-        for label in frame.index
+    rows = [  # by position: the labels are unique, but a row is read where it is
+        (f"step {label}", dict(zip(TIMING_PARTS, map(float, values), strict=True)), "")
+        for label, values in zip(frame.index, frame[list(TIMING_PARTS)].to_numpy(), strict=True)
     ]
     return stacked_bars_html(rows, TIMING_PARTS, unit="ms", empty="no steps yet")
 

@@ -80,19 +80,26 @@ def steps_text(steps: Sequence[StepRecord]) -> str:
 
 
 def step_labels(steps: Sequence[StepRecord]) -> list[str]:
-    """A label per record: the step number, with ``(resumed)`` on the part run after a pause.
+    """A label per record, unique: the step number, and which part of it after a pause.
 
-    A step that paused for approval has two records (same step number, two executions).
+    A step that paused for approval has a record per execution (same step number): the second
+    is ``(resumed)``, a third ``(resumed 2)``. Records of several runs (a session's executions)
+    also say which run, in the order the runs come: ``1 (run 2)``.
 
     >>> step_labels([])
     []
     """
-    seen: set[tuple[str, int]] = set()
+    runs = {run: n for n, run in enumerate(dict.fromkeys(s.run_id for s in steps), 1)}
+    seen: dict[tuple[str, int], int] = {}
     labels = []
     for step in steps:
         key = (step.run_id, step.index)
-        labels.append(f"{step.index} (resumed)" if key in seen else str(step.index))
-        seen.add(key)
+        resumed = seen.get(key, 0)
+        seen[key] = resumed + 1
+        notes = [f"run {runs[step.run_id]}"] if len(runs) > 1 else []
+        if resumed:
+            notes.append("resumed" if resumed == 1 else f"resumed {resumed}")
+        labels.append(f"{step.index} ({', '.join(notes)})" if notes else str(step.index))
     return labels
 
 

@@ -1,0 +1,75 @@
+"""Step labels are unique, so the per-step charts and the report read one row per record.
+
+A step with three records (a sub-agent asked for approval twice in one parent step) and the
+executions of a session (several runs, each with a step 1) used to give repeated labels, and the
+report's timing bars failed on them.
+"""
+
+from __future__ import annotations
+
+import workbench as wb
+from workbench.notebook import TraceView, step_table
+from workbench.notebook.bars import timing_bars_html
+from workbench.notebook.tables import step_labels
+from workbench.report import report_html
+
+R = wb.ModelResponse
+
+
+@wb.tool(requires_approval=True)
+def wipe(path: str) -> str:
+    """Wipe a folder."""
+    return f"wiped {path}"
+
+
+def _paused_twice() -> wb.RunResult:
+    """A lead whose sub-agent asks for approval twice within the lead's first step."""
+    store = wb.RunStore(":memory:")
+    cleaner = wb.Agent(
+        model=wb.ScriptedModel(
+            [
+                R.tool_call("wipe", {"path": "/a"}, call_id="w1"),
+                R.tool_call("wipe", {"path": "/b"}, call_id="w2"),
+                "Wiped both.",
+            ]
+        ),
+        name="cleaner",
+        tools=[wipe],
+        store=store,
+    )
+    lead = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("clean", {"task": "Clear"}, call_id="c1"), "done"]),
+        name="lead",
+        tools=[cleaner.as_tool("clean")],
+        store=store,
+    )
+    paused = lead.run_sync("go")
+    paused = lead.resume_sync(paused.state, approvals={"w1": True})
+    return lead.resume_sync(paused.state, approvals={"w2": True})
+
+
+def test_a_step_with_three_records_has_three_labels_and_a_report() -> None:
+    result = _paused_twice()
+    assert result.output == "done"
+    labels = ["1", "1 (resumed)", "1 (resumed 2)", "2"]
+    assert step_labels(result.steps) == labels
+    assert step_table(result.steps)["label"].tolist() == labels
+    bars = timing_bars_html(result.steps)
+    assert all(f"step {label}<" in bars for label in labels)
+    html = report_html(result)
+    assert '<a href="#step-2">1 (resumed 2)</a>' in html
+    assert "invoke_agent cleaner" in html  # the sub-run is in the report's explorer
+    assert len(TraceView(result).figures["timing"].data[0].x) == 4
+
+
+def test_a_sessions_executions_are_labelled_by_run() -> None:
+    agent = wb.Agent(model=wb.ScriptedModel(["one", "two"]), name="chat", store=False)
+    session = wb.Session(agent)
+    session.run_sync("first")
+    session.run_sync("second")
+    executions = list(session.executions)
+    steps = [step for run in executions for step in run.steps]
+    assert len({step.run_id for step in steps}) == 2
+    assert step_labels(steps) == ["1 (run 1)", "1 (run 2)"]
+    html = report_html(executions)
+    assert "step 1 (run 1)<" in html and "step 1 (run 2)<" in html
