@@ -1,4 +1,5 @@
-"""Approvals met while stepping: the run and the Stepper show the pause as soon as it happens."""
+"""Approvals met while stepping: the run and the Stepper show the pause as soon as it happens,
+and the first press after the answer goes on from it."""
 
 from __future__ import annotations
 
@@ -72,6 +73,11 @@ async def test_the_stepper_shows_the_approval_a_sub_run_stepped_into_asks_for() 
     assert [_who(e) for e in last] == [("cleaner", "tools"), ("lead", "tools")]
     assert presses == len(stepper.events) - 1  # every press one phase, but that one
 
+    stepper.approval_rows[0].approve_button.click()
+    stepper.run_button.click()
+    await stepper.wait()
+    assert stepper.result.output == "Swim at noon." and stepper.errors == []
+
 
 async def test_a_press_on_a_paused_run_shows_it_as_it_is() -> None:
     stepper = Stepper(_solo(), "go")
@@ -83,3 +89,24 @@ async def test_a_press_on_a_paused_run_shows_it_as_it_is() -> None:
     stepper.next_phase_button.click()
     await stepper.wait()
     assert "aborted" in stepper.status.value and stepper.approval_rows == []
+
+
+def test_a_run_paused_by_next_phase_goes_on_with_the_first_call_after_resume() -> None:
+    run = _solo().start("go")
+    assert [_who(run.next_phase()) for _ in range(3)][-1] == ("solo", "tools")
+    assert run.done and run.state.status is wb.ExecutionStatus.PAUSED
+    run.resume(approvals={"w1": True})
+    assert _who(run.next_phase()) == ("solo", "tools")
+    assert run.run_to_end().output == "ok"
+
+
+async def test_the_first_press_after_an_approval_goes_on() -> None:
+    stepper = Stepper(_solo(), "go")
+    for _ in range(3):
+        stepper.next_phase_button.click()
+        await stepper.wait()
+    stepper.approval_rows[0].approve_button.click()
+    stepper.run_button.click()
+    await stepper.wait()
+    assert stepper.run.state.status is wb.ExecutionStatus.COMPLETED
+    assert stepper.result.output == "ok" and stepper.errors == []

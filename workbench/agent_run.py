@@ -117,11 +117,17 @@ class AgentRun:
         return event if hit is None else event.model_copy(update={"breakpoint": hit})
 
     async def _anext_own(self) -> PhaseEvent | None:
-        """Run one phase of this run's own loop."""
+        """Run one phase of this run's own loop.
+
+        The loop is closed with the phase that ends or pauses the run, not on the next call: a
+        paused run answered with `resume` goes on with a fresh loop from TOOLS, and the next call
+        must run that, not take the old loop's end for the end of the run.
+        """
         if self._phases is None:
             self._phases = self._execution.phases()
         event = await anext(self._phases, None)
-        if event is None:
+        if event is None or self._execution.done:
+            await anext(self._phases, None)  # the loop's end: no phase runs once the run is done
             self._phases = None
         return event
 
