@@ -247,3 +247,17 @@ def test_the_report_shows_a_sub_runs_messages_without_captured_content(
     result, telemetry, _ = live
     for html in (report_html(result, telemetry=telemetry), report_html(result)):
         assert "Read the tide tables." in html  # only the researcher's and digger's records say it
+
+
+def test_trace_view_of_a_run_tree_shows_what_each_agent_took(
+    plain: tuple[wb.RunResult, wb.RunStore],
+) -> None:
+    result, store = plain
+    for run in (result, store.load(result.run_id), [result]):
+        view = TraceView(run)
+        assert view.agents is not None
+        assert view.agents["agent"].tolist() == ["lead", "researcher", "digger", "cleaner"]
+        assert view.agents["steps"].tolist() == [2, 2, 2, 2]
+        assert list(view.outputs) == ["table", "agents", "waterfall", "timing", "tokens"]
+    single = wb.Agent(model=wb.ScriptedModel(["hi"]), store=False).run_sync("hello")
+    assert TraceView(single).agents is None and "agents" not in TraceView(single).outputs

@@ -2,7 +2,8 @@
 
 `run_view_data` accepts a result, a stepped run, the results of a paused and resumed run, a run
 loaded from a `RunStore`, step records, or a `Telemetry`; `trace_figures` builds the figures from
-what it returns. No widgets here: the report uses this module too.
+what it returns, and a run tree its per-agent rollup (`agents_table`). No widgets here: the
+report uses this module too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from workbench.agent import RunResult
 from workbench.notebook.explorer_data import RunRecords, run_records, run_tree_ids
 from workbench.notebook.spans import spans_from_steps, waterfall_figure
 from workbench.notebook.tables import step_table, timing_figure, tokens_figure
+from workbench.notebook.tree import agents_table
 from workbench.records import StepRecord
 
 __all__ = [
@@ -80,6 +82,8 @@ class RunViewData:
     spans: Spans
     synthesized: bool
     """True when the spans were rebuilt from step records (the run had no telemetry)."""
+    agents: pd.DataFrame | None = None
+    """Per agent of a run tree (`agents_table`); None for a run without sub-runs."""
 
 
 def _collect_records(source: Source) -> RunRecords:
@@ -124,7 +128,17 @@ def run_view_data(
     if synthesized:
         spans = spans_from_steps(steps, records.children, agent=records.agent)
     assert spans is not None
-    return RunViewData(step_table(steps), steps, spans, synthesized)
+    agents = _agents(source) if records.children else None
+    return RunViewData(step_table(steps), steps, spans, synthesized, agents)
+
+
+def _agents(source: Source) -> pd.DataFrame | None:
+    """The per-agent rollup of a run tree, when the source is a run (or its executions)."""
+    if isinstance(source, (RunResult, ResultSource)):
+        return agents_table(as_result(source))
+    items = list(source) if isinstance(source, Sequence) else []
+    runs = [run for run in items if isinstance(run, RunResult)]
+    return agents_table(combine_results(runs)) if runs and len(runs) == len(items) else None
 
 
 def trace_figures(data: RunViewData) -> dict[str, go.Figure]:

@@ -19,7 +19,8 @@ class TraceView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     ``TraceView(result)`` works for any run; give ``telemetry=agent.telemetry`` to draw the real
     spans instead of ones rebuilt from the step timings. ``table`` and ``figures`` are the
-    DataFrame and plotly figures shown, for further use.
+    DataFrame and plotly figures shown, for further use; a run with sub-agents also shows
+    ``agents``, one row per agent of the tree (`agents_table`), under the step table.
     """
 
     def __init__(
@@ -32,8 +33,13 @@ class TraceView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.data = run_view_data(source, telemetry=telemetry, spans=spans)
         self.table = self.data.table
         self.figures = trace_figures(self.data)
-        self.outputs = {name: widgets.Output() for name in ("table", *self.figures)}
-        show(self.outputs["table"], table_output(self.table))
+        self.agents = self.data.agents
+        tables = {"table": self.table}
+        if self.agents is not None:  # a run tree: what each agent took, under the step table
+            tables["agents"] = self.agents
+        self.outputs = {name: widgets.Output() for name in (*tables, *self.figures)}
+        for name, frame in tables.items():
+            show(self.outputs[name], table_output(frame))
         for name, figure in self.figures.items():
             show(self.outputs[name], figure_output(figure))
         heading = widgets.HTML(f"<b>{steps_text(self.data.steps)}</b>" if self.data.steps else "")
