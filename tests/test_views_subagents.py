@@ -31,12 +31,12 @@ def wipe(path: str) -> str:
     return f"wiped {path}"
 
 
-def _team(store: wb.RunStore, telemetry: wb.Telemetry | None = None) -> wb.Agent:
+def _team(
+    store: wb.RunStore, telemetry: wb.Telemetry | None = None, answer: str = "The tables say noon."
+) -> wb.Agent:
     """lead → research (researcher → dig (digger → search)) and clean (cleaner → wipe), parallel."""
     digger = wb.Agent(
-        model=wb.ScriptedModel(
-            [R.tool_call("search", {"query": "tides"}, call_id="s1"), "The tables say noon."]
-        ),
+        model=wb.ScriptedModel([R.tool_call("search", {"query": "tides"}, call_id="s1"), answer]),
         name="digger",
         tools=[search],
         telemetry=telemetry,
@@ -261,3 +261,14 @@ def test_trace_view_of_a_run_tree_shows_what_each_agent_took(
         assert list(view.outputs) == ["table", "agents", "waterfall", "timing", "tokens"]
     single = wb.Agent(model=wb.ScriptedModel(["hi"]), store=False).run_sync("hello")
     assert TraceView(single).agents is None and "agents" not in TraceView(single).outputs
+
+
+def test_the_report_of_a_run_tree_has_the_per_agent_table_and_escapes_sub_run_text() -> None:
+    xss = "<img src=x onerror=alert(1)>"
+    result = _team(wb.RunStore(":memory:"), answer=xss).run_sync("Plan a swim.")
+    html = report_html(result)
+    assert '<h2 id="agents">Per agent</h2>' in html
+    assert "<td>digger</td>" in html and "<td>cleaner</td>" in html
+    assert xss not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    single = wb.Agent(model=wb.ScriptedModel(["hi"]), store=False).run_sync("hello")
+    assert 'id="agents"' not in report_html(single)

@@ -1,10 +1,11 @@
 """A run as one standalone HTML file: steps, trace explorer, time, tokens, every message.
 
-The summary, the step table, the trace explorer, time and tokens per step, and each step's
-messages. Everything is in the file (the explorer's script and its data, the charts as plain
-HTML bars), so it opens anywhere with no network, and stays small: no plotting library is
-inlined. The content is built by the notebook builders (`workbench.notebook`), so the report
-shows what the notebook views show. Needs the ``notebook`` extra (pandas).
+The summary, the step table (and what each agent took, for a run tree), the trace explorer,
+time and tokens per step, and each step's messages. Everything is in the file (the explorer's
+script and its data, the charts as plain HTML bars), so it opens anywhere with no network, and
+stays small: no plotting library is inlined. The content is built by the notebook builders
+(`workbench.notebook`), so the report shows what the notebook views show. Needs the
+``notebook`` extra (pandas).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from workbench.agent import AgentRun, RunResult
     from workbench.notebook.data import Spans, SpanSource
 
@@ -69,15 +72,23 @@ def report_html(
     )
     labels = step_labels(data.steps)
     nav = " · ".join(f'<a href="#step-{i}">{escape(label)}</a>' for i, label in enumerate(labels))
-    table = data.table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="")
+    table = _table_html(data.table)
+    if data.agents is not None:  # a run tree: what each agent took
+        table += f'<h2 id="agents">Per agent</h2>{_table_html(data.agents)}'
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{escape(title)}</h1>{_summary(result)}"
-        f'<h2 id="steps">Steps</h2><div class="wb-table">{table}</div>{charts}'
+        f'<h2 id="steps">Steps</h2>{table}{charts}'
         f'<h2 id="messages">Messages, step by step</h2><nav>steps: {nav}</nav>{steps}'
         "</body></html>"
     )
+
+
+def _table_html(frame: pd.DataFrame) -> str:
+    """A table that scrolls in its own box; its text escaped (``to_html`` escapes by default)."""
+    html = frame.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="")
+    return f'<div class="wb-table">{html}</div>'
 
 
 def _summary(result: RunResult) -> str:
