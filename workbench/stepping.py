@@ -28,7 +28,11 @@ the next. An abort releases every waiting sub-run, which ends as ABORTED before 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import itertools
+import sys
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
@@ -264,6 +268,7 @@ class Stepping:
         if self._phase is None:
             self.gate = StepGate()  # each phase has its own (numbers, stops, an abort)
             self._phase = asyncio.ensure_future(self._gated(run_phase))
+            _stepped.add(self)
         elif self._phase.get_loop() is not asyncio.get_running_loop():
             raise UsageError(
                 "this run is stopped inside a sub-run whose phase belongs to another event loop: "
@@ -284,10 +289,13 @@ class Stepping:
         self._phase = self.subrun = None
         return phase.result()
 
-    def abort(self) -> None:
+    def abort(self, wait: float | None = None) -> None:
         """Let the sub-runs of the phase under way end as ABORTED, so none is left waiting.
 
-        From another thread than the phase's loop, this waits until the phase has ended.
+        From another thread than the phase's loop, this waits until the phase has ended (at
+        most ``wait`` seconds, then the phase is cancelled), unless that loop runs no more: at
+        interpreter exit (a widget's finalizer closing a Stepper left inside a sub-run) its
+        thread is stopped, and waiting would never end.
         """
         phase = self._phase
         if phase is None:
@@ -297,7 +305,10 @@ class Stepping:
             here = asyncio.get_running_loop()
         except RuntimeError:
             here = None
-        if here is loop:  # the phase ends when this loop runs it next
+        if sys.is_finalizing() or loop.is_closed():  # nothing runs the phase again
+            self._phase = self.subrun = None
+            return
+        if here is loop or not loop.is_running():  # the phase ends when its loop runs it next
             self.gate.abort()
             return
 
@@ -306,8 +317,8 @@ class Stepping:
             await asyncio.wait({phase})
 
         try:
-            asyncio.run_coroutine_threadsafe(aborted(), loop).result()
-        except BaseException:  # Ctrl+C while a sub-run's phase takes long: cancel it
+            asyncio.run_coroutine_threadsafe(aborted(), loop).result(wait)
+        except BaseException:  # Ctrl+C, or the wait ran out, while a sub-run's phase takes long
             loop.call_soon_threadsafe(phase.cancel)
             raise
         self._phase = self.subrun = None
@@ -317,6 +328,24 @@ class Stepping:
     ) -> PhaseEvent | None:
         step_gate.set(self.gate)  # this task's own context: seen by the sub-runs it starts
         return await run_phase()
+
+
+_stepped: weakref.WeakSet[Stepping] = weakref.WeakSet()
+"""Steppings that have had a phase under way: those still in one are aborted at exit."""
+EXIT_WAIT = 5.0
+"""Seconds `_abort_at_exit` waits for each phase to end before it cancels it."""
+
+
+@atexit.register
+def _abort_at_exit() -> None:
+    """End the phases still stopped inside a sub-run while their loops still run.
+
+    A script that ends there would otherwise leave them to be destroyed pending at interpreter
+    exit (errors printed); this runs before, while the workbench's loop thread is still alive.
+    """
+    for stepping in list(_stepped):
+        with contextlib.suppress(Exception):  # a loop that does not answer: exit anyway
+            stepping.abort(wait=EXIT_WAIT)
 
 
 def _let_go(waiting: asyncio.Future[None]) -> None:
