@@ -110,3 +110,34 @@ async def test_the_first_press_after_an_approval_goes_on() -> None:
     await stepper.wait()
     assert stepper.run.state.status is wb.ExecutionStatus.COMPLETED
     assert stepper.result.output == "ok" and stepper.errors == []
+
+
+def test_the_approval_row_says_which_sub_agent_asks_and_through_which_call() -> None:
+    cleaner = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/b"}, call_id="w1"), "Wiped."]),
+        name="cleaner",
+        tools=[wipe],
+        store=False,
+    )
+    manager = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("clean", {"task": "b"}, call_id="c1"), "Done."]),
+        name="manager",
+        tools=[cleaner.as_tool("clean")],
+        store=False,
+    )
+    lead = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("manage", {"task": "b"}, call_id="<i>m1</i>"), "ok"]),
+        name="lead",
+        tools=[manager.as_tool("manage")],
+        store=False,
+    )
+    stepper = Stepper(lead, "go")
+    stepper.run_button.click()
+    [row] = stepper.approval_rows
+    label = row.label.value
+    assert "asked by sub-agent <b>cleaner</b> via call <code>&lt;i&gt;m1&lt;/i&gt;</code>" in label
+    assert "<i>" not in label
+
+    solo = Stepper(_solo(), "go")
+    solo.run_button.click()
+    assert "asked by" not in solo.approval_rows[0].label.value  # its own call: no one else

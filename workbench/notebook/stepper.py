@@ -45,9 +45,14 @@ LIVE = -1
 class ApprovalRow(widgets.HBox):  # type: ignore[misc]  # ipywidgets is untyped
     """One pending tool call: what it is, a reason box, Approve and Deny buttons."""
 
-    def __init__(self, pending: PendingCall, decide: Callable[[str, bool | str], None]) -> None:
+    def __init__(
+        self,
+        pending: PendingCall,
+        decide: Callable[[str, bool | str], None],
+        asker: str | None = None,
+    ) -> None:
         self.pending = pending
-        self.label = widgets.HTML(pending_html([pending]))
+        self.label = widgets.HTML(pending_html([pending]) + _asked_html(pending, asker))
         self.reason = widgets.Text(placeholder="reason (sent to the model if denied)")
         self.approve_button = widgets.Button(description="Approve", button_style="success")
         self.deny_button = widgets.Button(description="Deny", button_style="danger")
@@ -56,6 +61,27 @@ class ApprovalRow(widgets.HBox):  # type: ignore[misc]  # ipywidgets is untyped
             lambda _: decide(pending.call_id, self.reason.value.strip() or False)
         )
         super().__init__([self.label, self.reason, self.approve_button, self.deny_button])
+
+
+def _asked_html(pending: PendingCall, asker: str | None) -> str:
+    """Who asks for a sub-run's call: its agent and the call of this run that started it.
+
+    The parent's row would otherwise show only the tool, and two sub-agents may share one.
+    """
+    if pending.via is None:
+        return ""
+    who = f"sub-agent <b>{escape(asker)}</b>" if asker else "a sub-run"
+    return f"<div class='wb-asked'>asked by {who} via call <code>{escape(pending.via)}</code></div>"
+
+
+def _asker(result: RunResult, call_id: str) -> str | None:
+    """The agent of the sub-run that waits on ``call_id`` itself (not through a sub-run)."""
+    for child in result.children:
+        if any(p.call_id == call_id and p.via is None for p in child.state.pending):
+            return child.state.agent_name
+        if (found := _asker(child, call_id)) is not None:
+            return found
+    return None
 
 
 class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
@@ -375,7 +401,10 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         pending = self.run.state.pending if self.run.done else ()
         if [r.pending for r in self.approval_rows] == list(pending):
             return
-        self.approval_rows = [ApprovalRow(p, self._decide) for p in pending]
+        result = self.run.result
+        self.approval_rows = [
+            ApprovalRow(p, self._decide, _asker(result, p.call_id)) for p in pending
+        ]
         self.approvals.children = tuple(self.approval_rows)
 
     def _show_messages(self) -> None:
