@@ -345,3 +345,51 @@ def test_continue_stops_at_a_breakpoint_added_in_the_stepper(kernel: Kernel) -> 
     assert (second["phase"], second["next"]) == ("inference", "tools")
     assert second["stopped"] == "before tools" and "stopped at breakpoint" in second["status"]
     assert third == {"left": [], "state": "paused"}  # on to the demo's approval
+
+
+TEAM = """
+import workbench as wb
+from workbench.notebook import Stepper
+
+R = wb.ModelResponse
+
+@wb.tool(requires_approval=True)
+def wipe(path: str) -> str:
+    \"\"\"Wipe a folder.\"\"\"
+    return f"wiped {path}"
+
+cleaner = wb.Agent(
+    model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/b"}, call_id="w1"), "Wiped."]),
+    name="cleaner", tools=[wipe], store=False,
+)
+researcher = wb.Agent(model=wb.ScriptedModel(["noon"]), name="researcher", store=False)
+calls = [("research", {"task": "tide"}), ("clean", {"task": "b"})]
+both = R.tool_calls(calls, call_ids=["r1", "c1"])
+lead = wb.Agent(
+    model=wb.ScriptedModel([both, "All clean."]),
+    name="lead", tools=[researcher.as_tool("research"), cleaner.as_tool("clean")], store=False,
+)
+stepper = Stepper(lead, "go")
+presses = 0
+while not stepper.run.done and presses < 20:
+    stepper.step_into_button.click()
+    await stepper.wait()
+    presses += 1
+"""
+"""A kernel's start: a lead calls two sub-agents at once, one of whose calls needs approval;
+Step into is pressed until the run waits for it."""
+
+
+def test_step_into_shows_a_sub_agents_approval_and_the_next_press_goes_on(kernel: Kernel) -> None:
+    kernel.run(SETUP)
+    shown, _ = kernel.shown(TEAM)
+    assert shown["status"] == "paused" and shown["approval_rows"] == ["wipe"]
+    assert shown["disabled"] == [True, True, True, False]  # only Stop while it waits
+    out, _ = kernel.run("print(stepper.approval_rows[0].label.value)")
+    assert "asked by sub-agent <b>cleaner</b> via call <code>c1</code>" in out
+
+    shown, _ = kernel.shown(
+        "stepper.approval_rows[0].approve_button.click()\n"
+        "stepper.run_button.click()\nawait stepper.wait()"
+    )
+    assert shown["status"] == "completed" and shown["errors"] == []
