@@ -22,7 +22,11 @@ sub-run's next phase may start.
 
 Sub-runs that run in parallel (several sub-agent calls in one step) are stepped one at a time,
 depth first: the one that reached the gate first, with its own sub-runs, goes until it ends, then
-the next. An abort releases every waiting sub-run, which ends as ABORTED before its next phase.
+the next. The phase that ends or pauses a sub-run is returned once the runs above it went on as
+far as they go alone (to the gate again, or to the end of the stepped phase): a parent paused by
+its sub-run's approval is paused when the driver returns, and its own event comes next.
+An abort releases every waiting sub-run, which ends as ABORTED before its next phase; at exit,
+phases still stopped inside a sub-run are aborted so a script that ends there exits.
 """
 
 from __future__ import annotations
@@ -332,7 +336,7 @@ class Stepping:
 
 _stepped: weakref.WeakSet[Stepping] = weakref.WeakSet()
 """Steppings that have had a phase under way: those still in one are aborted at exit."""
-EXIT_WAIT = 5.0
+_EXIT_WAIT = 5.0
 """Seconds `_abort_at_exit` waits for each phase to end before it cancels it."""
 
 
@@ -345,7 +349,7 @@ def _abort_at_exit() -> None:
     """
     for stepping in list(_stepped):
         with contextlib.suppress(Exception):  # a loop that does not answer: exit anyway
-            stepping.abort(wait=EXIT_WAIT)
+            stepping.abort(wait=_EXIT_WAIT)
 
 
 def _let_go(waiting: asyncio.Future[None]) -> None:
