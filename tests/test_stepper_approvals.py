@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import workbench as wb
 from workbench.notebook import Stepper
+from workbench.notebook.stepper import timeline_spans
 
 R = wb.ModelResponse
 
@@ -141,3 +142,20 @@ def test_the_approval_row_says_which_sub_agent_asks_and_through_which_call() -> 
     solo = Stepper(_solo(), "go")
     solo.run_button.click()
     assert "asked by" not in solo.approval_rows[0].label.value  # its own call: no one else
+
+
+def test_the_timeline_draws_the_sub_runs_under_the_calls_that_started_them() -> None:
+    run = _team().start("go")
+    run.next_step()  # the lead's step 1: both sub-agents run, the cleaner's wipe waits
+    run.resume(approvals={"w1": True})
+    run.run_to_end()
+    spans = timeline_spans(run)
+    names = {s["span_id"]: s["name"] for s in spans}
+    under = {
+        s["name"]: names.get(s["parent_id"]) for s in spans if s["name"].startswith("invoke_agent")
+    }
+    assert under == {
+        "invoke_agent lead": None,
+        "invoke_agent researcher": "execute_tool research",
+        "invoke_agent cleaner": "execute_tool clean",
+    }

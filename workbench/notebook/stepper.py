@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from html import escape
-from typing import Literal
+from typing import Any, Literal
 
 import ipywidgets as widgets
 
@@ -371,7 +371,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                 self.timeline, html_output("<i>The timeline appears when the first step ends.</i>")
             )
             return
-        figure = waterfall_figure(spans_from_steps(steps), title=f"Timeline: {steps_text(steps)}")
+        figure = waterfall_figure(timeline_spans(run), title=f"Timeline: {steps_text(steps)}")
         show(self.timeline, figure_output(figure))
 
     def _follow(self) -> None:
@@ -427,3 +427,11 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             head = "<b>The run has not started</b>: its first messages"
         waiting = calls_html(self.run.pending_calls)
         self.messages.value = head + messages_html(live, empty="no new messages yet") + waiting
+
+
+def timeline_spans(run: AgentRun) -> list[dict[str, Any]]:
+    """The spans of the steps on the Stepper's timeline, with the sub-runs their calls started."""
+    steps = run.steps
+    calls = {o.call_id for step in steps for o in step.tool_outcomes}
+    children = [c for c in run.result.children if c.parent_call_id in calls]
+    return spans_from_steps(steps, children, agent=run.state.agent_name)
