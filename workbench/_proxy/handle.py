@@ -19,8 +19,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import aiohttp
-
 from workbench._proxy.recorder import Recorder
 from workbench.errors import UsageError
 from workbench.messages import JsonValue
@@ -118,6 +116,8 @@ class ProxyHandle:
     async def _main(self) -> None:
         # Like httpx's timeout: connecting and each read wait at most this long; a stream that
         # keeps coming may take longer in all.
+        import aiohttp  # the ``proxy`` extra, like the server: ``import workbench`` needs neither
+
         timeout = aiohttp.ClientTimeout(sock_connect=self._timeout, sock_read=self._timeout)
         async with aiohttp.ClientSession(timeout=timeout) as client:
             self.app.client = client
@@ -153,7 +153,12 @@ def proxy(
     listened on (one in use) is a `UsageError` that says so. Needs the ``proxy`` extra
     (``pip install 'workbench[proxy]'``: starlette and uvicorn).
     """
-    from workbench._proxy.server import ProxyApp, without_credentials  # the extra, as above
+    try:
+        from workbench._proxy.server import ProxyApp, without_credentials
+    except ImportError as exc:
+        raise ImportError(
+            f"the proxy needs the 'proxy' extra: pip install 'workbench[proxy]' ({exc})"
+        ) from exc
 
     store = store if store is not None else RunStore.default()
     if store is None:
