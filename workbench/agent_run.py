@@ -8,7 +8,7 @@ breakpoint, to the end; between phases the pending calls can be edited or droppe
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
 
 from workbench._sync import run_sync
 from workbench.breakpoints import Break, first_hit
@@ -33,7 +33,7 @@ class AgentRun:
 
     def __init__(self, execution: Execution, breakpoints: Iterable[Break] = ()) -> None:
         self._execution = execution
-        self._phases: AsyncIterator[PhaseEvent] | None = None
+        self._phases: AsyncGenerator[PhaseEvent, None] | None = None
         """The loop (`Execution.phases`) under way; a new one starts after a pause is answered."""
         self.breakpoints: list[Break] = list(breakpoints)
         """Where `run_to_breakpoint` stops; add and remove at any time."""
@@ -126,8 +126,8 @@ class AgentRun:
         if self._phases is None:
             self._phases = self._execution.phases()
         event = await anext(self._phases, None)
-        if event is None or self._execution.done:
-            await anext(self._phases, None)  # the loop's end: no phase runs once the run is done
+        if event is None or self._execution.done:  # no phase runs once the run is done
+            await self._phases.aclose()
             self._phases = None
         return event
 

@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import time
 import weakref
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 
 from workbench.conditions import Budget, RunView
 from workbench.config import LoopConfig
@@ -115,7 +115,7 @@ class Execution:
             return self._run_time
         return self._run_time + (time.perf_counter() - self._phase_started)
 
-    async def phases(self) -> AsyncIterator[PhaseEvent]:
+    async def phases(self) -> AsyncGenerator[PhaseEvent, None]:
         """The loop: run a phase, yield what happened, until the run ends or pauses."""
         phase = await self._start()  # PREPARE, TOOLS for a resumed run, None if it cannot run
         while phase is not None and not self.state.done:  # done: aborted between phases

@@ -47,15 +47,15 @@ def report_html(
     """The report as an HTML string (see the module docstring)."""
     from workbench.notebook.bars import timing_bars_html, tokens_bars_html
     from workbench.notebook.data import as_result, run_view_data
+    from workbench.notebook.explorer_data import RunRecords
     from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
     from workbench.notebook.html import step_html
     from workbench.notebook.tables import step_labels
-    from workbench.notebook.tree import walk
 
     result = as_result(source)
     data = run_view_data(result, telemetry=telemetry, spans=spans)
     title = title or f"Run {result.run_id}"
-    tree_steps = [step for _, run in walk(result) for step in run.steps]  # sub-runs' too
+    tree_steps = RunRecords(result.steps, result.children).tree_steps()  # sub-runs' too
     if spans is not None:
         explorer = ExplorerView.from_source(spans, steps=tree_steps)
     else:

@@ -28,7 +28,7 @@ from workbench.conditions import Budget, MaxCost, MaxTokens, StopCondition, Time
 from workbench.errors import ReplayDivergence
 from workbench.hooks.events import SubagentStartInput, SubagentStopInput
 from workbench.hooks.runner import ParentHooks, parent_hooks
-from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult
+from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
 from workbench.models.base import Model
 from workbench.models.replay import ReplayModel
 from workbench.records import RunResult, SubagentResult
@@ -286,7 +286,7 @@ def _budget_cap(budget: Budget) -> StopCondition | None:
     return cap
 
 
-def _summary(name: str, runs: tuple[RunResult, ...]) -> SubagentResult:
+def _summary(name: str, runs: tuple[RunResult, ...], usage: Usage) -> SubagentResult:
     """The sub-run as the parent sees it; the turns SubagentStop hooks added count in it."""
     result = runs[-1]
     tools_used = dict.fromkeys(o.name for r in runs for s in r.steps for o in s.tool_outcomes)
@@ -298,7 +298,7 @@ def _summary(name: str, runs: tuple[RunResult, ...]) -> SubagentResult:
         stop_reason=result.stop_reason,
         steps=sum(len({s.index for s in r.steps}) for r in runs),
         tools_used=tuple(tools_used),
-        usage=sum((r.usage for r in runs[1:]), runs[0].usage),
+        usage=usage,
         error=_redacted(result.error.message) if result.error else None,
     )
 
@@ -309,19 +309,17 @@ def _returned(name: str, runs: tuple[RunResult, ...], paused: AgentState | None)
     What a resumed sub-run spent before its pause was charged to the parent then, not again.
     """
     result = runs[-1]
-    spent = sum((r.usage for r in runs[1:]), runs[0].usage)
-    if paused is not None:
-        spent = spent - paused.usage
+    used = sum((r.usage for r in runs[1:]), runs[0].usage)
+    spent = used - paused.usage if paused is not None else used
+    summary = _summary(name, runs, used)
     if result.status is ExecutionStatus.PAUSED:
-        return ToolReturn(
-            value="", usage=spent, runs=runs, subagent=_summary(name, runs), waiting=result.state
-        )
+        return ToolReturn(value="", usage=spent, runs=runs, subagent=summary, waiting=result.state)
     problem = _problem(name, result)
     return ToolReturn(
         value=problem or result.output or "",
         usage=spent,
         runs=runs,
-        subagent=_summary(name, runs),
+        subagent=summary,
         is_error=problem is not None,
     )
 

@@ -126,8 +126,14 @@ class ToolRunner:
         return self._own_tree
 
     def subruns(self, state: AgentState) -> dict[str, int]:
-        """What `AgentState.subruns` holds now: the root's counts (unchanged below the root)."""
-        return state.subruns if self._own_tree is None else dict(self._own_tree.per_parent)
+        """What `AgentState.subruns` holds now: the root's counts (unchanged below the root).
+
+        A copy only when a sub-run started: most steps start none, and keep the state's dict.
+        """
+        tree = self._own_tree
+        if tree is None or tree.per_parent == state.subruns:
+            return state.subruns
+        return dict(tree.per_parent)
 
     async def run(
         self,

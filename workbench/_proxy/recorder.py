@@ -84,6 +84,12 @@ class _Pending(Record):
     started_at: float
 
 
+_Key = tuple[str, str, tuple[str, ...]]
+"""A message's role, text and call ids: alike for messages that are `_same`, and cheap to hash."""
+_Answer = tuple[str, str | tuple[str, ...]]
+"""What `_Conversation.answered_before` compares: the role, and the tool-call ids or the text."""
+
+
 class _Conversation:
     """The bookkeeping of one run: its state, the step under way and the one waiting."""
 
@@ -104,16 +110,17 @@ class _Conversation:
         sent = self.sent
         if self.in_flight is not None or sent is None or len(messages) < len(sent):
             return False
-        if len(messages) == len(sent) and self._answered():
+        if len(messages) == len(sent) and self.answer() is not None:
             return False
         return all(_same(a, b) for a, b in zip(sent, messages, strict=False))
 
-    def _answered(self) -> bool:
-        return self.answer() is not None
-
-    def answer(self) -> ModelResponse | None:
-        """The response its last call was given, if it ended with one."""
-        return self.pending.outcome.response if self.pending is not None else None
+    def answer(self) -> _Answer | None:
+        """The response its last call was given, as a request sends it back (`_answer_of`)."""
+        response = self.pending.outcome.response if self.pending is not None else None
+        if response is None:
+            return None
+        ids = tuple(c.call_id for c in response.calls)
+        return "assistant", ids or response.text_content
 
     def answered_before(self, messages: tuple[Message, ...]) -> bool:
         """True when the message after what this conversation sent is the answer it was given.
@@ -123,20 +130,14 @@ class _Conversation:
         was answered with something else, or not at all.
         """
         sent = self.sent or ()
-        response = self.answer()
-        if response is None or len(messages) <= len(sent):
-            return False
-        after = messages[len(sent)]
-        ids = tuple(c.call_id for c in after.tool_calls)
-        if after.role != "assistant" or ids != tuple(c.call_id for c in response.calls):
-            return False
-        return bool(ids) or after.text == response.text_content
+        answer = self.answer()
+        return (
+            answer is not None
+            and len(messages) > len(sent)
+            and (_answer_of(messages[len(sent)]) == answer)
+        )
 
 
-_Key = tuple[str, str, tuple[str, ...]]
-"""A message's role, text and call ids: alike for messages that are `_same`, and cheap to hash."""
-_Answer = tuple[str, str | tuple[str, ...]]
-"""What `_Conversation.answered_before` compares: the role, and the tool-call ids or the text."""
 _Filed = dict[_Answer | None, dict[_Conversation, None]]
 """The conversations whose last request ended alike, by their answer (``None``: failed)."""
 
@@ -217,12 +218,7 @@ def _others(filed: _Filed, back: _Answer | None) -> list[_Conversation]:
 def _place(conversation: _Conversation) -> tuple[tuple[int, _Key | None], _Answer | None]:
     """Where a conversation whose call has ended is filed, and its answer (``None``: failed)."""
     sent = conversation.sent or ()
-    response = conversation.answer()
-    answer = None
-    if response is not None:
-        ids = tuple(c.call_id for c in response.calls)
-        answer = ("assistant", ids or response.text_content)
-    return (len(sent), _ending(sent, len(sent))), answer
+    return (len(sent), _ending(sent, len(sent))), conversation.answer()
 
 
 def _ending(messages: Sequence[Message], length: int) -> _Key | None:
