@@ -51,7 +51,7 @@ from workbench.state import (
 )
 from workbench.subagent import SubagentTool
 from workbench.toolcalls import CallResult, ToolRunner
-from workbench.tools import Tool, ToolContext, schema_hash
+from workbench.tools import Tool, ToolContext, tools_hash
 from workbench.toolsets import choose_tools
 from workbench.traceids import new_trace_id
 
@@ -88,7 +88,6 @@ class Execution:
         """The tools of the step under way: the agent's, and what its toolsets offer now."""
         self._hidden: tuple[tuple[str, str], ...] = ()
         """The toolsets' tools hidden this step, with the reason."""
-        self._schema_hashes: dict[tuple[Tool, ...], str] = {}
         self._provider: str | None = getattr(config.model, "provider", None)
         self._server = server_of(config.model)
         self._limits = config.stop.limits()
@@ -555,13 +554,6 @@ class Execution:
             return (self.config.grace_tool,)
         return () if last_step and self.config.wrap_up_message else tuple(self._step_tools)
 
-    def _schema_hash(self) -> str:
-        """The hash of the step's tool definitions (worked out once per set of tools)."""
-        tools = tuple(self._step_tools.values())
-        if tools not in self._schema_hashes:
-            self._schema_hashes[tools] = schema_hash(tuple(t.definition for t in tools))
-        return self._schema_hashes[tools]
-
     def _grace_tool_ran(self) -> bool:
         outcomes = self._step_draft().outcomes
         return any(o.status == "ok" and o.name == self.config.grace_tool for o in outcomes)
@@ -578,7 +570,7 @@ class Execution:
             model_name=self.config.model.name,
             model_settings=dict(self.config.settings),
             tool_names=tuple(self._step_tools),
-            tool_schema_hash=self._schema_hash(),
+            tool_schema_hash=tools_hash(tuple(self._step_tools.values())),
             system_prompt_hash=self._prompt_hash,
             budget=Budget.of(self._limits, view),
             message_count=len(state.messages),

@@ -299,6 +299,17 @@ def schema_hash(definitions: tuple[ToolDefinition, ...]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=256)
+def tools_hash(tools: tuple[Tool, ...]) -> str:
+    """`schema_hash` of these tools' definitions, worked out once per set of tools.
+
+    Every run of an agent (every call of a sub-agent) offers the same tools, and a tool's
+    definition is fixed once made, so the hash is shared rather than redone per execution.
+    Tools compare by identity: an entry never goes stale.
+    """
+    return schema_hash(tuple(t.definition for t in tools))
+
+
 def result_text(result: Any) -> str:
     """The text the model reads for a tool's return value (JSON for anything but a string)."""
     if isinstance(result, str):
