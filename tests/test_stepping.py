@@ -400,3 +400,39 @@ def test_a_tool_breakpoint_in_parallel_sub_runs_stops_in_each_in_turn() -> None:
     result = run.result
     assert result.output == "done"
     assert [c.steps[0].tool_outcomes[0].content for c in result.children] == ["found a", "found b"]
+
+
+def test_continue_to_a_breakpoint_where_a_sub_run_pauses_shows_the_approval_in_that_press() -> None:
+    from workbench.notebook import Stepper
+
+    @wb.tool(requires_approval=True)
+    def wipe(path: str) -> str:
+        """Wipe."""
+        return f"wiped {path}"
+
+    cleaner = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/tmp"}, call_id="w1"), "clean"]),
+        name="cleaner",
+        tools=[wipe],
+        store=False,
+    )
+    lead = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("clean", {"task": "x"}, call_id="c1"), "all done"]),
+        name="lead",
+        tools=[cleaner.as_tool("clean")],
+        store=wb.RunStore(":memory:"),
+    )
+    paused = wb.Break.when(lambda view: view.state.status is wb.ExecutionStatus.PAUSED)
+    tree_paused = paused.model_copy(update={"scope": "tree"})
+    stepper = Stepper(lead, "go", breakpoints=[tree_paused])
+    stepper.continue_button.click()  # stops where the cleaner's TOOLS phase paused it
+    assert stepper.stopped_at == tree_paused
+    assert "stopped at breakpoint" in stepper.status.value and "in cleaner" in stepper.status.value
+    assert [(e.state.agent_name, e.phase) for e in stepper.events[-2:]] == [
+        ("cleaner", P.TOOLS),
+        ("lead", P.TOOLS),  # the lead's own event came in the same press
+    ]
+    assert stepper.run.done and [r.pending.call_id for r in stepper.approval_rows] == ["w1"]
+    stepper.approval_rows[0].approve_button.click()
+    stepper.run_button.click()
+    assert stepper.run.result.output == "all done" and stepper.errors == []

@@ -277,6 +277,9 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                 if self._one_done(action, event):
                     break
                 if action == "continue" and event.breakpoint is not None:
+                    owed = await self.run.anext_phase() if self._parent_owes_event else None
+                    if owed is not None:  # the sub-run's pause paused the parent: show its rows
+                        self._phase_done(owed)
                     self.stopped_at = event.breakpoint
                     where = f" in {event.state.agent_name}" if event.depth else ""
                     self._note = f"stopped at breakpoint {event.breakpoint}{where}"
@@ -293,8 +296,13 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         shown), not waiting for a press to say so.
         """
         if action in ("phase", "into"):
-            return not (self.run.state.done and not self.run.done)
+            return not self._parent_owes_event
         return action == "step" and event.phase is Phase.CONTINUATION and not event.depth
+
+    @property
+    def _parent_owes_event(self) -> bool:
+        """The run paused or ended inside a sub-run's phase; its own event is still to come."""
+        return self.run.state.done and not self.run.done
 
     async def _next(self, action: Action) -> PhaseEvent | None:
         if action == "continue":
