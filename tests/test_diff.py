@@ -202,3 +202,39 @@ def test_a_sub_run_only_one_run_has_is_not_paired_with_a_later_one() -> None:
         (a.children[1].run_id, b.children[0].run_id, ""),
     ]
     assert changes.diverged_subruns == changes.subruns[:1]
+
+
+def _searching_lead() -> wb.Agent:
+    """A lead whose sub-agent calls a tool; both models mint a fresh call id for every call."""
+
+    @wb.tool
+    def search(q: str) -> str:
+        """Search."""
+        return f"found {q}"
+
+    def researcher(messages: Sequence[wb.Message], *_: object) -> wb.ModelResponse:
+        if messages[-1].role == "tool":
+            return wb.ModelResponse.text(f"about {messages[-1].parts[0].content}")  # type: ignore[union-attr]
+        return wb.ModelResponse.tool_call("search", {"q": messages[-1].text})
+
+    sub = wb.Agent(wb.FunctionModel(researcher), name="researcher", tools=[search], store=False)
+
+    def lead(messages: Sequence[wb.Message], *_: object) -> wb.ModelResponse:
+        if messages[-1].role == "tool":
+            return wb.ModelResponse.text("end")
+        return wb.ModelResponse.tool_call("research", {"task": "cats"})
+
+    tools = [sub.as_tool("research", "Look things up.")]
+    return wb.Agent(wb.FunctionModel(lead), name="lead", tools=tools, store=False)
+
+
+def test_two_runs_that_differ_only_in_minted_call_ids_agree() -> None:
+    # A provider mints a new id for every tool call, so two runs of the same conversation never
+    # share them: the ids must not make every step (and every sub-run) look diverged.
+    a, b = _searching_lead().run_sync("go"), _searching_lead().run_sync("go")
+    assert a.messages[1].tool_calls[0].call_id != b.messages[1].tool_calls[0].call_id
+    changes = wb.diff(a, b)
+    assert changes.first_divergence is None
+    assert changes.diverged_subruns == ()
+    assert changes.subruns[0].first_divergence is None
+    assert "first divergence" not in changes.to_text()

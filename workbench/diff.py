@@ -2,15 +2,16 @@
 
 Built for the re-run question, "I changed this at step 5: what changed after?". Steps are matched
 by index. For each step the diff compares what the model was sent and what the step added to the
-conversation, message by message and part by part (provenance such as run ids is ignored: a
-re-run's inherited messages count as the same). A difference is reported once, at the first step
-where it shows: a changed answer at step 5 is not reported again in what step 6 was sent. Steps a
-re-run inherited from the run it was made from are marked ``inherited``. Timing is shown but never
-makes a step "changed", since no two runs take the same time. Sub-runs (sub-agents) are paired by
-the step and the tool call that started them and diffed the same way, so a diff says which sub-run
-diverged: by the call's id first, then by its place in the step (a re-run's calls get new ids).
-A sub-run of a step a re-run inherited is inherited too, not missing: the re-run did not run it
-again, its conversation holds that sub-run's answer.
+conversation, message by message and part by part. Provenance is ignored: run ids (a re-run's
+inherited messages count as the same) and tool call ids, which a provider mints anew for every
+call, so two runs of one conversation never share them. A difference is reported once, at the
+first step where it shows: a changed answer at step 5 is not reported again in what step 6 was
+sent. Steps a re-run inherited from the run it was made from are marked ``inherited``. Timing is
+shown but never makes a step "changed", since no two runs take the same time. Sub-runs
+(sub-agents) are paired by the step and the tool call that started them and diffed the same way,
+so a diff says which sub-run diverged: by the call's id first, then by its place in the step (a
+re-run's calls get new ids). A sub-run of a step a re-run inherited is inherited too, not
+missing: the re-run did not run it again, its conversation holds that sub-run's answer.
 """
 
 from __future__ import annotations
@@ -375,10 +376,14 @@ class _Fingerprints:
     def _one(self, message: Message) -> int:
         hit = self._cache.get(id(message))
         if hit is None or hit[0] is not message:
-            text = message.model_dump_json(include={"role", "parts"})
+            text = message.model_dump_json(include={"role", "parts"}, exclude=_CALL_IDS)
             hit = (message, self._ids.setdefault(text, len(self._ids)))
             self._cache[id(message)] = hit
         return hit[1]
+
+
+_CALL_IDS = {"parts": {"__all__": {"call_id"}}}
+"""What a message's content leaves out: the ids of its tool calls and results (minted per call)."""
 
 
 def _one_sided(index: int, va: _View | None, vb: _View | None, inherited: bool) -> StepDiff:
@@ -492,7 +497,7 @@ def _part_changes(a: Message, b: Message) -> tuple[PartChange, ...]:
     for j in range(max(len(a.parts), len(b.parts))):
         pa = a.parts[j] if j < len(a.parts) else None
         pb = b.parts[j] if j < len(b.parts) else None
-        if pa == pb:
+        if pa == pb or (pa is not None and pb is not None and _content(pa) == _content(pb)):
             continue
         if pa is None or pb is None:
             kind: ChangeKind = "added" if pa is None else "removed"
@@ -504,6 +509,11 @@ def _part_changes(a: Message, b: Message) -> tuple[PartChange, ...]:
             before, after = _around(text_a, text_b)  # the difference is past the clipped part
         out.append(PartChange(index=j, kind="changed", before=before, after=after))
     return tuple(out)
+
+
+def _content(part: Part) -> dict[str, object]:
+    """The part without its call id (see `_CALL_IDS`)."""
+    return part.model_dump(exclude={"call_id"})
 
 
 def _maybe(part: Part | None) -> str | None:
