@@ -564,3 +564,26 @@ def test_a_session_file_nested_past_the_recursion_limit_is_a_clear_error() -> No
         wb.SessionState.from_json(deep)
     with pytest.raises(wb.SessionFormatError, match="session is not valid JSON"):
         wb.SessionState.from_json(b"\xff\xfe not utf-8")
+
+
+def test_a_fork_keeps_the_sub_runs_of_the_kept_steps() -> None:
+    sub = wb.Agent(wb.FunctionModel(lambda m, *_: f"about {m[-1].text}"), name="sub", store=False)
+    lead = wb.Agent(
+        wb.ScriptedModel(
+            [
+                wb.ModelResponse.tool_call("ask", {"task": "A"}, call_id="a"),
+                wb.ModelResponse.tool_call("ask", {"task": "B"}, call_id="b"),
+                "done",
+            ]
+        ),
+        tools=[sub.as_tool("ask", "Ask the sub-agent.")],
+        store=False,
+    )
+    session = wb.Session(lead)
+    session.run_sync("go")
+    assert [c.output for c in session.executions[0].children] == ["about A", "about B"]
+    (cut,) = session.fork(execution=1, step=1).executions
+    assert [c.output for c in cut.children] == ["about A"]  # step 2's sub-run was cut off
+    assert [c.parent_call_id for c in cut.children] == ["a"]
+    assert session.fork(execution=1, step=0).executions[0].children == ()
+    assert len(session.fork(execution=1, step=3).executions[0].children) == 2

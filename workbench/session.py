@@ -465,11 +465,13 @@ def _cut(result: RunResult, step: int) -> RunResult:
 
     How it ended belongs to the steps left out, so the cut run is PENDING like the state
     `AgentState.fork` makes, with no stop reason, error or waiting calls; it counts what the
-    kept steps spent.
+    kept steps spent and keeps the sub-runs their tool calls started.
     """
     state = result.state
+    messages = state.fork(up_to_step=step).messages
+    calls = {call.call_id for message in messages for call in message.tool_calls}
     update = {
-        "messages": state.fork(up_to_step=step).messages,
+        "messages": messages,
         "step": step,
         "status": ExecutionStatus.PENDING,
         "stop_reason": None,
@@ -481,6 +483,7 @@ def _cut(result: RunResult, step: int) -> RunResult:
         state=state.model_copy(update=update),
         steps=tuple(s for s in result.steps if s.index <= step),
         snapshots=tuple(s for s in result.snapshots if s.step <= step),
+        children=tuple(c for c in result.children if c.parent_call_id in calls),
     )
 
 
