@@ -587,3 +587,19 @@ def test_a_fork_keeps_the_sub_runs_of_the_kept_steps() -> None:
     assert [c.parent_call_id for c in cut.children] == ["a"]
     assert session.fork(execution=1, step=0).executions[0].children == ()
     assert len(session.fork(execution=1, step=3).executions[0].children) == 2
+
+
+def test_the_session_state_repr_is_short_and_shows_no_metadata() -> None:
+    # A session holds a whole conversation and metadata a user may have put a key in: its repr
+    # (what a notebook or a log shows) stays one short line, like a RunResult's.
+    seen: list[list[str]] = []
+    secret = "sk-" + "a1b2c3d4" * 4
+    session = wb.Session(_agent(seen), metadata={"api_key": secret})
+    for prompt in ("one " * 500, "two"):
+        session.run_sync(prompt)
+    text = repr(session.state)
+    assert secret not in text and "one one" not in text and len(text) < 200
+    assert text == (
+        f"SessionState(id={session.session_id!r}, agent='agent', executions=2, messages=6)"
+    )
+    assert str(session.state) == text  # print() too

@@ -192,6 +192,20 @@ class SessionState(Record):
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     created_at: float = Field(default_factory=time.time)
 
+    def __repr__(self) -> str:  # short: the conversation (and metadata, maybe a key) fills a log
+        paused = f", paused={self.paused.run_id!r}" if self.paused is not None else ""
+        forked = ""
+        if self.forked_from is not None:
+            point = self.forked_from
+            forked = f", forked_from=({point.session_id!r}, {point.execution}, {point.step})"
+        return (
+            f"SessionState(id={self.session_id!r}, agent={self.agent_name!r}, "
+            f"executions={len(self.executions)}, messages={len(self.messages)}{paused}{forked})"
+        )
+
+    def __str__(self) -> str:  # pydantic's str lists every field, as its repr would
+        return repr(self)
+
     @property
     def kept(self) -> tuple[ExecutionEntry, ...]:
         """The executions whose messages are still in the conversation."""
