@@ -281,17 +281,32 @@ class RunStore(RunObserver):
             raise RunNotFound(f"{ref!r} matches {len(ids)} runs: {', '.join(ids[:5])}")
         raise RunNotFound(f"no run {ref!r} in {self.path}")
 
-    def load(self, run_id: str) -> RunResult:
+    def load(self, run_id: str, *, children: bool = True) -> RunResult:
         """The whole run: its latest state, every step record and snapshot, and its sub-runs.
 
         A run still being written (or whose process died) loads as far as it got: its state is
         the one after its last finished step. Sub-runs (sub-agents it called) come as its
-        ``children``, in the order they started, each with its own.
+        ``children``, in the order they started, each with its own; ``children=False`` leaves
+        them out, which is how a run whose sub-run is damaged is still read.
         """
+        result = self._load_one(run_id)
+        if not children:
+            return result
+        try:
+            return result.model_copy(update={"children": self._subruns(run_id)})
+        except StoreError as exc:  # the error names the damaged sub-run; say whose it is
+            raise StoreError(
+                f"a sub-run of run {run_id} cannot be loaded: {exc}. The run itself is intact: "
+                f"store.load({run_id!r}, children=False) loads it without its sub-runs"
+            ) from None
+
+    def _subruns(self, run_id: str) -> tuple[RunResult, ...]:
+        """The sub-runs of ``run_id``, in the order they started, each with its own."""
         with self._reading() as conn:
             rows = [] if conn is None else conn.execute(_CHILDREN, (run_id,)).fetchall()
-        return self._load_one(run_id).model_copy(
-            update={"children": tuple(self.load(child) for (child,) in rows)}
+        return tuple(
+            self._load_one(child).model_copy(update={"children": self._subruns(child)})
+            for (child,) in rows
         )
 
     def _load_one(self, run_id: str) -> RunResult:
