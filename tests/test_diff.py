@@ -238,3 +238,12 @@ def test_two_runs_that_differ_only_in_minted_call_ids_agree() -> None:
     assert changes.diverged_subruns == ()
     assert changes.subruns[0].first_divergence is None
     assert "first divergence" not in changes.to_text()
+
+
+def test_a_sub_run_only_one_run_has_is_not_said_to_agree() -> None:
+    a = _lead(["A", "B"]).run_sync("go")
+    b = _lead(["A", "B"], first="echo").run_sync("go")  # a's first sub-run has no partner in b
+    lines = wb.diff(a, b).to_text().splitlines()
+    own = [line for line in lines if line.startswith("sub-run 1: ")]
+    assert own[0].endswith(": only a has this sub-run")
+    assert "sub-run 1: the runs agree on every step" not in own

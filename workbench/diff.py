@@ -611,9 +611,10 @@ def _text_lines(d: RunDiff) -> list[str]:
         shown = output if output is None or len(output) <= 80 else f"{output[:80]}…"
         lines.append(f"end {label}: {status}, stop reason {stop or '-'}, output {shown!r}")
     first = d.first_divergence
-    lines.append(
-        "the runs agree on every step" if first is None else f"first divergence: step {first}"
-    )
+    if first is not None:
+        lines.append(f"first divergence: step {first}")
+    elif d.a_id and d.b_id:  # a sub-run only one run has has no steps to agree on
+        lines.append("the runs agree on every step")
     for i, sub in enumerate(d.subruns, 1):
         if sub in d.diverged_subruns:
             lines += [f"sub-run {i}: " + line for line in _text_lines(sub)]
