@@ -8,12 +8,17 @@ work, which uvloop does in C, and in a notebook that time is taken from the agen
 Its socket is bound and listening before `proxy()` returns, so a client may connect at once: the
 connection waits in the socket's backlog until the server accepts it, and ``port=0`` (a free
 port) is safe to use.
+
+Stopping it (`ProxyHandle.close`, which Ctrl-C and SIGTERM come to on the command line) lets the
+calls in flight end and be recorded: the recorder is closed only once the server's thread is
+done with it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import socket
 import threading
 from collections.abc import Callable
@@ -29,6 +34,8 @@ if TYPE_CHECKING:
     from workbench._proxy.server import ProxyApp
 
 __all__ = ["ProxyHandle", "proxy"]
+
+logger = logging.getLogger(__name__)
 
 
 class ProxyHandle:
@@ -62,6 +69,11 @@ class ProxyHandle:
         self._thread.daemon = True
         self._closed = False
         self._failure: Exception | None = None
+        self._served = threading.Event()
+        """Set when the server's thread is done with the app and the recorder. `close` waits for
+        this, not for `Thread.join`: a signal that interrupts a join (Ctrl-C in `wait`) can leave
+        the thread marked as ended while it still runs (CPython 3.11's ``join`` releases the lock
+        the running thread holds), and the recorder would be closed under calls in flight."""
         self._thread.start()
 
     def __repr__(self) -> str:
@@ -80,8 +92,8 @@ class ProxyHandle:
 
     def wait(self) -> None:
         """Block until the server stops (the command line waits here for Ctrl-C)."""
-        while self._thread.is_alive():
-            self._thread.join(0.5)
+        while not self._served.wait(0.5):  # a timeout, so that Ctrl-C gets through on Windows
+            continue
 
     def close(self) -> None:
         """Stop serving, then write every conversation's last step and end its run.
@@ -91,8 +103,9 @@ class ProxyHandle:
         if self._closed:
             return
         self._closed = True
+        logger.info("stopping the proxy on %s: the calls in flight may end first", self.url)
         self._server.should_exit = True
-        self._thread.join()
+        self._served.wait()
         self._sock.close()
         self.app.recorder.close()
         if self._failure is not None:
@@ -112,6 +125,7 @@ class ProxyHandle:
             self._failure = exc
         finally:  # a server that failed must refuse connections, not leave them in the backlog
             self._sock.close()
+            self._served.set()
 
     async def _main(self) -> None:
         # Like httpx's timeout: connecting and each read wait at most this long; a stream that

@@ -1,0 +1,137 @@
+"""Stopping the proxy with calls in flight: it waits for them and records them.
+
+Each test holds a call at the fake upstream (tests/fake_upstream.py) until the proxy has begun to
+stop, so the order is the one under test whatever the machine's load: the answer comes after the
+stop, never before it.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from signal import SIGINT
+from typing import Any
+
+import openai
+
+import workbench as wb
+from tests.fake_upstream import Answer, completion, fake_upstream
+
+KEY = "sk-test-secret-4e1f9a"
+HELD = 30.0
+"""How long a held call waits for its release before it answers anyway (a failing test's bound)."""
+
+
+class Held:
+    """An upstream behaviour that answers each call only once `release` is set."""
+
+    def __init__(self, answer: Answer) -> None:
+        self.answer = answer
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        self.arrived.set()
+        self.release.wait(HELD)
+        return self.answer
+
+
+@contextmanager
+def stopping_seen() -> Iterator[threading.Event]:
+    """An event set when a proxy logs that it is stopping (`ProxyHandle.close` has begun)."""
+    seen = threading.Event()
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage().startswith("stopping the proxy"):
+                seen.set()
+
+    logger = logging.getLogger("workbench._proxy.handle")
+    handler, level = Seen(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def in_thread(work: Callable[[], object]) -> tuple[threading.Thread, list[object]]:
+    """Run ``work`` in a thread; what it returned or raised is in the list once it is joined."""
+    out: list[object] = []
+
+    def run() -> None:
+        try:
+            out.append(work())
+        except Exception as exc:
+            out.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, out
+
+
+def ask(proxy: wb.ProxyHandle) -> Callable[[], str | None]:
+    def call() -> str | None:
+        with openai.OpenAI(base_url=proxy.url, api_key=KEY, max_retries=0) as client:
+            answer = client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "ping"}]
+            )
+        return answer.choices[0].message.content
+
+    return call
+
+
+def test_ctrl_c_in_wait_then_close_records_the_call_in_flight() -> None:
+    """The command line's stop: an interrupt in `wait`, then `close`, with a call under way.
+
+    An interrupted ``Thread.join`` (what `wait` used) can leave the server's thread marked as
+    ended while it runs on: `close` then closed the recorder under the call, whose end raised a
+    KeyError and was lost. `close` waits for the server itself.
+    """
+    store = wb.RunStore(":memory:")
+    held = Held(Answer(body=completion("pong")))
+    interrupted = False
+    before = signal.signal(SIGINT, signal.default_int_handler)
+    main = threading.main_thread().ident
+    assert main is not None
+    try:
+        with fake_upstream(held) as upstream, stopping_seen() as stopping:
+            proxy = wb.proxy(upstream.url, store=store)
+            released, _ = in_thread(lambda: stopping.wait(HELD) and held.release.set())
+            # The interrupt may land anywhere in here (it is meant for `wait`), never outside.
+            try:
+                agent, answers = in_thread(ask(proxy))
+                in_thread(lambda: held.arrived.wait(HELD) and signal.pthread_kill(main, SIGINT))
+                proxy.wait()
+            except KeyboardInterrupt:
+                interrupted = True
+            proxy.close()
+            agent.join()
+            released.join()
+    finally:
+        signal.signal(SIGINT, before)
+    assert interrupted and answers == ["pong"]
+    run = store.load(proxy.run_ids[0])
+    assert run.status is wb.ExecutionStatus.COMPLETED and run.output == "pong"
+    assert len(run.steps) == 1
+
+
+def test_close_waits_for_the_call_in_flight_and_records_it() -> None:
+    store = wb.RunStore(":memory:")
+    held = Held(Answer(body=completion("pong")))
+    with fake_upstream(held) as upstream, stopping_seen() as stopping:
+        proxy = wb.proxy(upstream.url, store=store)
+        agent, answers = in_thread(ask(proxy))
+        assert held.arrived.wait(HELD)
+        released, _ = in_thread(lambda: stopping.wait(HELD) and held.release.set())
+        proxy.close()
+        agent.join()
+        released.join()
+    assert answers == ["pong"]
+    run = store.load(proxy.run_ids[0])
+    assert run.status is wb.ExecutionStatus.COMPLETED and run.output == "pong"
