@@ -16,9 +16,11 @@ from signal import SIGINT
 from typing import Any
 
 import openai
+import pytest
 
 import workbench as wb
 from tests.fake_upstream import Answer, completion, fake_upstream
+from workbench._proxy.recorder import Call, Outcome, Recorder
 
 KEY = "sk-test-secret-4e1f9a"
 HELD = 30.0
@@ -135,3 +137,21 @@ def test_close_waits_for_the_call_in_flight_and_records_it() -> None:
     assert answers == ["pong"]
     run = store.load(proxy.run_ids[0])
     assert run.status is wb.ExecutionStatus.COMPLETED and run.output == "pong"
+
+
+def test_closing_twice_and_a_call_ending_after_the_recorder_closed_are_quiet(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A call whose end comes after the recorder closed is kept as cut off, and logged."""
+    store = wb.RunStore(":memory:")
+    recorder = Recorder(store, metadata={})
+    call = Call(model="m", messages=(wb.Message.user("ping"),), tools=(), settings={})
+    snapshot = recorder.begin(call)
+    recorder.close()
+    recorder.close()
+    answer = wb.ModelResponse(parts=(wb.TextPart(text="pong"),))
+    with caplog.at_level(logging.WARNING, logger="workbench._proxy.recorder"):
+        recorder.end(snapshot, call, Outcome(response=answer, duration=0.1))
+    assert "had stopped recording" in caplog.text and snapshot.run_id in caplog.text
+    run = store.load(snapshot.run_id)
+    assert run.status is wb.ExecutionStatus.ABORTED and len(run.steps) == 1

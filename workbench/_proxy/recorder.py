@@ -6,6 +6,8 @@ the response), and what the agent sends back in its next request (tool results, 
 is what that step added (``new_messages``, tool outcomes). A step is therefore written when the
 conversation's next request arrives, or when the recorder is closed; its snapshot is written at
 once, so a proxy that dies loses the last answer of each open conversation, not the request.
+A call still in flight when the recorder closes is written as cut off (``ProxyStopped``); one
+that ends after that is not recorded, and says so in the log.
 
 Which conversation a request continues: the open conversation whose last request is a prefix of
 this one: one it extends before one it only repeats, which is a retry of a call that failed or
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -51,6 +54,8 @@ from workbench.store import RunStore
 from workbench.tools import ToolDefinition, schema_hash
 
 __all__ = ["Call", "Outcome", "Recorder"]
+
+logger = logging.getLogger(__name__)
 
 
 class Call(Record):
@@ -75,6 +80,14 @@ class Outcome(Record):
     time_to_first_token: float | None = None
 
 
+class _InFlight(Record):
+    """A step whose call has not ended yet."""
+
+    snapshot: StepContext
+    call: Call
+    started_at: float
+
+
 class _Pending(Record):
     """A step whose call has ended, waiting for the next request to say what came of it."""
 
@@ -83,6 +96,9 @@ class _Pending(Record):
     outcome: Outcome
     started_at: float
 
+
+_CUT_OFF = "ProxyStopped"
+"""The error of a call the proxy was stopped in the middle of (see `Recorder.close`)."""
 
 _Key = tuple[str, str, tuple[str, ...]]
 """A message's role, text and call ids: alike for messages that are `_same`, and cheap to hash."""
@@ -98,7 +114,7 @@ class _Conversation:
         self.order = order
         """How many conversations started before this one: of two alike, the first is continued."""
         self.sent: tuple[Message, ...] | None = None
-        self.in_flight: StepContext | None = None
+        self.in_flight: _InFlight | None = None
         self.pending: _Pending | None = None
 
     def continues(self, messages: tuple[Message, ...]) -> bool:
@@ -265,6 +281,7 @@ class Recorder:
         """The runs recorded, one per conversation, in the order they started."""
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="workbench-proxy-store")
         self._queued: list[tuple[Callable[..., None], tuple[object, ...]]] = []
+        self._closed = False
 
     def begin(self, call: Call) -> StepContext:
         """A request arrived: find (or start) its conversation and write the step's snapshot."""
@@ -298,15 +315,28 @@ class Recorder:
             message_count=len(messages),
             state=state,
         )
-        conversation.state, conversation.sent, conversation.in_flight = state, messages, snapshot
+        conversation.state, conversation.sent = state, messages
+        conversation.in_flight = _InFlight(snapshot=snapshot, call=call, started_at=time.time())
         self._write(self.store.step_started, snapshot)
         self._flush()
         return snapshot
 
     def end(self, snapshot: StepContext, call: Call, outcome: Outcome) -> None:
-        """The call ended (answered, failed, or cut off): keep it until its results are known."""
-        conversation = self._conversations[snapshot.run_id]
-        assert conversation.in_flight is snapshot, "a conversation has one call in flight"
+        """The call ended (answered, failed, or cut off): keep it until its results are known.
+
+        A call that ends after `close` has already been written as cut off: it is dropped, with
+        a log line (the proxy stops serving before it closes its recorder, so it is rare).
+        """
+        conversation = self._conversations.get(snapshot.run_id)
+        if conversation is None:
+            logger.warning(
+                "the proxy had stopped recording when a call of run %s ended: "
+                "the run keeps it as cut off",
+                snapshot.run_id,
+            )
+            return
+        assert conversation.in_flight is not None, "a call ends once"
+        assert conversation.in_flight.snapshot is snapshot, "a conversation has one call in flight"
         conversation.in_flight = None
         started = time.time() - outcome.duration
         conversation.pending = _Pending(
@@ -315,10 +345,20 @@ class Recorder:
         self._continuable.add(conversation)
 
     def close(self) -> None:
-        """Write every waiting step and end every run (a call still in flight is lost)."""
+        """Write every waiting step and end every run; again, do nothing.
+
+        A call still in flight is written as a step cut off (``ProxyStopped``), so the run says
+        where it stopped, and ends aborted: the proxy was stopped, the call did not fail.
+        """
+        if self._closed:
+            return
+        self._closed = True
         for conversation in self._conversations.values():
+            flight = conversation.in_flight
+            if flight is not None:
+                self._cut_off(flight)
             if conversation.pending is not None:
-                self._finish(conversation, None)
+                self._finish(conversation, None, cut_off=flight is not None)
             else:
                 conversation.state = _ended(conversation.state)
             self._write(self.store.run_ended, conversation.state)
@@ -327,6 +367,18 @@ class Recorder:
         self._named.clear()
         self._continuable = _Continuable()
         self._writer.shutdown(wait=True)
+
+    def _cut_off(self, flight: _InFlight) -> None:
+        """End a call the proxy was stopped in the middle of: its conversation's last step."""
+        snapshot = flight.snapshot
+        error = ErrorInfo(
+            type=_CUT_OFF,
+            message="the proxy was stopped before the call ended",
+            phase=Phase.INFERENCE,
+            step=snapshot.step,
+        )
+        outcome = Outcome(response=None, error=error, duration=time.time() - flight.started_at)
+        self.end(snapshot, flight.call, outcome)
 
     def _conversation_of(self, call: Call) -> _Conversation:
         """The conversation ``call`` continues (see the module docstring), or a new one."""
@@ -352,8 +404,17 @@ class Recorder:
         self._write(self.store.run_started, state)
         return conversation
 
-    def _finish(self, conversation: _Conversation, following: tuple[Message, ...] | None) -> None:
-        """Write the waiting step; ``following`` is the conversation's next request, if any."""
+    def _finish(
+        self,
+        conversation: _Conversation,
+        following: tuple[Message, ...] | None,
+        *,
+        cut_off: bool = False,
+    ) -> None:
+        """Write the waiting step; ``following`` is the conversation's next request, if any.
+
+        Without one the proxy is closing, and the run ends (aborted if the call was ``cut_off``).
+        """
         pending = conversation.pending
         assert pending is not None
         conversation.pending = None
@@ -376,7 +437,7 @@ class Recorder:
             }
         )
         if following is None:  # the proxy is closing: this was the conversation's last step
-            state = _ended(state)
+            state = _ended(state) if not cut_off else _aborted(state)
         conversation.state = state
         record = StepRecord(
             index=pending.snapshot.step,
@@ -496,6 +557,11 @@ def _ended(state: AgentState) -> AgentState:
         return state.moved(Transition.FAIL, stop_reason=StopReason.ERROR)
     if last is not None and last.role == "assistant" and not last.tool_calls:
         return state.moved(Transition.COMPLETE, stop_reason=StopReason.COMPLETED)
+    return _aborted(state)
+
+
+def _aborted(state: AgentState) -> AgentState:
+    """The final state of a conversation that was stopped before it was done."""
     return state.moved(Transition.ABORT, stop_reason=StopReason.ABORTED)
 
 
