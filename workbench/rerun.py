@@ -4,6 +4,10 @@ A snapshot holds the state as its step starts (before PREPARE). A re-run is a *n
 and execution ids, so the original is never touched) whose first step has the snapshot's index and
 whose budget (steps, tokens, time, cost used) carries on from where the original stood, so limits
 fire where they would have. It records where it came from in `AgentState.rerun_of`.
+
+A re-run is a root run even when the snapshot is a sub-run's: the parent never made the call
+that would start it, so it must not join the parent's tree (its store entry, its trace, the
+parent's children); `rerun_of` is what ties it to the sub-run it re-runs.
 """
 
 from __future__ import annotations
@@ -49,6 +53,9 @@ def rerun_state(snapshot: StepContext, messages: Sequence[Message] | None = None
             "approved": (),
             "error": None,
             "trace_id": None,  # a new run: a trace of its own, linked to the original step
+            "parent_run_id": None,
+            "parent_call_id": None,
+            "depth": 0,
             "waiting_subruns": {},
             "subrun_answers": {},
             "elapsed": snapshot.budget.seconds_used,
