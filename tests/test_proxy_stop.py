@@ -1,4 +1,4 @@
-"""Stopping the proxy with calls in flight: it waits for them and records them.
+"""Stopping the proxy with calls in flight: it waits for them, within its grace, and records them.
 
 Each test holds a call at the fake upstream (tests/fake_upstream.py) until the proxy has begun to
 stop, so the order is the one under test whatever the machine's load: the answer comes after the
@@ -19,7 +19,7 @@ import openai
 import pytest
 
 import workbench as wb
-from tests.fake_upstream import Answer, completion, fake_upstream
+from tests.fake_upstream import Answer, chunks, completion, fake_upstream
 from workbench._proxy.recorder import Call, Outcome, Recorder
 
 KEY = "sk-test-secret-4e1f9a"
@@ -137,6 +137,60 @@ def test_close_waits_for_the_call_in_flight_and_records_it() -> None:
     assert answers == ["pong"]
     run = store.load(proxy.run_ids[0])
     assert run.status is wb.ExecutionStatus.COMPLETED and run.output == "pong"
+
+
+def test_a_call_past_the_grace_is_cut_off_a_503_for_the_agent_and_recorded() -> None:
+    store = wb.RunStore(":memory:")
+    held = Held(Answer(body=completion("too late")))
+    with fake_upstream(held) as upstream:
+        proxy = wb.proxy(upstream.url, store=store, grace=0)
+        agent, answers = in_thread(ask(proxy))
+        assert held.arrived.wait(HELD)
+        try:
+            proxy.close()
+        finally:
+            held.release.set()
+        agent.join()
+    (refused,) = answers
+    assert isinstance(refused, openai.APIStatusError) and refused.status_code == 503
+    assert "proxy was stopped before the call ended" in refused.message
+    run = store.load(proxy.run_ids[0])
+    assert run.status is wb.ExecutionStatus.ABORTED
+    (step,) = run.steps
+    assert step.response is None
+    assert run.state.error is not None and run.state.error.type == "ProxyStopped"
+
+
+def test_a_stream_past_the_grace_ends_with_an_error_event_and_is_recorded_cut_off() -> None:
+    """The agent has had part of the answer: it is told in the stream that the rest won't come."""
+    store = wb.RunStore(":memory:")
+    # The fake waits this long between its chunks: the stop comes after the first, in the gap.
+    slow = Answer(chunks=chunks("one two three four"), gap=HELD)
+    first = threading.Event()
+    with fake_upstream(lambda body, headers: slow) as upstream:
+        proxy = wb.proxy(upstream.url, store=store, grace=0)
+
+        def read() -> list[str]:
+            with openai.OpenAI(base_url=proxy.url, api_key=KEY, max_retries=0) as client:
+                stream = client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "count"}], stream=True
+                )
+                texts = []
+                for chunk in stream:
+                    texts.append(chunk.choices[0].delta.content or "")
+                    first.set()
+                return texts
+
+        agent, answers = in_thread(read)
+        assert first.wait(HELD)
+        proxy.close()
+        agent.join()
+    (broken,) = answers
+    assert isinstance(broken, openai.APIError)
+    assert "proxy was stopped before the call ended" in broken.message
+    run = store.load(proxy.run_ids[0])
+    assert run.status is wb.ExecutionStatus.ABORTED
+    assert run.state.error is not None and run.state.error.type == "ProxyStopped"
 
 
 def test_closing_twice_and_a_call_ending_after_the_recorder_closed_are_quiet(

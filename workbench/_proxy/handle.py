@@ -9,9 +9,10 @@ Its socket is bound and listening before `proxy()` returns, so a client may conn
 connection waits in the socket's backlog until the server accepts it, and ``port=0`` (a free
 port) is safe to use.
 
-Stopping it (`ProxyHandle.close`, which Ctrl-C and SIGTERM come to on the command line) lets the
-calls in flight end and be recorded: the recorder is closed only once the server's thread is
-done with it.
+Stopping it (`ProxyHandle.close`, which Ctrl-C and SIGTERM come to on the command line) gives the
+calls in flight ``grace`` seconds to end and be recorded; those still running then are cut off:
+the agent is told so, and the run records the call as cut off. The recorder is closed only once
+the server's thread is done with it.
 """
 
 from __future__ import annotations
@@ -45,13 +46,15 @@ class ProxyHandle:
     when the proxy closes (its tool results would have come with the next request).
     """
 
-    def __init__(self, app: ProxyApp, sock: socket.socket, timeout: float) -> None:
+    def __init__(self, app: ProxyApp, sock: socket.socket, timeout: float, grace: float) -> None:
         self.app = app
         self.store = app.recorder.store
         host, port = sock.getsockname()[:2]
         self.host, self.port = str(host), int(port)
         self._sock = sock
         self._timeout = timeout
+        self.grace = grace
+        """Seconds the calls in flight get to end when the proxy stops, before they are cut off."""
         import uvicorn  # the ``proxy`` extra: ``import workbench`` does not need a web server
 
         # No ``server`` or ``date`` of uvicorn's own: a forwarded answer has the upstream's, and
@@ -63,6 +66,7 @@ class ProxyHandle:
             lifespan="off",
             server_header=False,
             date_header=False,
+            timeout_graceful_shutdown=grace,  # type: ignore[arg-type]  # a float works as well
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._serve, name=f"workbench-proxy-{self.port}")
@@ -103,7 +107,9 @@ class ProxyHandle:
         if self._closed:
             return
         self._closed = True
-        logger.info("stopping the proxy on %s: the calls in flight may end first", self.url)
+        logger.info(
+            "stopping the proxy on %s: calls in flight get %s s to end", self.url, self.grace
+        )
         self._server.should_exit = True
         self._served.wait()
         self._sock.close()
@@ -136,6 +142,7 @@ class ProxyHandle:
         async with aiohttp.ClientSession(timeout=timeout) as client:
             self.app.client = client
             await self._server.serve(sockets=[self._sock])
+            await self.app.settled()  # the calls cut off at the grace's end tell their agents so
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -156,6 +163,7 @@ def proxy(
     replay: RunResult | str | None = None,
     until_step: int | None = None,
     timeout: float = 600.0,
+    grace: float = 5.0,
     agent_name: str = "proxy",
 ) -> ProxyHandle:
     """Start a recording proxy for an OpenAI-compatible ``upstream`` (``.../v1``).
@@ -163,7 +171,8 @@ def proxy(
     Every conversation an agent has through it becomes a run in ``store`` (the default store if
     omitted). With ``replay`` (a run, or the id of one in the store) it answers from that
     recording instead, strictly; with ``until_step`` too it answers live from ``upstream`` after
-    that step. ``timeout`` bounds each upstream request, in seconds; a ``port`` that cannot be
+    that step. ``timeout`` bounds each upstream request, in seconds; ``grace`` is how long
+    closing waits for the calls in flight before it cuts them off. A ``port`` that cannot be
     listened on (one in use) is a `UsageError` that says so. Needs the ``proxy`` extra
     (``pip install 'workbench[proxy]'``: starlette and uvicorn).
     """
@@ -192,7 +201,7 @@ def proxy(
     # Accepted connections inherit this: without it the server writes a response's head and body
     # separately, Nagle holds the body for the client's delayed ACK, and each call waits ~40 ms.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return ProxyHandle(app, sock, timeout)
+    return ProxyHandle(app, sock, timeout, grace)
 
 
 def _listening(host: str, port: int) -> socket.socket:

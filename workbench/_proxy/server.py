@@ -14,8 +14,10 @@ A request is read once into our messages (the wire module's `from_wire_messages`
   ``until_step`` the conversation goes live (forwarded) after that step.
 
 Failures are answers, not exceptions: an upstream that is down, slow or answering garbage gives
-the agent an OpenAI-style error (or the upstream's own), and the step records what happened. The
-client's headers are passed on and never kept; the API key is scrubbed from anything recorded.
+the agent an OpenAI-style error (or the upstream's own), and the step records what happened. So
+is a call the server cuts off when it stops (after its grace, see `workbench._proxy.handle`): a
+503, or an error event in a stream under way. The client's headers are passed on and never kept;
+the API key is scrubbed from anything recorded.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import asyncio
 import codecs
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, MutableMapping
 from email.utils import formatdate
 from typing import Any, Literal
 
@@ -127,11 +129,34 @@ class ProxyApp:
         self.client: aiohttp.ClientSession | None = None
         self._replays: dict[str, ReplayModel] = {}
         self._live: set[str] = set()
+        self._calls: set[asyncio.Task[Any]] = set()
+        """The requests being answered, for `settled`."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        """Route a request (anything else is a 404 in the OpenAI error shape)."""
+        """Answer a request; one the server cuts off as it stops is told so."""
         if scope["type"] != "http":
             return
+        answering = _Answering(send)
+        call = asyncio.current_task()
+        assert call is not None, "ASGI calls its application from a task"
+        self._calls.add(call)
+        try:
+            await self._route(scope, receive, answering)
+        except asyncio.CancelledError:
+            # Only the server cancels a call (a client that leaves a stream is the relay's): it
+            # is stopping, and the call outlived its grace. The recorder writes it as cut off.
+            call.uncancel()
+            await answering.cut_off()
+        finally:
+            self._calls.discard(call)
+
+    async def settled(self) -> None:
+        """Wait until every request has been answered (the ones cut off included)."""
+        if self._calls:
+            await asyncio.wait(self._calls)
+
+    async def _route(self, scope: Any, receive: Any, send: _Answering) -> None:
+        """Route a request (anything else is a 404 in the OpenAI error shape)."""
         request = Request(scope, receive)
         path = request.url.path.removeprefix("/v1")
         if request.method == "POST" and path == "/chat/completions":
@@ -141,7 +166,7 @@ class ProxyApp:
         else:
             message = f"the workbench proxy serves no {request.method} {request.url.path}"
             response = JSONResponse(error_body(message, "not_found", 404), status_code=404)
-        await response(scope, receive, _dated(send))
+        await response(scope, receive, send)
 
     # --- the two routes ----------------------------------------------------------------------
 
@@ -563,21 +588,55 @@ async def _replayed_events(response: ModelResponse) -> AsyncIterator[str]:
     yield "data: [DONE]\n\n"
 
 
-def _dated(send: Any) -> Any:
-    """``send`` that adds a ``date`` header to an answer that has none (one the proxy made).
+class _Answering:
+    """The ``send`` of one answer: it dates an answer the proxy made, and knows how far it got.
 
     A forwarded answer keeps the upstream's own ``date`` and ``server``, and gets no second one.
     """
 
-    async def dated(message: dict[str, Any]) -> None:
+    def __init__(self, send: Any) -> None:
+        self._send = send
+        self.started = False
+        self.streaming = False
+        """The answer is an event stream: it can still say that it failed, in an event."""
+        self.ended = False
+
+    async def __call__(self, message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             headers = list(message.get("headers", ()))
             if not any(name.lower() == b"date" for name, _ in headers):
                 headers.append((b"date", formatdate(usegmt=True).encode()))
                 message = {**message, "headers": headers}
-        await send(message)
+            self.started = True
+            self.streaming = any(
+                name.lower() == b"content-type" and value.startswith(b"text/event-stream")
+                for name, value in headers
+            )
+        elif message["type"] == "http.response.body":
+            self.ended = not message.get("more_body", False)
+        await self._send(message)
 
-    return dated
+    async def cut_off(self) -> None:
+        """Tell the agent that the proxy stopped before its call ended, as the answer still can.
+
+        Before the answer began, an error answer; in a stream, an error event (OpenAI's SDKs
+        raise it). A plain answer cut between its head and its end is left for the server to
+        close, which the agent sees as a broken connection.
+        """
+        error = error_body(
+            "the workbench proxy was stopped before the call ended", "proxy_stopped", 503
+        )
+        if not self.started:
+            body = json.dumps(error).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(body)),
+            ]
+            await self({"type": "http.response.start", "status": 503, "headers": headers})
+            await self({"type": "http.response.body", "body": body})
+        elif self.streaming and not self.ended:
+            event = f"data: {json.dumps(error)}\n\n".encode()
+            await self({"type": "http.response.body", "body": event})
 
 
 def _succeeded(status: int) -> bool:
