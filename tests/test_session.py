@@ -603,3 +603,55 @@ def test_the_session_state_repr_is_short_and_shows_no_metadata() -> None:
         f"SessionState(id={session.session_id!r}, agent='agent', executions=2, messages=6)"
     )
     assert str(session.state) == text  # print() too
+
+
+def _calling_agent(sent: list[list[wb.Message]], store: wb.RunStore | None = None) -> wb.Agent:
+    """An agent whose model calls ``look`` (approval needed) once per execution, then answers."""
+
+    @wb.tool(requires_approval=True)
+    def look(key: str) -> str:
+        """Look a key up."""
+        return "found"
+
+    def answer(messages: Sequence[wb.Message], request: wb.ModelRequest) -> wb.ModelResponse:
+        sent.append(list(messages))
+        if messages[-1].role == "tool":
+            return wb.ModelResponse.text("looked")
+        return wb.ModelResponse.tool_call("look", {"key": "x"}, call_id=f"c{len(sent)}")
+
+    return wb.Agent(wb.FunctionModel(answer), tools=[look], store=store or False)
+
+
+def _unanswered(messages: Sequence[wb.Message]) -> list[str]:
+    answered = {p.call_id for m in messages for p in m.parts if isinstance(p, wb.ToolResult)}
+    return [c.call_id for m in messages for c in m.tool_calls if c.call_id not in answered]
+
+
+def test_an_execution_aborted_before_its_tools_leaves_no_unanswered_call() -> None:
+    # A provider refuses a conversation with a tool call that has no result, so the next
+    # execution must not be sent the call the aborted one never ran.
+    sent: list[list[wb.Message]] = []
+    session = wb.Session(_calling_agent(sent))
+    run = session.start("look x up")
+    while run.next_phase_name is not wb.Phase.TOOLS:
+        run.next_phase()
+    run.abort()
+    assert run.done and run.state.status is wb.ExecutionStatus.ABORTED
+    assert run.state.unanswered_calls()  # the run's own record keeps the call
+    session.run_sync("again")  # its model is sent the conversation, then calls c2 and pauses
+    assert len(sent) == 2 and _unanswered(sent[1]) == []
+    assert "look x up" in [m.text for m in sent[1]]  # the aborted execution's prompt stays
+    assert _unanswered(session.messages) == ["c2"]  # only the paused execution's call waits
+    wb.SessionState.from_json(session.state.to_json())
+
+
+def test_a_fork_at_a_paused_step_leaves_no_unanswered_call() -> None:
+    sent: list[list[wb.Message]] = []
+    session = wb.Session(_calling_agent(sent))
+    session.run_sync("look x up")  # paused: c1 waits for approval
+    forked = session.fork(execution=1, step=1)
+    assert _unanswered(forked.messages) == []
+    assert [m.text for m in forked.messages][-1] == "look x up"
+    forked.run_sync("go on")
+    assert _unanswered(sent[-1]) == []
+    assert session.state.paused is not None and _unanswered(session.messages) == ["c1"]
