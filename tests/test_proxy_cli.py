@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import openai
@@ -89,3 +90,66 @@ def test_the_command_says_which_run_it_replays(tmp_path: Path) -> None:
         process.stdout.read()
         assert process.wait(timeout=10) == 0
     assert f"replaying {proxy.run_ids[0]}" in first
+
+
+@pytest.mark.parametrize("grace", ["5", "0"])
+def test_sigterm_with_a_call_in_flight_waits_for_it_or_cuts_it_off(
+    tmp_path: Path, grace: str
+) -> None:
+    """The call under way when the stop comes is recorded: answered within the grace, or cut off.
+
+    The upstream answers only once the command says it is stopping (or, past a grace of none,
+    once it has stopped), so the stop comes first however loaded the machine is. The command
+    ends cleanly either way, without a traceback.
+    """
+    path = tmp_path / "runs.sqlite"
+    arrived, release = threading.Event(), threading.Event()
+
+    def held(body: object, headers: object) -> Answer:
+        arrived.set()
+        release.wait(30)  # a failing test's bound: the release comes once the stop is seen
+        return Answer(body=completion("pong"))
+
+    answers: list[object] = []
+
+    def agent(url: str) -> None:
+        with openai.OpenAI(base_url=url, api_key=KEY, max_retries=0) as client:
+            try:
+                answer = client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "ping"}]
+                )
+                answers.append(answer.choices[0].message.content)
+            except openai.APIStatusError as exc:
+                answers.append(exc.status_code)
+
+    with fake_upstream(held) as upstream:
+        args = command(
+            "--upstream", upstream.url, "--port", "0", "--store", str(path), "--grace", grace
+        )
+        with subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+        ) as process:
+            assert process.stdout is not None
+            url = process.stdout.readline().split(" on ")[1].split(" ")[0]
+            calling = threading.Thread(target=agent, args=(url,))
+            calling.start()
+            assert arrived.wait(30)
+            process.send_signal(signal.SIGTERM)
+            said = [process.stdout.readline() for _ in range(2)]
+            assert said[1].startswith(f"stopping: calls in flight get {grace} s to end"), said
+            if grace != "0":
+                release.set()  # the answer comes within the grace
+            calling.join()
+            out, err = process.communicate(timeout=10)
+            assert process.returncode == 0
+        release.set()  # the call was cut off: the held upstream may go
+    assert "Traceback" not in err, err
+    (run_id,) = [line.split()[-1] for line in out.splitlines() if line.startswith("recorded")]
+    run = wb.RunStore(path).load(run_id)
+    assert len(run.steps) == 1
+    if grace == "0":
+        assert answers == [503]
+        assert run.status is wb.ExecutionStatus.ABORTED and run.steps[0].response is None
+    else:
+        assert answers == ["pong"]
+        assert run.status is wb.ExecutionStatus.COMPLETED and run.output == "pong"

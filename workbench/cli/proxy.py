@@ -1,7 +1,7 @@
 """``workbench proxy``: record (or replay) any agent by standing in for its model.
 
-It runs in the foreground until Ctrl-C or SIGTERM, then writes each conversation's last step and
-prints the runs it recorded.
+It runs in the foreground until Ctrl-C or SIGTERM, then gives the calls in flight a few seconds
+(``--grace``) to end, writes each conversation's last step and prints the runs it recorded.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ __all__ = ["run_proxy", "setup_proxy"]
 
 
 def setup_proxy(parser: argparse.ArgumentParser) -> None:
-    """``--upstream URL``, ``--port N``, ``--replay RUN``, ``--until-step N``, ``--store PATH``."""
+    """The options: where to forward or what to replay, where to listen, the grace, the store."""
     parser.add_argument(
         "--upstream", metavar="URL", help="the OpenAI-compatible server to forward to (.../v1)"
     )
@@ -39,6 +39,13 @@ def setup_proxy(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         help="with --replay: answer from the recording up to step N, then live from --upstream",
+    )
+    parser.add_argument(
+        "--grace",
+        metavar="SECONDS",
+        type=float,
+        default=5.0,
+        help="on stopping, how long calls in flight may take to end before they are cut off",
     )
     store_option(parser)
 
@@ -57,6 +64,7 @@ def run_proxy(args: argparse.Namespace) -> int:
         store=store,
         replay=args.replay,
         until_step=args.until_step,
+        grace=args.grace,
     )
     replaying, upstream = handle.app.replay, handle.app.upstream  # resolved; no credentials
     what = f"replaying {replaying.run_id}" if replaying else f"forwarding to {upstream}"
@@ -67,7 +75,8 @@ def run_proxy(args: argparse.Namespace) -> int:
             sys.stdout.flush()  # whoever started us waits for the address
             handle.wait()
     except KeyboardInterrupt:
-        pass
+        echo(f"stopping: calls in flight get {args.grace:g} s to end")
+        sys.stdout.flush()
     finally:
         handle.close()
     for run_id in handle.run_ids:
