@@ -247,3 +247,64 @@ def test_a_sub_run_only_one_run_has_is_not_said_to_agree() -> None:
     own = [line for line in lines if line.startswith("sub-run 1: ")]
     assert own[0].endswith(": only a has this sub-run")
     assert "sub-run 1: the runs agree on every step" not in own
+
+
+def _worker(way: str) -> wb.Tool:
+    """A ``work`` tool whose agent calls ``echo`` with ``way``, then says "done" either way."""
+
+    def worker(messages: Sequence[wb.Message], *_: object) -> wb.ModelResponse:
+        if messages[-1].role == "tool":
+            return wb.ModelResponse.text("done")
+        return wb.ModelResponse.tool_call("echo", {"task": way}, call_id="w")
+
+    sub = wb.Agent(wb.FunctionModel(worker), name="worker", tools=[echo], store=False)
+    return sub.as_tool("work", "Work.")
+
+
+def _lead_of_a_worker(way: str) -> wb.Agent:
+    """A lead that asks a worker (see `_worker`) twice."""
+    model = wb.ScriptedModel(
+        [
+            wb.ModelResponse.tool_call("work", {"task": "A"}, call_id="a"),
+            wb.ModelResponse.tool_call("work", {"task": "B"}, call_id="b"),
+            "end",
+        ]
+    )
+    return wb.Agent(model, name="lead", tools=[_worker(way)], store=False)
+
+
+def test_a_tree_whose_lead_agrees_says_which_sub_runs_differ() -> None:
+    # Both workers end with the same answer, so the lead's steps agree; the way there differs.
+    a = _lead_of_a_worker("this way").run_sync("go")
+    b = _lead_of_a_worker("that way").run_sync("go")
+    changes = wb.diff(a, b)
+    assert changes.first_divergence is None and len(changes.diverged_subruns) == 2
+    lines = changes.to_text().splitlines()
+    assert "the runs agree on every step, but sub-runs 1, 2 differ (below)" in lines
+    assert "the runs agree on every step" not in lines
+
+
+def test_a_sub_run_whose_own_sub_run_differs_is_shown() -> None:
+    # The middle runs agree step by step (the worker answers "done" either way); only the
+    # workers under them differ, and the report still leads there.
+    def lead_of_a_mid(way: str) -> wb.Agent:
+        mid = wb.Agent(
+            wb.ScriptedModel(
+                [wb.ModelResponse.tool_call("work", {"task": "x"}, call_id="m"), "ok"]
+            ),
+            name="mid",
+            tools=[_worker(way)],
+            store=False,
+        )
+        model = wb.ScriptedModel(
+            [wb.ModelResponse.tool_call("mid", {"task": "y"}, call_id="l"), "end"]
+        )
+        return wb.Agent(model, name="lead", tools=[mid.as_tool("mid", "Mid.")], store=False)
+
+    changes = wb.diff(
+        lead_of_a_mid("this way").run_sync("go"), lead_of_a_mid("that way").run_sync("go")
+    )
+    lines = changes.to_text().splitlines()
+    assert "the runs agree on every step, but sub-run 1 differs (below)" in lines
+    assert "sub-run 1: the runs agree on every step, but sub-run 1 differs (below)" in lines
+    assert any(line.startswith("sub-run 1: sub-run 1: step 1: changed") for line in lines)

@@ -611,14 +611,27 @@ def _text_lines(d: RunDiff) -> list[str]:
         shown = output if output is None or len(output) <= 80 else f"{output[:80]}…"
         lines.append(f"end {label}: {status}, stop reason {stop or '-'}, output {shown!r}")
     first = d.first_divergence
+    differ = [i for i, sub in enumerate(d.subruns, 1) if _diverges(sub)]
     if first is not None:
         lines.append(f"first divergence: step {first}")
+    elif differ:  # the run's own steps agree, so the answer is in its sub-runs
+        numbers = ", ".join(str(i) for i in differ)
+        which = f"sub-run {numbers} differs" if len(differ) == 1 else f"sub-runs {numbers} differ"
+        lines.append(f"the runs agree on every step, but {which} (below)")
     elif d.a_id and d.b_id:  # a sub-run only one run has has no steps to agree on
         lines.append("the runs agree on every step")
-    for i, sub in enumerate(d.subruns, 1):
-        if sub in d.diverged_subruns:
-            lines += [f"sub-run {i}: " + line for line in _text_lines(sub)]
+    for i in differ:
+        lines += [f"sub-run {i}: " + line for line in _text_lines(d.subruns[i - 1])]
     return lines
+
+
+def _diverges(sub: RunDiff) -> bool:
+    """True if the sub-runs differ, or any of theirs do."""
+    return (
+        sub.first_divergence is not None
+        or not (sub.a_id and sub.b_id)
+        or bool(sub.diverged_subruns)
+    )
 
 
 def _quiet_lines(quiet: list[StepDiff]) -> list[str]:
