@@ -10,6 +10,7 @@ import doctest
 import re
 from html import escape
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -28,8 +29,8 @@ from workbench.notebook import (
     messages_to_json,
     messages_to_text,
     normalize_spans,
+    run_span_rows,
     run_view_data,
-    spans_from_steps,
     status_html,
     step_html,
     step_table,
@@ -204,40 +205,76 @@ def test_normalize_spans_reads_timestamps() -> None:
     assert normalize_spans([]).empty
 
 
-def test_spans_from_steps_nest_steps_under_one_agent_span_per_execution(
+def _step(n: int, *below: str) -> dict[str, list[str]]:
+    return {f"workbench.step {n}": list(below)}
+
+
+CHAT, PREPARE, CONTINUATION = (
+    "chat scripted-calculator",
+    "workbench.prepare",
+    "workbench.continuation",
+)
+DEMO_TREE = [
+    {
+        "invoke_agent calculator": [
+            _step(1, PREPARE, CHAT, "execute_tool add", CONTINUATION),
+            _step(2, PREPARE, CHAT, "execute_tool add", CONTINUATION),
+            _step(3, PREPARE, CHAT, "execute_tool multiply", "execute_tool save_result"),
+        ]
+    },
+    {
+        "invoke_agent calculator": [
+            _step(3, "execute_tool save_result", CONTINUATION),
+            _step(4, PREPARE, CHAT, CONTINUATION),
+        ]
+    },
+]
+"""The demo's trace: paused at step 3 for the save, resumed in a second execution."""
+
+
+def _fold_rows(rows: list[dict[str, Any]]) -> list[Any]:
+    """The rows' tree by parent id as nested {name: [children]}, children by start."""
+    known = {r["span_id"] for r in rows}
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for row in sorted(rows, key=lambda r: r["start"]):
+        children.setdefault(row["parent_id"] if row["parent_id"] in known else None, []).append(row)
+
+    def node(row: dict[str, Any]) -> Any:
+        below = children.get(row["span_id"], [])
+        return {row["name"]: [node(c) for c in below]} if below else row["name"]
+
+    return [node(r) for r in children.get(None, [])]
+
+
+def test_run_span_rows_are_the_exact_spans_of_a_paused_and_resumed_run(
     demo: wb.RunResult,
 ) -> None:
-    spans = spans_from_steps(demo.steps)
-    by_id = {s["span_id"]: s for s in spans}
-    agents = [s for s in spans if s["name"] == "invoke_agent"]
-    assert len(agents) == 2  # paused, then resumed
-    steps = [s for s in spans if s["name"].startswith("workbench.step")]
-    assert [s["name"] for s in steps] == [f"workbench.step {s.index}" for s in demo.steps]
-    assert all(by_id[s["parent_id"]]["name"] == "invoke_agent" for s in steps)
-    tools = [s["name"] for s in spans if s["name"].startswith("execute_tool")]
-    assert tools == [
-        "execute_tool add",
-        "execute_tool add",
-        "execute_tool multiply",
-        "execute_tool save_result",
-    ]
-    for span in spans:
-        assert span["end"] >= span["start"]
-        assert span["attributes"]["workbench.synthesized"] is True
-        if span["parent_id"] is not None:
-            parent = by_id[span["parent_id"]]
-            assert parent["start"] <= span["start"] + 1e-9
+    rows = run_span_rows(demo)
+    assert _fold_rows(rows) == DEMO_TREE
+    by_id = {r["span_id"]: r for r in rows}
+    runs = [r for r in rows if r["parent_id"] is None]
+    assert [r["attributes"]["workbench.run.status"] for r in runs] == ["paused", "completed"]
+    assert len({r["trace_id"] for r in runs}) == 2  # each execution is a trace of its own
+    saves = [r for r in rows if r["name"] == "execute_tool save_result"]
+    assert [s["attributes"]["workbench.tool.status"] for s in saves] == ["pending", "ok"]
+    retry = next(r for r in rows if r["name"] == "execute_tool add")
+    assert retry["attributes"]["error.type"] == "tool_retry" and retry["status"] == "ERROR"
+    for row in rows:
+        assert "workbench.synthesized" not in row["attributes"]  # nothing is made up any more
+        assert row["end"] >= row["start"]
+        if row["parent_id"] is not None:
+            assert by_id[row["parent_id"]]["start"] <= row["start"]
 
 
 def test_waterfall_orders_children_under_parents_and_colours_by_category(
     demo: wb.RunResult,
 ) -> None:
-    fig = waterfall_figure(spans_from_steps(demo.steps), title="demo")
+    fig = waterfall_figure(run_span_rows(demo), title="demo")
     assert fig.layout.title.text == "demo"
     names = {t.name for t in fig.data}
     assert names == {"agent", "step", "phase", "model", "tool"}
     labels = list(fig.layout.yaxis.ticktext)
-    assert labels[0] == " invoke_agent"
+    assert labels[0] == " invoke_agent calculator"
     assert labels[1] == "· workbench.step 1"
     assert labels[2] == "·· workbench.prepare"
     tool = next(t for t in fig.data if t.name == "tool")
@@ -494,8 +531,9 @@ def test_a_failed_model_call_is_on_the_timeline() -> None:
 
     result = wb.Agent(model=wb.FunctionModel(down, name="m"), store=False).run_sync("hi")
     assert result.status.value == "failed" and result.steps[0].timing.inference > 0
-    chats = [s for s in spans_from_steps(result.steps) if s["name"] == "chat"]
-    assert len(chats) == 1 and chats[0]["attributes"]["error.type"] == "model_error"
+    chats = [s for s in run_span_rows(result) if s["name"] == "chat m"]
+    assert len(chats) == 1 and chats[0]["status"] == "ERROR"
+    assert chats[0]["attributes"]["error.type"] == "RuntimeError"  # what the model raised
 
 
 def test_tokens_figure_without_tokens_starts_at_zero_and_says_why() -> None:

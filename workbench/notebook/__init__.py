@@ -26,7 +26,7 @@ from workbench.notebook.html import (
 )
 from workbench.notebook.reprs import phase_event_html, run_diff_html, run_result_html
 from workbench.notebook.rerun_panel import RerunPanel
-from workbench.notebook.spans import normalize_spans, spans_from_steps, waterfall_figure
+from workbench.notebook.spans import normalize_spans, run_span_rows, waterfall_figure
 from workbench.notebook.stepper import Stepper
 from workbench.notebook.tables import (
     step_table,
@@ -64,9 +64,9 @@ __all__ = [
     "phase_event_html",
     "run_diff_html",
     "run_result_html",
+    "run_span_rows",
     "run_view_data",
     "span_detail_html",
-    "spans_from_steps",
     "status_html",
     "step_html",
     "step_table",

@@ -16,8 +16,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from workbench.agent import RunResult
-from workbench.notebook.explorer_data import RunRecords, run_records, run_tree_ids
-from workbench.notebook.spans import spans_from_steps, waterfall_figure
+from workbench.notebook.explorer_data import (
+    RunRecords,
+    combine_results,
+    run_records,
+    run_tree_ids,
+)
+from workbench.notebook.spans import run_span_rows, waterfall_figure
 from workbench.notebook.tables import step_table, timing_figure, tokens_figure
 from workbench.notebook.tree import agents_table
 from workbench.records import StepRecord
@@ -81,7 +86,11 @@ class RunViewData:
     steps: tuple[StepRecord, ...]
     spans: Spans
     synthesized: bool
-    """True when the spans were rebuilt from step records (the run had no telemetry)."""
+    """True when the spans were rebuilt from the run's records (it had no telemetry).
+
+    Rebuilt spans are exact (`run_span_rows`: the spans the live run would have had), so this
+    only says where they came from; no span carries a mark of it.
+    """
     agents: pd.DataFrame | None = None
     """Per agent of a run tree (`agents_table`); None for a run without sub-runs."""
 
@@ -114,7 +123,8 @@ def run_view_data(
     """Plain run data for the views.
 
     Spans come from ``spans`` if given, else from ``telemetry`` (only this run's), else from a
-    `Telemetry` passed as the source; a run without any gets spans rebuilt from its step records.
+    `Telemetry` passed as the source; a run without any gets the spans its records make
+    (`run_span_rows`).
     """
     if isinstance(source, SpanSource) and not isinstance(source, StepSource):
         return RunViewData(
@@ -126,7 +136,7 @@ def run_view_data(
         spans = _run_spans(telemetry, steps)
     synthesized = spans is None or (isinstance(spans, pd.DataFrame) and spans.empty)
     if synthesized:
-        spans = spans_from_steps(steps, records.children, agent=records.agent)
+        spans = run_span_rows(*records.runs)
     assert spans is not None
     agents = _agents(source) if records.children else None
     return RunViewData(step_table(steps), steps, spans, synthesized, agents)
@@ -144,31 +154,12 @@ def _agents(source: Source) -> pd.DataFrame | None:
 def trace_figures(data: RunViewData) -> dict[str, go.Figure]:
     """The waterfall, the timing breakdown and the tokens per step, by name."""
     per_step = data.steps if data.steps else data.table
-    note = " (rebuilt from step timings)" if data.synthesized else ""
+    note = " (rebuilt from the step records)" if data.synthesized else ""
     return {
         "waterfall": waterfall_figure(data.spans, title=f"Spans{note}"),
         "timing": timing_figure(per_step),
         "tokens": tokens_figure(per_step),
     }
-
-
-def combine_results(results: Sequence[RunResult]) -> RunResult:
-    """One result for a run made of several executions (paused, then resumed).
-
-    A resumed result already holds the steps before the pause when the store had them; each
-    step record and snapshot is kept once, and each sub-run as it was last seen.
-    """
-    if not results:
-        raise ValueError("no results to combine")
-    steps = {(s.execution_id, s.index, s.started_at): s for r in results for s in r.steps}
-    snapshots = {s.id: s for r in results for s in r.snapshots}
-    children = {c.run_id: c for r in results for c in r.children}
-    return RunResult(
-        state=results[-1].state,
-        steps=tuple(steps.values()),
-        snapshots=tuple(snapshots.values()),
-        children=tuple(children.values()),
-    )
 
 
 def as_result(source: RunResult | ResultSource | Sequence[RunResult]) -> RunResult:

@@ -5,7 +5,8 @@ functions, tested without a browser:
 
 - `explorer_spans` turns whatever the user has (a `wb.Trace`-like object, OpenTelemetry spans,
   a `Telemetry`, a span DataFrame or list of dicts, a run result with or without telemetry) into
-  `ExplorerSpan` records;
+  `ExplorerSpan` records; a run without telemetry gets the spans its records make through the
+  telemetry's own writer (`rebuilt_spans`), read like a live run's;
 - `SpanTree.of` orders them depth first once (children by start time) and records each span's
   depth and where its subtree ends, so folding a span is skipping a range;
 - `visible_positions` applies the folds and a `SpanFilter` (search, status, errors only, slowest
@@ -21,9 +22,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from workbench._record import Record
-from workbench.notebook.spans import normalize_spans, span_category, spans_from_steps
+from workbench.notebook.spans import normalize_spans, rebuilt_spans, span_category
 from workbench.notebook.tree import walk
 from workbench.records import RunResult, StepRecord
+from workbench.state import AgentState
 from workbench.telemetry.spandata import SpanData, SpanEvent, SpanLink
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "SpanStatus",
     "SpanTree",
     "TraceLike",
+    "combine_results",
     "explorer_spans",
     "matching_positions",
     "nest_subruns",
@@ -200,7 +203,7 @@ def explorer_spans(source: Any, *, telemetry: Any = None) -> list[ExplorerSpan]:
     ``source`` is a `wb.Trace` (anything `TraceLike`), a sequence of `SpanLike` or OpenTelemetry
     spans, a `Telemetry` (or anything with ``spans``), a span DataFrame or list of dicts, or a run
     (a result, stepped run, stored run or step records): with ``telemetry`` its real spans (this
-    run's only), without them spans rebuilt from the step timings.
+    run's only), without them the spans its records make (`rebuilt_spans`): the same spans.
     """
     if telemetry is not None:
         records = run_records(source)
@@ -210,9 +213,8 @@ def explorer_spans(source: Any, *, telemetry: Any = None) -> list[ExplorerSpan]:
             items = _run_tree_spans(items, runs)  # collects many runs in one telemetry
         return nest_subruns(_run_tree_spans(_convert_all(items), runs))
     records = run_records(source)
-    if records is not None:
-        return _from_rows(spans_from_steps(records.steps, records.children, agent=records.agent))
-    return nest_subruns(_convert_all(_items(source)))
+    items = rebuilt_spans(records.runs) if records is not None else _items(source)
+    return nest_subruns(_convert_all(items))
 
 
 def _items(source: Any) -> Any:
@@ -314,11 +316,16 @@ def _is_frame(value: object) -> bool:
 
 @dataclass(frozen=True)
 class RunRecords:
-    """What the views read of a run: its step records, its sub-runs and its agent's name."""
+    """What the views read of a run: its step records, sub-runs, agent's name, and the run whole.
+
+    ``runs`` are what the spans are rebuilt from (state, steps, snapshots, children): one run,
+    or each run of a session, each execution of a run combined into one.
+    """
 
     steps: tuple[StepRecord, ...]
     children: tuple[RunResult, ...] = ()
     agent: str = ""
+    runs: tuple[RunResult, ...] = ()
 
     def tree_steps(self) -> tuple[StepRecord, ...]:
         """The step records of the run and of every sub-run below it (the run's first)."""
@@ -341,22 +348,73 @@ def run_records(source: Any) -> RunRecords | None:
     if not isinstance(source, Sequence) or not source:
         return None
     if all(isinstance(item, StepRecord) for item in source):
-        return RunRecords(tuple(source))
+        steps = tuple(source)
+        return RunRecords(steps, runs=tuple(_run_of_steps(group) for group in _by_run(steps)))
     if not all(hasattr(item, "steps") for item in source):
         return None
     runs = [_one_run(item) for item in source]
     children = {child.run_id: child for run in runs for child in run.children}
+    whole = [combine_results(group) for group in _by_run([r for run in runs for r in run.runs])]
     return RunRecords(
-        tuple(step for run in runs for step in run.steps), tuple(children.values()), runs[-1].agent
+        tuple(step for run in runs for step in run.steps),
+        tuple(children.values()),
+        runs[-1].agent,
+        tuple(whole),
     )
 
 
 def _one_run(run: Any) -> RunRecords:
     state = getattr(run, "state", None)
-    return RunRecords(
-        tuple(run.steps),
-        tuple(getattr(run, "children", ())),
-        str(getattr(state, "agent_name", "") or ""),
+    steps = tuple(run.steps)
+    children = tuple(getattr(run, "children", ()))
+    if isinstance(run, RunResult):
+        whole = run
+    elif isinstance(state, AgentState):
+        snapshots = tuple(getattr(run, "snapshots", ()))
+        whole = RunResult(state=state, steps=steps, snapshots=snapshots, children=children)
+    else:
+        whole = _run_of_steps(steps)
+    return RunRecords(steps, children, str(getattr(state, "agent_name", "") or ""), (whole,))
+
+
+_Item = TypeVar("_Item", StepRecord, RunResult)
+
+
+def _by_run(items: Sequence[_Item]) -> list[list[_Item]]:
+    """Items grouped by run, in the order each run first appears."""
+    groups: dict[str, list[_Item]] = {}
+    for item in items:
+        groups.setdefault(item.run_id, []).append(item)
+    return list(groups.values())
+
+
+def _run_of_steps(steps: Sequence[StepRecord]) -> RunResult:
+    """A run known only by its step records: a state that says where the last one left it."""
+    if not steps:
+        return RunResult(state=AgentState(), steps=(), snapshots=())
+    last = steps[-1]
+    state = AgentState(
+        run_id=last.run_id, execution_id=last.execution_id, status=last.status, step=last.index
+    )
+    return RunResult(state=state, steps=tuple(steps), snapshots=())
+
+
+def combine_results(results: Sequence[RunResult]) -> RunResult:
+    """One result for a run made of several executions (paused, then resumed).
+
+    A resumed result already holds the steps before the pause when the store had them; each
+    step record and snapshot is kept once, and each sub-run as it was last seen.
+    """
+    if not results:
+        raise ValueError("no results to combine")
+    steps = {(s.execution_id, s.index, s.started_at): s for r in results for s in r.steps}
+    snapshots = {s.id: s for r in results for s in r.snapshots}
+    children = {c.run_id: c for r in results for c in r.children}
+    return RunResult(
+        state=results[-1].state,
+        steps=tuple(steps.values()),
+        snapshots=tuple(snapshots.values()),
+        children=tuple(children.values()),
     )
 
 

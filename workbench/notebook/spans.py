@@ -1,34 +1,43 @@
-"""Spans for the views: normalise a span table, synthesise spans from steps, draw the waterfall.
+"""Spans for the views: normalise a span table, rebuild a run's spans, draw the waterfall.
 
 The views take spans as a pandas DataFrame or a list of dicts, with the columns a span naturally
 has (``span_id``, ``parent_id``, ``name``, ``start``, ``end``, ``kind``, ``attributes``; common
-aliases such as ``id``, ``parent``, ``start_time`` are accepted). They never import the telemetry
-module, so they draw spans from `Telemetry.spans_df`, from a file, or from `spans_from_steps` for a
-run that had no telemetry at all: its step records carry the timing breakdown, which is enough for
-an approximate waterfall.
+aliases such as ``id``, ``parent``, ``start_time`` are accepted): `Telemetry.spans_df`, a file, or
+`run_span_rows` for a run that had no telemetry at all.
+
+A run without telemetry has no approximation of its own: its spans are the ones the live run
+would have had, written from its step records by the telemetry's one `SpanWriter`
+(`workbench.telemetry.spans_from_run`, as ``export`` does), so the same tree, names, attributes
+and times, each tool call from its own start and each hook where it ran, with each sub-run under
+the ``execute_tool`` span of its call in the execution that ran it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
-from workbench.records import RunResult, StepRecord
-from workbench.state import ExecutionStatus
+from workbench.records import RecordedRun
+from workbench.telemetry.frames import spans_frame
+from workbench.telemetry.rebuild import spans_from_run
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
 
 __all__ = [
     "CATEGORY_COLOURS",
     "SPAN_VIEW_COLUMNS",
     "hook_phase",
     "normalize_spans",
+    "rebuilt_spans",
+    "run_span_rows",
     "span_category",
-    "spans_from_steps",
     "waterfall_figure",
 ]
 
@@ -178,138 +187,29 @@ def _nanoseconds(values: pd.Series) -> np.ndarray | None:
     return None
 
 
-def spans_from_steps(
-    steps: Sequence[StepRecord], children: Sequence[RunResult] = (), *, agent: str = ""
-) -> list[dict[str, Any]]:
-    """Approximate spans rebuilt from step records, for runs that had no telemetry.
+def rebuilt_spans(runs: Iterable[RecordedRun]) -> list[ReadableSpan]:
+    """The OpenTelemetry spans of ``runs`` (each with its sub-runs), written from their records.
 
-    Each execution gets an agent span (``invoke_agent {agent}``), each step record a step span
-    and, laid end to end as the loop ran them, its prepare, model, tools and continuation parts.
-    Tool calls all start where the TOOLS phase starts (they may have run in parallel) and hooks
-    are placed in the phase their event belongs to; every synthesised span says so in its
-    ``workbench.synthesized`` attribute.
-
-    ``children`` are the run's sub-runs (`RunResult.children`): each one's spans, and its own
-    sub-runs' below them, go under the ``execute_tool`` span of the call that started it, as
-    telemetry nests them in one trace.
+    `workbench.telemetry.spans_from_run` for each run: the live trace's spans, kept in memory
+    and sent nowhere. The records of a run still under way give the spans of its closed steps;
+    its run span says RUNNING and ends with the last of them.
     """
-    return _tree_spans(steps, children, agent, "")
+    return [span for run in runs for span in spans_from_run(run)]
 
 
-def _tree_spans(
-    steps: Sequence[StepRecord], children: Sequence[RunResult], agent: str, prefix: str
-) -> list[dict[str, Any]]:
-    spans = _run_spans(steps, agent, prefix)
-    below: list[dict[str, Any]] = []
-    for number, child in enumerate(children):
-        sub = _tree_spans(child.steps, child.children, child.state.agent_name, f"{prefix}{number}.")
-        for root in (s for s in sub if s["parent_id"] is None):
-            root["parent_id"] = _calling_span(spans, child.parent_call_id, root["start"])
-            root["attributes"]["workbench.parent_run.id"] = child.parent_run_id
-        below.extend(sub)
-    return spans + below
+def run_span_rows(*runs: RecordedRun) -> list[dict[str, Any]]:
+    """The spans of runs without telemetry, rebuilt exactly from their records, as view rows.
 
-
-def _calling_span(spans: list[dict[str, Any]], call_id: str | None, start: float) -> str | None:
-    """The id of the tool span of ``call_id`` that a sub-run starting at ``start`` ran under.
-
-    A call that paused for approval has a span in each execution of its step: the last one
-    started by then is the one (the first, should the clocks disagree).
+    `rebuilt_spans` read the way the views read `Telemetry.spans_df`: one row per span with
+    `SPAN_VIEW_COLUMNS` (times in seconds from the earliest span's start), ``trace_id`` and
+    ``status``. A result, a stored run or `AgentRun.result` is a run; so is each run of a session.
     """
-    calls = [
-        s
-        for s in spans
-        if s["name"].startswith("execute_tool")
-        and s["attributes"].get("gen_ai.tool.call.id") == call_id
-    ]
-    started = [s for s in calls if s["start"] <= start] or calls[:1]
-    return started[-1]["span_id"] if started else None
+    frame = spans_frame(rebuilt_spans(runs))
+    rows: list[dict[str, Any]] = normalize_spans(frame, keep=("trace_id", "status")).to_dict(
+        "records"
+    )
+    return rows
 
-
-def _run_spans(steps: Sequence[StepRecord], agent: str, prefix: str) -> list[dict[str, Any]]:
-    spans: list[dict[str, Any]] = []
-    current: dict[str, Any] = {}
-    name = f"invoke_agent {agent}".strip()
-    for position, step in enumerate(steps):
-        if step.execution_id != current.get("attributes", {}).get("workbench.execution.id"):
-            attrs = {"workbench.execution.id": step.execution_id, "workbench.run.id": step.run_id}
-            if agent:
-                attrs["gen_ai.agent.name"] = agent
-            current = _span(f"{prefix}agent-{position}", None, name, step.started_at, 0.0, attrs)
-            spans.append(current)
-        step_spans = _step_spans(step, f"{prefix}step-{position}", current["span_id"])
-        current["end"] = max(current["end"], *(s["end"] for s in step_spans))
-        spans.extend(step_spans)
-    return spans
-
-
-def _step_spans(step: StepRecord, step_id: str, parent: str) -> list[dict[str, Any]]:
-    t = step.timing
-    start = step.started_at
-    where = {
-        "workbench.step.index": step.index,
-        "workbench.execution.id": step.execution_id,
-        "workbench.run.id": step.run_id,
-    }
-    attrs = {**where, "workbench.step.status": step.status.value}
-    out = [_span(step_id, parent, f"workbench.step {step.index}", start, t.total, attrs)]
-    cursor = start
-    model = step.response.model_name if step.response is not None else ""
-    usage: dict[str, Any] = {
-        "gen_ai.usage.input_tokens": step.usage.input_tokens,
-        "gen_ai.usage.output_tokens": step.usage.output_tokens,
-    }
-    if step.response is None:  # a model call without an answer: failed, or stopped under way
-        failed = step.status is ExecutionStatus.FAILED
-        usage = {"error.type": "model_error"} if failed else {}
-    parts = [("workbench.prepare", t.prepare, {}), (f"chat {model}".strip(), t.inference, usage)]
-    for name, seconds, extra in parts:
-        if seconds > 0:
-            out.append(
-                _span(f"{step_id}-{name}", step_id, name, cursor, seconds, {**where, **extra})
-            )
-        cursor += seconds
-    outcomes = {o.call_id: o for o in step.tool_outcomes}
-    for call_id, tool_name, seconds in t.per_tool:
-        status = outcomes[call_id].status if call_id in outcomes else ""
-        tool_attrs = {**where, "gen_ai.tool.call.id": call_id, "workbench.tool.status": status}
-        if status in _TOOL_ERRORS:
-            tool_attrs["error.type"] = _TOOL_ERRORS[status]
-        out.append(
-            _span(
-                f"{step_id}-{call_id}",
-                step_id,
-                f"execute_tool {tool_name}",
-                cursor,
-                seconds,
-                tool_attrs,
-            )
-        )
-    end = start + t.total
-    hook_start = {"prepare": start, "tools": cursor, "continuation": cursor + t.tools}
-    for i, hook in enumerate(t.per_hook):
-        phase = hook_phase(hook.event)
-        at = hook_start.get(phase, end if hook.event == "SessionEnd" else start - hook.duration)
-        name = f"workbench.hook {hook.event}"
-        out.append(
-            _span(
-                f"{step_id}-hook{i}",
-                step_id,
-                name,
-                at,
-                hook.duration,
-                {"workbench.hook.name": hook.hook},
-            )
-        )
-    cursor += t.tools
-    if t.continuation > 0:
-        name = "workbench.continuation"
-        out.append(_span(f"{step_id}-cont", step_id, name, cursor, t.continuation, {}))
-    return out
-
-
-_TOOL_ERRORS = {"error": "tool_error", "retry": "tool_retry", "denied": "tool_denied"}
-"""The ``error.type`` telemetry gives a failed tool call, given to its rebuilt span too."""
 
 _HOOK_PHASES = {
     "PreToolUse": "tools",
@@ -334,25 +234,6 @@ def hook_phase(event: str) -> str:
     return _HOOK_PHASES.get(event, "outside")
 
 
-def _span(
-    span_id: str,
-    parent: str | None,
-    name: str,
-    start: float,
-    duration: float,
-    attributes: dict[str, Any],
-) -> dict[str, Any]:
-    attributes["workbench.synthesized"] = True
-    return {
-        "span_id": span_id,
-        "parent_id": parent,
-        "name": name,
-        "start": start,
-        "end": start + duration,
-        "attributes": attributes,
-    }
-
-
 def _tree_order(frame: pd.DataFrame) -> tuple[list[int], list[int]]:
     """Row positions in depth-first order (children by start time) and each row's depth."""
     ids = frame["span_id"].tolist()
@@ -372,7 +253,7 @@ def _tree_order(frame: pd.DataFrame) -> tuple[list[int], list[int]]:
     return order, depths
 
 
-_HOVER_SKIP = frozenset({"workbench.run.id", "workbench.execution.id", "workbench.synthesized"})
+_HOVER_SKIP = frozenset({"workbench.run.id", "workbench.execution.id"})
 """Attributes left out of hovers: the same on every span of a run."""
 
 

@@ -29,7 +29,7 @@ from workbench.notebook.html import (
     step_html,
     subrun_html,
 )
-from workbench.notebook.spans import spans_from_steps, waterfall_figure
+from workbench.notebook.spans import run_span_rows, waterfall_figure
 from workbench.notebook.tables import step_labels, steps_text
 from workbench.records import PhaseEvent
 from workbench.session import Session
@@ -438,8 +438,15 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
 
 def timeline_spans(run: AgentRun) -> list[dict[str, Any]]:
-    """The spans of the steps on the Stepper's timeline, with the sub-runs their calls started."""
+    """The spans of the steps on the Stepper's timeline, with the sub-runs their calls started.
+
+    The run so far rebuilt as a stored run is (`run_span_rows`): the spans of its closed steps,
+    under a run span that says RUNNING while it goes on. A sub-run started by the step still
+    open is left out until that step closes: the ``execute_tool`` span it belongs under is
+    written with the step's record.
+    """
     steps = run.steps
     calls = {o.call_id for step in steps for o in step.tool_outcomes}
-    children = [c for c in run.result.children if c.parent_call_id in calls]
-    return spans_from_steps(steps, children, agent=run.state.agent_name)
+    children = tuple(c for c in run.result.children if c.parent_call_id in calls)
+    so_far = RunResult(state=run.state, steps=steps, snapshots=run.snapshots, children=children)
+    return run_span_rows(so_far)

@@ -6,6 +6,9 @@ included (phase starts, the model call, each tool call and hook), and the live o
 a step's spans from its record too, so what comes out is the live trace: the same tree, names,
 attributes and times, under the same trace id and run span id (taken from the state's ``trace``
 reference when the run had telemetry).
+
+The notebook's views draw a run without telemetry from these spans too (`spans_from_run`), so
+what a view shows of a stored or unfinished run is what ``export`` would send.
 """
 
 from __future__ import annotations
@@ -13,14 +16,16 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from workbench.records import StepContext, StepRecord
+from workbench.redact import Redactor
 from workbench.state import AgentState, ExecutionStatus, PendingCall, TraceRef
-from workbench.telemetry.core import RunLike, Telemetry
+from workbench.telemetry import names
+from workbench.telemetry.core import RunLike, Telemetry, _require_sdk, _resource, _version
 from workbench.telemetry.names import Conventions
-from workbench.telemetry.writer import SpanWriter, step_bounds
-from workbench.traceids import new_span_id
+from workbench.telemetry.writer import Instruments, SpanWriter, step_bounds
+from workbench.traceids import new_span_id, new_trace_id
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -49,17 +54,38 @@ def rebuild_telemetry(
         redact=redact,
         conventions=conventions,
     )
-    write_run(run, telemetry)
+    write_run(run, telemetry._instruments)
     return telemetry
 
 
-def spans_from_run(run: RunLike, **options: Any) -> list[ReadableSpan]:
-    """The spans of ``run`` written from its records (options as in `rebuild_telemetry`)."""
-    return rebuild_telemetry(run, **options).spans
+def spans_from_run(
+    run: RunLike,
+    *,
+    capture_content: bool = False,
+    service_name: str = "workbench",
+    redact: Iterable[str | re.Pattern[str]] = (),
+    conventions: Conventions = "current",
+) -> list[ReadableSpan]:
+    """The spans of ``run`` written from its records, in memory (options: `rebuild_telemetry`'s).
+
+    Nothing is sent anywhere, whatever the ``OTEL_EXPORTER_OTLP_*`` variables say: the views
+    call this each time they draw a run, which must not push it. Only the OpenTelemetry API and
+    SDK are needed (the ``notebook`` extra), not the OTLP exporter.
+    """
+    sdk_trace = _require_sdk()
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = sdk_trace.TracerProvider(resource=_resource(service_name), shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer(names.SCOPE, _version())
+    write_run(run, Instruments(tracer, Redactor(redact), capture_content, conventions))
+    return list(memory.get_finished_spans())
 
 
-def write_run(run: RunLike, telemetry: Telemetry) -> None:
-    """Write the spans of every execution of ``run``, and of its sub-runs, into ``telemetry``."""
+def write_run(run: RunLike, instruments: Instruments) -> None:
+    """Write the spans of every execution of ``run``, and of its sub-runs, with ``instruments``."""
     snapshots = {s.id: s for s in run.snapshots}
     executions = [
         list(group) for _, group in itertools.groupby(run.steps, key=lambda s: s.execution_id)
@@ -69,30 +95,41 @@ def write_run(run: RunLike, telemetry: Telemetry) -> None:
     for number, steps in enumerate(executions):
         last = number == len(executions) - 1
         final = run.state if last else _paused(run.state, steps)
-        link = _execution(telemetry, provider, snapshots, steps, final, link)
+        link = _execution(instruments, provider, snapshots, steps, final, link)
     for child in getattr(run, "children", ()):  # sub-runs: in the same trace, under their calls
-        write_run(child, telemetry)
+        write_run(child, instruments)
 
 
 def _execution(
-    telemetry: Telemetry,
+    instruments: Instruments,
     provider: str | None,
     snapshots: dict[str, StepContext],
     steps: Sequence[StepRecord],
     final: AgentState,
     link: TraceRef | None,
 ) -> TraceRef:
-    """One execution: its run span, its steps' spans, its outcome."""
+    """One execution: its run span, its steps' spans, its outcome.
+
+    The opening state carries this execution's trace id, not the run's last one: a sub-run
+    paused and resumed with its parent ran each execution in the trace of the parent's
+    execution that ran it, under that execution's ``execute_tool`` span.
+    """
     first = steps[0]
     snapshot = snapshots.get(first.snapshot_id or "")
     model = snapshot.model_name if snapshot else _model_name(steps)
-    writer = SpanWriter(telemetry._instruments, provider, model)
+    writer = SpanWriter(instruments, provider, model)
     begun = first.index - (0 if snapshot is None else 1)
-    opening = final.model_copy(
-        update={"execution_id": first.execution_id, "step": begun, "trace": link}
-    )
     ref = _live_ref(steps, snapshots, final)
-    begun_ref = writer.begin(opening, (ref.trace_id, ref.span_id) if ref else None)
+    ids = (ref.trace_id, ref.span_id) if ref else (new_trace_id(), new_span_id())
+    opening = final.model_copy(
+        update={
+            "execution_id": first.execution_id,
+            "step": begun,
+            "trace": link,
+            "trace_id": ids[0],
+        }
+    )
+    begun_ref = writer.begin(opening, ids)
     for record in steps:
         writer.write_step(record, snapshots.get(record.snapshot_id or ""))
     writer.close_run(final, step_bounds(first)[0])
