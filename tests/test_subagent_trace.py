@@ -164,3 +164,55 @@ def test_a_sub_run_resumed_with_its_parent_stays_in_the_parents_trace() -> None:
         paused.trace_id,
         resumed_trace,
     ]  # each execution of the sub-run sits in the trace of the parent's execution that ran it
+
+
+def test_a_stored_sub_run_paused_and_resumed_exports_as_the_live_traces() -> None:
+    @wb.tool(requires_approval=True)
+    def wipe(path: str) -> str:
+        """Wipe."""
+        return "wiped"
+
+    store = wb.RunStore(":memory:")
+    cleaner = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/"}, call_id="w1"), "clean"]),
+        name="cleaner",
+        tools=[wipe],
+        store=store,
+    )
+    telemetry = wb.Telemetry()
+    lead = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("clean", {"task": "x"}, call_id="c1"), "ok"]),
+        name="lead",
+        tools=[cleaner.as_tool("clean")],
+        telemetry=telemetry,
+        store=store,
+    )
+    paused = lead.run_sync("go")
+    done = lead.resume_sync(paused.state, approvals={"w1": True})
+    rebuilt = spans_from_run(store.load(done.run_id))
+
+    def tree(spans: Any) -> set[tuple[str, str, str | None]]:
+        """Run and tool spans with their trace and the name of their parent span."""
+        names = {s.context.span_id: s.name for s in spans}
+        return {
+            (
+                s.name,
+                format(s.context.trace_id, "032x"),
+                names.get(s.parent.span_id) if s.parent else None,
+            )
+            for s in spans
+            if s.name.startswith(("invoke_agent", "execute_tool"))
+        }
+
+    expected = {
+        ("invoke_agent lead", paused.trace_id, None),
+        ("execute_tool clean", paused.trace_id, "workbench.step 1"),
+        ("invoke_agent cleaner", paused.trace_id, "execute_tool clean"),  # the first execution
+        ("execute_tool wipe", paused.trace_id, "workbench.step 1"),
+        ("invoke_agent lead", done.trace_id, None),
+        ("execute_tool clean", done.trace_id, "workbench.step 1"),
+        ("invoke_agent cleaner", done.trace_id, "execute_tool clean"),  # the resumed one
+        ("execute_tool wipe", done.trace_id, "workbench.step 1"),
+    }
+    assert tree(telemetry.spans) == expected
+    assert tree(rebuilt) == expected

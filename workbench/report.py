@@ -60,7 +60,7 @@ def report_html(
         explorer = ExplorerView.from_source(spans, steps=tree_steps)
     else:
         explorer = ExplorerView.from_source(result, telemetry=telemetry, steps=tree_steps)
-    rebuilt = " (spans rebuilt from the step timings)" if data.synthesized else ""
+    rebuilt = " (spans rebuilt from the step records)" if data.synthesized else ""
     charts = (
         f'<h2 id="explorer">Trace explorer{rebuilt}</h2>{explorer_page_html(explorer)}'
         f'<h2 id="timing">Time per step</h2>{timing_bars_html(data.steps)}'

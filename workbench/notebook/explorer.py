@@ -29,7 +29,7 @@ class TraceExplorer(anywidget.AnyWidget):
     """Explore one trace: fold, search, filter, click a span for all of it.
 
     ``TraceExplorer(result, telemetry=agent.telemetry)`` shows a live run's real spans;
-    ``TraceExplorer(result)`` a run without telemetry (spans rebuilt from its step timings);
+    ``TraceExplorer(result)`` a run without telemetry (spans rebuilt from its step records);
     ``TraceExplorer(trace)`` a `wb.Trace`, OpenTelemetry spans, a span DataFrame or a list of
     span dicts. ``select(span_id)`` and ``selected`` drive and read the selection from Python;
     ``view`` is the `ExplorerView` behind it.

@@ -17,9 +17,10 @@ __all__ = ["TraceView"]
 class TraceView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     """A run at a glance: the step table, a span waterfall, time and tokens per step.
 
-    ``TraceView(result)`` works for any run; give ``telemetry=agent.telemetry`` to draw the real
-    spans instead of ones rebuilt from the step timings. ``table`` and ``figures`` are the
-    DataFrame and plotly figures shown, for further use; a run with sub-agents also shows
+    ``TraceView(result)`` works for any run; without ``telemetry=agent.telemetry`` its spans are
+    rebuilt from its step records, as ``workbench export`` writes them. ``table`` and
+    ``figures`` are the DataFrame and plotly figures shown, for further use; a run with
+    sub-agents also shows
     ``agents``, one row per agent of the tree (`agents_table`), under the step table.
     """
 
