@@ -241,3 +241,27 @@ def test_the_views_of_a_run_need_no_exporter_and_send_nothing() -> None:
     assert done.returncode == 0, done.stderr
     # run, step, prepare, chat, continuation; any export would have had to import the exporter
     assert done.stdout.split() == ["5", "5", "True"]
+
+
+def test_the_stepper_draws_its_timeline_once_a_press_ends_not_at_every_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each drawing rebuilds the run so far: at every step, Run to end would be quadratic."""
+    from workbench.notebook import stepper as stepper_module
+
+    drawn: list[int] = []
+
+    def counted(run: Any) -> list[dict[str, Any]]:
+        drawn.append(len(run.steps))
+        return timeline_spans(run)
+
+    monkeypatch.setattr(stepper_module, "timeline_spans", counted)
+    script: list[R | str] = [R.tool_call("first", {"x": i}) for i in range(6)]
+    agent = wb.Agent(model=wb.ScriptedModel([*script, "ok"]), tools=[first], store=False)
+    stepper = stepper_module.Stepper(agent, "go")
+    stepper.next_step_button.click()
+    assert drawn == [1]
+    stepper.run_button.click()
+    assert drawn == [1, 7]  # one drawing for the six steps the press ran, with all of them
+    steps = {r["name"] for r in stepper_module.timeline_spans(stepper.run)}
+    assert {f"workbench.step {i}" for i in range(1, 8)} <= steps

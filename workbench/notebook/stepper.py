@@ -139,6 +139,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.stopped_at: Break | None = None
         """The breakpoint Continue last stopped at."""
         self._shown_records = -1
+        self._drawn_records = -1
+        """How many step records the timeline shows (it is redrawn when a press ends)."""
         self._live_from = len(self.run.state.messages)
         self._auto_picked = LIVE
 
@@ -346,7 +348,11 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     # -- display --------------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Redraw everything from the run's current state."""
+        """Redraw everything from the run's current state.
+
+        While a press runs phases the timeline waits for the press to end: it is the run so far
+        rebuilt, and redrawing it at every step would make a long run's Run to end quadratic.
+        """
         run = self.run
         budget = run.snapshots[-1].budget if run.snapshots else None
         self.status.value = status_html(run.state, run.next_phase_name, budget, note=self._note)
@@ -357,6 +363,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._show_approvals()
         if len(run.steps) != self._shown_records:
             self._records_changed()
+        if len(run.steps) != self._drawn_records and not self._busy:
+            self._draw_timeline()
         self._follow()
         self._show_messages()
 
@@ -366,7 +374,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         return self.events[starts[-1] :] if starts else self.events
 
     def _records_changed(self) -> None:
-        """A step record closed: new picker entries and a new timeline."""
+        """A step record closed: new picker entries."""
         run, steps = self.run, self.run.steps
         picked = self.step_picker.value
         self._shown_records = len(steps)
@@ -374,6 +382,10 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         options = [(f"step {label}", i) for i, label in enumerate(step_labels(steps))]
         self.step_picker.options = [*options, ("live", LIVE)]
         self.step_picker.value = picked
+
+    def _draw_timeline(self) -> None:
+        run, steps = self.run, self.run.steps
+        self._drawn_records = len(steps)
         if not steps:
             show(
                 self.timeline, html_output("<i>The timeline appears when the first step ends.</i>")
