@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["REDACTED", "Redactor"]
+__all__ = ["REDACTED", "Redactor", "redacted"]
 
 REDACTED = "[REDACTED]"
 
@@ -131,3 +131,15 @@ class Redactor:
 def _secret_key(name: str) -> bool:
     """Whether a key names a secret (``api_key``, ``password``, ``Authorization``...)."""
     return _KEY_NAME.match(name) is not None
+
+
+_PATTERNS = Redactor()
+
+
+def redacted(text: str) -> str:
+    """``text`` with the built-in patterns applied: for errors a run keeps and a model reads.
+
+    An exception's message may quote a credential (a client's "invalid key sk-…"); what a run
+    keeps goes to the store and, as a tool error, to the model's provider.
+    """
+    return _PATTERNS.text(text)

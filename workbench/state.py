@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterable, Mapping
 from enum import Enum, StrEnum
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from workbench._record import Record
 from workbench.errors import InvalidTransition, StateFormatError
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
+from workbench.redact import redacted
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -199,12 +200,21 @@ class PendingCall(Record):
 
 
 class ErrorInfo(Record):
-    """An error kept in the state: what it was, and where it happened."""
+    """An error kept in the state: what it was, and where it happened.
+
+    Its message is redacted as it is made (`workbench.redact.redacted`): it is stored, shown,
+    and read by a calling run's model when a sub-run fails.
+    """
 
     type: str
     message: str
     phase: Phase | None = None
     step: int | None = None
+
+    @field_validator("message")
+    @classmethod
+    def _no_secrets(cls, message: str) -> str:
+        return redacted(message)
 
 
 class RerunOf(Record):

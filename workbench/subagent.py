@@ -32,7 +32,6 @@ from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolRe
 from workbench.models.base import Model
 from workbench.models.replay import ReplayModel
 from workbench.records import RunResult, SubagentResult
-from workbench.redact import Redactor
 from workbench.state import AgentState, ExecutionStatus, StopReason
 from workbench.stepping import SubRun as _SubRun
 from workbench.stepping import drive
@@ -299,7 +298,7 @@ def _summary(name: str, runs: tuple[RunResult, ...], usage: Usage) -> SubagentRe
         steps=sum(len({s.index for s in r.steps}) for r in runs),
         tools_used=tuple(tools_used),
         usage=usage,
-        error=_redacted(result.error.message) if result.error else None,
+        error=result.error.message if result.error else None,  # redacted when made
     )
 
 
@@ -326,7 +325,7 @@ def _returned(name: str, runs: tuple[RunResult, ...], paused: AgentState | None)
 
 def _problem(name: str, result: RunResult) -> str | None:
     if result.status is not ExecutionStatus.COMPLETED:
-        why = _redacted(result.error.message) if result.error else result.status.value
+        why = result.error.message if result.error else result.status.value
         return f"Sub-agent {name!r} did not finish: {why}"
     if result.stop_reason not in (StopReason.COMPLETED, StopReason.TASK_COMPLETE):
         assert result.stop_reason is not None
@@ -335,14 +334,6 @@ def _problem(name: str, result: RunResult) -> str | None:
             f"answering; its last words: {result.output or '(none)'}"
         )
     return None
-
-
-_REDACTOR = Redactor()
-
-
-def _redacted(error: str) -> str:
-    """A sub-run's error as the parent's model may read it: its provider is not to see secrets."""
-    return _REDACTOR.text(error)
 
 
 def _refused(name: str, why: str) -> ToolReturn:

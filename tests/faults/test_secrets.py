@@ -208,3 +208,46 @@ def test_a_password_in_the_base_url_leaves_by_no_path(
     stats = telemetry.export_stats
     assert stats is not None and PASSWORD not in stats.endpoint
     assert_nowhere(PASSWORD, paths)
+
+
+# --- beyond the issue: a key quoted by a tool's or the loop's exception ---------------------------
+
+SHAPED = "sk-live4f9Qz7Lm2Xc8Vb1N"
+"""A key with a known shape (the built-in patterns know it), as a library's error would quote."""
+
+
+def test_a_key_in_a_tool_error_reaches_neither_the_model_nor_any_path(
+    receiver: TraceReceiver, tmp_path: Path
+) -> None:
+    @wb.tool
+    def charge(amount: int) -> str:
+        """Charge the card."""
+        raise PermissionError(f"invalid api key {SHAPED} for account 7")
+
+    model = wb.ScriptedModel([wb.ModelResponse.tool_call("charge", {"amount": 3}), "sorry"])
+    telemetry = wb.Telemetry(capture_content=True, otlp_endpoint=receiver.url)
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    agent = wb.Agent(model=model, tools=[charge], telemetry=telemetry, store=store)
+    result = agent.run_sync("pay")
+    store.close()
+    read = [
+        p.content for m in model.calls[1].messages for p in m.parts if isinstance(p, wb.ToolResult)
+    ]
+    assert read == [
+        "Tool 'charge' failed: PermissionError: invalid api key [REDACTED] for account 7"
+    ]
+    paths = everything_written(tmp_path, telemetry, receiver)
+    paths |= {"what the model read": "\n".join(read), "the result": f"{result!r} {result.steps!r}"}
+    assert_nowhere(SHAPED, paths)
+
+
+def test_a_key_in_the_exception_that_fails_a_run_is_not_kept() -> None:
+    def leaky(messages: list[wb.Message], info: object) -> str:
+        raise RuntimeError(f"upstream refused Authorization: Bearer {SHAPED}")
+
+    store = wb.RunStore(":memory:")
+    result = wb.Agent(model=wb.FunctionModel(leaky), store=store).run_sync("hi")
+    assert result.status is wb.ExecutionStatus.FAILED and result.state.error is not None
+    assert result.state.error.message == "upstream refused Authorization: Bearer [REDACTED]"
+    stored = store.load(result.run_id)
+    assert SHAPED not in stored.state.model_dump_json() + repr(stored.steps)
