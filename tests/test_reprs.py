@@ -47,3 +47,16 @@ def test_run_diff_repr_is_short_and_html_marks_the_first_divergence() -> None:
     assert "first divergence: step 1" in html and "changed" in html
     assert "&lt;i&gt;other&lt;/i&gt;" in html and "<i>other</i>" not in html
     assert "agree on every step" in wb.diff(a, a)._repr_html_()
+
+
+def test_printing_a_run_its_state_or_a_snapshot_shows_no_metadata_or_conversation() -> None:
+    key = "sk-" + "q" * 24
+    agent = wb.Agent(model=wb.ScriptedModel(["the answer"]), store=False)
+    result = agent.run_sync("a private question", metadata={"api_key": key})
+    shown = [result, result.state, result.snapshots[0], result.steps[0]]
+    for text in [*map(str, shown), *map(repr, shown)]:
+        assert key not in text and "private question" not in text
+        assert len(text) < 300
+    assert str(result.state) == repr(result.state)
+    assert "status=completed" in repr(result.state) and "messages=2" in repr(result.state)
+    assert repr(result.snapshots[0]).startswith("StepContext(id='snap_")

@@ -42,6 +42,9 @@ class Record(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
+    def __str__(self) -> str:  # pydantic's lists every field: a short repr is what prints
+        return repr(self)
+
     def _repr_html_(self) -> str | None:
         render = _HTML_VIEWS.get(type(self))
         return render(self) if render is not None else None

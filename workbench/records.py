@@ -224,6 +224,13 @@ class StepContext(Record):
     tool_definitions: tuple[ToolDefinition, ...] = ()
     """What the model is told about each tool (``gen_ai.tool.definitions``, tool descriptions)."""
 
+    def __repr__(self) -> str:  # short: the state it holds has every message and the metadata
+        return (
+            f"StepContext(id={self.id!r}, run_id={self.run_id!r}, step={self.step}, "
+            f"model={self.model_name!r}, tools={len(self.tool_names)}, "
+            f"messages={self.message_count})"
+        )
+
 
 class StepDraft(Record):
     """The step under way, as the loop fills it in; `record` makes its `StepRecord`."""

@@ -203,9 +203,6 @@ class SessionState(Record):
             f"executions={len(self.executions)}, messages={len(self.messages)}{paused}{forked})"
         )
 
-    def __str__(self) -> str:  # pydantic's str lists every field, as its repr would
-        return repr(self)
-
     @property
     def kept(self) -> tuple[ExecutionEntry, ...]:
         """The executions whose messages are still in the conversation."""

@@ -291,6 +291,14 @@ class AgentState(Record):
     """The trace id this execution's spans go under, chosen when it starts (with or without
     telemetry: `workbench.traceids.new_trace_id`), so a run pushed later keeps it."""
 
+    def __repr__(self) -> str:  # short: the messages and metadata (maybe a key) fill a log
+        return (
+            f"AgentState(run_id={self.run_id!r}, agent={self.agent_name!r}, depth={self.depth}, "
+            f"status={self.status.value}, stop_reason={self.stop_reason}, step={self.step}, "
+            f"next_phase={self.next_phase.value}, messages={len(self.messages)}, "
+            f"pending={len(self.pending)}, tokens={self.usage.total_tokens})"
+        )
+
     def moved(self, transition: Transition, **changes: object) -> AgentState:
         """A copy after ``transition`` (and ``changes``); `InvalidTransition` if it cannot happen.
 
