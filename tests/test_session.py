@@ -491,6 +491,16 @@ def test_agent_state_fork_keeps_messages_up_to_the_step() -> None:
         state.fork(up_to_step=-1)
 
 
+def test_agent_state_fork_at_a_paused_step_leaves_out_the_waiting_call_and_is_a_root() -> None:
+    agent = _tool_agent()
+    paused = agent.run_sync("delete a.txt")
+    assert paused.state.pending  # step 1's call waits for approval
+    fork = paused.state.fork(up_to_step=1)
+    assert [m.role for m in fork.messages] == ["user"]  # the call alone made the message
+    sub = paused.state.model_copy(update={"parent_run_id": "run_lead", "depth": 1})
+    assert sub.fork(up_to_step=1).parent_run_id is None  # nobody called the fork
+
+
 def test_views_draw_boundaries_and_summaries_escaped() -> None:
     seen: list[list[str]] = []
     session = wb.Session(_agent(seen), retention=wb.Retention(max_executions=1, summarize=True))

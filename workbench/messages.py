@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -30,6 +31,7 @@ __all__ = [
     "ToolDefinition",
     "ToolResult",
     "Usage",
+    "answered_only",
     "new_call_id",
     "with_unique_call_ids",
 ]
@@ -305,3 +307,29 @@ def with_unique_call_ids(parts: tuple[TextPart | ToolCall, ...]) -> tuple[TextPa
                 part = part.model_copy(update={"call_id": call_id})
         unique.append(part)
     return tuple(unique)
+
+
+def answered_only(messages: Iterable[Message]) -> tuple[Message, ...]:
+    """The messages without the tool calls that have no result, and without messages left empty.
+
+    A provider refuses a conversation holding a call nobody answered: a conversation taken from a
+    run that ended, paused or was cut mid-step (a sub-agent's shared context, a session's next
+    execution, a fork) goes on without them. The run's own record keeps them.
+    """
+    messages = tuple(messages)
+    answered = {
+        part.call_id
+        for message in messages
+        for part in message.parts
+        if isinstance(part, ToolResult | RetryPrompt)
+    }
+    kept = []
+    for message in messages:
+        parts = tuple(
+            p for p in message.parts if not isinstance(p, ToolCall) or p.call_id in answered
+        )
+        if parts == message.parts:
+            kept.append(message)
+        elif parts:
+            kept.append(message.model_copy(update={"parts": parts}))
+    return tuple(kept)

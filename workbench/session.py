@@ -21,7 +21,12 @@ from workbench._sync import run_sync
 from workbench.errors import SessionBusy
 from workbench.hooks.events import PreCompactInput
 from workbench.hooks.runner import HookDispatch, HookLog
-from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
+from workbench.messages import (
+    JsonValue,
+    Message,
+    Usage,
+    answered_only,
+)
 from workbench.models.base import ModelRequest, ModelSettings
 from workbench.records import RunResult
 from workbench.session_state import (
@@ -255,7 +260,7 @@ class Session:
         kept = ExecutionEntry.of(execution, cut.state)
         forked = SessionState(
             agent_name=state.agent_name,
-            messages=_answered_only(upto.messages),  # a step cut while its calls waited
+            messages=answered_only(upto.messages),  # a step cut while its calls waited
             executions=(
                 *state.executions[: execution - 1],
                 kept.model_copy(update={"output": _answer(cut.state.messages)}),
@@ -291,7 +296,7 @@ class Session:
         entries = state.executions[:-1] if again else state.executions
         paused = result.state if result.status is ExecutionStatus.PAUSED else None
         if paused is None:  # an execution that ended mid-step never answers its calls
-            made = _answered_only(made)
+            made = answered_only(made)
         self._state = state.model_copy(
             update={
                 "messages": (*history, *made),
@@ -460,31 +465,6 @@ def _made_by_execution(state: AgentState, history: int) -> tuple[Message, ...]:
             break
         system += 1
     return state.messages[system + history :]
-
-
-def _answered_only(messages: Sequence[Message]) -> tuple[Message, ...]:
-    """The messages without tool calls that have no result (and without messages left empty).
-
-    An execution aborted or failed before its tools ran, or cut by a fork while its calls waited
-    for approval, is over with calls nobody will answer; a provider refuses a conversation
-    holding such a call, so the next execution is not sent them. The run's record keeps them.
-    """
-    answered = {
-        part.call_id
-        for message in messages
-        for part in message.parts
-        if isinstance(part, ToolResult | RetryPrompt)
-    }
-    out = []
-    for message in messages:
-        parts = tuple(
-            p for p in message.parts if not isinstance(p, ToolCall) or p.call_id in answered
-        )
-        if parts == message.parts:
-            out.append(message)
-        elif parts:
-            out.append(message.model_copy(update={"parts": parts}))
-    return tuple(out)
 
 
 def _cut(result: RunResult, step: int) -> RunResult:

@@ -19,7 +19,15 @@ from pydantic import Field, ValidationError, field_validator
 
 from workbench._record import Record
 from workbench.errors import InvalidTransition, StateFormatError
-from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
+from workbench.messages import (
+    JsonValue,
+    Message,
+    RetryPrompt,
+    ToolCall,
+    ToolResult,
+    Usage,
+    answered_only,
+)
 from workbench.redact import redacted
 
 __all__ = [
@@ -342,7 +350,9 @@ class AgentState(Record):
         The messages kept are those before the first message this run made after step
         ``up_to_step``: the history it started with, and every step up to that one whole (a
         step's tool results belong to it). Messages keep their provenance, so the new run's
-        history still says which run and step made each of them.
+        history still says which run and step made each of them. Calls of that step still
+        waiting for an answer are left out (a model may not be sent a call without its result),
+        and the new run is a root: no run called it.
         """
         if not 0 <= up_to_step <= self.step:
             raise ValueError(f"run {self.run_id} has steps 0..{self.step}, not {up_to_step}")
@@ -352,10 +362,9 @@ class AgentState(Record):
             if m.run_id == self.run_id and m.step is not None and m.step > up_to_step
         )
         cut = next(later, len(self.messages))
-        return AgentState(
+        return AgentState(  # a run of its own: no caller's tree, no call left unanswered
             agent_name=self.agent_name,
-            parent_run_id=self.parent_run_id,
-            messages=self.messages[:cut],
+            messages=answered_only(self.messages[:cut]),
             metadata=dict(self.metadata),
         )
 

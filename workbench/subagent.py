@@ -28,7 +28,12 @@ from workbench.conditions import Budget, MaxCost, MaxTokens, StopCondition, Time
 from workbench.errors import ReplayDivergence
 from workbench.hooks.events import SubagentStartInput, SubagentStopInput
 from workbench.hooks.runner import ParentHooks, parent_hooks
-from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
+from workbench.messages import (
+    JsonValue,
+    Message,
+    Usage,
+    answered_only,
+)
 from workbench.models.base import Model
 from workbench.models.replay import ReplayModel
 from workbench.records import RunResult, SubagentResult
@@ -349,30 +354,13 @@ def _last_messages(messages: Sequence[Message], count: int | Literal["all"]) -> 
     """
     if count != "all" and count <= 0:  # the default: nothing to look through
         return ()
-    shared = [m for m in messages if m.role != "system"]
-    answered = {
-        p.call_id
-        for m in shared
-        for p in m.parts
-        if isinstance(p, ToolResult | RetryPrompt) and p.call_id is not None
-    }
-    kept = []
-    for message in shared:
-        parts = tuple(p for p in message.parts if _kept(p, answered))
-        if parts:
-            kept.append(
-                message if parts == message.parts else message.model_copy(update={"parts": parts})
-            )
+    kept = answered_only(m for m in messages if m.role != "system")
     if count != "all":
         start = max(0, len(kept) - count)
         while start > 0 and kept[start].role == "tool":
             start -= 1
         kept = kept[start:]
-    return tuple(kept)
-
-
-def _kept(part: object, answered: set[str]) -> bool:
-    return not isinstance(part, ToolCall) or part.call_id in answered
+    return kept
 
 
 def _subrun_answers(
