@@ -308,3 +308,15 @@ def test_a_sub_run_whose_own_sub_run_differs_is_shown() -> None:
     assert "the runs agree on every step, but sub-run 1 differs (below)" in lines
     assert "sub-run 1: the runs agree on every step, but sub-run 1 differs (below)" in lines
     assert any(line.startswith("sub-run 1: sub-run 1: step 1: changed") for line in lines)
+
+
+def test_the_notebook_view_of_a_tree_diff_shows_the_sub_runs_that_differ() -> None:
+    from workbench.notebook.reprs import run_diff_html
+
+    a = _lead_of_a_worker("<b>this</b> way").run_sync("go")
+    b = _lead_of_a_worker("that way").run_sync("go")
+    html = run_diff_html(wb.diff(a, b))
+    assert "the runs agree on every step, but sub-runs 1, 2 differ (below)" in html
+    assert html.count("<b>sub-run ") == 2 and html.count("class='wb-run-diff'") == 3
+    assert "first divergence: step 1" in html  # each worker's own verdict
+    assert "&lt;b&gt;this&lt;/b&gt;" in html and "<b>this</b>" not in html  # model text is text

@@ -135,6 +135,28 @@ class RunDiff(Record):
         return next((s.step for s in self.steps if s.changed), None)
 
     @property
+    def differing_subruns(self) -> tuple[int, ...]:
+        """The 1-based positions in `subruns` of those that differ, or have a sub-run that does."""
+        return tuple(i for i, sub in enumerate(self.subruns, 1) if _diverges(sub))
+
+    @property
+    def verdict(self) -> str:
+        """One line: the first divergence, or that the runs agree (and which sub-runs do not).
+
+        Empty for a sub-run only one run has: it has no steps to agree on.
+        """
+        first, differ = self.first_divergence, self.differing_subruns
+        if first is not None:
+            return f"first divergence: step {first}"
+        if differ:  # the run's own steps agree, so the answer is in its sub-runs
+            numbers = ", ".join(str(i) for i in differ)
+            which = (
+                f"sub-run {numbers} differs" if len(differ) == 1 else f"sub-runs {numbers} differ"
+            )
+            return f"the runs agree on every step, but {which} (below)"
+        return "the runs agree on every step" if self.a_id and self.b_id else ""
+
+    @property
     def changed_steps(self) -> tuple[int, ...]:
         """The steps that differ."""
         return tuple(s.step for s in self.steps if s.changed)
@@ -610,17 +632,9 @@ def _text_lines(d: RunDiff) -> list[str]:
     for label, (status, stop, output) in (("a", d.a_final), ("b", d.b_final)):
         shown = output if output is None or len(output) <= 80 else f"{output[:80]}…"
         lines.append(f"end {label}: {status}, stop reason {stop or '-'}, output {shown!r}")
-    first = d.first_divergence
-    differ = [i for i, sub in enumerate(d.subruns, 1) if _diverges(sub)]
-    if first is not None:
-        lines.append(f"first divergence: step {first}")
-    elif differ:  # the run's own steps agree, so the answer is in its sub-runs
-        numbers = ", ".join(str(i) for i in differ)
-        which = f"sub-run {numbers} differs" if len(differ) == 1 else f"sub-runs {numbers} differ"
-        lines.append(f"the runs agree on every step, but {which} (below)")
-    elif d.a_id and d.b_id:  # a sub-run only one run has has no steps to agree on
-        lines.append("the runs agree on every step")
-    for i in differ:
+    if d.verdict:
+        lines.append(d.verdict)
+    for i in d.differing_subruns:
         lines += [f"sub-run {i}: " + line for line in _text_lines(d.subruns[i - 1])]
     return lines
 

@@ -99,8 +99,11 @@ def run_diff_html(diff: RunDiff) -> str:
             f"<td style='{_CELL};white-space:pre-wrap'>{_changes(step)}</td>"
             f"<td style='{_CELL}'>{delta}</td></tr>"
         )
-    first = diff.first_divergence
-    verdict = "the runs agree on every step" if first is None else f"first divergence: step {first}"
+    subruns = "".join(
+        f"<div style='margin:6px 0 0 16px'><b>sub-run {i}</b>{run_diff_html(diff.subruns[i - 1])}"
+        "</div>"
+        for i in diff.differing_subruns
+    )
     ends = "".join(
         f"<div>end {label}: {escape(status)}, stop reason {escape(stop or '-')}, output "
         f"<span style='white-space:pre-wrap'>{escape(repr(output))}</span></div>"
@@ -113,5 +116,5 @@ def run_diff_html(diff: RunDiff) -> str:
         "<table style='border-collapse:collapse;margin:4px 0'><tr>"
         f"<th style='{_CELL}'>step</th><th style='{_CELL}'>status</th>"
         f"<th style='{_CELL}'>what changed</th><th style='{_CELL}'>time b − a</th></tr>"
-        f"{''.join(rows)}</table>{ends}<b>{verdict}</b></div>"
+        f"{''.join(rows)}</table>{ends}<b>{escape(diff.verdict)}</b>{subruns}</div>"
     )
