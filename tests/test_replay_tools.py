@@ -603,3 +603,45 @@ def test_a_sub_run_given_more_turns_by_a_subagent_stop_hook_replays_each_turn() 
     again = lead(replay, _never("researcher")).run_sync("?")
     assert again.status is wb.ExecutionStatus.COMPLETED, again.error
     assert _shape(again) == _shape(recorded)
+
+
+def _chain(search_description: str, lead_model: wb.Model | None = None) -> wb.Agent:
+    """lead -> delegate (mid) -> deeper (inner) -> search, with search described as given."""
+
+    @wb.tool(description=search_description)
+    def search(q: str) -> str:
+        return f"found {q}"
+
+    inner = wb.Agent(
+        wb.ScriptedModel([R.tool_call("search", {"q": "x"}, call_id="s"), "inner done"]),
+        name="inner",
+        tools=[search],
+        store=False,
+    )
+    mid = wb.Agent(
+        wb.ScriptedModel([R.tool_call("deeper", {"task": "t"}, call_id="d"), "mid done"]),
+        name="mid",
+        tools=[inner.as_tool("deeper")],
+        store=False,
+    )
+    lead_model = lead_model or wb.ScriptedModel(
+        [R.tool_call("delegate", {"task": "x"}, call_id="c"), "lead done"]
+    )
+    return wb.Agent(lead_model, name="lead", tools=[mid.as_tool("delegate")], store=False)
+
+
+def test_a_departure_deep_in_the_tree_fails_the_lead_where_it_happened_and_keeps_the_tree() -> None:
+    recorded = _chain("Search.").run_sync("go")
+    replay = wb.ReplayModel.from_run(recorded, strict=True)
+    result = _chain("Search the web.", replay).run_sync("go")
+    assert result.status is wb.ExecutionStatus.FAILED and result.error is not None
+    assert result.error.step == 1 and result.error.phase is wb.Phase.TOOLS  # not at step 2
+    assert result.error.message.startswith(
+        "replay departs from the recording at step 1: sub-agent 'mid' (call c) departs from its "
+        "recording at its step 1: sub-agent 'inner' (call d) departs from its recording at its "
+        "step 1: tool 'search' (description)"
+    )
+    assert "+ sent:     '\"Search the web.\"'" in result.error.message
+    mid = result.children[0]  # nothing is lost: the failed sub-runs are in the tree
+    assert mid.status is wb.ExecutionStatus.FAILED and mid.children[0].state.agent_name == "inner"
+    assert [s.index for s in result.steps] == [1] and result.steps[0].tool_outcomes[0].subagent

@@ -53,6 +53,14 @@ class AgentRun:
         return self._execution.state
 
     @property
+    def failure(self) -> Exception | None:
+        """The exception that failed the run in this process, if one did.
+
+        `state.error` is what is kept of it, in the store and across processes.
+        """
+        return self._execution.failure
+
+    @property
     def steps(self) -> tuple[StepRecord, ...]:
         """Records of the steps so far."""
         return tuple(self._execution.steps)

@@ -82,6 +82,9 @@ class Execution:
         spent reading between manual steps)."""
         self._phase_started: float | None = None
         """When the phase under way started; None between phases."""
+        self.failure: Exception | None = None
+        """The exception that failed this execution, for callers in this process (the state
+        keeps its `ErrorInfo`): a sub-run's caller tells a replay's departure by it."""
         self._stop_asked: StopReason | None = None
         """An end asked for during a phase (an abort); it takes effect when the phase ends."""
         self._step_tools: Mapping[str, Tool] = config.tools
@@ -347,8 +350,10 @@ class Execution:
             subrun_answers={} if not waiting else self.state.subrun_answers,
             subruns=self._runner.subruns(self.state),
         )
-        if exceeded is not None:  # raised only now, so the answers are kept in the state
-            raise exceeded
+        departed = next((r.departed for r in results if r.departed is not None), None)
+        for failure in (departed, exceeded):  # raised only now: the answers are kept in the state
+            if failure is not None:
+                raise failure
 
     def _count_retries(
         self, results: list[CallResult]
@@ -435,6 +440,7 @@ class Execution:
         error = ErrorInfo(
             type=type(exc).__name__, message=str(exc), phase=phase, step=self.state.step
         )
+        self.failure = exc
         self._end(StopReason.ERROR, error=error)
 
     async def _wind_up(self) -> None:

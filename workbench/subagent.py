@@ -221,13 +221,31 @@ def subagent_tool(
             in_parent_trace = paused.model_copy(update={"trace_id": parent_state.trace_id})
             answers = _subrun_answers(parent_state, paused)
             first = agent.start_resume(in_parent_trace, *answers, model=model)
-        runs = await _run_with_hooks(agent.name, first, start, parent_hooks.get(), paused is None)
-        return _returned(agent.name, runs, paused)
+        hooks = parent_hooks.get()
+        runs, last = await _run_with_hooks(agent.name, first, start, hooks, paused is None)
+        returned = _returned(agent.name, runs, paused)
+        if model is None or not isinstance(last.failure, ReplayDivergence):
+            return returned
+        departed = _departed(agent.name, ctx, last.failure)  # where the replay really departed
+        return returned.model_copy(update={"departed": departed})
 
     return SubagentTool(function=run_subagent, name=name, description=description)
 
 
-def _replay_model(name: str, ctx: ToolContext) -> Model | None:
+def _departed(name: str, ctx: ToolContext, divergence: ReplayDivergence) -> ReplayDivergence:
+    """A sub-run's departure from its recording, as the calling run's: where it really happened.
+
+    The sub-run failed on it; answered as a tool error, the parent's next request would depart
+    in turn and report that instead, the sub-run's cause cut short inside a tool result.
+    """
+    detail = (
+        f"sub-agent {name!r} (call {ctx.call_id}) departs from its recording at its step "
+        f"{divergence.step}: {divergence.detail}"
+    )
+    return ReplayDivergence(ctx.step, detail, diff=divergence.diff)
+
+
+def _replay_model(name: str, ctx: ToolContext) -> ReplayModel | None:
     """In a replay, the sub-run's model: a replay of what this call recorded; else None."""
     recorded = ctx.replaying
     if recorded is None:
@@ -246,10 +264,11 @@ _Start = Callable[[str, tuple[Message, ...], dict[str, JsonValue]], _SubRun]
 
 async def _run_with_hooks(
     name: str, run: _SubRun, start: _Start, parent: ParentHooks | None, fresh: bool
-) -> tuple[RunResult, ...]:
+) -> tuple[tuple[RunResult, ...], _SubRun]:
     """Run the sub-run; SubagentStop hooks of the parent may give it more turns (bounded).
 
-    Each extra turn is a new sub-run on the conversation so far; all of them are returned.
+    Each extra turn is a new sub-run on the conversation so far; all of their results are
+    returned, with the last turn's run.
     SubagentStart fires when the sub-run starts (not when it resumes), SubagentStop when it
     ends (not when it pauses).
     """
@@ -269,8 +288,9 @@ async def _run_with_hooks(
         last = runs[-1]
         earlier = tuple(m for m in last.messages if m.role != "system")
         reason = verdict.reason or "A SubagentStop hook asked you to continue."
-        runs.append(await drive(start(reason, earlier, last.state.metadata)))
-    return tuple(runs)
+        run = start(reason, earlier, last.state.metadata)
+        runs.append(await drive(run))
+    return tuple(runs), run
 
 
 def _budget_cap(budget: Budget) -> StopCondition | None:

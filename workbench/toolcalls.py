@@ -59,6 +59,8 @@ class CallResult(Record):
     """Tokens the tool spent itself (a sub-agent's run), charged to the calling run."""
     children: tuple[RunResult, ...] = ()
     """The sub-runs the tool made, children of the calling run."""
+    departed: ReplayDivergence | None = None
+    """The departure of a replayed sub-run (`ToolReturn.departed`): the calling run fails."""
 
 
 class Decision(Record):
@@ -275,7 +277,8 @@ class ToolRunner:
             result = _result(
                 call, status, returned.value, is_error=returned.is_error, subagent=returned.subagent
             )
-            result = result.model_copy(update={"usage": returned.usage, "children": returned.runs})
+            update = {"usage": returned.usage, "children": returned.runs}
+            result = result.model_copy(update={**update, "departed": returned.departed})
         feedback = await self._hooks.after_tool(call, result.outcome)
         return _with_feedback(result, feedback) if feedback else result
 

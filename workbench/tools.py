@@ -26,6 +26,7 @@ from workbench._record import Record
 from workbench.conditions import Budget, Limits, RunView
 from workbench.errors import (
     ArgumentError,
+    ReplayDivergence,
     RunFatalError,
     ToolInterrupted,
     ToolRetry,
@@ -126,6 +127,9 @@ class ToolReturn(Record):
     """The value is an error the model should read as one (the call did not do its job)."""
     waiting: AgentState | None = None
     """A sub-run that paused (its calls wait for approval): the calling run pauses with it."""
+    departed: ReplayDivergence | None = None
+    """A replayed sub-run departed from its recording: the calling run fails with this once the
+    call is recorded (its sub-run kept), not later when its own next request departs in turn."""
 
 
 ToolFunction = Callable[..., Any]
