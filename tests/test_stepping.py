@@ -225,7 +225,9 @@ def test_stepping_into_a_phase_without_sub_runs_is_just_the_phase() -> None:
     assert seen == [*_step("agent", 0, 1), *_step("agent", 0, 2)]
 
 
-def test_an_approval_inside_a_sub_run_stepped_into_pauses_the_parent_and_resumes_into_it() -> None:
+def _lead_of_a_cleaner() -> wb.Agent:
+    """lead -> clean (cleaner) -> wipe, which waits for approval (call w1, via c1)."""
+
     @wb.tool(requires_approval=True)
     def wipe(path: str) -> str:
         """Wipe."""
@@ -237,12 +239,16 @@ def test_an_approval_inside_a_sub_run_stepped_into_pauses_the_parent_and_resumes
         tools=[wipe],
         store=False,
     )
-    lead = wb.Agent(
+    return wb.Agent(
         model=wb.ScriptedModel([R.tool_call("clean", {"task": "x"}, call_id="c1"), "all done"]),
         name="lead",
         tools=[cleaner.as_tool("clean")],
         store=wb.RunStore(":memory:"),
     )
+
+
+def test_an_approval_inside_a_sub_run_stepped_into_pauses_the_parent_and_resumes_into_it() -> None:
+    lead = _lead_of_a_cleaner()
     run = lead.start("go")
     seen = [_seen(e) for e in iter(lambda: run.next_phase(into=True), None)]
     assert seen == [
@@ -405,23 +411,7 @@ def test_a_tool_breakpoint_in_parallel_sub_runs_stops_in_each_in_turn() -> None:
 def test_continue_to_a_breakpoint_where_a_sub_run_pauses_shows_the_approval_in_that_press() -> None:
     from workbench.notebook import Stepper
 
-    @wb.tool(requires_approval=True)
-    def wipe(path: str) -> str:
-        """Wipe."""
-        return f"wiped {path}"
-
-    cleaner = wb.Agent(
-        model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/tmp"}, call_id="w1"), "clean"]),
-        name="cleaner",
-        tools=[wipe],
-        store=False,
-    )
-    lead = wb.Agent(
-        model=wb.ScriptedModel([R.tool_call("clean", {"task": "x"}, call_id="c1"), "all done"]),
-        name="lead",
-        tools=[cleaner.as_tool("clean")],
-        store=wb.RunStore(":memory:"),
-    )
+    lead = _lead_of_a_cleaner()
     paused = wb.Break.when(lambda view: view.state.status is wb.ExecutionStatus.PAUSED)
     tree_paused = paused.model_copy(update={"scope": "tree"})
     stepper = Stepper(lead, "go", breakpoints=[tree_paused])

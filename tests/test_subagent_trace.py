@@ -135,27 +135,36 @@ def test_the_stored_tree_exported_is_the_live_trace() -> None:
     assert ids(rebuilt) == ids(telemetry.spans)  # a pushed tree keeps the live ids and parents
 
 
-def test_a_sub_run_resumed_with_its_parent_stays_in_the_parents_trace() -> None:
+def _paused_tree(
+    telemetry: wb.Telemetry, store: wb.RunStore | None = None
+) -> tuple[wb.Agent, wb.RunResult]:
+    """lead -> clean (cleaner) -> wipe, run until wipe waits for approval (w1, via c1)."""
+
     @wb.tool(requires_approval=True)
     def wipe(path: str) -> str:
         """Wipe."""
         return "wiped"
 
+    keep: wb.RunStore | bool = store if store is not None else False
     cleaner = wb.Agent(
         model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/"}, call_id="w1"), "clean"]),
         name="cleaner",
         tools=[wipe],
-        store=False,
+        store=keep,
     )
-    telemetry = wb.Telemetry()
     lead = wb.Agent(
         model=wb.ScriptedModel([R.tool_call("clean", {"task": "x"}, call_id="c1"), "ok"]),
         name="lead",
         tools=[cleaner.as_tool("clean")],
         telemetry=telemetry,
-        store=False,
+        store=keep,
     )
-    paused = lead.run_sync("go")
+    return lead, lead.run_sync("go")
+
+
+def test_a_sub_run_resumed_with_its_parent_stays_in_the_parents_trace() -> None:
+    telemetry = wb.Telemetry()
+    lead, paused = _paused_tree(telemetry)
     done = lead.resume_sync(paused.state, approvals={"w1": True})
     resumed_trace = done.trace_id
     assert resumed_trace is not None and resumed_trace != paused.trace_id
@@ -167,27 +176,8 @@ def test_a_sub_run_resumed_with_its_parent_stays_in_the_parents_trace() -> None:
 
 
 def test_a_stored_sub_run_paused_and_resumed_exports_as_the_live_traces() -> None:
-    @wb.tool(requires_approval=True)
-    def wipe(path: str) -> str:
-        """Wipe."""
-        return "wiped"
-
-    store = wb.RunStore(":memory:")
-    cleaner = wb.Agent(
-        model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/"}, call_id="w1"), "clean"]),
-        name="cleaner",
-        tools=[wipe],
-        store=store,
-    )
-    telemetry = wb.Telemetry()
-    lead = wb.Agent(
-        model=wb.ScriptedModel([R.tool_call("clean", {"task": "x"}, call_id="c1"), "ok"]),
-        name="lead",
-        tools=[cleaner.as_tool("clean")],
-        telemetry=telemetry,
-        store=store,
-    )
-    paused = lead.run_sync("go")
+    store, telemetry = wb.RunStore(":memory:"), wb.Telemetry()
+    lead, paused = _paused_tree(telemetry, store)
     done = lead.resume_sync(paused.state, approvals={"w1": True})
     rebuilt = spans_from_run(store.load(done.run_id))
 
