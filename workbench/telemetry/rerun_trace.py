@@ -127,10 +127,17 @@ def _parent(trace: Trace, span: SpanData) -> SpanData | None:
 
 
 def _run_span(trace: Trace, chat: SpanData) -> SpanData | None:
-    """The ``invoke_agent`` span above the model call, if the trace has one."""
+    """The ``invoke_agent`` span above the model call, if the trace has one.
+
+    A damaged file can make parents loop (a's parent b, b's parent a): the walk stops at a span
+    it has seen.
+    """
+    by_id = {s.span_id: s for s in trace.spans}
+    seen: set[str] = set()
     span: SpanData | None = chat
-    while span is not None:
+    while span is not None and span.span_id not in seen:
         if span.attributes.get(n.OPERATION) == n.OP_INVOKE_AGENT:
             return span
-        span = _parent(trace, span)
+        seen.add(span.span_id)
+        span = by_id.get(span.parent_id) if span.parent_id else None
     return None

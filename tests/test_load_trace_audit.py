@@ -1,0 +1,63 @@
+"""Traces loaded back from hand-made documents: damaged trees, odd units, secrets, bad bytes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import workbench as wb
+
+TRACE = "5b8efff798038103d269b633813fc60c"
+SECRET = "sk-proj-Abc123Def456Ghi789Jkl012"
+
+
+def _messages(*texts: str) -> str:
+    return json.dumps([{"role": "user", "parts": [{"type": "text", "content": t}]} for t in texts])
+
+
+def span(
+    span_id: str,
+    name: str,
+    parent: str | None = None,
+    start: int = 1_700_000_000_000_000_000,
+    attributes: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One OTLP/JSON span of trace `TRACE`, lasting one second."""
+    encoded: dict[str, Any] = {
+        "traceId": TRACE,
+        "spanId": span_id,
+        "name": name,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + 1_000_000_000),
+        "attributes": [
+            {"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}}
+            for k, v in (attributes or {}).items()
+        ],
+    }
+    if parent is not None:
+        encoded["parentSpanId"] = parent
+    return encoded
+
+
+def document(*spans: dict[str, Any]) -> str:
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]})
+
+
+CHAT = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": _messages("Hi")}
+
+
+@pytest.mark.timeout(20)
+def test_rerun_from_a_trace_whose_parents_form_a_cycle_ends() -> None:
+    """A damaged file can make parents loop (a <- b <- a); looking for the run span must stop."""
+    trace = wb.load_trace(
+        document(
+            span("00000000000000a1", "step", parent="00000000000000a2"),
+            span("00000000000000a2", "prepare", parent="00000000000000a1"),
+            span("00000000000000c1", "chat m", parent="00000000000000a1", attributes=CHAT),
+        )
+    )
+    agent = wb.Agent(model=wb.ScriptedModel(["Hello"]), store=False)
+    result = agent.rerun_from_trace_sync(trace, step=1)
+    assert [(m.role, m.text) for m in result.messages] == [("user", "Hi"), ("assistant", "Hello")]
