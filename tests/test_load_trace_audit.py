@@ -61,3 +61,35 @@ def test_rerun_from_a_trace_whose_parents_form_a_cycle_ends() -> None:
     agent = wb.Agent(model=wb.ScriptedModel(["Hello"]), store=False)
     result = agent.rerun_from_trace_sync(trace, step=1)
     assert [(m.role, m.text) for m in result.messages] == [("user", "Hi"), ("assistant", "Hello")]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        document({**span("00000000000000a1", "x"), "spanId": SECRET}),
+        document({**span("00000000000000a1", "x"), "traceId": SECRET}),
+        document({**span("00000000000000a1", "x"), "startTimeUnixNano": SECRET}),
+        json.dumps({SECRET: 1}),
+        f"/nonexistent/{SECRET}.json",
+        f"jaeger+http://127.0.0.1:9/{SECRET}",
+    ],
+    ids=["span id", "trace id", "time", "keys", "path", "backend trace id"],
+)
+def test_a_key_in_what_cannot_be_read_stays_out_of_the_error(source: str) -> None:
+    """Errors quote what they could not read; a key there is redacted, the rest still said."""
+    with pytest.raises(wb.TraceLoadError) as caught:
+        wb.load_trace(source)
+    assert "sk-proj" not in str(caught.value) and "[REDACTED]" in str(caught.value)
+
+
+def test_a_key_in_unreadable_content_stays_out_of_the_error() -> None:
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": f'[{{"{SECRET}'}
+    trace = wb.load_trace(document(span("00000000000000c1", "chat m", attributes=attributes)))
+    with pytest.raises(wb.TraceLoadError, match=r"gen_ai\.input\.messages") as caught:
+        trace.messages()
+    assert "sk-proj" not in str(caught.value)
+    not_a_message = {**attributes, "gen_ai.input.messages": json.dumps([{"text": SECRET}])}
+    trace = wb.load_trace(document(span("00000000000000c1", "chat m", attributes=not_a_message)))
+    with pytest.raises(wb.TraceLoadError, match="not a message") as caught:
+        trace.messages()
+    assert "sk-proj" not in str(caught.value)

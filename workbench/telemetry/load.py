@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from workbench.errors import TraceLoadError
+from workbench.redact import Redactor
 from workbench.telemetry.trace import SpanData, SpanEvent, SpanLink, Trace, dumps
 from workbench.traceids import valid_trace_id
 
@@ -58,6 +59,17 @@ def load_trace(source: str | Path, *, trace_id: str | None = None, timeout: floa
     ``trace_id`` keeps only that trace of a document holding several. ``timeout`` bounds a
     backend request, in seconds.
     """
+    try:
+        return _load(source, trace_id, timeout)
+    except TraceLoadError as exc:
+        # Errors quote what could not be read (an id, a time, a key, a path): a key there stays out
+        message = Redactor().text(str(exc))
+        if message == str(exc):
+            raise
+        raise TraceLoadError(message) from None
+
+
+def _load(source: str | Path, trace_id: str | None, timeout: float) -> Trace:
     if isinstance(source, str) and (match := _BACKEND.fullmatch(source.strip())):
         backend, base, rest = match.groups()
         fetch = _from_jaeger if backend == "jaeger" else _from_phoenix

@@ -30,6 +30,7 @@ from workbench.messages import (
     ToolResult,
     new_call_id,
 )
+from workbench.redact import Redactor
 from workbench.telemetry import names as n
 
 __all__ = ["messages_of_chat"]
@@ -78,10 +79,15 @@ def _json(attributes: Mapping[str, Any], key: str, default: Any) -> Any:
     try:
         decoded = json.loads(value)
     except ValueError:
-        raise TraceLoadError(f"{key} is not JSON (truncated?): {value[:80]!r}") from None
+        raise TraceLoadError(f"{key} is not JSON (truncated?): {_excerpt(value)}") from None
     if not isinstance(decoded, list):
         raise TraceLoadError(f"{key} is not a list of messages")
     return decoded
+
+
+def _excerpt(text: str) -> str:
+    """The start of content that could not be read, for an error, with any key in it redacted."""
+    return repr(Redactor().text(text[:200])[:80])
 
 
 def _text_of(parts: list[Any]) -> str:
@@ -90,7 +96,7 @@ def _text_of(parts: list[Any]) -> str:
 
 def _conventions(message: Any) -> Message:
     if not isinstance(message, dict) or "role" not in message:
-        raise TraceLoadError(f"not a message in the conventions' shape: {str(message)[:80]!r}")
+        raise TraceLoadError(f"not a message in the conventions' shape: {_excerpt(str(message))}")
     role = str(message["role"])
     parts = [_part(p) for p in message.get("parts", [])]
     if role == "system":
