@@ -93,3 +93,46 @@ def test_a_key_in_unreadable_content_stays_out_of_the_error() -> None:
     with pytest.raises(wb.TraceLoadError, match="not a message") as caught:
         trace.messages()
     assert "sk-proj" not in str(caught.value)
+
+
+@pytest.mark.parametrize("unit", [1_000_000_000, 1_000_000, 1_000], ids=["s", "ms", "us"])
+def test_epoch_times_written_in_another_unit_are_read_as_nanoseconds(unit: int) -> None:
+    """A hand-written exporter's seconds, milliseconds or microseconds: not a span of 1970."""
+    start_ns = 1_700_000_000_000_000_000
+    encoded = span("00000000000000a1", "work", start=start_ns // unit)
+    encoded["endTimeUnixNano"] = str((start_ns + 2_000_000_000) // unit)
+    encoded["events"] = [{"name": "mark", "timeUnixNano": str((start_ns + 1_000_000_000) // unit)}]
+    (loaded,) = wb.load_trace(document(encoded)).spans
+    assert (loaded.start_ns, loaded.end_ns) == (start_ns, start_ns + 2_000_000_000)
+    assert loaded.events[0].time_ns == start_ns + 1_000_000_000
+
+
+def test_a_jaeger_file_with_nanosecond_times_is_read_as_nanoseconds() -> None:
+    """Jaeger's times are microseconds; a file written with nanoseconds is not 1000x too late."""
+    start_ns = 1_700_000_000_000_000_000
+    jaeger = {
+        "data": [
+            {
+                "traceID": TRACE,
+                "spans": [
+                    {
+                        "traceID": TRACE,
+                        "spanID": "00000000000000a1",
+                        "operationName": "work",
+                        "startTime": start_ns,
+                        "duration": 2_000_000_000,
+                        "logs": [{"timestamp": start_ns + 1_000_000_000, "fields": []}],
+                    }
+                ],
+            }
+        ]
+    }
+    (loaded,) = wb.load_trace(json.dumps(jaeger)).spans
+    assert (loaded.start_ns, loaded.end_ns) == (start_ns, start_ns + 2_000_000_000)
+    assert loaded.events[0].time_ns == start_ns + 1_000_000_000
+
+
+def test_relative_times_are_kept() -> None:
+    """Small times (a test's, a clock from zero) are no epoch time in any unit: kept as they are."""
+    (loaded,) = wb.load_trace(document(span("00000000000000a1", "work", start=5))).spans
+    assert loaded.start_ns == 5

@@ -11,6 +11,9 @@ Sources:
 - ``phoenix+http://host:6006/PROJECT/TRACE_ID``: Phoenix's REST API
   (``/v1/projects/{project}/spans/otlpv1?trace_id=...``, paged).
 
+Epoch times written in seconds, milliseconds or microseconds where the format wants nano- (or,
+for Jaeger, micro-) seconds are recognised by their size and read as nanoseconds (`_to_ns`).
+
 Whatever cannot be read raises `TraceLoadError` saying what and where: a truncated file, a shape
 that is none of these, ids of the wrong length, a backend that is down, slow, or has no such trace.
 """
@@ -275,16 +278,17 @@ def _otlp_span(
         span, _SPAN_FIELDS
     )
     start = _int(start or 0)
+    ns = _to_ns(start)
     return SpanData(
         trace_id=_id(trace_id, 16, "trace"),
         span_id=_id(span_id, 8, "span"),
         parent_id=_id(parent, 8, "parent span") if parent else None,
         name=str(name or ""),
         kind=_otlp_kind(kind or 0),
-        start_ns=start,
-        end_ns=max(start, _int(end or start)),
+        start_ns=ns(start),
+        end_ns=ns(max(start, _int(end or start))),
         attributes=shape(_attributes(attributes)),
-        events=tuple(_otlp_event(e, start, shape) for e in _checked_list(events, "events")),
+        events=tuple(_otlp_event(e, start, ns, shape) for e in _checked_list(events, "events")),
         links=tuple(_otlp_link(link) for link in _checked_list(links, "links")),
         status=_status(_field(status, "code", default=0) if status else 0),
         status_message=str(_field(status, "message", default="") or "") if status else "",
@@ -294,11 +298,14 @@ def _otlp_span(
 
 
 def _otlp_event(
-    event: Any, start: int, shape: Callable[[dict[str, Any]], dict[str, Any]]
+    event: Any,
+    start: int,
+    ns: Callable[[int], int],
+    shape: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> SpanEvent:
     return SpanEvent(
         name=str(_field(event, "name", default="")),
-        time_ns=_int(_field(event, "timeUnixNano", default=start) or start),
+        time_ns=ns(_int(_field(event, "timeUnixNano", default=start) or start)),
         attributes=shape(_attributes(_field(event, "attributes"))),
     )
 
@@ -339,6 +346,33 @@ def _hex_id(value: str, size: int) -> str | None:
     except (binascii.Error, ValueError):
         return None
     return raw.hex() if len(raw) == size else None
+
+
+def _keep_ns(time: int) -> int:
+    return time
+
+
+@functools.cache
+def _scaled(factor: int, divide: bool) -> Callable[[int], int]:
+    return (lambda time: time // factor) if divide else (lambda time: time * factor)
+
+
+def _to_ns(start: int) -> Callable[[int], int]:
+    """What turns a span's times (judged by its start) into epoch nanoseconds.
+
+    OTLP times are nanoseconds and Jaeger's microseconds, but exporters written by hand use the
+    unit they had, and a time off by a factor of 1000 puts a 2024 span in January 1970 (or
+    millennia ahead) and every duration 1000 times off. Epoch times from 1973 to 2286 fall in
+    separate decades in each unit (seconds 1e8..1e10, ms 1e11..1e13, µs 1e14..1e16, ns
+    1e17..1e19), so the start says the unit. Times below 1e8 are relative (a clock from zero, a
+    test's) and kept.
+    """
+    if start < 10**8 or 10**17 <= start < 10**20:
+        return _keep_ns
+    if start >= 10**20:
+        return _scaled(1000, divide=True)
+    factor = 10**9 if start < 10**11 else 10**6 if start < 10**14 else 10**3
+    return _scaled(factor, divide=False)
 
 
 def _int(value: Any) -> int:
@@ -472,16 +506,17 @@ def _jaeger_span(span: Any, processes: Mapping[str, Any]) -> SpanData:
     if status not in ("ok", "error"):
         status = "error" if tags.get("error") is True else "unset"
     start = _int(_field(span, "startTime", default=0)) * 1000
+    ns = _to_ns(start)
     return SpanData(
         trace_id=trace_id,
         span_id=_id(_jaeger_hex(_field(span, "spanID"), 16), 8, "span"),
         parent_id=parent,
         name=str(_field(span, "operationName", default="")),
         kind=str(tags.get("span.kind", "internal")).upper(),
-        start_ns=start,
-        end_ns=start + _int(_field(span, "duration", default=0)) * 1000,
+        start_ns=ns(start),
+        end_ns=ns(start + _int(_field(span, "duration", default=0)) * 1000),
         attributes={k: v for k, v in tags.items() if k not in _JAEGER_SPECIAL},
-        events=tuple(_jaeger_log(log) for log in _list(span, "logs")),
+        events=tuple(_jaeger_log(log, ns) for log in _list(span, "logs")),
         links=tuple(links),
         status=status,
         status_message=str(tags.get("otel.status_description", "")),
@@ -516,9 +551,8 @@ def _jaeger_value(tag: Mapping[str, Any]) -> Any:
     return value if isinstance(value, str) else dumps(value)
 
 
-def _jaeger_log(log: Any) -> SpanEvent:
+def _jaeger_log(log: Any, ns: Callable[[int], int]) -> SpanEvent:
     fields = _jaeger_tags(_field(log, "fields"))
     name = str(fields.pop("event", "log"))
-    return SpanEvent(
-        name=name, time_ns=_int(_field(log, "timestamp", default=0)) * 1000, attributes=fields
-    )
+    time = ns(_int(_field(log, "timestamp", default=0)) * 1000)
+    return SpanEvent(name=name, time_ns=time, attributes=fields)
