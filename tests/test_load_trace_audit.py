@@ -136,3 +136,21 @@ def test_relative_times_are_kept() -> None:
     """Small times (a test's, a clock from zero) are no epoch time in any unit: kept as they are."""
     (loaded,) = wb.load_trace(document(span("00000000000000a1", "work", start=5))).spans
     assert loaded.start_ns == 5
+
+
+def _chat_with(text: str) -> dict[str, Any]:
+    return span(
+        "00000000000000c1",
+        "chat m",
+        attributes={"gen_ai.operation.name": "chat", "gen_ai.input.messages": _messages(text)},
+    )
+
+
+def test_bytes_that_are_not_utf8_are_replaced_not_the_whole_file_refused(tmp_path: Any) -> None:
+    """One bad byte in one value (a latin-1 writer, a cut multi-byte character) costs that byte."""
+    path = tmp_path / "trace.json"
+    latin1 = document(_chat_with("cafXX ok")).encode().replace(b"XX", b"\xe9")
+    path.write_bytes(latin1)
+    with pytest.warns(UserWarning, match="not UTF-8"):
+        trace = wb.load_trace(path)
+    assert trace.messages()[0].text == "caf\N{REPLACEMENT CHARACTER} ok"

@@ -28,6 +28,7 @@ import gc
 import json
 import math
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -130,8 +131,8 @@ def _document(source: str | Path) -> Any:
     if isinstance(source, Path) or not source.lstrip().startswith(("{", "[")):
         path = Path(source)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = _text(path.read_bytes(), path)
+        except OSError as exc:
             raise TraceLoadError(f"cannot read trace file {path}: {exc}") from None
     else:
         text = source
@@ -139,6 +140,22 @@ def _document(source: str | Path) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise TraceLoadError(f"{_name(source)} is not valid JSON (truncated?): {exc}") from None
+
+
+def _text(data: bytes, path: Path) -> str:
+    """A file's text; bytes that are not UTF-8 (a latin-1 writer, a cut character) replaced.
+
+    One bad byte in one attribute value should cost that byte, not the whole trace.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        warnings.warn(
+            f"{path}: bytes that are not UTF-8 (the first at byte {exc.start}) were replaced "
+            "by U+FFFD",
+            stacklevel=4,
+        )
+        return data.decode("utf-8", errors="replace")
 
 
 def _get(url: str, timeout: float, params: Mapping[str, Any] | None = None) -> Any:
