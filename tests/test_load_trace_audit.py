@@ -154,3 +154,32 @@ def test_bytes_that_are_not_utf8_are_replaced_not_the_whole_file_refused(tmp_pat
     with pytest.warns(UserWarning, match="not UTF-8"):
         trace = wb.load_trace(path)
     assert trace.messages()[0].text == "caf\N{REPLACEMENT CHARACTER} ok"
+
+
+def test_a_lone_surrogate_escape_is_replaced_so_the_views_can_encode_it() -> None:
+    """JSON written by a tracer that cut a string inside a UTF-16 pair holds ``\\ud83d`` alone;
+    Python reads it as a lone surrogate, which no UTF-8 page, file or Jupyter message can hold.
+    It can be in the document (OpenInference's flat attributes) or in the JSON of an attribute
+    (the conventions' messages)."""
+    from workbench.notebook import TraceExplorer
+
+    flat = span(
+        "00000000000000c1",
+        "chat m",
+        attributes={
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": "cut \N{GRINNING FACE} here",
+        },
+    )
+    in_document = document(flat).replace("\\ude00", "")  # the document's \ude00 escape
+    in_attribute = document(_chat_with("cut \N{GRINNING FACE} here")).replace("\\\\ude00", "")
+    for text in (in_document, in_attribute):
+        assert "\\ud83d" in text and "\\ude00" not in text
+        trace = wb.load_trace(text)
+        assert trace.messages()[0].text == "cut \N{REPLACEMENT CHARACTER} here"
+    explorer = TraceExplorer(wb.load_trace(in_document))
+    explorer.select("00000000000000c1")
+    assert "cut \N{REPLACEMENT CHARACTER} here" in explorer.detail.encode("utf-8").decode()
+    whole = wb.load_trace(document(_chat_with("whole \N{GRINNING FACE}")))
+    assert whole.messages()[0].text == "whole \N{GRINNING FACE}"

@@ -25,7 +25,6 @@ import binascii
 import contextlib
 import functools
 import gc
-import json
 import math
 import re
 import warnings
@@ -36,6 +35,7 @@ from urllib.parse import quote
 
 from workbench.errors import TraceLoadError
 from workbench.redact import Redactor
+from workbench.telemetry.recover import read_json
 from workbench.telemetry.trace import SpanData, SpanEvent, SpanLink, Trace, dumps
 from workbench.traceids import valid_trace_id
 
@@ -137,7 +137,7 @@ def _document(source: str | Path) -> Any:
     else:
         text = source
     try:
-        return json.loads(text)
+        return read_json(text)
     except ValueError as exc:
         raise TraceLoadError(f"{_name(source)} is not valid JSON (truncated?): {exc}") from None
 

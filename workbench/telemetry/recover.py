@@ -33,7 +33,7 @@ from workbench.messages import (
 from workbench.redact import Redactor
 from workbench.telemetry import names as n
 
-__all__ = ["messages_of_chat"]
+__all__ = ["messages_of_chat", "read_json"]
 
 _OI_INPUT = "llm.input_messages."
 _OI_OUTPUT = "llm.output_messages."
@@ -52,6 +52,39 @@ def messages_of_chat(attributes: Mapping[str, Any]) -> tuple[Message, ...]:
         inputs = _openinference(attributes, _OI_INPUT)
         return _tools_named([*inputs, *_openinference(attributes, _OI_OUTPUT)])
     return ()
+
+
+_LONE_ESCAPE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+"""A UTF-16 surrogate escape not in a pair (or a literal backslash before "u": harmless)."""
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def read_json(text: str) -> Any:
+    """``json.loads``, with UTF-16 surrogates that are not in a pair replaced by U+FFFD.
+
+    A tracer that cuts a long string inside a pair writes a high surrogate's escape alone;
+    Python reads it as a lone surrogate, which no UTF-8 file, page or Jupyter message can hold,
+    so every view of the trace would fail on it. The strings are walked only when the text has
+    such an escape (looked for with ``in`` first: a regular expression over a large file would
+    cost as much as parsing it).
+    """
+    value = json.loads(text)
+    if ("\\ud" in text or "\\uD" in text) and _LONE_ESCAPE.search(text):
+        return _replaced(value)
+    return value
+
+
+def _replaced(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE.sub("\N{REPLACEMENT CHARACTER}", value)
+    if isinstance(value, dict):
+        return {_replaced(k): _replaced(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replaced(v) for v in value]
+    return value
 
 
 def _tools_named(messages: list[Message]) -> tuple[Message, ...]:
@@ -77,7 +110,7 @@ def _json(attributes: Mapping[str, Any], key: str, default: Any) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        decoded = json.loads(value)
+        decoded = read_json(value)
     except ValueError:
         raise TraceLoadError(f"{key} is not JSON (truncated?): {_excerpt(value)}") from None
     if not isinstance(decoded, list):
@@ -130,7 +163,7 @@ def _part(part: Any) -> Part | None:
 def _arguments(value: Any) -> dict[str, JsonValue]:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = read_json(value)
         except ValueError:
             return {}
     return value if isinstance(value, dict) else {}
