@@ -233,3 +233,22 @@ def test_a_toolset_as_async_context_manager_closes_its_servers() -> None:
             return int((await pid.run({}, None)).value)  # type: ignore[arg-type]
 
     assert gone(run_sync(use()))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "answer",
+    ["sys.stdin.read()", "[print('garbage', flush=True) for line in sys.stdin]"],
+    ids=["silent", "garbage"],
+)
+def test_a_server_that_never_completes_the_handshake_times_out(answer: str, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    program = f"import os, sys; open({str(pid_file)!r}, 'w').write(str(os.getpid())); {answer}"
+    toolset = wb.Toolset.from_mcp([sys.executable, "-c", program], connect_timeout=1)
+    agent = wb.Agent(model=wb.ScriptedModel([wb.ModelResponse.text("x")]), tools=[toolset])
+    result = agent.run_sync("go")
+    assert result.status is wb.ExecutionStatus.FAILED
+    assert result.error is not None and result.error.type == "MCPServerError"
+    assert "did not answer within 1s" in result.error.message
+    assert gone(int(pid_file.read_text()))  # the half-open connection was closed, not left
+    toolset.close()

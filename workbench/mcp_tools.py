@@ -240,7 +240,10 @@ class MCPServer:
                 await live.stop.wait()
         except BaseException as exc:
             if not live.ready.done():
-                live.ready.set_exception(_unwrap(exc))
+                failed = isinstance(exc, Exception)
+                error = _unwrap(exc) if failed else ConnectionAbortedError("stopped while opening")
+                live.ready.set_exception(error)
+                live.ready.exception()  # waiters still get it; with none left, nothing to log
             if not isinstance(exc, Exception):
                 raise
 
@@ -276,9 +279,15 @@ def _server_log() -> TextIO:
 
 
 async def _stop(live: _Live) -> None:
-    """End the holder task: the client closes, the server process is stopped."""
+    """End the holder task: the client closes, the server process is stopped.
+
+    A task still opening the connection (a server that never completes the handshake) never
+    looks at ``stop``: it is cancelled, which closes the transport and stops the process too.
+    """
     live.stop.set()
     if live.task is not None:
+        if not live.ready.done():
+            live.task.cancel()
         await asyncio.wait({live.task})
 
 
