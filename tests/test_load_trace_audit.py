@@ -183,3 +183,48 @@ def test_a_lone_surrogate_escape_is_replaced_so_the_views_can_encode_it() -> Non
     assert "cut \N{REPLACEMENT CHARACTER} here" in explorer.detail.encode("utf-8").decode()
     whole = wb.load_trace(document(_chat_with("whole \N{GRINNING FACE}")))
     assert whole.messages()[0].text == "whole \N{GRINNING FACE}"
+
+
+def test_a_key_in_a_loaded_trace_is_redacted_as_in_every_trace_we_write() -> None:
+    """A foreign tracer may have recorded a key (a header, an error message): it is redacted on
+    the way in, so no repr, view, DataFrame or report of the trace shows it."""
+    from workbench.notebook import TraceExplorer
+
+    leaky = span("00000000000000a1", "call", attributes={"http.header": f"Bearer {SECRET}"})
+    leaky["status"] = {"code": 2, "message": f"bad key {SECRET}"}
+    leaky["events"] = [
+        {
+            "name": "exception",
+            "timeUnixNano": leaky["startTimeUnixNano"],
+            "attributes": [{"key": "exception.message", "value": {"stringValue": SECRET}}],
+        }
+    ]
+    jaeger = {
+        "data": [
+            {
+                "traceID": TRACE,
+                "spans": [
+                    {
+                        "traceID": TRACE,
+                        "spanID": "00000000000000a1",
+                        "operationName": "call",
+                        "startTime": 1_700_000_000_000_000,
+                        "duration": 1,
+                        "tags": [
+                            {"key": "note", "type": "string", "value": f"key {SECRET}"},
+                            {"key": "otel.status_description", "type": "string", "value": SECRET},
+                        ],
+                        "logs": [{"timestamp": 1, "fields": [{"key": "m", "value": SECRET}]}],
+                    }
+                ],
+            }
+        ]
+    }
+    for source in (document(leaky), json.dumps(jaeger)):
+        trace = wb.load_trace(source)
+        (loaded,) = trace.spans
+        explorer = TraceExplorer(trace)
+        explorer.select("00000000000000a1")
+        shown = [repr(loaded), str(loaded), explorer.detail, trace.spans_df().to_string()]
+        assert not any("sk-proj" in text for text in shown)
+        assert "[REDACTED]" in repr(loaded)

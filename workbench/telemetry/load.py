@@ -14,6 +14,9 @@ Sources:
 Epoch times written in seconds, milliseconds or microseconds where the format wants nano- (or,
 for Jaeger, micro-) seconds are recognised by their size and read as nanoseconds (`_to_ns`).
 
+String values (attributes, tags, status messages) are redacted as everything the workbench writes
+is: a key a foreign tracer recorded shows in no view, repr or report.
+
 Whatever cannot be read raises `TraceLoadError` saying what and where: a truncated file, a shape
 that is none of these, ids of the wrong length, a backend that is down, slow, or has no such trace.
 """
@@ -67,7 +70,7 @@ def load_trace(source: str | Path, *, trace_id: str | None = None, timeout: floa
         return _load(source, trace_id, timeout)
     except TraceLoadError as exc:
         # Errors quote what could not be read (an id, a time, a key, a path): a key there stays out
-        message = Redactor().text(str(exc))
+        message = _REDACTOR.text(str(exc))
         if message == str(exc):
             raise
         raise TraceLoadError(message) from None
@@ -308,7 +311,7 @@ def _otlp_span(
         events=tuple(_otlp_event(e, start, ns, shape) for e in _checked_list(events, "events")),
         links=tuple(_otlp_link(link) for link in _checked_list(links, "links")),
         status=_status(_field(status, "code", default=0) if status else 0),
-        status_message=str(_field(status, "message", default="") or "") if status else "",
+        status_message=_text_value(_field(status, "message", default="") or "") if status else "",
         resource=resource,
         scope=scope,
     )
@@ -456,8 +459,20 @@ def _float(value: Any) -> float:
     return float(value)
 
 
+_REDACTOR = Redactor()
+
+
+def _text_value(value: Any) -> str:
+    """A string attribute, redacted.
+
+    A foreign tracer may have recorded a key (a header, an error message), and no view, repr or
+    report of the workbench shows one.
+    """
+    return _REDACTOR.text(str(value))
+
+
 _VALUES: dict[str, Callable[[Any], Any]] = {
-    "stringValue": str,
+    "stringValue": _text_value,
     "boolValue": bool,
     "intValue": _int,
     "doubleValue": _float,
@@ -565,7 +580,7 @@ def _jaeger_value(tag: Mapping[str, Any]) -> Any:
         return _float(value)
     if kind == "bool":
         return value if isinstance(value, bool) else str(value).lower() == "true"
-    return value if isinstance(value, str) else dumps(value)
+    return _text_value(value if isinstance(value, str) else dumps(value))
 
 
 def _jaeger_log(log: Any, ns: Callable[[int], int]) -> SpanEvent:
