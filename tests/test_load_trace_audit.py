@@ -228,3 +228,10 @@ def test_a_key_in_a_loaded_trace_is_redacted_as_in_every_trace_we_write() -> Non
         shown = [repr(loaded), str(loaded), explorer.detail, trace.spans_df().to_string()]
         assert not any("sk-proj" in text for text in shown)
         assert "[REDACTED]" in repr(loaded)
+
+
+def test_a_file_with_a_byte_order_mark_loads(tmp_path: Any) -> None:
+    """Windows tools (PowerShell's Out-File, Notepad) start UTF-8 files with a BOM."""
+    path = tmp_path / "trace.json"
+    path.write_bytes(b"\xef\xbb\xbf" + document(span("00000000000000a1", "work")).encode())
+    assert [s.name for s in wb.load_trace(path).spans] == ["work"]

@@ -151,14 +151,14 @@ def _text(data: bytes, path: Path) -> str:
     One bad byte in one attribute value should cost that byte, not the whole trace.
     """
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # with a BOM (Windows tools write one) or without
     except UnicodeDecodeError as exc:
         warnings.warn(
             f"{path}: bytes that are not UTF-8 (the first at byte {exc.start}) were replaced "
             "by U+FFFD",
             stacklevel=4,
         )
-        return data.decode("utf-8", errors="replace")
+        return data.decode("utf-8-sig", errors="replace")
 
 
 def _get(url: str, timeout: float, params: Mapping[str, Any] | None = None) -> Any:
