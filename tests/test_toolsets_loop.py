@@ -125,3 +125,29 @@ def test_the_step_view_shows_what_was_hidden_as_text() -> None:
     html = step_html(step)
     assert "Hidden this step" in html and "delete: &lt;b&gt;never&lt;/b&gt; delete" in html
     assert "<b>never</b>" not in html
+
+
+def test_a_filter_sees_the_step_it_chooses_for_also_when_resumed_mid_step() -> None:
+    seen: list[tuple[int, int]] = []
+
+    def from_step_2(tool: wb.Tool, view: wb.RunView) -> bool | str:
+        seen.append((view.state.step, view.steps_completed))
+        return tool.name != "delete" or view.state.step >= 2 or "delete opens at step 2"
+
+    files = wb.Toolset([read, delete.with_options(requires_approval=True)])
+    model = wb.ScriptedModel(
+        [R.tool_call("read", {"path": "a"}), R.tool_call("delete", {"path": "a"}), "done"]
+    )
+    agent = wb.Agent(model=model, tools=[files.filtered(from_step_2)], store=False)
+    result = agent.run_sync("tidy up")
+    assert [s.tools_offered for s in result.steps] == [("read",), ("read", "delete")]
+    assert result.status is wb.ExecutionStatus.PAUSED  # delete waits in step 2
+    done = agent.resume_sync(result.state, approvals={result.state.pending[0].call_id: True})
+    assert done.output == "done"
+    assert [(s.index, [o.status for o in s.tool_outcomes]) for s in done.steps] == [
+        (2, ["ok"]),
+        (3, []),
+    ]
+    # steps 1 and 2 prepared, step 2 chosen again on resume, then step 3: each sees its own
+    # number, with the steps before it completed
+    assert seen[::2] == [(1, 0), (2, 1), (2, 1), (3, 2)]

@@ -284,11 +284,16 @@ async def choose_tools(
 ) -> tuple[dict[str, Tool], tuple[tuple[str, str], ...]]:
     """The tools of ``step``: the fixed ones, then what each toolset offers now; and the hidden.
 
+    Filters see ``view`` with ``state.step`` set to ``step``: the step they choose for, whether
+    it is being prepared (the state still says the step before) or chosen again on a resume.
+
     ``recorded`` (a replay that answers tool calls from its recording) lets a toolset that
     cannot be listed (an MCP server that is gone) be offered as recorded: stand-ins made from
     the recorded definitions of the tools nothing else offers. The model is told exactly what
     it was told then, and nothing runs them (a call that reaches one is a tool error).
     """
+    if view.state.step != step:  # the loop's view is the state before the step starts
+        view = view.model_copy(update={"state": view.state.model_copy(update={"step": step})})
     listings: list[Resolved | None] = []
     for toolset in toolsets:
         try:
