@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -235,3 +237,48 @@ def test_a_file_with_a_byte_order_mark_loads(tmp_path: Any) -> None:
     path = tmp_path / "trace.json"
     path.write_bytes(b"\xef\xbb\xbf" + document(span("00000000000000a1", "work")).encode())
     assert [s.name for s in wb.load_trace(path).spans] == ["work"]
+
+
+def test_json_lines_of_several_requests_load_as_one_trace(tmp_path: Any) -> None:
+    """The OpenTelemetry Collector's file exporter writes one request per batch, one a line."""
+    path = tmp_path / "collector.jsonl"
+    first = document(span("00000000000000a1", "run"))
+    second = document(span("00000000000000a2", "step", parent="00000000000000a1", start=2))
+    path.write_text(f"{first}\n{second}\n", encoding="utf-8")
+    assert sorted(s.name for s in wb.load_trace(path).spans) == ["run", "step"]
+
+
+class _Chunks(BaseHTTPRequestHandler):
+    """Jaeger's API v3 answers GetTrace as a stream: ``{"result": ...}`` chunks one after
+    another, or (newer versions) a JSON array of them."""
+
+    body = b""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+@pytest.mark.parametrize("shape", ["one after another", "array"])
+def test_jaegers_streamed_answer_in_several_chunks(shape: str) -> None:
+    chunks = [
+        {"result": json.loads(document(span("00000000000000a1", "run")))},
+        {"result": json.loads(document(span("00000000000000a2", "step", "00000000000000a1")))},
+    ]
+    text = "\n".join(map(json.dumps, chunks)) if shape != "array" else json.dumps(chunks)
+    handler = type("Chunks", (_Chunks,), {"body": text.encode()})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        trace = wb.load_trace(f"jaeger+http://127.0.0.1:{server.server_address[1]}/{TRACE}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert sorted(s.name for s in trace.spans) == ["run", "step"]

@@ -3,11 +3,12 @@
 Sources:
 
 - an OTLP/JSON document (``{"resourceSpans": ...}``: our ``write_otlp_json``, a collector's file
-  exporter), as a path or a string; ids in hex or in base64 (protobuf's JSON mapping);
+  exporter, whose JSON lines hold one such document per batch), as a path or a string; ids in
+  hex or in base64 (protobuf's JSON mapping);
 - a Jaeger JSON document (``{"data": [{"traceID", "spans", "processes"}]}``: the UI's upload
   format and query API v1/v2);
 - ``jaeger+http://host:16686/TRACE_ID``: Jaeger's query API v3 (``/api/v3/traces/{id}``, OTLP
-  JSON under ``result``);
+  JSON under ``result``, in one chunk or several);
 - ``phoenix+http://host:6006/PROJECT/TRACE_ID``: Phoenix's REST API
   (``/v1/projects/{project}/spans/otlpv1?trace_id=...``, paged).
 
@@ -28,6 +29,7 @@ import binascii
 import contextlib
 import functools
 import gc
+import json
 import math
 import re
 import warnings
@@ -101,6 +103,8 @@ def spans_from_document(document: Any) -> list[SpanData]:
         return spans_from_otlp(document)
     if isinstance(document, dict) and isinstance(document.get("data"), list):
         return spans_from_jaeger(document)
+    if isinstance(document, list) and document and all(type(d) is dict for d in document):
+        return [s for part in document for s in spans_from_document(part)]  # chunks, JSON lines
     keys = sorted(document)[:5] if isinstance(document, dict) else type(document).__name__
     raise TraceLoadError(f"not an OTLP/JSON or Jaeger JSON trace (found {keys})")
 
@@ -140,9 +144,35 @@ def _document(source: str | Path) -> Any:
     else:
         text = source
     try:
-        return read_json(text)
+        return _json_values(text)
     except ValueError as exc:
         raise TraceLoadError(f"{_name(source)} is not valid JSON (truncated?): {exc}") from None
+
+
+def _json_values(text: str) -> Any:
+    """One JSON value, or a list of the values written one after another.
+
+    The OpenTelemetry Collector's file exporter writes a request per batch, one a line; Jaeger's
+    API v3 streams its answer as ``{"result": ...}`` chunks. Only a text that is not one value
+    is read a second time, value by value.
+    """
+    try:
+        return read_json(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":
+            raise
+    decoder, values, at = json.JSONDecoder(), [], 0
+    while (at := _after_space(text, at)) < len(text):
+        _, end = decoder.raw_decode(text, at)
+        values.append(read_json(text[at:end]))  # read again for its lone surrogates
+        at = end
+    return values
+
+
+def _after_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
 
 
 def _text(data: bytes, path: Path) -> str:
@@ -175,7 +205,7 @@ def _get(url: str, timeout: float, params: Mapping[str, Any] | None = None) -> A
     if response.status_code >= 400:
         raise TraceLoadError(f"{url} answered {response.status_code}: {response.text[:200]}")
     try:
-        return response.json()
+        return _json_values(response.text)
     except ValueError:
         raise TraceLoadError(f"{url} did not answer with JSON: {response.text[:80]!r}") from None
 
