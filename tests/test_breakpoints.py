@@ -131,3 +131,29 @@ def test_combining_a_paused_and_a_whole_resumed_result_keeps_each_step_once() ->
     done = agent.resume_sync(paused.state, approvals={paused.pending[0].call_id: True})
     combined = combine_results([paused, done])
     assert combined.steps == done.steps and combined.snapshots == done.snapshots
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("before:TOOLS", "before tools"),
+        (" Before : Inference ", "before inference"),
+        ("STEP: 3", "at step 3"),
+        ("tool : Delete_File", "on tool 'Delete_File'"),  # a tool's name is kept as written
+    ],
+)
+def test_typed_breakpoints_ignore_case_and_spaces_but_not_in_tool_names(
+    text: str, label: str
+) -> None:
+    from workbench.breakpoints import parse_break  # what the Stepper's text box uses
+
+    assert parse_break(text).label == label
+
+
+def test_a_typed_breakpoint_with_an_unknown_phase_lists_the_phases() -> None:
+    from workbench.breakpoints import parse_break
+
+    with pytest.raises(ValueError, match="prepare, inference, tools, continuation"):
+        parse_break("before:tool")
+    with pytest.raises(ValueError, match=r"'step:x'.*a step number"):
+        parse_break("step:x")

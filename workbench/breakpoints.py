@@ -103,20 +103,30 @@ class Break(Record):
 def parse_break(text: str) -> Break:
     """A breakpoint from its short form: ``tool:NAME``, ``step:N`` or ``before:PHASE``.
 
-    >>> parse_break("tool:delete_file").label, parse_break("before:tools").label
+    Typed by hand (the Stepper's text box), so the kind and the phase ignore case and spaces;
+    a tool's name is kept as written, since names are compared exactly.
+
+    >>> parse_break("tool:delete_file").label, parse_break("before: TOOLS").label
     ("on tool 'delete_file'", 'before tools')
     """
-    kind, _, value = text.strip().partition(":")
-    value = value.strip()
-    try:
-        if kind == "tool" and value:
-            return Break.on_tool(value)
-        if kind == "step":
+    kind, _, value = text.partition(":")
+    kind, value = kind.strip().lower(), value.strip()
+    if kind == "tool" and value:
+        return Break.on_tool(value)
+    if kind == "step":
+        if not value.isdigit():
+            raise ValueError(f"not a breakpoint: {text!r} (step:N takes a step number)")
+        try:
             return Break.at_step(int(value))
-        if kind == "before":
-            return Break.before(Phase(value))
-    except ValueError as exc:
-        raise ValueError(f"not a breakpoint: {text!r} ({exc})") from None
+        except ValueError as exc:
+            raise ValueError(f"not a breakpoint: {text!r} ({exc})") from None
+    if kind == "before":
+        phases = {p.value: p for p in Phase}
+        if value.lower() not in phases:
+            raise ValueError(
+                f"not a breakpoint: {text!r} (before:PHASE takes one of {', '.join(phases)})"
+            )
+        return Break.before(phases[value.lower()])
     raise ValueError(f"not a breakpoint: {text!r} (write tool:NAME, step:N or before:PHASE)")
 
 
