@@ -265,6 +265,13 @@ class _Chunks(BaseHTTPRequestHandler):
         """Quiet."""
 
 
+def _serve(body: bytes) -> ThreadingHTTPServer:
+    handler = type("Fixed", (_Chunks,), {"body": body})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 @pytest.mark.parametrize("shape", ["one after another", "array"])
 def test_jaegers_streamed_answer_in_several_chunks(shape: str) -> None:
     chunks = [
@@ -272,13 +279,24 @@ def test_jaegers_streamed_answer_in_several_chunks(shape: str) -> None:
         {"result": json.loads(document(span("00000000000000a2", "step", "00000000000000a1")))},
     ]
     text = "\n".join(map(json.dumps, chunks)) if shape != "array" else json.dumps(chunks)
-    handler = type("Chunks", (_Chunks,), {"body": text.encode()})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = _serve(text.encode())
     try:
         trace = wb.load_trace(f"jaeger+http://127.0.0.1:{server.server_address[1]}/{TRACE}")
     finally:
         server.shutdown()
         server.server_close()
     assert sorted(s.name for s in trace.spans) == ["run", "step"]
+
+
+@pytest.mark.timeout(20)
+def test_a_phoenix_that_repeats_its_page_cursor_is_an_error_not_a_hang() -> None:
+    """A server (or proxy cache) answering every page with the same ``next_cursor`` must not
+    make the loader page forever."""
+    page = {"data": [span("00000000000000a1", "run")], "next_cursor": "same"}
+    server = _serve(json.dumps(page).encode())
+    try:
+        with pytest.raises(wb.TraceLoadError, match="same"):
+            wb.load_trace(f"phoenix+http://127.0.0.1:{server.server_address[1]}/default/{TRACE}")
+    finally:
+        server.shutdown()
+        server.server_close()

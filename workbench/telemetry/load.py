@@ -230,6 +230,7 @@ def _from_phoenix(base: str, rest: str, timeout: float) -> list[SpanData]:
     url = f"{base}/v1/projects/{quote(project, safe='')}/spans/otlpv1"
     spans: list[SpanData] = []
     cursor: str | None = None
+    seen: set[str] = set()  # a server answering the same cursor again would be paged forever
     while True:
         params: dict[str, Any] = {"trace_id": trace_id, "limit": 1000}
         if cursor:
@@ -241,6 +242,9 @@ def _from_phoenix(base: str, rest: str, timeout: float) -> list[SpanData]:
         cursor = page.get("next_cursor")
         if not cursor:
             return spans
+        if cursor in seen:
+            raise TraceLoadError(f"{url} answered the same page cursor {cursor!r} twice")
+        seen.add(cursor)
 
 
 # -- OTLP/JSON ---------------------------------------------------------------------------------
