@@ -235,3 +235,33 @@ def test_a_stream_recorded_without_a_listener_still_replays_its_deltas(tmp_path:
         "What is 4 + 5?", settings=settings, on_text_delta=deltas.append
     )
     assert replayed.output == "4 + 5 = 9" and deltas == ["4 +", " 5 ", "= 9"]
+
+
+def test_the_wrapped_models_own_key_is_kept_out_of_the_file_and_the_spans(tmp_path: Path) -> None:
+    key = "corp0123456789"  # no built-in pattern knows this shape; the model knows its key
+    path = tmp_path / "key.json"
+    telemetry = wb.Telemetry(capture_content=True)
+    with chat_server() as server:
+        model = wb.OpenAIModel("calculator-1", base_url=server.base_url, api_key=key)
+        agent = wb.Agent(
+            model=wb.cassette(path, model, mode="record"),
+            system_prompt=f"The deployment key is {key}.",
+            tools=[add],
+            telemetry=telemetry,
+            store=False,
+        )
+        assert agent.run_sync("What is 2 + 3?").output == "2 + 3 = 5"
+        assert server.authorizations[0] == f"Bearer {key}"
+    assert key not in path.read_text()
+    assert "The deployment key is [REDACTED]." in path.read_text()
+    attributes = [str(span.attributes) for span in telemetry.spans]
+    assert any("deployment key" in a for a in attributes)  # the content is captured...
+    assert not any(key in a for a in attributes)  # ...without the key, as without a cassette
+
+    with chat_server() as server:  # replayed with the same model: the same redaction matches
+        model = wb.OpenAIModel("calculator-1", base_url=server.base_url, api_key=key)
+        replay = wb.cassette(path, model, mode="replay")
+        again = wb.Agent(
+            model=replay, system_prompt=agent.system_prompt, tools=[add], store=False
+        ).run_sync("What is 2 + 3?")
+        assert again.output == "2 + 3 = 5" and server.bodies == []

@@ -11,7 +11,8 @@ and replays when it exists.
 The file is meant to be read and reviewed in a diff: indented JSON with a format name and a
 version, the conversation as messages, the tools offered as definitions, the settings. Secrets
 never reach it: every string is passed through the telemetry `Redactor` (API keys, bearer tokens,
-``password=``-style values, the caller's own patterns), and a request is compared after the
+``password=``-style values, the caller's own patterns, and the wrapped model's own key through its
+``redact`` when it has one, as `OpenAIModel` does), and a request is compared after the
 same redaction, so a recording stays replayable. Nothing about the wrapped model's client (base
 URL headers, API key) is written.
 """
@@ -95,7 +96,10 @@ class Cassette:
         self.mode: Literal["replay", "record"] = (
             ("replay" if self.path.exists() else "record") if mode == "once" else mode
         )
-        self.redactor = Redactor(redact)
+        scrubber = getattr(model, "redact", None)  # a client knows its own key, whatever its shape
+        self.redactor = (
+            Redactor(redact).including(scrubber) if callable(scrubber) else Redactor(redact)
+        )
         self.interactions: list[Interaction] = []
         self.calls: list[ModelRequest] = []
         self._used: set[int] = set()
@@ -112,6 +116,14 @@ class Cassette:
 
     def __repr__(self) -> str:
         return f"Cassette({str(self.path)!r}, mode={self.mode!r}, {len(self.interactions)} held)"
+
+    def redact(self, text: str) -> str:
+        """``text`` as the file would hold it: no secret, the wrapped model's own key included.
+
+        Telemetry asks a model for this (as it asks `OpenAIModel`), so wrapping a model in a
+        cassette does not let its key into the spans either.
+        """
+        return self.redactor.text(text)
 
     @property
     def name(self) -> str:
