@@ -77,3 +77,17 @@ def test_the_command_line_mode_wins(
     monkeypatch.setenv("MODEL_DOWN", "1")
     result = run(pytester, "--cassette-mode=record", "-k", "test_agent")
     result.stdout.fnmatch_lines(["*the live model was called*"])  # record really calls it
+
+
+def test_a_marker_path_is_next_to_the_test_file_wherever_pytest_runs_from(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tests = pytester.mkdir("tests")
+    (tests / "test_user.py").write_text(USER_TEST)
+    run(pytester, "tests", "-k", "test_marked").assert_outcomes(passed=1)
+    assert (tests / "custom" / "agent.json").exists()  # like the default: by the test file
+    assert not (pytester.path / "custom").exists()
+
+    monkeypatch.setenv("MODEL_DOWN", "1")
+    monkeypatch.chdir(tests)  # run from elsewhere: the same cassette replays
+    run(pytester, "-k", "test_marked").assert_outcomes(passed=1)

@@ -10,7 +10,8 @@ installed has the fixture; without the entry point, add
 
 The first run records ``cassettes/<test module>/<test name>.json`` next to the test file; every
 run after replays it without calling the model. ``@pytest.mark.cassette(path=..., mode=...,
-redact=[...])`` sets the file, the mode and extra secret patterns for one test;
+redact=[...])`` sets the file (a relative path is from the test file's directory), the mode and
+extra secret patterns for one test;
 ``pytest --cassette-mode=record`` records every cassette again (``replay`` makes a missing
 cassette an error, for CI). The command line wins over the marker, the marker over ``once``.
 """
@@ -58,11 +59,15 @@ def model_cassette(request: pytest.FixtureRequest) -> Callable[..., Cassette]:
     marker = request.node.get_closest_marker("cassette")
     options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     mode: CassetteMode = request.config.getoption("--cassette-mode") or options.get("mode", "once")
-    default = _default_path(request)
+    here = Path(str(request.node.path)).parent
+    chosen = options.get("path")
+    # a relative marker path is taken from the test file, as the default is: the same cassette
+    # whichever directory pytest is started from
+    base = here / chosen if chosen else _default_path(request)
     made: list[Cassette] = []
 
     def wrap(model: Model | None = None) -> Cassette:
-        path = Path(options.get("path") or default)
+        path = base
         if made:
             path = path.with_name(f"{path.stem}-{len(made) + 1}{path.suffix}")
         made.append(Cassette(path, model, mode=mode, redact=options.get("redact", ())))
