@@ -91,3 +91,25 @@ def test_a_marker_path_is_next_to_the_test_file_wherever_pytest_runs_from(
     monkeypatch.setenv("MODEL_DOWN", "1")
     monkeypatch.chdir(tests)  # run from elsewhere: the same cassette replays
     run(pytester, "-k", "test_marked").assert_outcomes(passed=1)
+
+
+def test_two_tests_whose_names_make_the_same_file_name_are_told_not_mixed_up(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_ops="""
+import pytest
+
+import workbench as wb
+
+
+@pytest.mark.parametrize("op", ["2+3", "2*3"])
+def test_op(model_cassette, op):
+    model = model_cassette(wb.FunctionModel(lambda messages, request: "said " + op))
+    assert wb.Agent(model=model, store=False).run_sync(op).output == "said " + op
+"""
+    )
+    result = run(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*UsageError*test_op_2_3.json*test_op?2+3?*cassette(path=*"])
+    assert len(list((pytester.path / "cassettes" / "test_ops").iterdir())) == 1

@@ -26,6 +26,7 @@ from typing import Any, get_args
 import pytest
 
 from workbench.cassette import Cassette, CassetteMode
+from workbench.errors import UsageError
 from workbench.models.base import Model
 
 __all__ = ["model_cassette"]
@@ -70,10 +71,32 @@ def model_cassette(request: pytest.FixtureRequest) -> Callable[..., Cassette]:
         path = base
         if made:
             path = path.with_name(f"{path.stem}-{len(made) + 1}{path.suffix}")
+        _claim(request, path)
         made.append(Cassette(path, model, mode=mode, redact=options.get("redact", ())))
         return made[-1]
 
     return wrap
+
+
+_OWNERS = pytest.StashKey[dict[Path, str]]()
+"""Which test each cassette file of this pytest run belongs to."""
+
+
+def _claim(request: pytest.FixtureRequest, path: Path) -> None:
+    """Make ``path`` this test's cassette, or fail if another test of this run has it.
+
+    Test names are made file names by replacing what a file name cannot hold, so two tests
+    (``test_op[2+3]``, ``test_op[2*3]``) can land on one file; the second would replay the
+    first's answers or overwrite them.
+    """
+    owners = request.config.stash.setdefault(_OWNERS, {})
+    test = request.node.nodeid
+    owner = owners.setdefault(path.resolve(), test)
+    if owner != test:
+        raise UsageError(
+            f"the cassette {path} of {test} is already {owner}'s: give one of them its own "
+            'file with @pytest.mark.cassette(path="...")'
+        )
 
 
 def _default_path(request: pytest.FixtureRequest) -> Path:
