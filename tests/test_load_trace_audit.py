@@ -300,3 +300,27 @@ def test_a_phoenix_that_repeats_its_page_cursor_is_an_error_not_a_hang() -> None
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_parent_comes_before_the_children_that_start_with_it() -> None:
+    """A run, its first step and the step's first phase start at one instant (the clock's
+    resolution); in start order the parent comes first, in `Trace.spans` and in `spans_df`."""
+    trace = wb.load_trace(
+        document(
+            span("00000000000000a3", "prepare", parent="00000000000000a2"),
+            span("00000000000000a2", "step 1", parent="00000000000000a1"),
+            span("00000000000000a4", "chat", "00000000000000a2", start=1_700_000_000_000_000_001),
+            span("00000000000000a1", "run"),
+        )
+    )
+    assert [s.name for s in trace.spans] == ["run", "step 1", "prepare", "chat"]
+    assert list(trace.spans_df()["name"]) == ["run", "step 1", "prepare", "chat"]
+
+
+def test_the_live_spans_frame_puts_the_run_first() -> None:
+    telemetry = wb.Telemetry()
+    wb.Agent(model=wb.ScriptedModel(["Hello"]), telemetry=telemetry, store=False).run_sync("Hi")
+    names = list(telemetry.spans_df()["name"])
+    assert names[0].startswith("invoke_agent") and names.index("workbench.step 1") < names.index(
+        "workbench.prepare"
+    )

@@ -32,6 +32,7 @@ __all__ = [
     "SPAN_COLUMNS",
     "STEP_COLUMNS",
     "TIMING_COLUMNS",
+    "in_start_order",
     "spans_frame",
     "steps_frame",
     "timing_frame",
@@ -142,6 +143,41 @@ def _data(spans: Spans) -> list[SpanData]:
     return [s if isinstance(s, SpanData) else span_data(s) for s in spans]
 
 
+def in_start_order(spans: Sequence[SpanData]) -> list[SpanData]:
+    """The spans by start time, a parent before the children that start at the same instant.
+
+    A run, its first step and the step's first phase often start within the clock's
+    resolution, and spans are finished (so exported) children first: by time alone a run's
+    first span would be its innermost phase.
+    """
+    ordered = sorted(spans, key=lambda s: s.start_ns)
+    by_start: dict[int, list[SpanData]] = {}
+    for span in ordered:
+        by_start.setdefault(span.start_ns, []).append(span)
+    if len(by_start) == len(ordered):
+        return ordered
+    return [s for group in by_start.values() for s in _parents_first(group)]
+
+
+def _parents_first(group: list[SpanData]) -> list[SpanData]:
+    """Spans starting together, each after its ancestors among them.
+
+    A loop of parents (a damaged file) stops the walk up at a span it has seen.
+    """
+    if len(group) == 1:
+        return group
+    parent = {s.span_id: s.parent_id for s in group}
+
+    def depth(span_id: str) -> int:
+        seen = {span_id}
+        while (up := parent.get(span_id)) is not None and up in parent and up not in seen:
+            seen.add(up)
+            span_id = up
+        return len(seen)
+
+    return sorted(group, key=lambda s: depth(s.span_id))
+
+
 def spans_frame(spans: Spans) -> pd.DataFrame:
     """One row per span, in start order (SDK spans, or `SpanData` of a loaded trace).
 
@@ -149,7 +185,7 @@ def spans_frame(spans: Spans) -> pd.DataFrame:
     row: pandas makes a frame from lists several times faster, which is what keeps 100,000 spans
     within a notebook's patience.
     """
-    ordered = sorted(_data(spans), key=lambda s: s.start_ns)
+    ordered = in_start_order(_data(spans))
     columns: dict[str, list[Any]] = {name: [] for name in SPAN_COLUMNS}
     (trace_ids, span_ids, parent_ids, names, kinds, operations, starts, ends, durations, statuses,
      error_types, run_ids, execution_ids, steps, snapshot_ids, models, tools, input_tokens,
@@ -214,7 +250,7 @@ def _step_row(span: SpanData) -> dict[str, Any]:
 
 def steps_frame(spans: Spans) -> pd.DataFrame:
     """One row per step span, in start order, with the step's timing breakdown."""
-    rows = sorted((_step_row(s) for s in _data(spans) if _is_step(s)), key=lambda r: r["start"])
+    rows = [_step_row(s) for s in in_start_order(_data(spans)) if _is_step(s)]
     return _frame(rows, STEP_COLUMNS)
 
 
@@ -235,5 +271,5 @@ def _timing_rows(span: SpanData) -> list[dict[str, Any]]:
 
 def timing_frame(spans: Spans) -> pd.DataFrame:
     """The timed parts of every step (phases, model calls, tools, hooks, telemetry overhead)."""
-    rows = sorted((r for s in _data(spans) for r in _timing_rows(s)), key=lambda r: r["start"])
+    rows = [r for s in in_start_order(_data(spans)) for r in _timing_rows(s)]
     return _frame(rows, TIMING_COLUMNS)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from workbench._record import Record
 from workbench.messages import Message
 from workbench.telemetry import names as n
-from workbench.telemetry.frames import spans_frame, steps_frame, timing_frame
+from workbench.telemetry.frames import in_start_order, spans_frame, steps_frame, timing_frame
 from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.spandata import SpanData, SpanEvent, SpanLink, span_data
 
@@ -46,8 +46,11 @@ class Trace(Record):
 
     @classmethod
     def of(cls, spans: Iterable[SpanData]) -> Trace:
-        """A trace of these spans, in start order; its id is the earliest root's trace id."""
-        ordered = tuple(sorted(spans, key=lambda s: s.start_ns))
+        """A trace of these spans, in start order (a parent before children starting with it).
+
+        Its id is the earliest root's trace id.
+        """
+        ordered = tuple(in_start_order(list(spans)))
         if not ordered:
             raise ValueError("a trace needs at least one span")
         roots = [s for s in ordered if s.parent_id is None] or list(ordered)
