@@ -281,7 +281,8 @@ def test_hook_errors_are_listed_with_their_steps() -> None:
 def test_answers_that_do_not_match(run: wb.RunResult) -> None:
     regex = failure(lambda: wb.expect(run).answer(r"= 10$"))
     assert str(regex) == (
-        f"answer at step 3: the answer '(1 + 2) * 3 = 9' does not match '= 10$' (run {run.run_id})"
+        "answer at step 3: the answer '(1 + 2) * 3 = 9' does not contain or match '= 10$' "
+        f"(run {run.run_id})"
     )
 
     def is_short(text: str) -> bool:
@@ -370,6 +371,17 @@ def test_a_failed_check_is_a_plain_pytest_failure(tmp_path: Path) -> None:
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 failed" in done.stdout
-    assert "ExpectationFailed: answer at step 1: the answer 'hello' does not match '^goodbye'" in (
-        done.stdout
-    )
+    assert (
+        "ExpectationFailed: answer at step 1: the answer 'hello' does not contain or match "
+        "'^goodbye'"
+    ) in done.stdout
+
+
+def test_an_answer_given_as_plain_text_is_found_even_with_regex_characters(
+    run: wb.RunResult,
+) -> None:
+    # the calculator's own answer, word for word: its "+", "*" and "(" are text here
+    wb.expect(run).answer("(1 + 2) * 3 = 9").answer("(1 + 2")
+    wb.expect(run).answer(r"= 9$").answer(r"\d = \d")  # still a regular expression otherwise
+    missing = failure(lambda: wb.expect(run).answer("(1 + 3"))  # neither text nor a pattern
+    assert "the answer '(1 + 2) * 3 = 9' does not contain or match '(1 + 3'" in str(missing)

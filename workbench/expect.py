@@ -31,7 +31,7 @@ __all__ = ["Expectation", "expect"]
 _Enum = TypeVar("_Enum", bound=StrEnum)
 
 AnswerCheck = str | re.Pattern[str] | Callable[[str], bool]
-"""A regular expression (searched for in the answer) or a predicate on the answer."""
+"""A text or regular expression (searched for in the answer), or a predicate on the answer."""
 
 
 class _Call(Record):
@@ -156,7 +156,12 @@ class Expectation:
         return self
 
     def answer(self, expected: AnswerCheck | None = None) -> Expectation:
-        """The final answer matches a regular expression or a predicate (the baseline's answer)."""
+        """The final answer holds a text, matches a pattern or satisfies a predicate.
+
+        A string passes when the answer contains it as written or a regular expression search
+        finds it: ``answer("1 + 2 = 3")`` is a natural check on a calculator, though its ``+`` is
+        a quantifier to ``re``. Without ``expected``, the answer must equal the baseline's.
+        """
         got = self.run.output
         step = self._last_step
         if got is None:
@@ -167,10 +172,14 @@ class Expectation:
                 self._fail(
                     "answer", step, f"the answer is {_quote(got)}, the baseline said {_quote(said)}"
                 )
-        elif isinstance(expected, str | re.Pattern):
-            if re.search(expected, got) is None:
-                pattern = expected if isinstance(expected, str) else expected.pattern
-                self._fail("answer", step, f"the answer {_quote(got)} does not match {pattern!r}")
+        elif isinstance(expected, str):
+            if expected not in got and not _searched(expected, got):
+                what = f"the answer {_quote(got)} does not contain or match {expected!r}"
+                self._fail("answer", step, what)
+        elif isinstance(expected, re.Pattern):
+            if expected.search(got) is None:
+                what = f"the answer {_quote(got)} does not match {expected.pattern!r}"
+                self._fail("answer", step, what)
         elif not expected(got):
             name = getattr(expected, "__name__", repr(expected))
             self._fail("answer", step, f"the answer {_quote(got)} does not satisfy {name}")
@@ -278,6 +287,14 @@ class Expectation:
             f"than the baseline's {unit.format(base)} (tolerance {within:.0%}); the biggest "
             f"difference is step {step}: {unit.format(mine)} against {unit.format(theirs)}",
         )
+
+
+def _searched(pattern: str, text: str) -> bool:
+    """Whether ``pattern`` as a regular expression is found in ``text`` (not, if it is none)."""
+    try:
+        return re.search(pattern, text) is not None
+    except re.error:  # "(costs $1": meant as text, and the text is not there
+        return False
 
 
 def _calls(run: RunResult, since: int = 1) -> list[_Call]:
