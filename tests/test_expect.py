@@ -385,3 +385,8 @@ def test_an_answer_given_as_plain_text_is_found_even_with_regex_characters(
     wb.expect(run).answer(r"= 9$").answer(r"\d = \d")  # still a regular expression otherwise
     missing = failure(lambda: wb.expect(run).answer("(1 + 3"))  # neither text nor a pattern
     assert "the answer '(1 + 2) * 3 = 9' does not contain or match '(1 + 3'" in str(missing)
+
+
+def test_a_tool_name_given_alone_is_a_usage_error_not_its_letters(run: wb.RunResult) -> None:
+    with pytest.raises(wb.UsageError, match=r"tools_called\(\["):
+        wb.expect(run).tools_called("add")

@@ -73,6 +73,11 @@ class Expectation:
         compared with the baseline's calls from the same step on (from the later fork point when
         the baseline is a re-run too); a failure says from which step it counted.
         """
+        if isinstance(expected, str):  # a str is a Sequence[str]: its letters are no tool names
+            raise UsageError(
+                f"expect(...).tools_called() takes a list or set of names: "
+                f"tools_called([{expected!r}]), not tools_called({expected!r})"
+            )
         since = _fork_step(self.run)
         if expected is None:
             baseline = self._baseline("tools_called")
