@@ -291,3 +291,28 @@ def test_a_call_that_waited_for_approval_was_an_ask() -> None:
     assert (row["decision_then"], row["decision_now"], row["changed"]) == ("ask", "ask", False)
     assert row["reason_then"] == "tool requires approval"
     assert EXECUTED == []
+
+
+def test_calls_of_tools_not_offered_are_not_changes_of_policy() -> None:
+    def no_write_after_step_1(tool: wb.Tool, view: wb.RunView) -> bool | str:
+        return tool.name != "Write" or view.steps_completed < 1 or "writes only in step 1"
+
+    script = [
+        R.tool_call("Bash", {"command": "ls"}, call_id="c1"),
+        R.tool_call("Write", {"file_path": "a.txt", "content": "x"}, call_id="c2"),
+        R.tool_call("Deploy", {}, call_id="c3"),  # never a tool of this agent
+        "done",
+    ]
+    tools = wb.Toolset([Bash, Write]).filtered(no_write_after_step_1)
+    run = wb.Agent(model=wb.ScriptedModel(script), tools=[tools], store=False).run_sync("go")
+    EXECUTED.clear()
+    frame = wb.recheck(run, guards=[no_dotfiles])
+    rows = frame[["tool", "decision_then", "decision_now", "changed"]].values.tolist()
+    assert rows == [
+        ["Bash", "allow", "allow", False],
+        ["Write", "not offered", "not offered", False],  # hidden by the filter, as recorded
+        ["Deploy", "not offered", "not offered", False],
+    ]
+    assert frame["reason"][1] == "not offered in step 2: writes only in step 1"
+    assert frame["reason"][2] == "not offered in step 3"
+    assert str(frame.attrs["summary"]) == "3 tool calls rechecked: every decision is the same"

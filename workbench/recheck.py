@@ -13,7 +13,9 @@ The decision is combined as the loop combines it (guards first: the first deny w
 PreToolUse hooks: a block denies; then a guard's or a hook's ask, which PermissionRequest hooks
 may answer; otherwise allow). A tool's own
 ``requires_approval`` is not part of it: the tools are not consulted. The decision then is what the
-recording says happened to the call. Needs pandas (the ``notebook`` extra).
+recording says happened to the call. A call of a tool its step did not offer (hidden by a filter,
+or unknown) never reached a guard: it is ``not offered`` then and now. Needs pandas (the
+``notebook`` extra).
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ _THEN = {
 }
 """What the recorded outcome of a call says was decided (a call that ran, failed or was sent back
 for new arguments was allowed)."""
+
+NOT_OFFERED = "not offered"
+"""Both decisions of a call of a tool its step did not offer (hidden by a filter, or unknown)."""
 
 
 class RecheckSummary(Record):
@@ -143,8 +148,12 @@ async def _recheck_run(
             view = _view(state, step, snapshots.get(step.index))
             ctx = ToolContext(view=view, limits=Limits())
             for call in step.response.calls:
+                then = outcomes.get(call.call_id)
+                if (refused := _not_offered(step, call)) is not None:
+                    rows.append(_row(run, step, call, then, NOT_OFFERED, refused, "", NOT_OFFERED))
+                    continue
                 now, reason, errors = await _decided(guards, dispatch, call, ctx)
-                rows.append(_row(run, step, call, outcomes.get(call.call_id), now, reason, errors))
+                rows.append(_row(run, step, call, then, now, reason, errors))
     finally:
         dispatch.close()
     return rows
@@ -163,6 +172,20 @@ async def _decided(
         if verdict.decision in ("allow", "deny"):
             now, reason = verdict.decision, verdict.reason or "answered by a PermissionRequest hook"
     return now, reason, "; ".join(errors)
+
+
+def _not_offered(step: StepRecord, call: ToolCall) -> str | None:
+    """Why ``call``'s tool was not offered in its step, or None if it was.
+
+    The loop refuses such a call before any guard is asked, and a recheck changes the policy,
+    not the tools: the call is refused now as it was then, whatever the guards would say.
+    """
+    hidden = dict(step.tools_hidden)
+    if call.name in hidden:
+        return f"not offered in step {step.index}: {hidden[call.name]}"
+    if call.name not in step.tools_offered:
+        return f"not offered in step {step.index}"
+    return None
 
 
 def _first_outcomes(steps: Sequence[StepRecord]) -> dict[str, ToolOutcome]:
@@ -195,8 +218,9 @@ def _row(
     now: str,
     reason: str,
     errors: str,
+    decided_then: str | None = None,
 ) -> dict[str, Any]:
-    decision_then = _THEN[then.status] if then is not None else "not decided"
+    decision_then = decided_then or (_THEN[then.status] if then is not None else "not decided")
     return {
         "step": step.index,
         "tool": call.name,
