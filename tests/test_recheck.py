@@ -316,3 +316,19 @@ def test_calls_of_tools_not_offered_are_not_changes_of_policy() -> None:
     assert frame["reason"][1] == "not offered in step 2: writes only in step 1"
     assert frame["reason"][2] == "not offered in step 3"
     assert str(frame.attrs["summary"]) == "3 tool calls rechecked: every decision is the same"
+
+
+def test_the_summary_keeps_secrets_in_arguments_and_reasons_out() -> None:
+    key = "sk-live0123456789abcdefghij"
+    call = R.tool_call("Bash", {"command": f"curl -H 'Authorization: Bearer {key}' x"})
+    run = wb.Agent(model=wb.ScriptedModel([call, "done"]), tools=[Bash], store=False).run_sync("go")
+    EXECUTED.clear()
+
+    def no_curl(call: wb.ToolCall, ctx: wb.ToolContext) -> wb.GuardDecision:
+        return wb.ToolPermission.DENY, f"no curl: {call.arguments['command']}"
+
+    frame = wb.recheck(run, guards=[no_curl])
+    summary = str(frame.attrs["summary"])
+    assert "allow → deny" in summary and "Bearer [REDACTED]" in summary
+    assert key not in summary and key not in repr(frame.attrs["summary"])
+    assert key in frame["arguments"][0]["command"]  # the frame is the run's data, as recorded

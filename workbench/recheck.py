@@ -33,6 +33,7 @@ from workbench.hooks.loop import LoopHooks
 from workbench.hooks.runner import Hook
 from workbench.messages import ToolCall
 from workbench.records import RecordedRun, StepContext, StepRecord, ToolOutcome
+from workbench.redact import redacted
 from workbench.state import AgentState
 from workbench.toolcalls import decide
 from workbench.tools import ToolContext
@@ -254,7 +255,7 @@ def _summary(rows: list[dict[str, Any]]) -> RecheckSummary:
         transitions[key] = transitions.get(key, 0) + 1
         why = f": {row['reason']}" if row["reason"] else ""
         line = f"step {row['step']} {row['tool']} {row['arguments']}: {key}{why}"
-        lines.append(_printable(line))
+        lines.append(_printable(redacted(line)))  # a report for logs: the frame keeps the data
     return RecheckSummary(
         calls=len(rows), changed=len(changed), transitions=transitions, lines=tuple(lines)
     )
