@@ -324,3 +324,34 @@ def test_the_live_spans_frame_puts_the_run_first() -> None:
     assert names[0].startswith("invoke_agent") and names.index("workbench.step 1") < names.index(
         "workbench.prepare"
     )
+
+
+def test_messages_of_a_file_holding_several_traces_say_which_to_pick() -> None:
+    """Step 1 of which trace? Two runs' model calls are not one conversation."""
+    other = "0af7651916cd43dd8448eb211c80319c"
+    later = 1_700_000_005_000_000_000
+    second = {**span("00000000000000b1", "chat m", start=later, attributes=CHAT), "traceId": other}
+    text = document(span("00000000000000a1", "chat m", attributes=CHAT), second)
+    trace = wb.load_trace(text)
+    agent = wb.Agent(model=wb.ScriptedModel(["Hello"]), store=False)
+    for attempt in (trace.messages, lambda: trace.messages(step=1)):
+        with pytest.raises(wb.TraceLoadError, match=f"{TRACE}.*{other}.*trace_id="):
+            attempt()
+    with pytest.raises(wb.TraceLoadError, match="trace_id="):
+        agent.rerun_from_trace_sync(trace, step=1)
+    one = wb.load_trace(text, trace_id=other)
+    assert [m.text for m in one.messages(step=1)] == ["Hi"]
+    assert agent.rerun_from_trace_sync(one, step=1).output == "Hello"
+
+
+def test_the_traces_of_one_run_paused_and_resumed_are_one_conversation() -> None:
+    """A resumed execution is a new trace of the same run: its steps carry on the numbering."""
+    run = {**CHAT, "workbench.run.id": "run_1", "workbench.step.index": 1}
+    resumed = {**run, "workbench.step.index": 2, "gen_ai.input.messages": _messages("Hi", "Go")}
+    later = 1_700_000_005_000_000_000
+    second = {
+        **span("00000000000000b1", "chat m", start=later, attributes=resumed),
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+    }
+    trace = wb.load_trace(document(span("00000000000000a1", "chat m", attributes=run), second))
+    assert [m.text for m in trace.messages(step=2)] == ["Hi", "Go"]

@@ -20,7 +20,7 @@ from workbench.records import StepContext
 from workbench.state import AgentState, ExecutionStatus, Phase, TraceRef
 from workbench.telemetry import names as n
 from workbench.telemetry.recover import messages_of_chat
-from workbench.telemetry.trace import SpanData, Trace
+from workbench.telemetry.trace import SpanData, Trace, conversation_chats
 
 __all__ = ["snapshot_from_trace"]
 
@@ -38,7 +38,7 @@ def snapshot_from_trace(trace: Trace, step: int) -> StepContext:
     ``step`` is a ``workbench.step.index`` in our traces, else the n-th model call. Raises
     `TraceLoadError` when the trace did not capture that step's messages.
     """
-    chats = trace.chat_spans()
+    chats = conversation_chats(trace)
     numbered = [(c.attributes.get(n.STEP_INDEX, i), c) for i, c in enumerate(chats, start=1)]
     found = [c for index, c in numbered if index == step]
     if not found:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workbench._record import Record
+from workbench.errors import TraceLoadError
 from workbench.messages import Message
 from workbench.telemetry import names as n
 from workbench.telemetry.frames import in_start_order, spans_frame, steps_frame, timing_frame
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["SpanData", "SpanEvent", "SpanLink", "Trace"]
+__all__ = ["SpanData", "SpanEvent", "SpanLink", "Trace", "conversation_chats"]
 
 _OPENINFERENCE_KIND = "openinference.span.kind"
 
@@ -91,7 +92,7 @@ class Trace(Record):
         of a foreign trace), and its answer; without ``step``, the last model call's. Empty
         without captured content.
         """
-        chats = self.chat_spans()
+        chats = conversation_chats(self)
         if not chats:
             return ()
         if step is None:
@@ -100,6 +101,27 @@ class Trace(Record):
             if chat.attributes.get(n.STEP_INDEX, number) == step:
                 return messages_of_chat(chat.attributes)
         raise LookupError(f"the trace has no model call at step {step}")
+
+
+def conversation_chats(trace: Trace) -> list[SpanData]:
+    """The model calls of the trace's one conversation, in start order.
+
+    A file can hold several traces; the model calls of unrelated runs are not one conversation,
+    and "step 2" would be whichever trace's came first. The traces of one run's executions (a
+    paused run and its resumption share a ``workbench.run.id``) are one. Raises
+    `TraceLoadError` saying how to pick one trace.
+    """
+    chats = trace.chat_spans()
+    runs: dict[str, set[Any]] = {}
+    for chat in chats:
+        runs.setdefault(chat.trace_id, set()).add(chat.attributes.get(n.RUN_ID))
+    ids = list(runs)
+    if len(ids) > 1 and not set.intersection(*runs.values()) - {None}:
+        raise TraceLoadError(
+            f"the trace holds the model calls of {len(ids)} traces ({', '.join(ids)}): "
+            "load one with load_trace(source, trace_id=...)"
+        )
+    return chats
 
 
 def dumps(value: Any) -> str:
