@@ -355,3 +355,43 @@ def test_the_traces_of_one_run_paused_and_resumed_are_one_conversation() -> None
     }
     trace = wb.load_trace(document(span("00000000000000a1", "chat m", attributes=run), second))
     assert [m.text for m in trace.messages(step=2)] == ["Hi", "Go"]
+
+
+OPENINFERENCE_CHAT = {
+    "openinference.span.kind": "LLM",
+    "llm.model_name": "gpt-4o-mini",
+    "llm.token_count.prompt": 11,
+    "llm.token_count.completion": 7,
+    "llm.input_messages.0.message.role": "user",
+    "llm.input_messages.0.message.content": "Hi",
+}
+
+
+def test_openinference_model_and_tokens_show_in_the_frames_and_the_rerun() -> None:
+    """OpenInference (Phoenix, its instrumentations) names the model and the token counts
+    ``llm.model_name`` and ``llm.token_count.*``: the columns and the re-run read them too."""
+    later = 1_700_000_002_000_000_000
+    trace = wb.load_trace(
+        document(
+            span("00000000000000c1", "ChatCompletion", attributes=OPENINFERENCE_CHAT),
+            span("00000000000000c2", "ChatCompletion", start=later, attributes=OPENINFERENCE_CHAT),
+        )
+    )
+    frame = trace.spans_df()
+    assert list(frame["model"]) == ["gpt-4o-mini"] * 2
+    assert list(frame["input_tokens"]) == [11, 11] and list(frame["output_tokens"]) == [7, 7]
+    result = wb.Agent(model=wb.ScriptedModel(["Hello"]), store=False).rerun_from_trace_sync(
+        trace, step=2
+    )
+    uncounted = {k: v for k, v in OPENINFERENCE_CHAT.items() if "token_count" not in k}
+    without = wb.load_trace(
+        document(
+            span("00000000000000c1", "ChatCompletion", attributes=uncounted),
+            span("00000000000000c2", "ChatCompletion", start=later, attributes=uncounted),
+        )
+    )
+    baseline = wb.Agent(model=wb.ScriptedModel(["Hello"]), store=False).rerun_from_trace_sync(
+        without, step=2
+    )
+    # the first call's tokens are carried into the re-run, as a traced run's budget counts them
+    assert result.usage.input_tokens - baseline.usage.input_tokens == 11

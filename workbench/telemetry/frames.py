@@ -5,7 +5,8 @@ Columns (times are UTC ``datetime64``; durations are milliseconds):
 ``spans_df``  (`SPAN_COLUMNS`)
     trace_id, span_id, parent_span_id, name, kind, operation (``gen_ai.operation.name``),
     start, end, duration_ms, status (UNSET / OK / ERROR), error_type, run_id, execution_id,
-    step, snapshot_id, model, tool, input_tokens, output_tokens, attributes (dict of all).
+    step, snapshot_id, model, tool, input_tokens, output_tokens, attributes (dict of all);
+    model and tokens also from OpenInference's ``llm.model_name`` and ``llm.token_count.*``.
 ``steps_df``  (`STEP_COLUMNS`), one row per ``workbench.step`` span
     trace_id, run_id, execution_id, step, snapshot_id, status, stop_reason, start, duration_ms,
     prepare_ms, inference_ms, tools_ms, hooks_ms, continuation_ms, telemetry_ms, ttft_ms,
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from workbench.telemetry import names as n
+from workbench.telemetry.recover import OI_INPUT_TOKENS, OI_MODEL, OI_OUTPUT_TOKENS
 from workbench.telemetry.spandata import SpanData, span_data
 
 if TYPE_CHECKING:
@@ -209,10 +211,10 @@ def spans_frame(spans: Spans) -> pd.DataFrame:
         execution_ids.append(get(n.EXECUTION_ID))
         steps.append(get(n.STEP_INDEX))
         snapshot_ids.append(get(n.SNAPSHOT_ID))
-        models.append(get(n.RESPONSE_MODEL, get(n.REQUEST_MODEL)))
+        models.append(get(n.RESPONSE_MODEL) or get(n.REQUEST_MODEL) or get(OI_MODEL))
         tools.append(get(n.TOOL_NAME))
-        input_tokens.append(get(n.USAGE_INPUT_TOKENS))
-        output_tokens.append(get(n.USAGE_OUTPUT_TOKENS))
+        input_tokens.append(get(n.USAGE_INPUT_TOKENS, get(OI_INPUT_TOKENS)))
+        output_tokens.append(get(n.USAGE_OUTPUT_TOKENS, get(OI_OUTPUT_TOKENS)))
         attribute_dicts.append(attributes)
     pandas = _pandas()
     frame = pandas.DataFrame(columns)
