@@ -84,9 +84,14 @@ def test_stdio_server_tools_are_offered_with_their_schemas(stdio_tools: wb.Tools
     assert add.description == "Add two integers."
     assert add.definition.parameters["required"] == ["a", "b"]
     assert add.timeout == 20
-    (broken,) = hidden  # the malformed schema: listed by the server, not offered, with the reason
+    broken, dangling = hidden  # malformed schemas: listed by the server, not offered, and why
     assert broken[0] == "broken"
     assert "invalid JSON schema at properties/x/type" in broken[1]
+    assert dangling == (
+        "dangling",
+        "not offered: tool 'dangling': its schema refers to '#/$defs/Missing' (at "
+        "properties/x), which is not in it",
+    )
 
 
 def test_sync_agent_calls_stdio_tools_and_reuses_the_connection(stdio_tools: wb.Toolset) -> None:

@@ -3,7 +3,8 @@
 ``python server.py stdio`` serves over stdin/stdout; ``python server.py http`` binds 127.0.0.1 on
 a free port, prints ``PORT <n>`` and serves streamable HTTP at ``/mcp``. Some tools misbehave on
 purpose: ``fail`` answers with an MCP error result, ``crash`` kills the server mid-call, ``hang``
-never answers, and ``broken`` is listed with an input schema that is not valid JSON Schema.
+never answers, ``broken`` is listed with an input schema that is not valid JSON Schema, and
+``dangling`` with one whose ``$ref`` points at nothing.
 """
 
 from __future__ import annotations
@@ -18,15 +19,19 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import Tool as ListedTool
 
+BROKEN_SCHEMAS = {
+    "broken": {"type": "object", "properties": {"x": {"type": 12}}},
+    # valid JSON Schema, but its reference leads nowhere: no argument could be checked
+    "dangling": {"type": "object", "properties": {"x": {"$ref": "#/$defs/Missing"}}},
+}
+
 
 class TestServer(MCPServer):
     async def list_tools(self) -> list[ListedTool]:
         listed = await super().list_tools()
         return [
-            t.model_copy(
-                update={"input_schema": {"type": "object", "properties": {"x": {"type": 12}}}}
-            )
-            if t.name == "broken"
+            t.model_copy(update={"input_schema": BROKEN_SCHEMAS[t.name]})
+            if t.name in BROKEN_SCHEMAS
             else t
             for t in listed
         ]
@@ -75,6 +80,12 @@ async def hang() -> str:
 @server.tool()
 def broken(x: Any = None) -> str:
     """Listed with a malformed schema."""
+    return "unreachable"
+
+
+@server.tool()
+def dangling(x: Any = None) -> str:
+    """Listed with a schema whose reference leads nowhere."""
     return "unreachable"
 
 
