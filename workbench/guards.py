@@ -55,10 +55,22 @@ async def _ask(guard: ToolGuard, call: ToolCall, ctx: ToolContext) -> tuple[Tool
             answer = await answer
     except Exception as exc:
         return ToolPermission.DENY, f"guard {name} failed: {type(exc).__name__}: {exc}"
+    return _read(answer, name)
+
+
+def _read(answer: object, name: str) -> tuple[ToolPermission, str]:
+    """A guard's answer as (permission, reason); any answer of another shape denies (fail closed).
+
+    A malformed answer is a bug in that guard: it must deny this one call, not end the run.
+    """
     if isinstance(answer, tuple):
+        if len(answer) != 2:
+            return ToolPermission.DENY, f"guard {name} returned a tuple of {len(answer)}, not 2"
         permission, reason = answer
     else:
         permission, reason = answer, ""
     if not isinstance(permission, ToolPermission):
         return ToolPermission.DENY, f"guard {name} returned {permission!r}, not a ToolPermission"
+    if reason is not None and not isinstance(reason, str):
+        return ToolPermission.DENY, f"guard {name} gave the reason {reason!r}, not a string"
     return permission, reason or f"{permission.value} by guard {name}"

@@ -1,0 +1,52 @@
+"""Guards fail closed: whatever a guard answers or raises, a bad answer denies only that call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import workbench as wb
+
+R = wb.ModelResponse
+
+
+@wb.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def run_with(answer: Any) -> wb.RunResult:
+    def guard(call: wb.ToolCall, ctx: wb.ToolContext) -> Any:
+        return answer
+
+    model = wb.ScriptedModel([R.tool_call("add", {"a": 1, "b": 2}), R.text("done")])
+    return wb.Agent(model=model, tools=[add], guards=[guard], store=False).run_sync("go")
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        (None, "returned None, not a ToolPermission"),
+        ("allow", "returned 'allow', not a ToolPermission"),
+        ((wb.ToolPermission.ALLOW, "fine", "extra"), "returned a tuple of 3"),
+        ((wb.ToolPermission.ALLOW,), "returned a tuple of 1"),
+        ((wb.ToolPermission.ALLOW, 42), "gave the reason 42, not a string"),
+    ],
+    ids=["none", "str", "triple", "single", "int-reason"],
+)
+def test_a_malformed_answer_denies_the_call_and_the_run_goes_on(answer: Any, why: str) -> None:
+    result = run_with(answer)
+    assert result.status is wb.ExecutionStatus.COMPLETED and result.output == "done"
+    (outcome,) = result.steps[0].tool_outcomes
+    assert outcome.status == "denied"
+    assert f"guard guard {why}" in outcome.content
+
+
+def test_a_well_formed_answer_decides() -> None:
+    denied = run_with((wb.ToolPermission.DENY, "not today")).steps[0].tool_outcomes[0]
+    assert (denied.status, denied.content) == ("denied", "Permission denied: not today")
+    assert run_with(wb.ToolPermission.ALLOW).steps[0].tool_outcomes[0].content == "3"
+    unexplained = run_with((wb.ToolPermission.DENY, None)).steps[0].tool_outcomes[0]
+    assert unexplained.content == "Permission denied: deny by guard guard"
