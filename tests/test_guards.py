@@ -50,3 +50,20 @@ def test_a_well_formed_answer_decides() -> None:
     assert run_with(wb.ToolPermission.ALLOW).steps[0].tool_outcomes[0].content == "3"
     unexplained = run_with((wb.ToolPermission.DENY, None)).steps[0].tool_outcomes[0]
     assert unexplained.content == "Permission denied: deny by guard guard"
+
+
+def test_a_guard_that_raises_keeps_secrets_in_its_error_from_the_model() -> None:
+    key = "sk-live0123456789abcdefghij"
+
+    def policy(call: wb.ToolCall, ctx: wb.ToolContext) -> wb.GuardDecision:
+        raise RuntimeError(f"policy service refused token {key}")
+
+    model = wb.ScriptedModel([R.tool_call("add", {"a": 1, "b": 2}), R.text("done")])
+    result = wb.Agent(model=model, tools=[add], guards=[policy], store=False).run_sync("go")
+    (outcome,) = result.steps[0].tool_outcomes
+    assert outcome.status == "denied"
+    assert outcome.content == (
+        "Permission denied: guard policy failed: RuntimeError: policy service refused token "
+        "[REDACTED]"
+    )
+    assert key not in str([m.model_dump() for m in model.calls[1].messages])  # as a tool's error

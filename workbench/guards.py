@@ -2,7 +2,8 @@
 
 A guard is ``guard(call, ctx) -> ToolPermission | (ToolPermission, reason)``, sync or async. Guards
 run in order; the first DENY wins, otherwise the first ASK pauses the run for approval. A guard that
-raises denies the call (guards fail closed) and the error is the reason.
+raises denies the call (guards fail closed) and the error, redacted as a tool's error is, is the
+reason.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 
 from workbench.messages import ToolCall
+from workbench.redact import redacted
 from workbench.tools import ToolContext
 
 __all__ = ["ALLOWED", "GuardDecision", "ToolGuard", "ToolPermission", "check_guards"]
@@ -53,8 +55,8 @@ async def _ask(guard: ToolGuard, call: ToolCall, ctx: ToolContext) -> tuple[Tool
         answer = guard(call, ctx)
         if inspect.isawaitable(answer):
             answer = await answer
-    except Exception as exc:
-        return ToolPermission.DENY, f"guard {name} failed: {type(exc).__name__}: {exc}"
+    except Exception as exc:  # the reason is read by the model and stored: no secret in it
+        return ToolPermission.DENY, redacted(f"guard {name} failed: {type(exc).__name__}: {exc}")
     return _read(answer, name)
 
 
