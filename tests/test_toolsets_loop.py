@@ -151,3 +151,21 @@ def test_a_filter_sees_the_step_it_chooses_for_also_when_resumed_mid_step() -> N
     # steps 1 and 2 prepared, step 2 chosen again on resume, then step 3: each sees its own
     # number, with the steps before it completed
     assert seen[::2] == [(1, 0), (2, 1), (2, 1), (3, 2)]
+
+
+def test_a_filter_that_raises_keeps_secrets_in_its_error_from_the_model() -> None:
+    key = "sk-live0123456789abcdefghij"
+
+    def config(tool: wb.Tool, view: wb.RunView) -> bool:
+        raise RuntimeError(f"feature flags unreachable with {key}")
+
+    model = wb.ScriptedModel([R.tool_call("read", {"path": "a"}), "done"])
+    result = wb.Agent(
+        model=model, tools=[wb.Toolset([read]).filtered(config)], store=False
+    ).run_sync("go")
+    reason = "filter config raised RuntimeError: feature flags unreachable with [REDACTED]"
+    assert result.steps[0].tools_hidden == (("read", reason),)
+    assert (
+        result.steps[0].tool_outcomes[0].content == f"Tool 'read' is not available now: {reason}."
+    )
+    assert key not in str([m.model_dump() for m in model.calls[1].messages])

@@ -30,6 +30,7 @@ from workbench._sync import run_sync
 from workbench.conditions import RunView
 from workbench.errors import MCPServerError, ToolRateLimited, UsageError
 from workbench.messages import JsonValue, ToolDefinition
+from workbench.redact import redacted
 from workbench.tools import Tool, tool
 
 if TYPE_CHECKING:
@@ -148,8 +149,9 @@ class Toolset:
     def filtered(self, fn: ToolFilter) -> Toolset:
         """Offer a tool only while ``fn(tool, view)`` is True; a string answer is why it is not.
 
-        A filter that raises hides the tool, with the error as the reason: a broken filter must
-        not end the run, and offering a tool the filter meant to hide would be worse.
+        A filter that raises hides the tool, with the error (redacted, as a tool's error is) as
+        the reason: a broken filter must not end the run, and offering a tool the filter meant to
+        hide would be worse.
         """
 
         def layer(entry: _Entry) -> _Entry:
@@ -362,8 +364,8 @@ async def _hidden_by(entry: _Entry, view: RunView) -> str | None:
             answer = check.filter(check.seen, view)
             if inspect.isawaitable(answer):
                 answer = await answer
-        except Exception as exc:
-            return f"filter {name} raised {type(exc).__name__}: {exc}"
+        except Exception as exc:  # the reason is read by the model and stored: no secret in it
+            return redacted(f"filter {name} raised {type(exc).__name__}: {exc}")
         if answer is True:
             continue
         if isinstance(answer, str):
