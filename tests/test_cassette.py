@@ -265,3 +265,14 @@ def test_the_wrapped_models_own_key_is_kept_out_of_the_file_and_the_spans(tmp_pa
             model=replay, system_prompt=agent.system_prompt, tools=[add], store=False
         ).run_sync("What is 2 + 3?")
         assert again.output == "2 + 3 = 5" and server.bodies == []
+
+
+def test_assert_complete_holds_on_the_recording_run_too(tmp_path: Path) -> None:
+    path = tmp_path / "hi.json"
+    for _ in range(2):  # once: the first run records, the second replays; the test is the same
+        model = wb.cassette(path, wb.ScriptedModel([wb.ModelResponse.text("hi")]))
+        assert wb.Agent(model=model, store=False).run_sync("x").output == "hi"
+        model.assert_complete()
+    unused = wb.cassette(path, mode="replay")
+    with pytest.raises(AssertionError, match="replayed 0 of its 1 answers"):
+        unused.assert_complete()
