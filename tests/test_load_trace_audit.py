@@ -326,12 +326,17 @@ def test_the_live_spans_frame_puts_the_run_first() -> None:
     )
 
 
-def test_messages_of_a_file_holding_several_traces_say_which_to_pick() -> None:
-    """Step 1 of which trace? Two runs' model calls are not one conversation."""
+def test_messages_of_a_file_holding_several_runs_say_which_to_pick() -> None:
+    """Step 1 of which run? Two runs' model calls are not one conversation."""
     other = "0af7651916cd43dd8448eb211c80319c"
     later = 1_700_000_005_000_000_000
-    second = {**span("00000000000000b1", "chat m", start=later, attributes=CHAT), "traceId": other}
-    text = document(span("00000000000000a1", "chat m", attributes=CHAT), second)
+    ours = {**CHAT, "workbench.step.index": 1, "workbench.run.id": "run_1"}
+    theirs = {**ours, "workbench.run.id": "run_2"}
+    second = {
+        **span("00000000000000b1", "chat m", start=later, attributes=theirs),
+        "traceId": other,
+    }
+    text = document(span("00000000000000a1", "chat m", attributes=ours), second)
     trace = wb.load_trace(text)
     agent = wb.Agent(model=wb.ScriptedModel(["Hello"]), store=False)
     for attempt in (trace.messages, lambda: trace.messages(step=1)):
@@ -395,3 +400,35 @@ def test_openinference_model_and_tokens_show_in_the_frames_and_the_rerun() -> No
     )
     # the first call's tokens are carried into the re-run, as a traced run's budget counts them
     assert result.usage.input_tokens - baseline.usage.input_tokens == 11
+
+
+def test_a_foreign_traces_steps_are_its_model_calls_in_the_step_table() -> None:
+    """A trace with no ``workbench.step`` spans (pydantic-ai's, OpenInference's) numbers its
+    model calls as `Trace.messages` and `rerun_from_trace` do: TraceView's table is not empty."""
+    from workbench.notebook import TraceView
+
+    later = 1_700_000_002_000_000_000
+    first = {**CHAT, "gen_ai.usage.input_tokens": 20, "gen_ai.usage.output_tokens": 3}
+    second = {**CHAT, "gen_ai.usage.input_tokens": 25, "gen_ai.usage.output_tokens": 4}
+    trace = wb.load_trace(
+        document(
+            span("00000000000000a1", "invoke_agent a"),
+            span("00000000000000c1", "chat m", parent="00000000000000a1", attributes=first),
+            span("00000000000000c2", "chat m", "00000000000000a1", later, second),
+        )
+    )
+    steps = trace.steps_df()
+    assert list(steps["step"]) == [1, 2]
+    assert list(steps["input_tokens"]) == [20, 25] and list(steps["output_tokens"]) == [3, 4]
+    assert list(steps["inference_ms"]) == list(steps["duration_ms"]) == [1000.0, 1000.0]
+    view = TraceView(trace)
+    assert len(view.table) == 2
+    tokens = view.figures["tokens"]
+    assert [list(bar.y) for bar in tokens.data[:2]] == [[20, 25], [3, 4]]
+    openinference = wb.load_trace(
+        document(
+            span("00000000000000c1", "ChatCompletion", attributes=OPENINFERENCE_CHAT),
+            span("00000000000000c2", "ChatCompletion", start=later, attributes=OPENINFERENCE_CHAT),
+        )
+    )
+    assert list(openinference.steps_df()["input_tokens"]) == [11, 11]

@@ -7,7 +7,7 @@ Columns (times are UTC ``datetime64``; durations are milliseconds):
     start, end, duration_ms, status (UNSET / OK / ERROR), error_type, run_id, execution_id,
     step, snapshot_id, model, tool, input_tokens, output_tokens, attributes (dict of all);
     model and tokens also from OpenInference's ``llm.model_name`` and ``llm.token_count.*``.
-``steps_df``  (`STEP_COLUMNS`), one row per ``workbench.step`` span
+``steps_df``  (`STEP_COLUMNS`), one row per ``workbench.step`` span (per model call without any)
     trace_id, run_id, execution_id, step, snapshot_id, status, stop_reason, start, duration_ms,
     prepare_ms, inference_ms, tools_ms, hooks_ms, continuation_ms, telemetry_ms, ttft_ms,
     input_tokens, output_tokens, tool_calls.
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from workbench.telemetry import names as n
-from workbench.telemetry.recover import OI_INPUT_TOKENS, OI_MODEL, OI_OUTPUT_TOKENS
+from workbench.telemetry.recover import OI_INPUT_TOKENS, OI_MODEL, OI_OUTPUT_TOKENS, OI_SPAN_KIND
 from workbench.telemetry.spandata import SpanData, span_data
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ __all__ = [
     "STEP_COLUMNS",
     "TIMING_COLUMNS",
     "in_start_order",
+    "model_calls",
     "spans_frame",
     "steps_frame",
     "timing_frame",
@@ -250,9 +251,43 @@ def _step_row(span: SpanData) -> dict[str, Any]:
     }
 
 
+def model_calls(spans: Sequence[SpanData]) -> list[SpanData]:
+    """The model call spans, in the order given.
+
+    Spans with ``gen_ai.operation.name`` = ``chat`` (the conventions), or OpenInference's
+    ``openinference.span.kind`` = ``LLM`` for a trace with no GenAI operation names.
+    """
+    chats = [s for s in spans if s.attributes.get(n.OPERATION) == n.OP_CHAT]
+    if chats:
+        return chats
+    return [s for s in spans if s.attributes.get(OI_SPAN_KIND) == "LLM"]
+
+
+def _model_call_row(span: SpanData, number: int) -> dict[str, Any]:
+    a = span.attributes
+    duration = _ms(span.end_ns - span.start_ns)
+    return {
+        **{column: None for column in STEP_COLUMNS},
+        **_common(span),
+        "step": number,
+        "start": span.start_ns,
+        "duration_ms": duration,
+        "inference_ms": duration,
+        "input_tokens": a.get(n.USAGE_INPUT_TOKENS, a.get(OI_INPUT_TOKENS)),
+        "output_tokens": a.get(n.USAGE_OUTPUT_TOKENS, a.get(OI_OUTPUT_TOKENS)),
+    }
+
+
 def steps_frame(spans: Spans) -> pd.DataFrame:
-    """One row per step span, in start order, with the step's timing breakdown."""
-    rows = [_step_row(s) for s in in_start_order(_data(spans)) if _is_step(s)]
+    """One row per step span, in start order, with the step's timing breakdown.
+
+    A trace with no step spans (another framework's) has a row per model call, numbered as
+    `Trace.messages` and `Agent.rerun_from_trace` number its steps.
+    """
+    ordered = in_start_order(_data(spans))
+    rows = [_step_row(s) for s in ordered if _is_step(s)]
+    if not rows:
+        rows = [_model_call_row(c, i) for i, c in enumerate(model_calls(ordered), start=1)]
     return _frame(rows, STEP_COLUMNS)
 
 

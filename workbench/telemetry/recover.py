@@ -33,8 +33,16 @@ from workbench.messages import (
 from workbench.redact import Redactor
 from workbench.telemetry import names as n
 
-__all__ = ["OI_INPUT_TOKENS", "OI_MODEL", "OI_OUTPUT_TOKENS", "messages_of_chat", "read_json"]
+__all__ = [
+    "OI_INPUT_TOKENS",
+    "OI_MODEL",
+    "OI_OUTPUT_TOKENS",
+    "OI_SPAN_KIND",
+    "messages_of_chat",
+    "read_json",
+]
 
+OI_SPAN_KIND = "openinference.span.kind"
 OI_MODEL = "llm.model_name"
 OI_INPUT_TOKENS = "llm.token_count.prompt"
 OI_OUTPUT_TOKENS = "llm.token_count.completion"

@@ -20,7 +20,13 @@ from workbench._record import Record
 from workbench.errors import TraceLoadError
 from workbench.messages import Message
 from workbench.telemetry import names as n
-from workbench.telemetry.frames import in_start_order, spans_frame, steps_frame, timing_frame
+from workbench.telemetry.frames import (
+    in_start_order,
+    model_calls,
+    spans_frame,
+    steps_frame,
+    timing_frame,
+)
 from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.spandata import SpanData, SpanEvent, SpanLink, span_data
 
@@ -29,8 +35,6 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
 __all__ = ["SpanData", "SpanEvent", "SpanLink", "Trace", "conversation_chats"]
-
-_OPENINFERENCE_KIND = "openinference.span.kind"
 
 
 class Trace(Record):
@@ -80,10 +84,7 @@ class Trace(Record):
         Spans with ``gen_ai.operation.name`` = ``chat`` (the conventions), or OpenInference's
         ``openinference.span.kind`` = ``LLM`` for a trace with no GenAI operation names.
         """
-        chats = [s for s in self.spans if s.attributes.get(n.OPERATION) == n.OP_CHAT]
-        if chats:
-            return chats
-        return [s for s in self.spans if s.attributes.get(_OPENINFERENCE_KIND) == "LLM"]
+        return model_calls(self.spans)
 
     def messages(self, step: int | None = None) -> tuple[Message, ...]:
         """The conversation recovered from captured content, at ``step``.
