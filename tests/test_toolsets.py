@@ -246,3 +246,19 @@ def test_tool_with_a_json_schema_validates_against_it() -> None:
         wb.Tool(call, "bad", "", parameters={"type": "object", "properties": {"n": {"type": 5}}})
     with pytest.raises(ValueError, match="must describe an object"):
         wb.Tool(call, "bad", "", parameters={"type": "string"})
+
+
+async def test_approval_for_a_name_the_toolset_lacks_is_an_error_not_a_silent_no_op() -> None:
+    # a typo, or the name from before a prefix: the tool meant to wait would run unasked
+    for toolset in (
+        wb.Toolset([add, delete]).requiring_approval(["delete_fle"]),
+        wb.Toolset([add, delete]).prefixed("fs_").requiring_approval(["delete"]),
+    ):
+        with pytest.raises(wb.UsageError, match=r"requiring_approval names 'delete(_fle)?'.*has"):
+            await toolset.resolve(view())
+    good = wb.Toolset([add, delete]).prefixed("fs_").requiring_approval(["fs_delete"])
+    offered, _ = await good.resolve(view())
+    assert [(t.name, t.requires_approval) for t in offered] == [
+        ("fs_add", False),
+        ("fs_delete", True),
+    ]

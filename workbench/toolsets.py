@@ -165,15 +165,22 @@ class Toolset:
         return self._with(_changing(lambda t: {"name": f"{prefix}{t.name}"}))
 
     def requiring_approval(self, names_or_fn: Collection[str] | Callable[[Tool], bool]) -> Toolset:
-        """Pause for approval before the named tools run (or those for which ``fn(tool)``)."""
+        """Pause for approval before the named tools run (or those for which ``fn(tool)``).
+
+        The names are the tools' names at this point of the chain (after an earlier prefix). A
+        name no tool has is a `UsageError` when the tools are listed: approval must not quietly
+        apply to nothing.
+        """
         if callable(names_or_fn):
             wanted: Callable[[Tool], bool] = names_or_fn
+            names: frozenset[str] = frozenset()
         elif isinstance(names_or_fn, str):
             raise UsageError("requiring_approval takes a collection of names, not one string")
         else:
             names = frozenset(names_or_fn)
             wanted = lambda t: t.name in names  # noqa: E731 - the names, as a predicate
-        return self._with(_changing(lambda t: {"requires_approval": True} if wanted(t) else {}))
+        layer = _changing(lambda t: {"requires_approval": True} if wanted(t) else {})
+        return self._with(_Named(layer, "requiring_approval", names) if names else layer)
 
     def rate_limited(
         self, calls: int, per_seconds: float, *, clock: Callable[[], float] = time.monotonic
@@ -239,7 +246,11 @@ class Toolset:
         with self._lock:
             if self._cache is not None and _same(self._cache[0], base_entries):
                 return self._cache[1]
-        entries = tuple(functools.reduce(lambda e, layer: layer(e), self._layers, e) for e in base)
+        entries = base_entries
+        for layer in self._layers:
+            if isinstance(layer, _Named):
+                layer.check(entries)
+            entries = tuple(layer(e) for e in entries)
         with self._lock:
             self._cache = (base_entries, entries)
         return entries
@@ -354,6 +365,30 @@ def _changing(changes: Callable[[Tool], dict[str, Any]]) -> _Layer:
         return entry.model_copy(update={"tool": entry.tool.with_options(**update)})
 
     return layer
+
+
+class _Named:
+    """A layer given tool names, which must all name tools of the toolset when it is applied.
+
+    Approval asked for a name the toolset lacks (a typo, the name from before a prefix) would
+    otherwise apply to nothing, and the tool meant to wait would run unasked.
+    """
+
+    def __init__(self, layer: _Layer, method: str, names: frozenset[str]) -> None:
+        self.layer, self.method, self.names = layer, method, names
+
+    def __call__(self, entry: _Entry) -> _Entry:
+        return self.layer(entry)
+
+    def check(self, entries: tuple[_Entry, ...]) -> None:
+        """`UsageError` naming the names no tool in ``entries`` has."""
+        have = [e.tool.name for e in entries]
+        missing = sorted(self.names - set(have))
+        if missing:
+            raise UsageError(
+                f"{self.method} names {', '.join(map(repr, missing))}, which this toolset "
+                f"does not have; it has {', '.join(map(repr, have)) or 'no tools'}"
+            )
 
 
 async def _hidden_by(entry: _Entry, view: RunView) -> str | None:
