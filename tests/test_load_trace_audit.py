@@ -432,3 +432,25 @@ def test_a_foreign_traces_steps_are_its_model_calls_in_the_step_table() -> None:
         )
     )
     assert list(openinference.steps_df()["input_tokens"]) == [11, 11]
+
+
+def test_another_frameworks_calls_each_in_a_trace_of_its_own_are_numbered_across_the_file() -> None:
+    """OpenInference's OpenAI instrumentation makes a trace per call when nothing encloses them."""
+    later = 1_700_000_005_000_000_000
+    first = {**OPENINFERENCE_CHAT, "llm.output_messages.0.message.role": "assistant"}
+    second = {
+        **OPENINFERENCE_CHAT,
+        "llm.input_messages.1.message.role": "user",
+        "llm.input_messages.1.message.content": "Again",
+    }
+    trace = wb.load_trace(
+        document(
+            span("00000000000000c1", "ChatCompletion", attributes=first),
+            {
+                **span("00000000000000c2", "ChatCompletion", start=later, attributes=second),
+                "traceId": "0af7651916cd43dd8448eb211c80319c",
+            },
+        )
+    )
+    assert [m.text for m in trace.messages(step=2)] == ["Hi", "Again"]
+    assert list(trace.steps_df()["step"]) == [1, 2]

@@ -107,12 +107,16 @@ class Trace(Record):
 def conversation_chats(trace: Trace) -> list[SpanData]:
     """The model calls of the trace's one conversation, in start order.
 
-    A file can hold several traces; the model calls of unrelated runs are not one conversation,
-    and "step 2" would be whichever trace's came first. The traces of one run's executions (a
-    paused run and its resumption share a ``workbench.run.id``) are one. Raises
-    `TraceLoadError` saying how to pick one trace.
+    A file can hold several traces. Steps numbered by the workbench (``workbench.step.index``)
+    start at 1 in each run, so in the traces of unrelated runs "step 2" would be whichever
+    trace's came first: that raises `TraceLoadError` saying how to pick one trace. The traces
+    of one run's executions (a paused run and its resumption share a ``workbench.run.id``) are
+    one conversation, and another framework's model calls (each often a trace of its own) are
+    numbered across the file.
     """
     chats = trace.chat_spans()
+    if not any(n.STEP_INDEX in c.attributes for c in chats):
+        return chats
     runs: dict[str, set[Any]] = {}
     for chat in chats:
         runs.setdefault(chat.trace_id, set()).add(chat.attributes.get(n.RUN_ID))
