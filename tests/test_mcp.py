@@ -257,3 +257,18 @@ def test_a_server_that_never_completes_the_handshake_times_out(answer: str, tmp_
     assert "did not answer within 1s" in result.error.message
     assert gone(int(pid_file.read_text()))  # the half-open connection was closed, not left
     toolset.close()
+
+
+def test_a_key_on_the_servers_command_line_never_shows() -> None:
+    key = "sk-live0123456789abcdefghij"
+    toolset = wb.Toolset.from_mcp(
+        [sys.executable, "-c", "raise SystemExit(3)", "--api-key", key], connect_timeout=20
+    )
+    (server,) = toolset.sources()
+    assert isinstance(server, MCPServer)
+    assert key not in repr(toolset) and key not in server.where
+    assert server.where.endswith("--api-key [REDACTED]")
+    with pytest.raises(wb.MCPServerError) as failed:
+        run_sync(toolset.resolve(view()))
+    assert key not in str(failed.value) and "--api-key [REDACTED]" in str(failed.value)
+    toolset.close()

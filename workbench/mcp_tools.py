@@ -43,6 +43,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from workbench._sync import on_portal
 from workbench.errors import MCPServerError
+from workbench.redact import redacted
 from workbench.tools import Tool
 
 __all__ = ["MCPServer"]
@@ -100,9 +101,9 @@ class MCPServer:
 
     @property
     def where(self) -> str:
-        """The URL (without credentials) or the command, for messages."""
-        if self._url is None:
-            return shlex.join(self._command)
+        """The URL (without credentials) or the command (redacted), for messages."""
+        if self._url is None:  # a command line may carry a key (--api-key sk-...)
+            return redacted(shlex.join(self._command))
         parts = urlsplit(self._url)
         host = parts.netloc.rpartition("@")[2]
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
