@@ -454,3 +454,10 @@ def test_another_frameworks_calls_each_in_a_trace_of_its_own_are_numbered_across
     )
     assert [m.text for m in trace.messages(step=2)] == ["Hi", "Again"]
     assert list(trace.steps_df()["step"]) == [1, 2]
+
+
+@pytest.mark.parametrize("source", ["", "   \n"], ids=["empty", "blank"])
+def test_an_empty_source_says_so(source: str) -> None:
+    """Not "cannot read trace file .: Is a directory" (an empty path is the current one)."""
+    with pytest.raises(wb.TraceLoadError, match="empty"):
+        wb.load_trace(source)

@@ -135,6 +135,8 @@ def _name(source: str | Path) -> str:
 
 
 def _document(source: str | Path) -> Any:
+    if isinstance(source, str) and not source.strip():  # Path("") is the current directory
+        raise TraceLoadError("the source is empty: give a file, a JSON text or a backend URL")
     if isinstance(source, Path) or not source.lstrip().startswith(("{", "[")):
         path = Path(source)
         try:
