@@ -461,3 +461,42 @@ def test_an_empty_source_says_so(source: str) -> None:
     """Not "cannot read trace file .: Is a directory" (an empty path is the current one)."""
     with pytest.raises(wb.TraceLoadError, match="empty"):
         wb.load_trace(source)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"doubleValue": "oops"}, "'oops' is not a number"),
+        ({"intValue": "12.5"}, "'12.5' is not an integer"),
+    ],
+    ids=["double", "int"],
+)
+def test_a_malformed_number_attribute_is_a_trace_load_error(
+    value: dict[str, Any], message: str
+) -> None:
+    """A TraceLoadError like every other unreadable part, and not called a time."""
+    encoded = span("00000000000000a1", "x")
+    encoded["attributes"] = [{"key": "k", "value": value}]
+    with pytest.raises(wb.TraceLoadError, match=message) as caught:
+        wb.load_trace(document(encoded))
+    assert "time" not in str(caught.value)
+    jaeger_tag = {"key": "k", "type": "float64" if "double" in str(value) else "int64"}
+    jaeger = {
+        "data": [
+            {
+                "traceID": TRACE,
+                "spans": [
+                    {
+                        "traceID": TRACE,
+                        "spanID": "00000000000000a1",
+                        "operationName": "x",
+                        "startTime": 1,
+                        "duration": 1,
+                        "tags": [{**jaeger_tag, "value": next(iter(value.values()))}],
+                    }
+                ],
+            }
+        ]
+    }
+    with pytest.raises(wb.TraceLoadError, match=message):
+        wb.load_trace(json.dumps(jaeger))

@@ -438,6 +438,14 @@ def _int(value: Any) -> int:
         raise TraceLoadError(f"{value!r} is not an integer time") from None
 
 
+def _integer(value: Any) -> int:
+    """An integer attribute value (big ones come as text)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise TraceLoadError(f"{value!r} is not an integer") from None
+
+
 def _otlp_kind(value: Any) -> str:
     if isinstance(value, str):
         name = value.removeprefix("SPAN_KIND_").upper()
@@ -487,12 +495,17 @@ def _kvlist(inner: Any) -> str:
     return dumps(_attributes(_field(inner, "values", default=[])))
 
 
+_SPECIAL_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+"""How protobuf's JSON mapping writes NaN and the infinities."""
+
+
 def _float(value: Any) -> float:
-    if isinstance(value, str):  # protobuf's JSON mapping writes NaN and the infinities as text
-        return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(
-            value, float(value)
-        )
-    return float(value)
+    if isinstance(value, str) and value in _SPECIAL_FLOATS:
+        return _SPECIAL_FLOATS[value]
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TraceLoadError(f"{value!r} is not a number") from None
 
 
 _REDACTOR = Redactor()
@@ -510,7 +523,7 @@ def _text_value(value: Any) -> str:
 _VALUES: dict[str, Callable[[Any], Any]] = {
     "stringValue": _text_value,
     "boolValue": bool,
-    "intValue": _int,
+    "intValue": _integer,
     "doubleValue": _float,
     "arrayValue": _array,
     "kvlistValue": _kvlist,
@@ -611,7 +624,7 @@ def _jaeger_tags(tags: Any) -> dict[str, Any]:
 def _jaeger_value(tag: Mapping[str, Any]) -> Any:
     kind, value = tag.get("type", "string"), tag.get("value")
     if kind == "int64":
-        return _int(value)  # big ints come as strings
+        return _integer(value)  # big ints come as strings
     if kind == "float64":
         return _float(value)
     if kind == "bool":
