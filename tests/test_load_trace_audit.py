@@ -500,3 +500,18 @@ def test_a_malformed_number_attribute_is_a_trace_load_error(
     }
     with pytest.raises(wb.TraceLoadError, match=message):
         wb.load_trace(json.dumps(jaeger))
+
+
+def test_a_step_the_trace_does_not_have_names_the_steps_it_has() -> None:
+    later = 1_700_000_002_000_000_000
+    trace = wb.load_trace(
+        document(
+            span("00000000000000c1", "chat m", attributes=CHAT),
+            span("00000000000000c2", "chat m", start=later, attributes=CHAT),
+        )
+    )
+    with pytest.raises(LookupError, match=r"step 3 .*1, 2"):
+        trace.messages(step=3)
+    agent = wb.Agent(model=wb.ScriptedModel(["Hello"]), store=False)
+    with pytest.raises(wb.TraceLoadError, match=r"step 3 .*1, 2"):
+        agent.rerun_from_trace_sync(trace, step=3)

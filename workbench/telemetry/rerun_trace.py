@@ -25,7 +25,7 @@ from workbench.telemetry.recover import (
     OI_OUTPUT_TOKENS,
     messages_of_chat,
 )
-from workbench.telemetry.trace import SpanData, Trace, conversation_chats
+from workbench.telemetry.trace import SpanData, Trace, conversation_chats, no_step
 
 __all__ = ["snapshot_from_trace"]
 
@@ -47,7 +47,7 @@ def snapshot_from_trace(trace: Trace, step: int) -> StepContext:
     numbered = [(c.attributes.get(n.STEP_INDEX, i), c) for i, c in enumerate(chats, start=1)]
     found = [c for index, c in numbered if index == step]
     if not found:
-        raise TraceLoadError(f"the trace has no model call at step {step}")
+        raise TraceLoadError(no_step(chats, step))
     chat = found[0]
     messages = _request(chat)
     if not messages:

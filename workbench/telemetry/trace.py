@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["SpanData", "SpanEvent", "SpanLink", "Trace", "conversation_chats"]
+__all__ = ["SpanData", "SpanEvent", "SpanLink", "Trace", "conversation_chats", "no_step"]
 
 
 class Trace(Record):
@@ -101,7 +101,7 @@ class Trace(Record):
         for number, chat in enumerate(chats, start=1):
             if chat.attributes.get(n.STEP_INDEX, number) == step:
                 return messages_of_chat(chat.attributes)
-        raise LookupError(f"the trace has no model call at step {step}")
+        raise LookupError(no_step(chats, step))
 
 
 def conversation_chats(trace: Trace) -> list[SpanData]:
@@ -127,6 +127,13 @@ def conversation_chats(trace: Trace) -> list[SpanData]:
             "load one with load_trace(source, trace_id=...)"
         )
     return chats
+
+
+def no_step(chats: list[SpanData], step: int) -> str:
+    """What to say when ``step`` is none of the model calls' steps: which steps there are."""
+    steps = [c.attributes.get(n.STEP_INDEX, i) for i, c in enumerate(chats, start=1)]
+    shown = ", ".join(map(str, steps[:20])) + (", ..." if len(steps) > 20 else "")
+    return f"the trace has no model call at step {step} (its steps: {shown or 'none'})"
 
 
 def dumps(value: Any) -> str:
