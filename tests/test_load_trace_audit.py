@@ -515,3 +515,27 @@ def test_a_step_the_trace_does_not_have_names_the_steps_it_has() -> None:
     agent = wb.Agent(model=wb.ScriptedModel(["Hello"]), store=False)
     with pytest.raises(wb.TraceLoadError, match=r"step 3 .*1, 2"):
         agent.rerun_from_trace_sync(trace, step=3)
+
+
+def test_a_jaeger_span_kind_outside_the_five_is_internal_as_in_otlp() -> None:
+    """``Trace`` documents ``kind`` as one of OTel's five names; Jaeger files can say anything."""
+    jaeger = {
+        "data": [
+            {
+                "traceID": TRACE,
+                "spans": [
+                    {
+                        "traceID": TRACE,
+                        "spanID": f"00000000000000a{i}",
+                        "operationName": kind,
+                        "startTime": 1,
+                        "duration": 1,
+                        "tags": [{"key": "span.kind", "type": "string", "value": kind}],
+                    }
+                    for i, kind in enumerate(["client", "unspecified", "<b>x</b>"])
+                ],
+            }
+        ]
+    }
+    kinds = {s.name: s.kind for s in wb.load_trace(json.dumps(jaeger)).spans}
+    assert kinds == {"client": "CLIENT", "unspecified": "INTERNAL", "<b>x</b>": "INTERNAL"}

@@ -593,7 +593,7 @@ def _jaeger_span(span: Any, processes: Mapping[str, Any]) -> SpanData:
         span_id=_id(_jaeger_hex(_field(span, "spanID"), 16), 8, "span"),
         parent_id=parent,
         name=str(_field(span, "operationName", default="")),
-        kind=str(tags.get("span.kind", "internal")).upper(),
+        kind=_otlp_kind(str(tags.get("span.kind", "internal"))),
         start_ns=ns(start),
         end_ns=ns(start + _int(_field(span, "duration", default=0)) * 1000),
         attributes={k: v for k, v in tags.items() if k not in _JAEGER_SPECIAL},
