@@ -153,8 +153,9 @@ def test_bytes_that_are_not_utf8_are_replaced_not_the_whole_file_refused(tmp_pat
     path = tmp_path / "trace.json"
     latin1 = document(_chat_with("cafXX ok")).encode().replace(b"XX", b"\xe9")
     path.write_bytes(latin1)
-    with pytest.warns(UserWarning, match="not UTF-8"):
+    with pytest.warns(UserWarning, match="not UTF-8") as warned:
         trace = wb.load_trace(path)
+    assert warned[0].filename == __file__  # the warning points at the caller's line
     assert trace.messages()[0].text == "caf\N{REPLACEMENT CHARACTER} ok"
 
 

@@ -188,7 +188,7 @@ def _text(data: bytes, path: Path) -> str:
         warnings.warn(
             f"{path}: bytes that are not UTF-8 (the first at byte {exc.start}) were replaced "
             "by U+FFFD",
-            stacklevel=4,
+            stacklevel=5,  # _text, _document, _load, load_trace, its caller
         )
         return data.decode("utf-8-sig", errors="replace")
 
