@@ -251,3 +251,16 @@ def test_a_key_in_the_exception_that_fails_a_run_is_not_kept() -> None:
     assert result.state.error.message == "upstream refused Authorization: Bearer [REDACTED]"
     stored = store.load(result.run_id)
     assert SHAPED not in stored.state.model_dump_json() + repr(stored.steps)
+
+
+def test_a_key_in_a_message_a_strict_replay_compares_is_not_shown_cut_in_the_difference() -> None:
+    """The difference is shown around where the texts differ: the cut must not leave a tail."""
+    key = "sk-abcdefghijklmnopqrstuvwxyz123456"
+    agent = wb.Agent(model=wb.ScriptedModel([wb.ModelResponse.text("ok")]), store=False)
+    recorded = agent.run_sync(f"use key {key} please")
+    replay = wb.ReplayModel.from_run(recorded, strict=True)
+    result = wb.Agent(model=replay, store=False).run_sync(f"use key {key} now")
+    assert result.error is not None and result.error.type == "ReplayDivergence"
+    message = result.error.message
+    assert "[REDACTED] please" in message and "[REDACTED] now" in message
+    assert "123456" not in message and "nopqrstuvwxyz" not in message

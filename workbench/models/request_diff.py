@@ -16,6 +16,7 @@ from typing import Literal
 
 from workbench._record import Record
 from workbench.messages import JsonValue, Message, Part, RetryPrompt, TextPart, ToolCall, ToolResult
+from workbench.redact import redacted
 from workbench.tools import ToolDefinition, schema_hash
 
 __all__ = [
@@ -251,7 +252,10 @@ def _pair(old: str, new: str, limit: int = 60) -> tuple[str, str]:
 
     Clipping each from its start would show two identical beginnings when a long system prompt
     changed near its end; the window starts a little before the first differing character.
+    Secrets are redacted before the cut, which could leave a key without the prefix that tells
+    it is one.
     """
+    old, new = redacted(old), redacted(new)
     same = next((i for i, (x, y) in enumerate(zip(old, new, strict=False)) if x != y), None)
     if same is None:
         same = min(len(old), len(new))
@@ -265,6 +269,7 @@ def _window(text: str, begin: int, limit: int) -> str:
 
 
 def _clip(text: str, limit: int = 60, *, quote: bool = True) -> str:
+    text = redacted(text)  # before the cut, as in `_pair`
     cut = text if len(text) <= limit else f"{text[:limit]}…"
     return repr(cut) if quote else cut
 
