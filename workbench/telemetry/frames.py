@@ -19,6 +19,8 @@ Columns (times are UTC ``datetime64``; durations are milliseconds):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from workbench.telemetry import names as n
@@ -153,13 +155,12 @@ def in_start_order(spans: Sequence[SpanData]) -> list[SpanData]:
     resolution, and spans are finished (so exported) children first: by time alone a run's
     first span would be its innermost phase.
     """
-    ordered = sorted(spans, key=lambda s: s.start_ns)
-    by_start: dict[int, list[SpanData]] = {}
-    for span in ordered:
-        by_start.setdefault(span.start_ns, []).append(span)
-    if len(by_start) == len(ordered):
+    ordered = sorted(spans, key=attrgetter("start_ns"))
+    starts = [s.start_ns for s in ordered]
+    if len(set(starts)) == len(starts):  # no two start together: nothing to reorder
         return ordered
-    return [s for group in by_start.values() for s in _parents_first(group)]
+    grouped = groupby(ordered, key=attrgetter("start_ns"))
+    return [s for _, group in grouped for s in _parents_first(list(group))]
 
 
 def _parents_first(group: list[SpanData]) -> list[SpanData]:
