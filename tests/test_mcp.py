@@ -205,7 +205,7 @@ async def test_async_agent_over_streamable_http_with_layers_and_guards(http_url:
     async with wb.Toolset.from_mcp(http_url).prefixed("srv_") as toolset:
         offered, hidden = await toolset.resolve(view())
         assert [t.name for t in offered][:3] == ["srv_add", "srv_echo", "srv_pid"]
-        assert hidden[0][0] == "broken"
+        assert hidden[0][0] == "srv_broken"  # as the model would call it
         model = script(("srv_add", {"a": 20, "b": 22}), ("srv_echo", {"text": "x"}))
         result = await wb.Agent(model=model, tools=offered, guards=[no_echo]).run("go")
         add, echo = outcomes(result)
@@ -272,3 +272,18 @@ def test_a_key_on_the_servers_command_line_never_shows() -> None:
         run_sync(toolset.resolve(view()))
     assert key not in str(failed.value) and "--api-key [REDACTED]" in str(failed.value)
     toolset.close()
+
+
+def test_a_tool_a_prefixed_toolset_cannot_offer_is_hidden_under_its_prefixed_name(
+    stdio_tools: wb.Toolset,
+) -> None:
+    prefixed = stdio_tools.prefixed("srv_")
+    offered, hidden = run_sync(prefixed.resolve(view()))
+    assert {t.name for t in offered} >= {"srv_add", "srv_echo"}
+    assert [name for name, _ in hidden] == ["srv_broken", "srv_dangling"]
+    agent = wb.Agent(model=script(("srv_broken", {"x": 1})), tools=[prefixed])
+    result = agent.run_sync("call the broken one")
+    (outcome,) = outcomes(result)
+    assert outcome.status == "denied"  # told why, not "unknown tool"
+    assert "invalid JSON schema" in outcome.content
+    stdio_tools.close()

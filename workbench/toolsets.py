@@ -162,7 +162,7 @@ class Toolset:
 
     def prefixed(self, prefix: str) -> Toolset:
         """Every tool's name with ``prefix`` in front (two servers may both have a ``search``)."""
-        return self._with(_changing(lambda t: {"name": f"{prefix}{t.name}"}))
+        return self._with(_Prefix(prefix))
 
     def requiring_approval(self, names_or_fn: Collection[str] | Callable[[Tool], bool]) -> Toolset:
         """Pause for approval before the named tools run (or those for which ``fn(tool)``).
@@ -228,9 +228,23 @@ class Toolset:
             else:
                 hidden.append((entry.tool.name, reason))
         _check_unique(offered)
-        for source in self.sources():
-            hidden.extend(source.unusable)
-        return tuple(offered), tuple(hidden)
+        return tuple(offered), (*hidden, *self._unusable())
+
+    def _unusable(self) -> list[tuple[str, str]]:
+        """The sources' tools that cannot be offered, named as this toolset offers its tools.
+
+        A call of one (by the name the model would know it by) is then denied with the reason.
+        """
+        found: list[tuple[str, str]] = []
+        for member in self._members:
+            if isinstance(member, Toolset):
+                found += member._unusable()
+            elif not isinstance(member, Tool):
+                found += member.unusable
+        for layer in self._layers:
+            if isinstance(layer, _Prefix):
+                found = [(f"{layer.prefix}{name}", why) for name, why in found]
+        return found
 
     async def _entries(self) -> tuple[_Entry, ...]:
         """Every tool with the layers applied: recomputed only when a source's listing changes."""
@@ -365,6 +379,17 @@ def _changing(changes: Callable[[Tool], dict[str, Any]]) -> _Layer:
         return entry.model_copy(update={"tool": entry.tool.with_options(**update)})
 
     return layer
+
+
+class _Prefix:
+    """The layer of `Toolset.prefixed`: a name in front of every tool's."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def __call__(self, entry: _Entry) -> _Entry:
+        tool = entry.tool.with_options(name=f"{self.prefix}{entry.tool.name}")
+        return entry.model_copy(update={"tool": tool})
 
 
 class _Named:
