@@ -358,3 +358,23 @@ def test_building_a_view_leaves_the_collector_as_it_was(enabled: bool) -> None:
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_a_lone_surrogate_in_a_loaded_traces_messages_shows_as_a_replacement_character() -> None:
+    """A tracer that cut a string inside a UTF-16 pair: the detail must still be UTF-8."""
+    messages = '[{"role":"user","parts":[{"type":"text","content":"cut \\ud83d here"}]}]'
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": "00000000000000c1",
+        "name": "chat m",
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.input.messages", "value": {"stringValue": messages}},
+        ],
+    }
+    trace = wb.load_trace(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    explorer = TraceExplorer(trace)
+    explorer.select("00000000000000c1")
+    assert "cut \N{REPLACEMENT CHARACTER} here" in explorer.detail.encode("utf-8").decode()

@@ -35,7 +35,9 @@ CONTENT_ATTRIBUTES = (
 )
 """Attributes drawn as content above the attribute table (the table points to them)."""
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+"""Control characters (terminal escapes) and lone UTF-16 surrogates (a string a tracer cut
+inside a pair), which no UTF-8 page or Jupyter message can carry."""
 _PRE = (
     "margin:2px 0;white-space:pre-wrap;word-break:break-word;"
     "font-family:ui-monospace,monospace;font-size:12px"
@@ -45,7 +47,7 @@ _H = "<h4 style='margin:10px 0 2px'>{}</h4>"
 
 
 def safe_text(value: object) -> str:
-    """Untrusted text for HTML: escaped, with control characters (terminal escapes) shown as ?."""
+    """Untrusted text for HTML: escaped, with control characters and lone surrogates shown as �."""
     text = value if isinstance(value, str) else str(value)
     return escape(_CONTROL.sub("\N{REPLACEMENT CHARACTER}", text))
 
