@@ -285,6 +285,7 @@ def tool_replay_of(model: Model, replay_tools: bool) -> tuple[ToolRecording | No
             f'tools="replay" answers tool calls from a recording, but the model {model.name!r} '
             "is not a ReplayModel: nothing it answers was recorded. Re-run with "
             'model=ReplayModel.from_run(run, until_step=N, then=<live model>, tools="replay") to '
-            "replay steps up to N and go on live"
+            "replay steps up to N and go on live; without the recorded run (a trace from "
+            "elsewhere), leave tools= unset and the tools run live"
         )
     return None, False
