@@ -47,6 +47,12 @@ def document(*spans: dict[str, Any]) -> str:
     return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]})
 
 
+def jaeger_document(*spans: dict[str, Any]) -> str:
+    """A Jaeger JSON file of trace `TRACE` holding ``spans`` (each given the trace's id)."""
+    with_ids = [{"traceID": TRACE, **s} for s in spans]
+    return json.dumps({"data": [{"traceID": TRACE, "spans": with_ids}]})
+
+
 CHAT = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": _messages("Hi")}
 
 
@@ -112,24 +118,16 @@ def test_epoch_times_written_in_another_unit_are_read_as_nanoseconds(unit: int) 
 def test_a_jaeger_file_with_nanosecond_times_is_read_as_nanoseconds() -> None:
     """Jaeger's times are microseconds; a file written with nanoseconds is not 1000x too late."""
     start_ns = 1_700_000_000_000_000_000
-    jaeger = {
-        "data": [
-            {
-                "traceID": TRACE,
-                "spans": [
-                    {
-                        "traceID": TRACE,
-                        "spanID": "00000000000000a1",
-                        "operationName": "work",
-                        "startTime": start_ns,
-                        "duration": 2_000_000_000,
-                        "logs": [{"timestamp": start_ns + 1_000_000_000, "fields": []}],
-                    }
-                ],
-            }
-        ]
-    }
-    (loaded,) = wb.load_trace(json.dumps(jaeger)).spans
+    jaeger = jaeger_document(
+        {
+            "spanID": "00000000000000a1",
+            "operationName": "work",
+            "startTime": start_ns,
+            "duration": 2_000_000_000,
+            "logs": [{"timestamp": start_ns + 1_000_000_000, "fields": []}],
+        }
+    )
+    (loaded,) = wb.load_trace(jaeger).spans
     assert (loaded.start_ns, loaded.end_ns) == (start_ns, start_ns + 2_000_000_000)
     assert loaded.events[0].time_ns == start_ns + 1_000_000_000
 
@@ -202,28 +200,20 @@ def test_a_key_in_a_loaded_trace_is_redacted_as_in_every_trace_we_write() -> Non
             "attributes": [{"key": "exception.message", "value": {"stringValue": SECRET}}],
         }
     ]
-    jaeger = {
-        "data": [
-            {
-                "traceID": TRACE,
-                "spans": [
-                    {
-                        "traceID": TRACE,
-                        "spanID": "00000000000000a1",
-                        "operationName": "call",
-                        "startTime": 1_700_000_000_000_000,
-                        "duration": 1,
-                        "tags": [
-                            {"key": "note", "type": "string", "value": f"key {SECRET}"},
-                            {"key": "otel.status_description", "type": "string", "value": SECRET},
-                        ],
-                        "logs": [{"timestamp": 1, "fields": [{"key": "m", "value": SECRET}]}],
-                    }
-                ],
-            }
-        ]
-    }
-    for source in (document(leaky), json.dumps(jaeger)):
+    jaeger = jaeger_document(
+        {
+            "spanID": "00000000000000a1",
+            "operationName": "call",
+            "startTime": 1_700_000_000_000_000,
+            "duration": 1,
+            "tags": [
+                {"key": "note", "type": "string", "value": f"key {SECRET}"},
+                {"key": "otel.status_description", "type": "string", "value": SECRET},
+            ],
+            "logs": [{"timestamp": 1, "fields": [{"key": "m", "value": SECRET}]}],
+        }
+    )
+    for source in (document(leaky), jaeger):
         trace = wb.load_trace(source)
         (loaded,) = trace.spans
         explorer = TraceExplorer(trace)
@@ -482,25 +472,17 @@ def test_a_malformed_number_attribute_is_a_trace_load_error(
         wb.load_trace(document(encoded))
     assert "time" not in str(caught.value)
     jaeger_tag = {"key": "k", "type": "float64" if "double" in str(value) else "int64"}
-    jaeger = {
-        "data": [
-            {
-                "traceID": TRACE,
-                "spans": [
-                    {
-                        "traceID": TRACE,
-                        "spanID": "00000000000000a1",
-                        "operationName": "x",
-                        "startTime": 1,
-                        "duration": 1,
-                        "tags": [{**jaeger_tag, "value": next(iter(value.values()))}],
-                    }
-                ],
-            }
-        ]
-    }
+    jaeger = jaeger_document(
+        {
+            "spanID": "00000000000000a1",
+            "operationName": "x",
+            "startTime": 1,
+            "duration": 1,
+            "tags": [{**jaeger_tag, "value": next(iter(value.values()))}],
+        }
+    )
     with pytest.raises(wb.TraceLoadError, match=message):
-        wb.load_trace(json.dumps(jaeger))
+        wb.load_trace(jaeger)
 
 
 def test_a_step_the_trace_does_not_have_names_the_steps_it_has() -> None:
@@ -520,23 +502,17 @@ def test_a_step_the_trace_does_not_have_names_the_steps_it_has() -> None:
 
 def test_a_jaeger_span_kind_outside_the_five_is_internal_as_in_otlp() -> None:
     """``Trace`` documents ``kind`` as one of OTel's five names; Jaeger files can say anything."""
-    jaeger = {
-        "data": [
+    jaeger = jaeger_document(
+        *[
             {
-                "traceID": TRACE,
-                "spans": [
-                    {
-                        "traceID": TRACE,
-                        "spanID": f"00000000000000a{i}",
-                        "operationName": kind,
-                        "startTime": 1,
-                        "duration": 1,
-                        "tags": [{"key": "span.kind", "type": "string", "value": kind}],
-                    }
-                    for i, kind in enumerate(["client", "unspecified", "<b>x</b>"])
-                ],
+                "spanID": f"00000000000000a{i}",
+                "operationName": kind,
+                "startTime": 1,
+                "duration": 1,
+                "tags": [{"key": "span.kind", "type": "string", "value": kind}],
             }
+            for i, kind in enumerate(["client", "unspecified", "<b>x</b>"])
         ]
-    }
-    kinds = {s.name: s.kind for s in wb.load_trace(json.dumps(jaeger)).spans}
+    )
+    kinds = {s.name: s.kind for s in wb.load_trace(jaeger).spans}
     assert kinds == {"client": "CLIENT", "unspecified": "INTERNAL", "<b>x</b>": "INTERNAL"}
