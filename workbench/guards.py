@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 
 from workbench.messages import ToolCall
-from workbench.redact import redacted
+from workbench.redact import error_text
 from workbench.tools import ToolContext
 
 __all__ = ["ALLOWED", "GuardDecision", "ToolGuard", "ToolPermission", "check_guards"]
@@ -56,7 +56,7 @@ async def _ask(guard: ToolGuard, call: ToolCall, ctx: ToolContext) -> tuple[Tool
         if inspect.isawaitable(answer):
             answer = await answer
     except Exception as exc:  # the reason is read by the model and stored: no secret in it
-        return ToolPermission.DENY, redacted(f"guard {name} failed: {type(exc).__name__}: {exc}")
+        return ToolPermission.DENY, f"guard {name} failed: {error_text(exc)}"
     return _read(answer, name)
 
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["REDACTED", "Redactor", "redacted"]
+__all__ = ["REDACTED", "Redactor", "error_text", "redacted"]
 
 REDACTED = "[REDACTED]"
 
@@ -143,3 +143,8 @@ def redacted(text: str) -> str:
     keeps goes to the store and, as a tool error, to the model's provider.
     """
     return _PATTERNS.text(text)
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception as a run tells it (``Type: message``), redacted: the model reads it."""
+    return redacted(f"{type(exc).__name__}: {exc}")

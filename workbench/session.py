@@ -21,12 +21,7 @@ from workbench._sync import run_sync
 from workbench.errors import SessionBusy
 from workbench.hooks.events import PreCompactInput
 from workbench.hooks.runner import HookDispatch, HookLog
-from workbench.messages import (
-    JsonValue,
-    Message,
-    Usage,
-    answered_only,
-)
+from workbench.messages import JsonValue, Message, Usage, answered_only
 from workbench.models.base import ModelRequest, ModelSettings
 from workbench.records import RunResult
 from workbench.session_state import (
@@ -260,7 +255,7 @@ class Session:
         kept = ExecutionEntry.of(execution, cut.state)
         forked = SessionState(
             agent_name=state.agent_name,
-            messages=answered_only(upto.messages),  # a step cut while its calls waited
+            messages=upto.messages,  # `AgentState.fork` leaves out calls still waiting
             executions=(
                 *state.executions[: execution - 1],
                 kept.model_copy(update={"output": _answer(cut.state.messages)}),

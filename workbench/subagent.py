@@ -28,12 +28,7 @@ from workbench.conditions import Budget, MaxCost, MaxTokens, StopCondition, Time
 from workbench.errors import ReplayDivergence
 from workbench.hooks.events import SubagentStartInput, SubagentStopInput
 from workbench.hooks.runner import ParentHooks, parent_hooks
-from workbench.messages import (
-    JsonValue,
-    Message,
-    Usage,
-    answered_only,
-)
+from workbench.messages import JsonValue, Message, Usage, answered_only
 from workbench.models.base import Model
 from workbench.models.replay import ReplayModel
 from workbench.records import RunResult, SubagentResult

@@ -21,7 +21,7 @@ from workbench.guards import ALLOWED, ToolGuard, ToolPermission, check_guards
 from workbench.hooks.runner import parent_hooks
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
 from workbench.records import Observers, OutcomeStatus, RunResult, SubagentResult, ToolOutcome
-from workbench.redact import redacted
+from workbench.redact import error_text
 from workbench.state import AgentState, ExecutionStatus, PendingCall, Phase, new_id
 from workbench.subagent import SubagentTool, SubagentTree, subagent_tree
 from workbench.tools import (
@@ -267,8 +267,7 @@ class ToolRunner:
         except (RunFatalError, ReplayDivergence):  # a sub-run that departs from its recording
             raise
         except Exception as exc:
-            failed = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
-            message = redacted(unicode_text(failed))  # read by the provider, kept in the store
+            message = unicode_text(f"Tool {call.name!r} failed: {error_text(exc)}")
             result = _result(call, "error", message, is_error=True)
         else:
             if returned.waiting is not None:

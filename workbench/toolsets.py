@@ -30,7 +30,7 @@ from workbench._sync import run_sync
 from workbench.conditions import RunView
 from workbench.errors import MCPServerError, ToolRateLimited, UsageError
 from workbench.messages import JsonValue, ToolDefinition
-from workbench.redact import redacted
+from workbench.redact import error_text
 from workbench.tools import Tool, tool
 
 if TYPE_CHECKING:
@@ -425,7 +425,7 @@ async def _hidden_by(entry: _Entry, view: RunView) -> str | None:
             if inspect.isawaitable(answer):
                 answer = await answer
         except Exception as exc:  # the reason is read by the model and stored: no secret in it
-            return redacted(f"filter {name} raised {type(exc).__name__}: {exc}")
+            return f"filter {name} raised {error_text(exc)}"
         if answer is True:
             continue
         if isinstance(answer, str):
