@@ -44,7 +44,7 @@ from workbench.hooks.events import (
     compile_matcher,
 )
 from workbench.messages import JsonValue
-from workbench.redact import Redactor
+from workbench.redact import redacted
 
 __all__ = [
     "CommandHook",
@@ -58,9 +58,6 @@ __all__ = [
 class HookSettingsWarning(UserWarning):
     """A settings file has hooks workbench skips (events of the protocol it never fires)."""
 
-
-_REDACTOR = Redactor()
-"""The built-in patterns: what a hook's name (its command line) is cleaned with."""
 
 _EVENT_NAMES = frozenset(e.value for e in HookEvent)
 _PLAIN_TEXT_CONTEXT = frozenset({HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START})
@@ -103,7 +100,7 @@ class CommandHook:
         A command line may carry a credential (``curl -H 'Authorization: Bearer ...'``); the name
         is made once, here, so every place that shows the hook shows it redacted.
         """
-        command = _REDACTOR.text(self.command)
+        command = redacted(self.command)
         return command if len(command) <= 80 else f"{command[:77]}..."
 
     async def invoke(self, data: HookInput) -> HookResult | None:

@@ -11,11 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from opentelemetry.context import Context
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from workbench.redact import Redactor
+from workbench.redact import redacted
 from workbench.telemetry.names import SCOPE
 
 __all__ = ["Collector", "ExportPipe", "ExportStats"]
@@ -130,8 +129,12 @@ class ExportPipe(SpanProcessor):
         schedule_delay: float,
         prepare: Callable[[Sequence[ReadableSpan]], Sequence[ReadableSpan]] = list,
     ) -> None:
+        # Imported here: a `Telemetry` that sends nowhere (the views' rebuilt spans) needs only
+        # the SDK, which the ``notebook`` extra brings; the exporter is the ``otlp`` extra's.
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
         exporter = OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=timeout)
-        endpoint = Redactor().text(endpoint)  # shown in logs and stats: no password of the URL
+        endpoint = redacted(endpoint)  # shown in logs and stats: no password of the URL
         self.endpoint = endpoint
         self._exporter = _CountingExporter(exporter, endpoint, prepare)
         self._batch = BatchSpanProcessor(

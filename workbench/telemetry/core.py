@@ -17,7 +17,7 @@ import warnings
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from workbench.records import RecordedRun
 from workbench.redact import Redactor
@@ -84,8 +84,9 @@ class Telemetry:
             (``gen_ai.input.messages`` and friends). Secrets are redacted either way.
         otlp_endpoint: send spans over OTLP/HTTP protobuf to this URL (``/v1/traces`` is added to
             a bare ``http://host:port``). None uses ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or
-            ``OTEL_EXPORTER_OTLP_ENDPOINT`` when set; headers come from ``otlp_headers`` or
-            ``OTEL_EXPORTER_OTLP_(TRACES_)HEADERS``.
+            ``OTEL_EXPORTER_OTLP_ENDPOINT`` when set; False sends nowhere whatever they say.
+            Headers come from ``otlp_headers`` or ``OTEL_EXPORTER_OTLP_(TRACES_)HEADERS``.
+            Sending needs the ``otlp`` extra; collecting in memory only the SDK.
         service_name: the ``service.name`` of a provider made here (``OTEL_SERVICE_NAME`` wins
             over the default).
         redact: extra regular expressions to redact, on top of the built-in secret patterns.
@@ -100,7 +101,7 @@ class Telemetry:
         self,
         tracer_provider: TracerProvider | None = None,
         capture_content: bool = False,
-        otlp_endpoint: str | None = None,
+        otlp_endpoint: str | Literal[False] | None = None,
         service_name: str = "workbench",
         redact: Iterable[str | re.Pattern[str]] = (),
         *,
@@ -131,7 +132,8 @@ class Telemetry:
         self.flush_timeout = flush_timeout
         self._collector = Collector()
         tracer_provider.add_span_processor(self._collector)
-        self.endpoint = otlp_traces_endpoint(otlp_endpoint)
+        # False: nowhere, whatever the OTEL_* variables say (spans rebuilt for a view)
+        self.endpoint = None if otlp_endpoint is False else otlp_traces_endpoint(otlp_endpoint)
         self._pipe: ExportPipe | None = None
         if self.endpoint is not None:
             self._pipe = ExportPipe(

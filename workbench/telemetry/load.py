@@ -39,7 +39,7 @@ from typing import Any
 from urllib.parse import quote
 
 from workbench.errors import TraceLoadError
-from workbench.redact import Redactor
+from workbench.redact import redacted
 from workbench.telemetry.recover import read_json
 from workbench.telemetry.trace import SpanData, SpanEvent, SpanLink, Trace, dumps
 from workbench.traceids import valid_trace_id
@@ -72,7 +72,7 @@ def load_trace(source: str | Path, *, trace_id: str | None = None, timeout: floa
         return _load(source, trace_id, timeout)
     except TraceLoadError as exc:
         # Errors quote what could not be read (an id, a time, a key, a path): a key there stays out
-        message = _REDACTOR.text(str(exc))
+        message = redacted(str(exc))
         if message == str(exc):
             raise
         raise TraceLoadError(message) from None
@@ -508,16 +508,13 @@ def _float(value: Any) -> float:
         raise TraceLoadError(f"{value!r} is not a number") from None
 
 
-_REDACTOR = Redactor()
-
-
 def _text_value(value: Any) -> str:
     """A string attribute, redacted.
 
     A foreign tracer may have recorded a key (a header, an error message), and no view, repr or
     report of the workbench shows one.
     """
-    return _REDACTOR.text(str(value))
+    return redacted(str(value))
 
 
 _VALUES: dict[str, Callable[[Any], Any]] = {

@@ -16,13 +16,11 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from workbench.records import StepContext, StepRecord
-from workbench.redact import Redactor
 from workbench.state import AgentState, ExecutionStatus, PendingCall, TraceRef
-from workbench.telemetry import names
-from workbench.telemetry.core import RunLike, Telemetry, _require_sdk, _resource, _version
+from workbench.telemetry.core import RunLike, Telemetry
 from workbench.telemetry.names import Conventions
 from workbench.telemetry.writer import Instruments, SpanWriter, step_bounds
 from workbench.traceids import new_span_id, new_trace_id
@@ -37,7 +35,7 @@ def rebuild_telemetry(
     run: RunLike,
     *,
     capture_content: bool = False,
-    otlp_endpoint: str | None = None,
+    otlp_endpoint: str | Literal[False] | None = None,
     service_name: str = "workbench",
     redact: Iterable[str | re.Pattern[str]] = (),
     conventions: Conventions = "current",
@@ -72,16 +70,15 @@ def spans_from_run(
     call this each time they draw a run, which must not push it. Only the OpenTelemetry API and
     SDK are needed (the ``notebook`` extra), not the OTLP exporter.
     """
-    sdk_trace = _require_sdk()
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    memory = InMemorySpanExporter()
-    provider = sdk_trace.TracerProvider(resource=_resource(service_name), shutdown_on_exit=False)
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    tracer = provider.get_tracer(names.SCOPE, _version())
-    write_run(run, Instruments(tracer, Redactor(redact), capture_content, conventions))
-    return list(memory.get_finished_spans())
+    telemetry = rebuild_telemetry(
+        run,
+        capture_content=capture_content,
+        otlp_endpoint=False,
+        service_name=service_name,
+        redact=redact,
+        conventions=conventions,
+    )
+    return telemetry.spans
 
 
 def write_run(run: RunLike, instruments: Instruments) -> None:

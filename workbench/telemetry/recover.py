@@ -30,7 +30,7 @@ from workbench.messages import (
     ToolResult,
     new_call_id,
 )
-from workbench.redact import Redactor
+from workbench.redact import redacted
 from workbench.telemetry import names as n
 
 __all__ = [
@@ -133,7 +133,7 @@ def _json(attributes: Mapping[str, Any], key: str, default: Any) -> Any:
 
 def _excerpt(text: str) -> str:
     """The start of content that could not be read, for an error, with any key in it redacted."""
-    return repr(Redactor().text(text[:200])[:80])
+    return repr(redacted(text[:200])[:80])
 
 
 def _text_of(parts: list[Any]) -> str:
