@@ -24,7 +24,6 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from workbench.telemetry import names as n
-from workbench.telemetry.recover import OI_INPUT_TOKENS, OI_MODEL, OI_OUTPUT_TOKENS, OI_SPAN_KIND
 from workbench.telemetry.spandata import SpanData, span_data
 
 if TYPE_CHECKING:
@@ -213,10 +212,11 @@ def spans_frame(spans: Spans) -> pd.DataFrame:
         execution_ids.append(get(n.EXECUTION_ID))
         steps.append(get(n.STEP_INDEX))
         snapshot_ids.append(get(n.SNAPSHOT_ID))
-        models.append(get(n.RESPONSE_MODEL) or get(n.REQUEST_MODEL) or get(OI_MODEL))
+        models.append(get(n.RESPONSE_MODEL) or get(n.REQUEST_MODEL) or get(n.OI_MODEL))
         tools.append(get(n.TOOL_NAME))
-        input_tokens.append(get(n.USAGE_INPUT_TOKENS, get(OI_INPUT_TOKENS)))
-        output_tokens.append(get(n.USAGE_OUTPUT_TOKENS, get(OI_OUTPUT_TOKENS)))
+        tokens_in, tokens_out = n.tokens_of(attributes)
+        input_tokens.append(tokens_in)
+        output_tokens.append(tokens_out)
         attribute_dicts.append(attributes)
     pandas = _pandas()
     frame = pandas.DataFrame(columns)
@@ -261,11 +261,11 @@ def model_calls(spans: Sequence[SpanData]) -> list[SpanData]:
     chats = [s for s in spans if s.attributes.get(n.OPERATION) == n.OP_CHAT]
     if chats:
         return chats
-    return [s for s in spans if s.attributes.get(OI_SPAN_KIND) == "LLM"]
+    return [s for s in spans if s.attributes.get(n.OI_SPAN_KIND) == "LLM"]
 
 
 def _model_call_row(span: SpanData, number: int) -> dict[str, Any]:
-    a = span.attributes
+    tokens_in, tokens_out = n.tokens_of(span.attributes)
     duration = _ms(span.end_ns - span.start_ns)
     return {
         **{column: None for column in STEP_COLUMNS},
@@ -274,8 +274,8 @@ def _model_call_row(span: SpanData, number: int) -> dict[str, Any]:
         "start": span.start_ns,
         "duration_ms": duration,
         "inference_ms": duration,
-        "input_tokens": a.get(n.USAGE_INPUT_TOKENS, a.get(OI_INPUT_TOKENS)),
-        "output_tokens": a.get(n.USAGE_OUTPUT_TOKENS, a.get(OI_OUTPUT_TOKENS)),
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
     }
 
 

@@ -10,6 +10,7 @@ Durations in ``workbench.timing.*`` attributes are seconds (floats), like `workb
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 CONVENTIONS_VERSION: Final = "1.41.0"
@@ -91,6 +92,22 @@ OLDER_NAMES: Final = {
 }
 """The names these attributes had before (``gen_ai.system`` until 1.37; ``prompt_tokens`` and
 ``completion_tokens`` until 1.27), for ``Telemetry(conventions="older" | "both")``."""
+
+
+OI_SPAN_KIND: Final = "openinference.span.kind"
+OI_MODEL: Final = "llm.model_name"
+OI_INPUT_TOKENS: Final = "llm.token_count.prompt"
+OI_OUTPUT_TOKENS: Final = "llm.token_count.completion"
+"""OpenInference's names for what the conventions call ``gen_ai.response.model`` and
+``gen_ai.usage.{input,output}_tokens`` (a Phoenix trace has only these)."""
+
+
+def tokens_of(attributes: Mapping[str, Any]) -> tuple[Any, Any]:
+    """A model span's input and output tokens, under the conventions' names or OpenInference's."""
+    return (
+        attributes.get(USAGE_INPUT_TOKENS, attributes.get(OI_INPUT_TOKENS)),
+        attributes.get(USAGE_OUTPUT_TOKENS, attributes.get(OI_OUTPUT_TOKENS)),
+    )
 
 
 def renamed(attributes: dict[str, Any], conventions: Conventions) -> dict[str, Any]:

@@ -33,21 +33,7 @@ from workbench.messages import (
 from workbench.redact import redacted
 from workbench.telemetry import names as n
 
-__all__ = [
-    "OI_INPUT_TOKENS",
-    "OI_MODEL",
-    "OI_OUTPUT_TOKENS",
-    "OI_SPAN_KIND",
-    "messages_of_chat",
-    "read_json",
-]
-
-OI_SPAN_KIND = "openinference.span.kind"
-OI_MODEL = "llm.model_name"
-OI_INPUT_TOKENS = "llm.token_count.prompt"
-OI_OUTPUT_TOKENS = "llm.token_count.completion"
-"""OpenInference's names for what the conventions call ``gen_ai.response.model`` and
-``gen_ai.usage.{input,output}_tokens`` (a Phoenix trace has only these)."""
+__all__ = ["messages_of_chat", "read_json"]
 _OI_INPUT = "llm.input_messages."
 _OI_OUTPUT = "llm.output_messages."
 _OI_KEY = re.compile(r"(\d+)\.message\.(.+)")

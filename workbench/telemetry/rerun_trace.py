@@ -19,12 +19,7 @@ from workbench.messages import JsonValue, Message, Usage
 from workbench.records import StepContext
 from workbench.state import AgentState, ExecutionStatus, Phase, TraceRef
 from workbench.telemetry import names as n
-from workbench.telemetry.recover import (
-    OI_INPUT_TOKENS,
-    OI_MODEL,
-    OI_OUTPUT_TOKENS,
-    messages_of_chat,
-)
+from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.trace import SpanData, Trace, conversation_chats, no_step
 
 __all__ = ["snapshot_from_trace"]
@@ -84,7 +79,7 @@ def snapshot_from_trace(trace: Trace, step: int) -> StepContext:
         parent_run_id=None,
         step=step,
         model_name=str(
-            chat.attributes.get(n.REQUEST_MODEL) or chat.attributes.get(OI_MODEL) or "unknown"
+            chat.attributes.get(n.REQUEST_MODEL) or chat.attributes.get(n.OI_MODEL) or "unknown"
         ),
         model_settings=_settings(chat),
         tool_names=(),
@@ -112,14 +107,10 @@ def _request(chat: SpanData) -> tuple[Message, ...]:
 
 
 def _usage(chat: SpanData) -> Usage:
-    attributes = chat.attributes
+    tokens_in, tokens_out = n.tokens_of(chat.attributes)
     return Usage(
-        input_tokens=int(
-            attributes.get(n.USAGE_INPUT_TOKENS, attributes.get(OI_INPUT_TOKENS)) or 0
-        ),
-        output_tokens=int(
-            attributes.get(n.USAGE_OUTPUT_TOKENS, attributes.get(OI_OUTPUT_TOKENS)) or 0
-        ),
+        input_tokens=int(tokens_in or 0),
+        output_tokens=int(tokens_out or 0),
         requests=1,
         cost=None,
     )
