@@ -96,10 +96,7 @@ class Cassette:
         self.mode: Literal["replay", "record"] = (
             ("replay" if self.path.exists() else "record") if mode == "once" else mode
         )
-        scrubber = getattr(model, "redact", None)  # a client knows its own key, whatever its shape
-        self.redactor = (
-            Redactor(redact).including(scrubber) if callable(scrubber) else Redactor(redact)
-        )
+        self.redactor = Redactor(redact).with_model(model)
         self.interactions: list[Interaction] = []
         self.calls: list[ModelRequest] = []
         self._used: set[int] = set()

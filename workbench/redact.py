@@ -93,6 +93,14 @@ class Redactor:
         wider._scrubbers = (*self._scrubbers, scrubber)
         return wider
 
+    def with_model(self, model: object) -> Redactor:
+        """The redactor plus the model's own scrubber, if it has one (`OpenAIModel.redact`).
+
+        A client knows its own key, whatever its shape; a model without ``redact`` adds nothing.
+        """
+        scrubber = getattr(model, "redact", None)
+        return self.including(scrubber) if callable(scrubber) else self
+
     def text(self, value: str) -> str:
         """The text with every secret replaced."""
         if value.isascii():

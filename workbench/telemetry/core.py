@@ -174,9 +174,8 @@ class Telemetry:
         the redaction of these spans: it knows its key even when no pattern would.
         """
         instruments = self._instruments
-        scrubber = getattr(model, "redact", None)
-        if callable(scrubber):
-            redactor = self.redactor.including(scrubber)
+        redactor = self.redactor.with_model(model)
+        if redactor is not self.redactor:
             instruments = Instruments(
                 tracer=instruments.tracer,
                 redactor=redactor,
