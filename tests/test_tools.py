@@ -176,3 +176,20 @@ def test_a_history_processor_returning_no_messages_fails_the_run() -> None:
     assert result.status is wb.ExecutionStatus.FAILED and not model.calls
     assert result.state.error is not None and result.state.error.phase is wb.Phase.PREPARE
     assert "messages_in.1" in result.state.error.message and "Message" in result.state.error.message
+
+
+def test_a_json_schema_that_refers_to_nothing_is_refused_for_any_tool() -> None:
+    schema = {
+        "type": "object",
+        "$defs": {"a/b": {"type": "integer"}},
+        "properties": {"x": {"$ref": "#/$defs/Missing"}, "y": {"$ref": "#/$defs/a~1b"}},
+    }
+
+    def lookup(**arguments: object) -> str:
+        return "ok"
+
+    with pytest.raises(ValueError, match=r"refers to '#/\$defs/Missing' \(at properties/x\)"):
+        wb.Tool(function=lookup, name="lookup", description="Look.", parameters=schema)
+    schema["properties"] = {"y": {"$ref": "#/$defs/a~1b"}}  # an escaped pointer resolves
+    tool = wb.Tool(function=lookup, name="lookup", description="Look.", parameters=schema)
+    assert tool.validate({"y": 3}) == {"y": 3}

@@ -31,9 +31,9 @@ import contextlib
 import os
 import shlex
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any, TextIO
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 import mcp
@@ -196,7 +196,6 @@ class MCPServer:
                     parameters=spec.input_schema,
                     timeout=self._timeout,
                 )
-                _check_references(spec.name, spec.input_schema)
             except ValueError as exc:
                 unusable.append((spec.name, f"not offered: {exc}"))
             else:
@@ -262,54 +261,6 @@ class MCPServer:
         http = httpx2.AsyncClient(headers=self._headers, timeout=httpx2.Timeout(30, read=300))
         stack.push_async_callback(http.aclose)
         return streamable_http_client(self._url, http_client=http)
-
-
-def _check_references(name: str, schema: dict[str, Any]) -> None:
-    """`ValueError` if a ``#/...`` reference of ``schema`` leads nowhere.
-
-    Such a schema is valid JSON Schema, so it passes the check of its form, but every call that
-    reaches the reference fails inside the argument check: the model could never call the tool.
-    A schema with a nested ``$id`` resolves references against other bases; it is left as it is.
-    """
-    parts = list(_parts(schema, ()))
-    if any("$id" in part for where, part in parts if where):
-        return
-    for where, part in parts:
-        ref = part.get("$ref")
-        if (
-            isinstance(ref, str)
-            and (ref == "#" or ref.startswith("#/"))
-            and not _resolves(schema, ref)
-        ):
-            at = "/".join(where) or "the top"
-            raise ValueError(
-                f"tool {name!r}: its schema refers to {ref!r} (at {at}), which is not in it"
-            )
-
-
-def _parts(node: Any, where: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
-    """Every object in a JSON value, with the path to it."""
-    if isinstance(node, dict):
-        yield where, node
-        for key, value in node.items():
-            yield from _parts(value, (*where, str(key)))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            yield from _parts(value, (*where, str(i)))
-
-
-def _resolves(schema: Any, ref: str) -> bool:
-    """Whether the JSON pointer of ``ref`` (``#/$defs/Point``) names a part of ``schema``."""
-    node = schema
-    for token in ref[2:].split("/") if ref != "#" else ():
-        key = unquote(token).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and key in node:
-            node = node[key]
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-            node = node[int(key)]
-        else:
-            return False
-    return True
 
 
 def _server_log() -> TextIO:

@@ -15,7 +15,7 @@ import hashlib
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_type_hints, overload
 
@@ -394,7 +394,49 @@ def _schema_validator(schema: Mapping[str, Any], tool_name: str) -> Any:
         ) from None
     if schema.get("type", "object") != "object":
         raise ValueError(f"tool {tool_name!r}: the arguments' schema must describe an object")
+    _check_references(schema, tool_name)
     return validator_class(dict(schema))
+
+
+def _check_references(schema: Mapping[str, Any], tool_name: str) -> None:
+    """`ValueError` if a local reference (``#/...``) of ``schema`` leads nowhere.
+
+    Such a schema is valid JSON Schema, so it passes the check of its form, but every call that
+    reaches the reference fails inside the argument check: the model could never call the tool.
+    A schema with a nested ``$id`` resolves references against other bases; it is left as it is.
+    """
+    from referencing import Registry  # jsonschema's own resolver, installed with it
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    parts = list(_objects(schema, ()))
+    if any("$id" in part for where, part in parts if where):
+        return
+    resolver = Registry().with_resource("", DRAFT202012.create_resource(dict(schema))).resolver()
+    for where, part in parts:
+        ref = part.get("$ref")
+        if not (isinstance(ref, str) and ref.startswith("#")):
+            continue
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            at = "/".join(where) or "the top"
+            raise ValueError(
+                f"tool {tool_name!r}: its schema refers to {ref!r} (at {at}), which is not in it"
+            ) from None
+
+
+def _objects(
+    node: Any, where: tuple[str, ...]
+) -> Iterator[tuple[tuple[str, ...], Mapping[str, Any]]]:
+    """Every object in a JSON value, with the path to it."""
+    if isinstance(node, Mapping):
+        yield where, node
+        for key, value in node.items():
+            yield from _objects(value, (*where, str(key)))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _objects(value, (*where, str(i)))
 
 
 def _check_against_schema(validator: Any, arguments: dict[str, JsonValue]) -> dict[str, Any]:
