@@ -118,7 +118,7 @@ def test_unrelated_runs_of_different_length(store: wb.RunStore) -> None:
 def test_long_texts_show_where_they_differ() -> None:
     a = wb.Message.user("x" * 100 + "cat" + "y" * 50)
     b = wb.Message.user("x" * 100 + "dog" + "y" * 50)
-    from workbench.diff import _change
+    from workbench.diff._compare import _change
 
     change = _change("sent", 0, a, b)
     (part,) = change.parts

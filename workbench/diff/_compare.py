@@ -1,17 +1,6 @@
-"""`diff(a, b)`: how two runs differ, step by step: messages, tool calls, stop reasons, timing.
+"""The comparison behind `diff(a, b)`: steps, messages and sub-runs of two runs, as a `RunDiff`.
 
-Built for the re-run question, "I changed this at step 5: what changed after?". Steps are matched
-by index. For each step the diff compares what the model was sent and what the step added to the
-conversation, message by message and part by part. Provenance is ignored: run ids (a re-run's
-inherited messages count as the same) and tool call ids, which a provider mints anew for every
-call, so two runs of one conversation never share them. A difference is reported once, at the
-first step where it shows: a changed answer at step 5 is not reported again in what step 6 was
-sent. Steps a re-run inherited from the run it was made from are marked ``inherited``. Timing is
-shown but never makes a step "changed", since no two runs take the same time. Sub-runs
-(sub-agents) are paired by the step and the tool call that started them and diffed the same way,
-so a diff says which sub-run diverged: by the call's id first, then by its place in the step (a
-re-run's calls get new ids). A sub-run of a step a re-run inherited is inherited too, not
-missing: the re-run did not run it again, its conversation holds that sub-run's answer.
+What counts as a difference, and why, is in `workbench.diff`'s docstring.
 """
 
 from __future__ import annotations
@@ -19,21 +8,20 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol
 
-from workbench._record import Record
+from workbench.diff._result import (
+    ChangeKind,
+    MessageChange,
+    PartChange,
+    RunDiff,
+    StepDiff,
+    StepStatus,
+)
 from workbench.messages import Message, Part, RetryPrompt, TextPart, ToolCall, ToolResult
 from workbench.models.replay import describe_part
 from workbench.records import StepRecord, Timing
 from workbench.state import AgentState, StopReason
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-__all__ = ["MessageChange", "PartChange", "RunDiff", "StepDiff", "diff"]
-
-ChangeKind = Literal["added", "removed", "changed"]
-StepStatus = Literal["same", "changed", "only_a", "only_b", "inherited"]
 
 
 class _Run(Protocol):
@@ -45,140 +33,6 @@ class _Run(Protocol):
 
     @property
     def children(self) -> Sequence[_Run]: ...
-
-
-class PartChange(Record):
-    """One part of a message added, removed or changed (``before``/``after`` describe it)."""
-
-    index: int
-    kind: ChangeKind
-    before: str | None
-    after: str | None
-
-    def __str__(self) -> str:
-        if self.kind == "changed":
-            return f"part {self.index}: {self.before} → {self.after}"
-        return f"part {self.index} {self.kind}: {self.after or self.before}"
-
-
-class MessageChange(Record):
-    """A message that differs: in what the model was ``sent``, or in what the step ``added``."""
-
-    where: Literal["sent", "added"]
-    index: int
-    """Position in that list of messages."""
-    kind: ChangeKind
-    role: str
-    parts: tuple[PartChange, ...] = ()
-
-    def __str__(self) -> str:
-        head = f"message {self.index} ({self.role}) {self.kind}"
-        return f"{head}: " + "; ".join(str(p) for p in self.parts) if self.parts else head
-
-
-class StepDiff(Record):
-    """How one step differs between the two runs."""
-
-    step: int
-    status: StepStatus
-    messages: tuple[MessageChange, ...] = ()
-    calls_a: tuple[str, ...] = ()
-    calls_b: tuple[str, ...] = ()
-    stop_a: StopReason | None = None
-    stop_b: StopReason | None = None
-    timing_a: Timing | None = None
-    timing_b: Timing | None = None
-
-    @property
-    def changed(self) -> bool:
-        """True when messages, tool calls or the stop reason differ (timing never counts)."""
-        return self.status in ("changed", "only_a", "only_b")
-
-    @property
-    def time_delta(self) -> float | None:
-        """Seconds the step took in b minus in a (None unless both ran it)."""
-        if self.timing_a is None or self.timing_b is None:
-            return None
-        return self.timing_b.total - self.timing_a.total
-
-
-class RunDiff(Record):
-    """The per-step differences between run ``a`` and run ``b``; `to_text` and `to_df` show them."""
-
-    a_id: str
-    b_id: str
-    steps: tuple[StepDiff, ...]
-    a_final: tuple[str, str | None, str | None]
-    """Status, stop reason and output of run a."""
-    b_final: tuple[str, str | None, str | None]
-    note: str = ""
-    subruns: tuple[RunDiff, ...] = ()
-    """The sub-runs of a and b, paired by the step and tool call that started them, in step order.
-
-    Where only one run has a sub-run, the other side's id is empty; where a re-run inherited it
-    (its step came before the re-run's), both ids are that sub-run's and its steps ``inherited``.
-    """
-
-    @property
-    def diverged_subruns(self) -> tuple[RunDiff, ...]:
-        """The sub-run diffs (at any depth) where the sub-runs differ."""
-        found = []
-        for sub in self.subruns:
-            if sub.first_divergence is not None or sub.a_id == "" or sub.b_id == "":
-                found.append(sub)
-            found += sub.diverged_subruns
-        return tuple(found)
-
-    @property
-    def first_divergence(self) -> int | None:
-        """The first step that differs, or None if the runs agree on every step."""
-        return next((s.step for s in self.steps if s.changed), None)
-
-    @property
-    def differing_subruns(self) -> tuple[int, ...]:
-        """The 1-based positions in `subruns` of those that differ, or have a sub-run that does."""
-        return tuple(i for i, sub in enumerate(self.subruns, 1) if _diverges(sub))
-
-    @property
-    def verdict(self) -> str:
-        """One line: the first divergence, or that the runs agree (and which sub-runs do not).
-
-        Empty for a sub-run only one run has: it has no steps to agree on.
-        """
-        first, differ = self.first_divergence, self.differing_subruns
-        if first is not None:
-            return f"first divergence: step {first}"
-        if differ:  # the run's own steps agree, so the answer is in its sub-runs
-            numbers = ", ".join(str(i) for i in differ)
-            which = (
-                f"sub-run {numbers} differs" if len(differ) == 1 else f"sub-runs {numbers} differ"
-            )
-            return f"the runs agree on every step, but {which} (below)"
-        return "the runs agree on every step" if self.a_id and self.b_id else ""
-
-    @property
-    def changed_steps(self) -> tuple[int, ...]:
-        """The steps that differ."""
-        return tuple(s.step for s in self.steps if s.changed)
-
-    def to_text(self) -> str:
-        """A readable report: unchanged steps folded into ranges, changed ones in detail."""
-        return "\n".join(_text_lines(self))
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def __repr__(self) -> str:  # short: `to_text` and `to_df` have the detail
-        return (
-            f"RunDiff(a={self.a_id!r}, b={self.b_id!r}, steps={len(self.steps)}, "
-            f"changed={list(self.changed_steps)}, first_divergence={self.first_divergence})"
-        )
-
-    def to_df(self) -> pd.DataFrame:
-        """One row per step: status, message changes, tool calls, stop reasons and timing (ms)."""
-        import pandas as pd
-
-        return pd.DataFrame([_row(s) for s in self.steps], columns=_COLUMNS)
 
 
 def diff(a: _Run, b: _Run) -> RunDiff:
@@ -572,113 +426,3 @@ def _final(state: AgentState) -> tuple[str, str | None, str | None]:
         state.stop_reason.value if state.stop_reason else None,
         state.output,
     )
-
-
-# -- presentation -----------------------------------------------------------------------------
-
-_COLUMNS = [
-    "step",
-    "status",
-    "changes",
-    "calls_a",
-    "calls_b",
-    "stop_a",
-    "stop_b",
-    "total_ms_a",
-    "total_ms_b",
-    "delta_ms",
-    "inference_ms_a",
-    "inference_ms_b",
-    "tools_ms_a",
-    "tools_ms_b",
-]
-
-
-def _ms(value: float | None) -> float | None:
-    return None if value is None else value * 1e3
-
-
-def _row(s: StepDiff) -> list[object]:
-    ta, tb = s.timing_a, s.timing_b
-    return [
-        s.step,
-        s.status,
-        "; ".join(f"{m.where} {m}" for m in s.messages),
-        ", ".join(s.calls_a),
-        ", ".join(s.calls_b),
-        s.stop_a.value if s.stop_a else None,
-        s.stop_b.value if s.stop_b else None,
-        _ms(None if ta is None else ta.total),
-        _ms(None if tb is None else tb.total),
-        _ms(s.time_delta),
-        _ms(None if ta is None else ta.inference),
-        _ms(None if tb is None else tb.inference),
-        _ms(None if ta is None else ta.tools),
-        _ms(None if tb is None else tb.tools),
-    ]
-
-
-def _text_lines(d: RunDiff) -> list[str]:
-    lines = [f"diff {d.a_id} (a) → {d.b_id} (b)" + (f": {d.note}" if d.note else "")]
-    quiet: list[StepDiff] = []
-    for s in d.steps:
-        if s.status in ("same", "inherited"):
-            quiet.append(s)
-            continue
-        lines.extend(_quiet_lines(quiet))
-        quiet = []
-        lines.extend(_step_lines(s))
-    lines.extend(_quiet_lines(quiet))
-    for label, (status, stop, output) in (("a", d.a_final), ("b", d.b_final)):
-        shown = output if output is None or len(output) <= 80 else f"{output[:80]}…"
-        lines.append(f"end {label}: {status}, stop reason {stop or '-'}, output {shown!r}")
-    if d.verdict:
-        lines.append(d.verdict)
-    for i in d.differing_subruns:
-        lines += [f"sub-run {i}: " + line for line in _text_lines(d.subruns[i - 1])]
-    return lines
-
-
-def _diverges(sub: RunDiff) -> bool:
-    """True if the sub-runs differ, or any of theirs do."""
-    return (
-        sub.first_divergence is not None
-        or not (sub.a_id and sub.b_id)
-        or bool(sub.diverged_subruns)
-    )
-
-
-def _quiet_lines(quiet: list[StepDiff]) -> list[str]:
-    """Consecutive unchanged steps as one line per status."""
-    out = []
-    start = 0
-    while start < len(quiet):
-        end = start
-        while end + 1 < len(quiet) and quiet[end + 1].status == quiet[start].status:
-            end += 1
-        first, last = quiet[start].step, quiet[end].step
-        span = f"step {first}" if first == last else f"steps {first}–{last}"
-        out.append(f"{span}: {quiet[start].status}")
-        start = end + 1
-    return out
-
-
-def _step_lines(s: StepDiff) -> list[str]:
-    if s.status in ("only_a", "only_b"):
-        who = "a" if s.status == "only_a" else "b"
-        calls = s.calls_a or s.calls_b
-        return [f"step {s.step}: only in {who}" + (f" (calls {', '.join(calls)})" if calls else "")]
-    lines = [f"step {s.step}: changed"]
-    lines.extend(f"  {m.where:<6} {m}" for m in s.messages)
-    if s.calls_a != s.calls_b:
-        lines.append(f"  calls  {', '.join(s.calls_a) or '-'} → {', '.join(s.calls_b) or '-'}")
-    if s.stop_a != s.stop_b:
-        stop_a = s.stop_a.value if s.stop_a else "-"
-        stop_b = s.stop_b.value if s.stop_b else "-"
-        lines.append(f"  stop   {stop_a} → {stop_b}")
-    if s.time_delta is not None and s.timing_a is not None and s.timing_b is not None:
-        lines.append(
-            f"  time   {s.timing_a.total * 1e3:.2f} ms → {s.timing_b.total * 1e3:.2f} ms "
-            f"({s.time_delta * 1e3:+.2f} ms)"
-        )
-    return lines
