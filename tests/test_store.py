@@ -447,9 +447,9 @@ def test_tool_definitions_are_stored_once_a_run_and_set_of_tools(
 
 
 def test_a_run_whose_tools_change_stores_each_set_once() -> None:
-    from workbench.store import _RunLog
+    from workbench.store._runlog import RunLog
 
-    log = _RunLog("run_x")
+    log = RunLog("run_x")
     one = (ADD,)
     two = (ADD, ADD.model_copy(update={"name": "plus"}))
     refs = [log.tools_ref(tools) for tools in (one, one, two, one, ())]
@@ -482,9 +482,9 @@ def test_a_damaged_or_missing_tool_set_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_an_edited_earlier_message_is_stored_not_taken_from_the_previous_conversation() -> None:
-    from workbench.store import _RunLog
+    from workbench.store._runlog import RunLog
 
-    log = _RunLog("run_x")
+    log = RunLog("run_x")
     m = [wb.Message.user(f"m{i}") for i in range(3)]
     assert log.refs(m, full=True) == [(0, 3)]
     edited = [m[0], wb.Message.user("m1 edited"), m[2], wb.Message.user("m3")]

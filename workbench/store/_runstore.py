@@ -1,22 +1,7 @@
-"""`RunStore`: every run's snapshots, steps and state, durable in SQLite, as the run happens.
-
-The store is a `RunObserver`: an `Agent` hands it the loop's events and it writes them, so a run
-is readable (from this process or another one) while it is still going, and a process killed
-mid-run leaves every step it finished. Two small transactions per step: the snapshot as PREPARE
-ends (so the step that was running when a process died can be re-run from its own start), and the
-step record with the state after it as the step ends.
-
-Writing is kept flat per step: a message is serialized once, the first time the store sees it
-(known message objects are recognised by identity, others by a content hash), and a snapshot or
-record refers to its messages by ranges of a per-run sequence. A snapshot's tool definitions are
-written once per run and set of tools, and the snapshot names the set. A store failure never
-breaks the run that is writing: it is logged, kept in `RunStore.write_errors`, and the run goes
-on.
-"""
+"""`RunStore`: reading runs back, and writing them as a `RunObserver` (see `workbench.store`)."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import sqlite3
@@ -24,7 +9,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -35,11 +19,10 @@ from workbench._storage import RunNotFound, RunSummary, StoreError
 from workbench.messages import Message, ToolDefinition
 from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
 from workbench.state import AgentState, validation_summary
+from workbench.store._runlog import RunLog
 
 if TYPE_CHECKING:
     import pandas as pd
-
-__all__ = ["DEFAULT_STORE_PATH", "STORE_ENV", "RunNotFound", "RunStore", "RunSummary", "StoreError"]
 
 DEFAULT_STORE_PATH = Path(".workbench") / "runs.sqlite"
 """Where the default store lives, relative to the working directory when it is first asked for."""
@@ -47,110 +30,13 @@ STORE_ENV = "WORKBENCH_STORE"
 """Overrides the default store: a path, ``:memory:``, or ``off`` for no default store."""
 _OFF = frozenset({"off", "none", "false", "0"})
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("workbench.store")  # the package's name: the one users configure
 
 
-_Write = Callable[["_RunLog", sqlite3.Connection], None]
+_Write = Callable[[RunLog, sqlite3.Connection], None]
 
 _CHILDREN = "SELECT run_id FROM runs WHERE parent_run_id = ? ORDER BY created_at, rowid"
 """The sub-runs of a run, in the order they started."""
-
-
-@dataclass
-class _RunLog:
-    """What the store remembers about a run while it writes it: which messages have rows.
-
-    ``known`` maps ``id(message)`` to the message (held, so the id cannot be reused) and its
-    ``seq``; ``by_hash`` catches equal messages that are different objects (a run resumed in
-    another process, messages copied into a re-run). ``prefix`` is the last full conversation
-    referenced: the next one almost always extends it, and comparing a tuple prefix is a fast
-    identity check in C, so referencing a long conversation costs almost nothing per step.
-    """
-
-    run_id: str
-    next_seq: int = 0
-    next_step: int = 0
-    by_hash: dict[str, int] = field(default_factory=dict)
-    known: dict[int, tuple[Message, int]] = field(default_factory=dict)
-    prefix: tuple[Message, ...] = ()
-    prefix_ranges: tuple[st.Range, ...] = ()
-    rows: list[tuple[str, int, str, str]] = field(default_factory=list)
-    tool_sets: set[str] = field(default_factory=set)
-    """The hashes of the run's tool sets that have rows (or are queued in ``tool_rows``)."""
-    tool_rows: list[tuple[str, str, str]] = field(default_factory=list)
-    last_tools: tuple[tuple[ToolDefinition, ...], str] | None = None
-    """The last set of tools referenced and its hash: the next step almost always has it too."""
-    latest: AgentState | None = None
-    model_name: str | None = None
-
-    def refs(self, messages: Sequence[Message], *, full: bool = False) -> list[st.Range]:
-        """The ranges of ``messages``, queueing rows for the messages not stored yet.
-
-        ``full`` marks a whole conversation (a state's messages): it becomes the prefix the next
-        one is checked against. Windows and per-step additions never replace it.
-        """
-        messages = tuple(messages)
-        n = len(self.prefix)
-        start = 0
-        ranges: list[st.Range] = []
-        if n and len(messages) >= n and messages[:n] == self.prefix:
-            ranges, start = list(self.prefix_ranges), n
-        for message in messages[start:]:
-            seq = self._seq(message)
-            if ranges and ranges[-1][1] == seq:
-                ranges[-1] = (ranges[-1][0], seq + 1)
-            else:
-                ranges.append((seq, seq + 1))
-        if full:
-            self.prefix, self.prefix_ranges = messages, tuple(ranges)
-        return ranges
-
-    def _seq(self, message: Message) -> int:
-        entry = self.known.get(id(message))
-        if entry is not None and entry[0] is message:
-            return entry[1]
-        body = message.model_dump_json()
-        digest = _digest(body)
-        seq = self.by_hash.get(digest)
-        if seq is None:
-            seq, self.next_seq = self.next_seq, self.next_seq + 1
-            self.by_hash[digest] = seq
-            self.rows.append((self.run_id, seq, digest, body))
-        self.known[id(message)] = (message, seq)
-        return seq
-
-    def tools_ref(self, definitions: tuple[ToolDefinition, ...]) -> str | None:
-        """The hash naming ``definitions``, queueing their row if the run has none yet."""
-        if not definitions:
-            return None
-        if self.last_tools is not None and self.last_tools[0] == definitions:
-            return self.last_tools[1]
-        body = st.dump_tools(definitions)
-        digest = _digest(body)
-        if digest not in self.tool_sets:
-            self.tool_sets.add(digest)
-            self.tool_rows.append((self.run_id, digest, body))
-        self.last_tools = (definitions, digest)
-        return digest
-
-    def committed(self) -> None:
-        """The queued rows are in the database."""
-        self.rows.clear()
-        self.tool_rows.clear()
-
-    def rolled_back(self) -> None:
-        """The queued rows never made it: forget them so a later step writes them again."""
-        if self.rows:
-            first = self.rows[0][1]
-            self.next_seq = first
-            self.by_hash = {h: s for h, s in self.by_hash.items() if s < first}
-            self.known = {k: v for k, v in self.known.items() if v[1] < first}
-            self.rows.clear()
-        self.tool_sets.difference_update(digest for _, digest, _ in self.tool_rows)
-        self.tool_rows.clear()
-        self.last_tools = None
-        self.prefix, self.prefix_ranges = (), ()
-        self.model_name = None
 
 
 class RunStore(RunObserver):
@@ -185,7 +71,7 @@ class RunStore(RunObserver):
         """Writes that failed while a run went on (the run itself is never broken by the store)."""
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()
-        self._logs: dict[str, _RunLog] = {}
+        self._logs: dict[str, RunLog] = {}
 
     @classmethod
     def default(cls) -> RunStore | None:
@@ -521,11 +407,11 @@ class RunStore(RunObserver):
                     log.rolled_back()
                 self._write_failed(run_id, exc)
 
-    def _log(self, conn: sqlite3.Connection, run_id: str) -> _RunLog:
+    def _log(self, conn: sqlite3.Connection, run_id: str) -> RunLog:
         """The run's log; rebuilt from the database for a run that was written before."""
         log = self._logs.get(run_id)
         if log is None:
-            log = self._logs[run_id] = _RunLog(run_id)
+            log = self._logs[run_id] = RunLog(run_id)
             for seq, digest in conn.execute(
                 "SELECT seq, hash FROM messages WHERE run_id = ?", (run_id,)
             ):
@@ -538,7 +424,7 @@ class RunStore(RunObserver):
         return log
 
     def _put_run(
-        self, log: _RunLog, conn: sqlite3.Connection, state: AgentState, *, insert: bool
+        self, log: RunLog, conn: sqlite3.Connection, state: AgentState, *, insert: bool
     ) -> None:
         ranges = st.dump_ranges(log.refs(state.messages, full=True))
         values = (*_run_values(state), st.dump_state(state), ranges)
@@ -547,7 +433,7 @@ class RunStore(RunObserver):
         else:
             conn.execute(_UPDATE_RUN, (*values, state.run_id))
 
-    def _put_snapshot(self, log: _RunLog, conn: sqlite3.Connection, snapshot: StepContext) -> None:
+    def _put_snapshot(self, log: RunLog, conn: sqlite3.Connection, snapshot: StepContext) -> None:
         ranges = st.dump_ranges(log.refs(snapshot.state.messages, full=True))
         tools = log.tools_ref(snapshot.tool_definitions)
         body = st.dump_snapshot(snapshot)
@@ -563,7 +449,7 @@ class RunStore(RunObserver):
             )
             log.model_name = snapshot.model_name
 
-    def _put_step(self, log: _RunLog, conn: sqlite3.Connection, record: StepRecord) -> None:
+    def _put_step(self, log: RunLog, conn: sqlite3.Connection, record: StepRecord) -> None:
         sent = st.dump_ranges(log.refs(record.messages_in))
         new = st.dump_ranges(log.refs(record.new_messages))
         conn.execute(
@@ -580,11 +466,6 @@ class RunStore(RunObserver):
         self.write_errors.append(text)
         if first:
             logger.warning("run store %s could not record %s (the run goes on)", self.path, text)
-
-
-def _digest(body: str) -> str:
-    """The content hash that recognises a row's payload written before (a message, a tool set)."""
-    return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
 def _run_values(state: AgentState) -> tuple[Any, ...]:

@@ -1,0 +1,19 @@
+"""`RunStore`: every run's snapshots, steps and state, durable in SQLite, as the run happens.
+
+The store is a `RunObserver`: an `Agent` hands it the loop's events and it writes them, so a run
+is readable (from this process or another one) while it is still going, and a process killed
+mid-run leaves every step it finished. Two small transactions per step: the snapshot as PREPARE
+ends (so the step that was running when a process died can be re-run from its own start), and the
+step record with the state after it as the step ends.
+
+A store failure never breaks the run that is writing: it is logged, kept in
+`RunStore.write_errors`, and the run goes on.
+
+`_runstore` holds `RunStore`; `_runlog` what it remembers of a run while writing it, so that each
+message and set of tools is written once; `workbench._storage` how the rows look in SQLite.
+"""
+
+from workbench._storage import RunNotFound, RunSummary, StoreError
+from workbench.store._runstore import DEFAULT_STORE_PATH, STORE_ENV, RunStore
+
+__all__ = ["DEFAULT_STORE_PATH", "STORE_ENV", "RunNotFound", "RunStore", "RunSummary", "StoreError"]
