@@ -5,7 +5,8 @@ system ``/usr/bin/chromium`` through ``executable_path``: its own browser downlo
 here) runs every cell, clicks the last Stepper's buttons through a run with an approval, and checks
 that the widgets and the plotly figures rendered in the page. Then it opens the ``run.html`` that
 ``workbench report`` wrote, with every request that would leave the file refused, and checks that
-the explorer, the charts and the messages are there. Screenshots go to ``test-artifacts/``.
+the explorer, the charts and the messages are there, and the report ``workbench trace -o`` wrote
+of another framework's trace whose content is markup. Screenshots go to ``test-artifacts/``.
 
 Chromium comes from ``scripts/install-browser``; the tests skip, saying why, only when it cannot
 be installed. Waiting is on page conditions (Playwright's ``expect``), never on sleeps.
@@ -258,6 +259,53 @@ def test_report_opens_offline(browser_context: Any, tmp_path: Path) -> None:
     expect(rows).not_to_have_count(total)
     explorer.screenshot(path=str(ARTIFACTS / "browser-report-explorer.png"))
     assert leaving == []
+    page.close()
+
+
+def test_a_foreign_trace_report_opens_offline_with_its_text_as_text(
+    browser_context: Any, tmp_path: Path
+) -> None:
+    """``workbench trace FILE -o`` on another framework's trace whose content is markup."""
+    import json
+
+    from playwright.sync_api import expect
+
+    from tests.test_trace_cli import foreign_trace
+
+    markup = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+    trace = tmp_path / "foreign.json"
+    trace.write_text(json.dumps(foreign_trace(["Hello", markup], name=f"chat {markup}")))
+    report = tmp_path / "trace.html"
+    subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "trace", str(trace), "-o", str(report)],
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
+
+    page = browser_context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    leaving: list[str] = []
+
+    def only_the_file(route: Any) -> None:
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            leaving.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_the_file)
+    page.goto(report.as_uri())
+    expect(page.locator(".wb-bars .wb-bar")).to_have_count(4)  # time and tokens, per call
+    expect(page.locator("section.wb-step-section")).to_have_count(2)
+    expect(page.locator("section.wb-step-section").nth(1)).to_contain_text(markup)
+    rows = page.locator("#wb-explorer .wbx-row")
+    expect(rows).to_have_count(2)
+    rows.nth(1).click()
+    expect(page.locator("#wb-explorer .wbx-detail")).to_contain_text(markup)
+    page.screenshot(path=str(ARTIFACTS / "browser-trace-report.png"), full_page=True)
+    assert page.locator("img[src=x]").count() == 0 and dialogs == [] and leaving == []
     page.close()
 
 

@@ -1,4 +1,4 @@
-"""A run as one standalone HTML file: steps, trace explorer, time, tokens, every message.
+"""A run or a loaded trace as one standalone HTML file: steps, explorer, time, tokens, messages.
 
 The summary, the step table (and what each agent took, for a run tree), the trace explorer,
 time and tokens per step, and each step's messages. Everything is in the file (the explorer's
@@ -6,6 +6,10 @@ script and its data, the charts as plain HTML bars), so it opens anywhere with n
 stays small: no plotting library is inlined. The content is built by the notebook builders
 (`workbench.notebook`), so the report shows what the notebook views show. Needs the
 ``notebook`` extra (pandas).
+
+A `Trace` (`load_trace`: a file or a backend, ours or another framework's) has no step records:
+its report is built from its spans alone (the step table of ``steps_df()``, the messages its
+model calls captured), so a trace from Jaeger or Phoenix opens the same way without a store.
 """
 
 from __future__ import annotations
@@ -15,13 +19,17 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbench.errors import TraceLoadError
+from workbench.telemetry.trace import Trace, conversation_chats
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from workbench.agent import AgentRun, RunResult
+    from workbench.messages import Message
     from workbench.notebook.data import Spans, SpanSource
 
-__all__ = ["report_html", "write_report"]
+__all__ = ["report_html", "trace_summary", "write_report"]
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto;
@@ -38,13 +46,20 @@ div.wb-table { overflow-x: auto; max-width: 100%; }
 
 
 def report_html(
-    source: RunResult | AgentRun | Sequence[RunResult],
+    source: RunResult | AgentRun | Sequence[RunResult] | Trace,
     *,
     telemetry: SpanSource | None = None,
     spans: Spans | None = None,
     title: str | None = None,
 ) -> str:
-    """The report as an HTML string (see the module docstring)."""
+    """The report as an HTML string (see the module docstring).
+
+    ``telemetry`` and ``spans`` give a run's spans; a `Trace` is its own spans.
+    """
+    if isinstance(source, Trace):
+        if telemetry is not None or spans is not None:
+            raise TypeError("a trace is its own spans: telemetry= and spans= are for runs")
+        return _trace_report_html(source, title or f"Trace {source.trace_id}")
     from workbench.notebook.bars import timing_bars_html, tokens_bars_html
     from workbench.notebook.data import as_result, run_view_data
     from workbench.notebook.explorer_data import RunRecords
@@ -54,7 +69,6 @@ def report_html(
 
     result = as_result(source)
     data = run_view_data(result, telemetry=telemetry, spans=spans)
-    title = title or f"Run {result.run_id}"
     tree_steps = RunRecords(result.steps, result.children).tree_steps()  # sub-runs' too
     if spans is not None:
         explorer = ExplorerView.from_source(spans, steps=tree_steps)
@@ -75,14 +89,93 @@ def report_html(
     table = _table_html(data.table)
     if data.agents is not None:  # a run tree: what each agent took
         table += f'<h2 id="agents">Per agent</h2>{_table_html(data.agents)}'
+    return _page(
+        title or f"Run {result.run_id}",
+        _summary(result),
+        f'<h2 id="steps">Steps</h2>{table}{charts}'
+        f'<h2 id="messages">Messages, step by step</h2><nav>steps: {nav}</nav>{steps}',
+    )
+
+
+def _page(title: str, summary: str, body: str) -> str:
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{escape(title)}</h1>{_summary(result)}"
-        f'<h2 id="steps">Steps</h2>{table}{charts}'
-        f'<h2 id="messages">Messages, step by step</h2><nav>steps: {nav}</nav>{steps}'
-        "</body></html>"
+        f"<h1>{escape(title)}</h1>{summary}{body}</body></html>"
     )
+
+
+def _trace_report_html(trace: Trace, title: str) -> str:
+    """A loaded trace's report: its spans' step table, explorer, time, tokens and messages."""
+    from workbench.notebook.bars import timing_bars_html, tokens_bars_html
+    from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
+
+    table = trace.steps_df()
+    shown = table.drop(columns=["trace_id", "snapshot_id"]).dropna(axis=1, how="all")
+    body = (  # the columns another framework's trace has no values for are left out
+        f'<h2 id="steps">Steps</h2>{_table_html(shown)}'
+        f'<h2 id="explorer">Trace explorer</h2>'
+        f"{explorer_page_html(ExplorerView.from_source(trace))}"
+        f'<h2 id="timing">Time per step</h2>{timing_bars_html(table)}'
+        f'<h2 id="tokens">Tokens per step</h2>{tokens_bars_html(table)}'
+        f'<h2 id="messages">Messages, model call by model call</h2>{_trace_messages_html(trace)}'
+    )
+    return _page(title, _rows_html(trace_summary(trace)), body)
+
+
+def trace_summary(trace: Trace) -> dict[str, str]:
+    """What a loaded trace holds, in a few lines: ids, spans, model calls, time, tokens, errors."""
+    from workbench.telemetry.names import AGENT_NAME, tokens_of
+
+    spans = trace.spans
+    chats = trace.chat_spans()
+    tokens = [tokens_of(c.attributes) for c in chats]
+    inputs, outputs = (sum(int(t[i] or 0) for t in tokens) for i in (0, 1))
+    seconds = (max(s.end_ns for s in spans) - min(s.start_ns for s in spans)) / 1e9
+    traces = dict.fromkeys(s.trace_id for s in spans)
+    agents = dict.fromkeys(
+        str(s.attributes[AGENT_NAME]) for s in spans if AGENT_NAME in s.attributes
+    )
+    errors = sum(s.status == "error" for s in spans)
+    return {
+        "traces" if len(traces) > 1 else "trace": ", ".join(list(traces)[:3])
+        + (f" and {len(traces) - 3} more" if len(traces) > 3 else ""),
+        "spans": f"{len(spans):,}" + (f", {errors} with an error" if errors else ""),
+        "agents": ", ".join(agents) or "—",
+        "model calls": str(len(chats)),
+        "time": f"{seconds:.3f} s from the first span's start to the last one's end",
+        "tokens": f"{inputs:,} in / {outputs:,} out",
+    }
+
+
+def _trace_messages_html(trace: Trace) -> str:
+    """Each model call's messages: the first call's in full, then what each call added."""
+    from workbench.notebook.html import messages_html
+    from workbench.telemetry.names import STEP_INDEX
+    from workbench.telemetry.recover import messages_of_chat
+
+    try:
+        chats = conversation_chats(trace)
+    except TraceLoadError as exc:  # the model calls of unrelated runs: no one conversation
+        return f"<p>{escape(str(exc))}</p>"
+    sections: list[str] = []
+    before: tuple[Message, ...] = ()
+    for number, chat in enumerate(chats, start=1):
+        messages = messages_of_chat(chat.attributes)
+        new = messages[len(before) :] if messages[: len(before)] == before else messages
+        before = messages
+        step = chat.attributes.get(STEP_INDEX)
+        label = f"model call {number}" + (f" (step {step})" if step is not None else "")
+        sections.append(
+            f'<section class="wb-step-section"><b>{escape(label)}</b> · {escape(chat.name)}'
+            f"{messages_html(new, empty='no messages captured')}</section>"
+        )
+    if not any(messages_of_chat(c.attributes) for c in chats):
+        return (
+            "<p>The trace has no message content: it was recorded without it (a workbench "
+            "run keeps it with <code>Telemetry(capture_content=True)</code>).</p>"
+        )
+    return "".join(sections)
 
 
 def _table_html(frame: pd.DataFrame) -> str:
@@ -108,16 +201,24 @@ def _summary(result: RunResult) -> str:
     }
     if state.rerun_of is not None:
         rows["re-run of"] = f"{state.rerun_of.run_id} from step {state.rerun_of.step}"
-    cells = "".join(f"<tr><td><b>{k}</b></td><td>{escape(v)}</td></tr>" for k, v in rows.items())
+    error = None
     if state.error is not None:  # a replay divergence shows its recorded / sent lines as a diff
         from workbench.notebook.html import error_html
 
-        cells += f"<tr><td><b>error</b></td><td>{error_html(state.error)}</td></tr>"
+        error = error_html(state.error)
+    return _rows_html(rows, error)
+
+
+def _rows_html(rows: dict[str, str], error: str | None = None) -> str:
+    """The summary's rows (text, escaped here), and an error row already in HTML."""
+    cells = "".join(f"<tr><td><b>{k}</b></td><td>{escape(v)}</td></tr>" for k, v in rows.items())
+    if error is not None:
+        cells += f"<tr><td><b>error</b></td><td>{error}</td></tr>"
     return f'<table class="wb-summary">{cells}</table>'
 
 
 def write_report(
-    source: RunResult | AgentRun | Sequence[RunResult],
+    source: RunResult | AgentRun | Sequence[RunResult] | Trace,
     path: str | Path,
     *,
     telemetry: SpanSource | None = None,

@@ -15,12 +15,16 @@ import re
 from collections.abc import Sequence
 
 from workbench.agent import RunResult
+from workbench.messages import Message
+from workbench.models.replay import describe_part
 from workbench.records import StepRecord, ToolOutcome
 from workbench.store import RunStore, StoreError
 
 __all__ = [
+    "STEP_HEADER",
     "echo",
     "load_run",
+    "message_line",
     "open_store",
     "run_argument",
     "step_table",
@@ -91,20 +95,30 @@ def text_table(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+STEP_HEADER = (
+    "step",
+    "prepare ms",
+    "infer ms",
+    "tools ms",
+    "hooks ms",
+    "calls",
+    "tokens in/out",
+    "status",
+    "stop",
+)
+"""The columns of a printed step table: a stored run's (`step_table`) and a loaded trace's."""
+
+
+def message_line(index: int, message: Message) -> str:
+    """One message on one line: its index, role, step (when known) and parts, escaped."""
+    parts = "; ".join(describe_part(p) for p in message.parts)
+    step = "" if message.step is None else f" step {message.step}"
+    return f"{index:>4} {message.role:<9}{step}: {terminal_text(parts, one_line=True)}"
+
+
 def step_table(steps: Sequence[StepRecord]) -> str:
     """A plain-text table of steps: timings (ms), tool calls, tokens, status, stop reason."""
-    header = (
-        "step",
-        "prepare ms",
-        "infer ms",
-        "tools ms",
-        "hooks ms",
-        "calls",
-        "tokens in/out",
-        "status",
-        "stop",
-    )
-    rows = [header]
+    rows: list[Sequence[str]] = [STEP_HEADER]
     for s in steps:
         calls = ", ".join(_call_cell(o) for o in s.tool_outcomes) or "-"
         t = s.timing

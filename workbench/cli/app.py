@@ -8,6 +8,8 @@ not docstrings: reST markup in a terminal is noise.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Callable, Sequence
 
 from workbench._record import Record
@@ -17,14 +19,22 @@ from workbench.cli.proxy import run_proxy, setup_proxy
 from workbench.cli.replay import run_replay, setup_replay
 from workbench.cli.report import run_report, setup_report
 from workbench.cli.runs import run_runs, run_show, setup_runs, setup_show
-from workbench.cli.traces import run_export, run_push, setup_export, setup_push
-from workbench.errors import StoreError, UsageError
+from workbench.cli.traces import (
+    run_export,
+    run_push,
+    run_trace,
+    setup_export,
+    setup_push,
+    setup_trace,
+)
+from workbench.errors import StoreError, TraceLoadError, UsageError
 
 __all__ = ["DESCRIPTION", "VERBS", "Verb", "main", "parser"]
 
 DESCRIPTION = (
     "Agent Workbench: run the demo agent offline, and list, show, replay, report and export the "
-    "runs in a run store; record any agent through a proxy."
+    "runs in a run store; read traces back from files and backends; record any agent through a "
+    "proxy."
 )
 
 
@@ -62,6 +72,12 @@ VERBS: dict[str, Verb] = {
     "push": Verb(
         help="send a stored run's trace to an OTLP/HTTP endpoint", setup=setup_push, run=run_push
     ),
+    "trace": Verb(
+        help="show a trace file or a backend's trace (ours or another framework's): what it "
+        "holds, its steps, its conversation; -o writes its HTML report",
+        setup=setup_trace,
+        run=run_trace,
+    ),
     "proxy": Verb(
         help="record any agent: an OpenAI-compatible endpoint forwarding to --upstream (or "
         "answering from --replay RUN) that stores each conversation as a run",
@@ -86,6 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return VERBS[args.verb].run(args)
-    except (StoreError, UsageError) as exc:
+    except (StoreError, TraceLoadError, UsageError) as exc:
         echo(f"workbench: {exc}")
         return 2
+    except BrokenPipeError:  # the reader left (``workbench runs | head``): stop, quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit would fail again
+        return 1

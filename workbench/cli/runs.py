@@ -7,15 +7,13 @@ import time
 
 from workbench.cli._common import (
     echo,
+    message_line,
     open_store,
     run_argument,
     step_table,
     store_option,
-    terminal_text,
     text_table,
 )
-from workbench.messages import Message
-from workbench.models.replay import describe_part
 
 __all__ = ["run_runs", "run_show", "setup_runs", "setup_show"]
 
@@ -109,12 +107,6 @@ def run_show(args: argparse.Namespace) -> int:
     if args.messages:
         echo()
         for i, message in enumerate(state.messages):
-            echo(_message_line(i, message))
+            echo(message_line(i, message))
     echo(f"\noutput: {run.output}")
     return 0
-
-
-def _message_line(index: int, message: Message) -> str:
-    parts = "; ".join(describe_part(p) for p in message.parts)
-    step = "-" if message.step is None else message.step
-    return f"{index:>4} {message.role:<9} step {step}: {terminal_text(parts, one_line=True)}"

@@ -1,18 +1,36 @@
-"""``workbench export`` and ``workbench push``: a stored run's trace, to a file or a backend.
+"""Traces: ``workbench export`` and ``push`` send a stored run's out; ``trace`` reads one in.
 
-Stored runs keep their records, not their spans; both verbs rebuild the spans from the records
-(`workbench.telemetry.rebuild_telemetry`), with the live run's trace id when it had telemetry.
+Stored runs keep their records, not their spans; ``export`` and ``push`` rebuild the spans from
+the records (`workbench.telemetry.rebuild_telemetry`), with the live run's trace id when it had
+telemetry. ``trace`` reads a trace with `load_trace` (a file from us, Jaeger or another
+framework, or a backend) and shows it from its spans alone: no store, no step records.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from workbench.cli._common import echo, load_run, run_argument, store_option
+from workbench.cli._common import (
+    STEP_HEADER,
+    echo,
+    load_run,
+    message_line,
+    run_argument,
+    store_option,
+    text_table,
+)
+from workbench.report import trace_summary, write_report
 from workbench.telemetry import otlp_traces_endpoint, rebuild_telemetry
+from workbench.telemetry.load import load_trace
 
-__all__ = ["run_export", "run_push", "setup_export", "setup_push"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["run_export", "run_push", "run_trace", "setup_export", "setup_push", "setup_trace"]
 
 
 def setup_export(parser: argparse.ArgumentParser) -> None:
@@ -69,3 +87,76 @@ def run_push(args: argparse.Namespace) -> int:
     sent = f"{stats.exported} of {stats.queued} spans sent to {endpoint}"
     echo(f"run {run.run_id} (trace {trace}): {sent}")
     return 0 if stats.unconfirmed == 0 else 1
+
+
+def setup_trace(parser: argparse.ArgumentParser) -> None:
+    """``workbench trace SOURCE [--trace-id ID] [-o FILE.html] [--messages]``."""
+    parser.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="an OTLP/JSON or Jaeger JSON file (ours or another framework's), or a backend: "
+        "jaeger+http://HOST:16686/TRACE_ID or phoenix+http://HOST:6006/PROJECT/TRACE_ID",
+    )
+    parser.add_argument("--trace-id", default=None, help="keep only this trace of the source")
+    parser.add_argument(
+        "-o", "--output", default=None, metavar="FILE.html", help="also write its HTML report"
+    )
+    parser.add_argument(
+        "--messages", action="store_true", help="print the last model call's conversation too"
+    )
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a backend")
+
+
+def run_trace(args: argparse.Namespace) -> int:
+    """Show a loaded trace: what it holds, its steps, its conversation; write its report."""
+    trace = load_trace(args.source, trace_id=args.trace_id, timeout=args.timeout)
+    for key, value in trace_summary(trace).items():
+        echo(f"{key}: {value}")
+    table = trace.steps_df()
+    echo()
+    echo(_step_rows(table) if len(table) else "(no steps and no model calls)")
+    if args.messages:
+        echo()
+        messages = trace.messages()
+        for i, message in enumerate(messages):
+            echo(message_line(i, message))
+        if not messages:
+            echo("(no message content in the trace)")
+    if args.output:
+        path = write_report(trace, args.output)
+        echo(f"\nwrote {path} ({path.stat().st_size / 1e6:.1f} MB, opens offline)")
+    return 0
+
+
+def _step_rows(table: pd.DataFrame) -> str:
+    """The steps of a trace's ``steps_df()`` as `step_table` prints a stored run's."""
+    rows: list[Sequence[str]] = [STEP_HEADER]
+    for row in table.itertuples(index=False):
+        rows.append(
+            (
+                str(row.step),
+                *(_ms(getattr(row, f"{p}_ms")) for p in ("prepare", "inference", "tools", "hooks")),
+                _count(row.tool_calls),
+                f"{_count(row.input_tokens)}/{_count(row.output_tokens)}",
+                _text(row.status),
+                _text(row.stop_reason),
+            )
+        )
+    return text_table(rows)
+
+
+def _missing(value: Any) -> bool:
+    """A cell the trace has no value for (another framework's trace has no phases)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _ms(value: Any) -> str:
+    return "-" if _missing(value) else f"{float(value):.2f}"
+
+
+def _count(value: Any) -> str:
+    return "-" if _missing(value) else str(int(value))
+
+
+def _text(value: Any) -> str:
+    return "-" if _missing(value) else str(value)

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from workbench.notebook.tables import TIMING_PARTS, step_labels, timing_breakdown
-from workbench.records import StepRecord
+from workbench.notebook.tables import TIMING_PARTS, StepsOrFrame, timing_breakdown, token_columns
 
 __all__ = ["stacked_bars_html", "timing_bars_html", "tokens_bars_html"]
 
@@ -61,8 +60,11 @@ def stacked_bars_html(
     )
 
 
-def timing_bars_html(steps: Sequence[StepRecord]) -> str:
-    """Where each step's time went (ms): prepare, inference, tools, hooks, continuation."""
+def timing_bars_html(steps: StepsOrFrame) -> str:
+    """Where each step's time went (ms): prepare, inference, tools, hooks, continuation.
+
+    ``steps`` are step records, or a step table (a loaded trace's ``steps_df()``).
+    """
     frame = timing_breakdown(steps)
     rows = [  # by position: the labels are unique, but a row is read where it is
         (f"step {label}", dict(zip(TIMING_PARTS, map(float, values), strict=True)), "")
@@ -71,16 +73,18 @@ def timing_bars_html(steps: Sequence[StepRecord]) -> str:
     return stacked_bars_html(rows, TIMING_PARTS, unit="ms", empty="no steps yet")
 
 
-def tokens_bars_html(steps: Sequence[StepRecord]) -> str:
-    """Input and output tokens per step, with the cost so far when the model has a price."""
+def tokens_bars_html(steps: StepsOrFrame) -> str:
+    """Input and output tokens per step, with the cost so far when the model has a price.
+
+    ``steps`` are step records, or a step table (a loaded trace's ``steps_df()``).
+    """
     rows = []
     total: float | None = 0.0
-    for label, step in zip(step_labels(steps), steps, strict=True):
-        cost = step.usage.cost
+    for label, inputs, outputs, cost in zip(*token_columns(steps), strict=True):
         total = None if total is None or cost is None else total + cost
         note = f" · ${total:.6f} so far" if total else ""
-        parts = {"input tokens": step.usage.input_tokens, "output tokens": step.usage.output_tokens}
-        rows.append((f"step {label}", {k: float(v) for k, v in parts.items()}, note))
+        parts = {"input tokens": float(inputs), "output tokens": float(outputs)}
+        rows.append((f"step {label}", parts, note))
     return stacked_bars_html(
         rows, TOKEN_PARTS, unit="tokens", digits=0, empty="the model reported no tokens"
     )

@@ -26,6 +26,7 @@ __all__ = [
     "steps_text",
     "timing_breakdown",
     "timing_figure",
+    "token_columns",
     "tokens_figure",
 ]
 
@@ -224,9 +225,10 @@ _LAYOUT = {  # the legend under the plot: above it, a long title and the legend 
 }
 
 
-def _token_columns(
+def token_columns(
     steps: StepsOrFrame,
 ) -> tuple[list[str], list[int], list[int], list[float | None]]:
+    """Per step: its label, input tokens, output tokens and cost (None where unknown)."""
     if isinstance(steps, pd.DataFrame):
         costs = steps["cost"].tolist() if "cost" in steps.columns else [None] * len(steps)
         return (
@@ -249,7 +251,7 @@ def tokens_figure(steps: StepsOrFrame, *, title: str = "Tokens per step") -> go.
     A step whose cost is unknown (no price for the model) breaks the cost line from there on,
     rather than pretending it was free; with no cost at all the line is left out.
     """
-    labels, inputs, outputs, costs = _token_columns(steps)
+    labels, inputs, outputs, costs = token_columns(steps)
     x = np.array(labels, dtype=object)  # arrays: plotly checks lists item by item
     traces = [
         go.Bar(name="input tokens", x=x, y=np.array(inputs), marker={"color": "#74b9ff"}),

@@ -1,0 +1,211 @@
+"""``workbench trace`` and the report of a loaded trace, as a user meets them.
+
+The command runs as a real subprocess on real files: ours (a run with telemetry, paused and
+resumed), another framework's (GenAI conventions only, no workbench attributes), one whose
+content is hostile (terminal escapes, HTML), and broken ones. The report of a trace opens in a
+real browser in `tests/test_browser.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import workbench as wb
+from tests.test_cli import CONTROL, HOSTILE, cli
+from tests.test_telemetry import run_with_pause
+from workbench.report import report_html
+
+TRACE_ID = "5b8efff798038103d269b633813fc60c"
+
+
+def _text(value: str) -> dict[str, Any]:
+    return {"stringValue": value}
+
+
+def _message(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"type": "text", "content": text}]}
+
+
+def foreign_trace(answers: list[str], trace_id: str = TRACE_ID, name: str = "chat gpt-4o") -> dict:
+    """Another framework's OTLP/JSON: one ``chat`` span per answer, the conversation growing."""
+    spans, conversation = [], [_message("system", "Be brief."), _message("user", "Hi")]
+    for i, answer in enumerate(answers):
+        start = 1_700_000_000_000_000_000 + i * 2_000_000_000
+        attributes = {
+            "gen_ai.operation.name": _text("chat"),
+            "gen_ai.request.model": _text("gpt-4o"),
+            "gen_ai.usage.input_tokens": {"intValue": str(10 + i)},
+            "gen_ai.usage.output_tokens": {"intValue": "3"},
+            "gen_ai.input.messages": _text(json.dumps(conversation)),
+            "gen_ai.output.messages": _text(json.dumps([_message("assistant", answer)])),
+        }
+        spans.append(
+            {
+                "traceId": trace_id,
+                "spanId": f"{i + 1:016x}",
+                "name": name,
+                "kind": "SPAN_KIND_CLIENT",
+                "startTimeUnixNano": str(start),
+                "endTimeUnixNano": str(start + 1_000_000_000),
+                "attributes": [{"key": k, "value": v} for k, v in attributes.items()],
+            }
+        )
+        conversation = [*conversation, _message("assistant", answer), _message("user", "More?")]
+    scope = {"scope": {"name": "some.framework"}, "spans": spans}
+    return {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [scope]}]}
+
+
+@pytest.fixture(scope="module")
+def our_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, wb.RunResult]:
+    """Our own trace file: a run with an approval pause, resumed (two executions, two traces)."""
+    telemetry = wb.Telemetry(capture_content=True)
+    _, done = run_with_pause(telemetry)
+    path = telemetry.write_jaeger_json(tmp_path_factory.mktemp("trace") / "run.jaeger.json")
+    return path, done
+
+
+def test_our_trace_shows_its_steps_and_conversation_and_writes_a_report(
+    our_trace: tuple[Path, wb.RunResult], tmp_path: Path
+) -> None:
+    path, done = our_trace
+    report = tmp_path / "trace.html"
+    shown = cli("trace", str(path), "--messages", "-o", str(report))
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert re.search(r"^traces: [0-9a-f]{32}, [0-9a-f]{32}$", out, re.M)  # the two executions
+    assert f"model calls: {len(wb.load_trace(path).chat_spans())}" in out
+    table = out.split("\n\n")[1].splitlines()
+    assert table[0].split()[:3] == ["step", "prepare", "ms"]
+    steps = [line.split()[0] for line in table[2:]]
+    assert steps == ["1", "2", "3", "3", "4"]  # step 3 paused, then resumed
+    assert table[-1].split()[-2:] == ["completed", "completed"]
+    assert f"assistant: text {done.output!r}" in out  # the last model call's conversation
+    assert f"wrote {report}" in out
+    html = report.read_text()
+    assert html.count('class="wb-step-section"') == 4  # one per model call
+    assert "Trace explorer" in html and done.output in html
+
+
+def test_another_frameworks_trace_is_read_from_its_model_calls(tmp_path: Path) -> None:
+    path = tmp_path / "foreign.json"
+    path.write_text(json.dumps(foreign_trace(["Hello", "Nothing more."])))
+    shown = cli("trace", str(path), "--messages", "-o", str(tmp_path / "r.html"))
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert f"trace: {TRACE_ID}\n" in out and "model calls: 2" in out
+    assert "tokens: 21 in / 6 out" in out
+    rows = out.split("\n\n")[1].splitlines()[2:]
+    assert [r.split()[0] for r in rows] == ["1", "2"]
+    assert rows[0].split()[1:6] == ["-", "1000.00", "-", "-", "-"]  # no phases, the call's time
+    lines = out.split("\n\n")[2].splitlines()
+    assert [line.split()[1].rstrip(":") for line in lines] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    html = (tmp_path / "r.html").read_text()
+    assert html.count('class="wb-step-section"') == 2
+    second = html.split("model call 2")[1]  # only what the second call added
+    assert "More?" in second and "Be brief." not in second
+
+
+def test_a_trace_without_content_says_so(tmp_path: Path) -> None:
+    telemetry = wb.Telemetry()  # content is not captured by default
+    run_with_pause(telemetry)
+    path = telemetry.write_otlp_json(tmp_path / "run.otlp.json")
+    shown = cli("trace", str(path), "--messages", "-o", str(tmp_path / "r.html"))
+    assert shown.returncode == 0, shown.stderr
+    assert "(no message content in the trace)" in shown.stdout
+    assert "has no message content" in (tmp_path / "r.html").read_text()
+
+
+def test_hostile_content_is_text_in_the_terminal_and_the_report(tmp_path: Path) -> None:
+    markup = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(foreign_trace([f"{HOSTILE} {markup}"], name=f"chat {HOSTILE}")))
+    shown = cli("trace", str(path), "--messages", "-o", str(tmp_path / "r.html"))
+    assert shown.returncode == 0, shown.stderr
+    assert not CONTROL.search(shown.stdout.replace("\n", ""))
+    assert "\\x1b]0;pwned\\x07" in shown.stdout  # written out as text
+    html = (tmp_path / "r.html").read_text()
+    body = html.split("<body>", 1)[1]
+    assert "<img src=x" not in body and "<script>alert" not in body
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body
+
+
+def test_several_unrelated_traces_ask_for_one(tmp_path: Path) -> None:
+    """Our runs number steps from 1 each: in a file of two runs, "step 2" would be ambiguous."""
+    first, second = wb.Telemetry(capture_content=True), wb.Telemetry(capture_content=True)
+    run_with_pause(first)
+    run_with_pause(second)
+    a = json.loads(first.write_otlp_json(tmp_path / "a.json").read_text())
+    b = json.loads(second.write_otlp_json(tmp_path / "b.json").read_text())
+    merged = tmp_path / "both.json"
+    merged.write_text(json.dumps({"resourceSpans": a["resourceSpans"] + b["resourceSpans"]}))
+    report = tmp_path / "r.html"
+    shown = cli("trace", str(merged), "-o", str(report))
+    assert shown.returncode == 0, shown.stderr
+    assert "traces: " in shown.stdout and " and 1 more" in shown.stdout  # four traces
+    assert "load one with load_trace(source, trace_id=...)" in report.read_text()
+    one = wb.load_trace(merged).spans[0].trace_id
+    kept = cli("trace", str(merged), "--trace-id", one, "--messages")
+    assert kept.returncode == 0, kept.stderr
+    assert f"trace: {one}\n" in kept.stdout and "assistant" in kept.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (None, "cannot read trace file"),
+        ('{"resourceSpans": [', "is not valid JSON (truncated?)"),
+        ('{"something": "else"}', "workbench: "),
+        (json.dumps(foreign_trace(["x"], trace_id="0" * 32)), "workbench: "),
+    ],
+)
+def test_a_file_that_cannot_be_read_is_a_one_line_error(
+    tmp_path: Path, content: str | None, said: str
+) -> None:
+    path = tmp_path / "trace.json"
+    if content is not None:
+        path.write_text(content)
+    shown = cli("trace", str(path))
+    assert shown.returncode == 2
+    assert said in shown.stdout and len(shown.stdout.strip().splitlines()) == 1
+    assert "Traceback" not in shown.stderr
+
+
+def test_a_backend_that_is_down_is_a_one_line_error() -> None:
+    shown = cli("trace", f"jaeger+http://127.0.0.1:9/{TRACE_ID}", "--timeout", "2")
+    assert shown.returncode == 2
+    assert shown.stdout.startswith("workbench: ") and "Traceback" not in shown.stderr
+
+
+def test_a_reader_that_leaves_early_stops_the_command_quietly(tmp_path: Path) -> None:
+    """``workbench trace FILE | head``: the pipe closes while the command still writes."""
+    answers = [f"answer {i} " + "words " * 20 for i in range(300)]
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(foreign_trace(answers)))
+    command = [sys.executable, "-m", "workbench.cli", "trace", str(path), "--messages"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.readline()
+        process.stdout.close()  # as `head -1` does once it has its line
+        errors = process.stderr.read().decode()
+        status = process.wait(timeout=60)
+    assert status == 1 and errors == ""  # no BrokenPipeError traceback
+
+
+def test_a_trace_is_its_own_spans() -> None:
+    trace = wb.load_trace(json.dumps(foreign_trace(["Hello"])))
+    with pytest.raises(TypeError, match="a trace is its own spans"):
+        report_html(trace, spans=[])
+    assert "Trace " + TRACE_ID in report_html(trace)
