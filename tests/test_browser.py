@@ -201,6 +201,21 @@ def test_quickstart_in_jupyterlab(browser_context: Any, jupyterlab: str) -> None
     page.close()
 
 
+def _only_files(page: Any) -> list[str]:
+    """Refuse every request of ``page`` that would leave the file; the list of those refused."""
+    leaving: list[str] = []
+
+    def only_the_file(route: Any) -> None:
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            leaving.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_the_file)
+    return leaving
+
+
 def test_report_opens_offline(browser_context: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
@@ -217,16 +232,7 @@ def test_report_opens_offline(browser_context: Any, tmp_path: Path) -> None:
     )
 
     page = browser_context.new_page()
-    leaving: list[str] = []
-
-    def only_the_file(route: Any) -> None:
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            leaving.append(route.request.url)
-            route.abort()
-
-    page.route("**/*", only_the_file)
+    leaving = _only_files(page)
     page.goto(report.as_uri())
     bars = page.locator(".wb-bars .wb-bar")
     expect(bars).to_have_count(10)  # time and tokens, a bar per step record
@@ -286,16 +292,7 @@ def test_a_foreign_trace_report_opens_offline_with_its_text_as_text(
     page = browser_context.new_page()
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    leaving: list[str] = []
-
-    def only_the_file(route: Any) -> None:
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            leaving.append(route.request.url)
-            route.abort()
-
-    page.route("**/*", only_the_file)
+    leaving = _only_files(page)
     page.goto(report.as_uri())
     expect(page.locator(".wb-bars .wb-bar")).to_have_count(4)  # time and tokens, per call
     expect(page.locator("section.wb-step-section")).to_have_count(2)
