@@ -123,6 +123,48 @@ def test_ctrl_c_in_wait_then_close_records_the_call_in_flight() -> None:
     assert len(run.steps) == 1
 
 
+def test_ctrl_c_twice_ends_the_grace_now_and_still_records_the_call_cut_off() -> None:
+    """Ctrl-C in `wait`, then again while `close` gives the call in flight its (long) grace.
+
+    The second interrupt used to leave `close` before the recorder was closed: the run was never
+    ended and the call under way was lost. It now cuts the call off at once, as the grace's end
+    would: the agent gets a 503 and the run records the call as cut off.
+    """
+    store = wb.RunStore(":memory:")
+    held = Held(Answer(body=completion("too late")))
+    interrupts = 0
+    before = signal.signal(SIGINT, signal.default_int_handler)
+    main = threading.main_thread().ident
+    assert main is not None
+    try:
+        with fake_upstream(held) as upstream, stopping_seen() as stopping:
+            proxy = wb.proxy(upstream.url, store=store, grace=HELD)
+            try:
+                agent, answers = in_thread(ask(proxy))
+                in_thread(lambda: held.arrived.wait(HELD) and signal.pthread_kill(main, SIGINT))
+                proxy.wait()
+            except KeyboardInterrupt:
+                interrupts += 1
+            # Once `close` has begun, interrupt it again.
+            in_thread(lambda: stopping.wait(HELD) and signal.pthread_kill(main, SIGINT))
+            try:
+                proxy.close()
+            except KeyboardInterrupt:  # a failure of this test, not a stop of the test session
+                interrupts += 1
+                proxy.close()
+            finally:
+                held.release.set()
+            agent.join()
+    finally:
+        signal.signal(SIGINT, before)
+    assert interrupts == 1  # the second one was taken by `close`, not raised
+    (refused,) = answers
+    assert isinstance(refused, openai.APIStatusError) and refused.status_code == 503
+    run = store.load(proxy.run_ids[0])
+    assert run.status is wb.ExecutionStatus.ABORTED
+    assert run.state.error is not None and run.state.error.type == "ProxyStopped"
+
+
 def test_close_waits_for_the_call_in_flight_and_records_it() -> None:
     store = wb.RunStore(":memory:")
     held = Held(Answer(body=completion("pong")))

@@ -11,13 +11,15 @@ port) is safe to use.
 
 Stopping it (`ProxyHandle.close`, which Ctrl-C and SIGTERM come to on the command line) gives the
 calls in flight ``grace`` seconds to end and be recorded; those still running then are cut off:
-the agent is told so, and the run records the call as cut off. The recorder is closed only once
+the agent is told so, and the run records the call as cut off. Asked to stop again during the
+grace (Ctrl-C twice), it cuts them off at once, the same way. The recorder is closed only once
 the server's thread is done with it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import socket
@@ -73,6 +75,8 @@ class ProxyHandle:
         self._thread.daemon = True
         self._closed = False
         self._failure: Exception | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The server's event loop, once it runs: what `_end_grace` asks to cut the calls off."""
         self._served = threading.Event()
         """Set when the server's thread is done with the app and the recorder. `close` waits for
         this, not for `Thread.join`: a signal that interrupts a join (Ctrl-C in `wait`) can leave
@@ -107,15 +111,27 @@ class ProxyHandle:
         if self._closed:
             return
         self._closed = True
-        logger.info(
-            "stopping the proxy on %s: calls in flight get %s s to end", self.url, self.grace
-        )
-        self._server.should_exit = True
-        self._served.wait()
+        try:
+            logger.info(
+                "stopping the proxy on %s: calls in flight get %s s to end", self.url, self.grace
+            )
+            self._server.should_exit = True
+            self._served.wait()
+        except KeyboardInterrupt:  # asked again (Ctrl-C twice): the grace ends now
+            self._end_grace()
+            self._served.wait()  # the calls cut off are recorded; a third Ctrl-C leaves at once
         self._sock.close()
         self.app.recorder.close()
         if self._failure is not None:
             raise self._failure
+
+    def _end_grace(self) -> None:
+        """Cut off the calls in flight now, as the grace's end would: on the server's thread."""
+        logger.info("stopping the proxy on %s now: the calls in flight are cut off", self.url)
+        self._server.should_exit = self._server.force_exit = True
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # its loop has closed: no call is in flight
+                self._loop.call_soon_threadsafe(self.app.cut_off)
 
     def __enter__(self) -> ProxyHandle:
         return self
@@ -138,6 +154,7 @@ class ProxyHandle:
         # keeps coming may take longer in all.
         import aiohttp  # the ``proxy`` extra, like the server: ``import workbench`` needs neither
 
+        self._loop = asyncio.get_running_loop()
         timeout = aiohttp.ClientTimeout(sock_connect=self._timeout, sock_read=self._timeout)
         async with aiohttp.ClientSession(timeout=timeout) as client:
             self.app.client = client

@@ -143,12 +143,17 @@ class ProxyApp:
         try:
             await self._route(scope, receive, answering)
         except asyncio.CancelledError:
-            # Only the server cancels a call (a client that leaves a stream is the relay's): it
-            # is stopping, and the call outlived its grace. The recorder writes it as cut off.
+            # Only the server (or `cut_off`) cancels a call; a client that leaves a stream is the
+            # relay's: it is stopping, and the call outlived its grace. It is written as cut off.
             call.uncancel()
             await answering.cut_off()
         finally:
             self._calls.discard(call)
+
+    def cut_off(self) -> None:
+        """End the requests in flight now, each told and recorded as cut off (on the loop)."""
+        for call in self._calls:
+            call.cancel()
 
     async def settled(self) -> None:
         """Wait until every request has been answered (the ones cut off included)."""

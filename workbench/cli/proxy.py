@@ -75,7 +75,7 @@ def run_proxy(args: argparse.Namespace) -> int:
             sys.stdout.flush()  # whoever started us waits for the address
             handle.wait()
     except KeyboardInterrupt:
-        echo(f"stopping: calls in flight get {args.grace:g} s to end")
+        echo(f"stopping: calls in flight get {args.grace:g} s to end (Ctrl-C again: now)")
         sys.stdout.flush()
     finally:
         handle.close()
