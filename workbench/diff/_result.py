@@ -73,6 +73,19 @@ class StepDiff(Record):
             return None
         return self.timing_b.total - self.timing_a.total
 
+    def changes(self) -> list[tuple[str, str]]:
+        """What differs, as (where, what) lines: each message, the tool calls, the stop reason."""
+        lines: list[tuple[str, str]] = [(m.where, str(m)) for m in self.messages]
+        if self.calls_a != self.calls_b:
+            lines.append(
+                ("calls", f"{', '.join(self.calls_a) or '-'} → {', '.join(self.calls_b) or '-'}")
+            )
+        if self.stop_a != self.stop_b:
+            stop_a = self.stop_a.value if self.stop_a else "-"
+            stop_b = self.stop_b.value if self.stop_b else "-"
+            lines.append(("stop", f"{stop_a} → {stop_b}"))
+        return lines
+
 
 class RunDiff(Record):
     """The per-step differences between run ``a`` and run ``b``; `to_text` and `to_df` show them."""
@@ -248,13 +261,7 @@ def _step_lines(s: StepDiff) -> list[str]:
         calls = s.calls_a or s.calls_b
         return [f"step {s.step}: only in {who}" + (f" (calls {', '.join(calls)})" if calls else "")]
     lines = [f"step {s.step}: changed"]
-    lines.extend(f"  {m.where:<6} {m}" for m in s.messages)
-    if s.calls_a != s.calls_b:
-        lines.append(f"  calls  {', '.join(s.calls_a) or '-'} → {', '.join(s.calls_b) or '-'}")
-    if s.stop_a != s.stop_b:
-        stop_a = s.stop_a.value if s.stop_a else "-"
-        stop_b = s.stop_b.value if s.stop_b else "-"
-        lines.append(f"  stop   {stop_a} → {stop_b}")
+    lines.extend(f"  {where:<6} {what}" for where, what in s.changes())
     if s.time_delta is not None and s.timing_a is not None and s.timing_b is not None:
         lines.append(
             f"  time   {s.timing_a.total * 1e3:.2f} ms → {s.timing_b.total * 1e3:.2f} ms "

@@ -74,13 +74,7 @@ def phase_event_html(event: PhaseEvent) -> str:
 
 
 def _changes(step: StepDiff) -> str:
-    lines = [f"{m.where}: {m}" for m in step.messages]
-    if step.calls_a != step.calls_b:
-        lines.append(f"calls: {', '.join(step.calls_a) or '-'} → {', '.join(step.calls_b) or '-'}")
-    if step.stop_a != step.stop_b:
-        before = step.stop_a.value if step.stop_a else "-"
-        after = step.stop_b.value if step.stop_b else "-"
-        lines.append(f"stop: {before} → {after}")
+    lines = [f"{where}: {what}" for where, what in step.changes()]
     if not lines and (step.calls_a or step.calls_b):
         lines.append(f"calls: {', '.join(step.calls_a or step.calls_b)}")
     return "<br>".join(escape(line) for line in lines)
