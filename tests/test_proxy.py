@@ -154,23 +154,24 @@ def test_an_agent_that_hangs_up_once_it_has_done_gets_its_answer_recorded() -> N
 
 def test_a_stream_is_read_into_the_recording_whatever_its_pieces() -> None:
     """Cut anywhere (mid-line, between CR and LF, inside a character), it reads the same."""
-    from workbench._proxy.server import _Reading
+    from workbench._proxy.relay import StreamReading
 
     text = "héllo wörld ✓"
     events = [f"data: {json.dumps(c, ensure_ascii=False)}" for c in chunks(text, pieces=5)]
     body = "\r\n\r\n".join([*events, "data: [DONE]"]).encode()
     for cut in range(len(body) + 1):
-        reading = _Reading(0.0, str)
+        reading = StreamReading(0.0, str)
         reading.take(body[:cut])
         reading.take(body[cut:])
         reading.close()
         assert reading.problem is None, cut
         assert "".join(reading.assembler.text) == text, cut
-    cut_short = _Reading(0.0, str)  # no [DONE], no finish: the stream ended early
+    cut_short = StreamReading(0.0, str)  # no [DONE], no finish: the stream ended early
     cut_short.take("\n\n".join(events[:2]).encode())
     cut_short.close()
     assert cut_short.problem == ("MalformedResponseError", "the upstream's stream ended early")
-    garbage = _Reading(0.0, str)  # the first bad event is the problem; nothing after it is read
+    # The first bad event is the problem; nothing after it is read.
+    garbage = StreamReading(0.0, str)
     garbage.take(f"{events[0]}\n\ndata: not json\n\n{events[1]}\n\n".encode())
     garbage.close()
     assert garbage.problem is not None and "not a chat completion chunk" in garbage.problem[1]
@@ -444,10 +445,10 @@ class _Answer:
 def test_a_relayed_stream_ends_once_with_the_last_piece_when_the_upstream_ended_with_it(
     end_with_last: bool,
 ) -> None:
-    from workbench._proxy.server import _Reading, _Relay
+    from workbench._proxy.relay import Relay, StreamReading
 
     sent: list[dict[str, Any]] = []
-    recorded: list[_Relay] = []
+    recorded: list[Relay] = []
 
     async def relay() -> None:
         async def send(message: dict[str, Any]) -> None:
@@ -458,8 +459,8 @@ def test_a_relayed_stream_ends_once_with_the_last_piece_when_the_upstream_ended_
             raise AssertionError
 
         answer = _Answer(_Pieces([b"data: 1\n\n", b"data: [DONE]\n\n"], end_with_last))
-        reading = _Reading(0.0, str)
-        await _Relay(answer, reading, recorded.append)({}, receive, send)  # type: ignore[arg-type]
+        reading = StreamReading(0.0, str)
+        await Relay(answer, reading, recorded.append)({}, receive, send)  # type: ignore[arg-type]
         assert answer.released
 
     asyncio.run(relay())

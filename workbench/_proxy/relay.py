@@ -1,0 +1,205 @@
+"""A streamed answer relayed from the upstream to the agent, and read into the recording.
+
+`Relay` passes each piece of the upstream's stream on as it arrives and then hands it to its
+`StreamReading`, which reads the server-sent events into a `StreamAssembler` (and stops at the
+first event that is not a chunk). The agent's time to first token is the upstream's plus the
+hop, and a long answer is read in the gaps between its tokens, not all at its end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import aiohttp
+
+from workbench._proxy.usage import UsageHider
+from workbench.errors import MalformedResponseError
+from workbench.messages import ModelResponse
+from workbench.models._openai_wire import (
+    SseReader,
+    StreamAssembler,
+    finish_reason,
+    parse_chunk,
+    to_usage,
+)
+from workbench.models.prices import price_for
+
+__all__ = ["UPSTREAM_FAILED", "Relay", "StreamReading", "assembled", "returned_headers"]
+
+_NOT_RETURNED = frozenset(
+    {"content-length", "connection", "transfer-encoding", "content-encoding", "keep-alive"}
+)
+"""Hop-by-hop and framing headers of the upstream's answer: the proxy's own business."""
+
+UPSTREAM_FAILED = (aiohttp.ClientError, TimeoutError)
+"""What aiohttp raises when the upstream cannot be reached, breaks off or is too slow."""
+
+
+class StreamReading:
+    """A relayed stream read into the recording, piece by piece, as the relay passes it on.
+
+    Reading stops at ``[DONE]`` or at the first event that is not a chunk (`problem`); the relay
+    goes on passing the stream on either way.
+    """
+
+    def __init__(self, started: float, scrub: Callable[[str], str]) -> None:
+        self.assembler = StreamAssembler(started=started)
+        self.problem: tuple[str, str] | None = None
+        """What was wrong with the stream, as (error type, message), if something was."""
+        self._scrub = scrub
+        self._events = SseReader()
+        self._text = codecs.getincrementaldecoder("utf-8")("replace")
+        self.done = False
+        """``[DONE]`` was read: the answer is whole, whatever comes after it."""
+
+    def take(self, piece: bytes) -> None:
+        """Read one piece of the stream (its text may end mid-line, or mid-character)."""
+        self._read(self._events.feed(self._text.decode(piece)))
+
+    def close(self) -> None:
+        """The stream ended: read its last events, and check that it was whole."""
+        self._read([*self._events.feed(self._text.decode(b"", final=True)), *self._events.close()])
+        if self.problem is None and not self.done and self.assembler.finish is None:
+            self.problem = ("MalformedResponseError", "the upstream's stream ended early")
+
+    def _read(self, events: list[tuple[str, str]]) -> None:
+        for event, data in events:
+            if self.done or self.problem is not None:
+                return
+            self.done = data.strip() == "[DONE]"
+            if not self.done:
+                self.problem = _feed(self.assembler, event, data, self._scrub)
+
+
+class Relay:
+    """The upstream's stream passed on as each piece arrives, each then read into the recording.
+
+    A piece is read only once the agent has been sent it: its time to first token and to the
+    last byte are the upstream's plus the hop. A plain ASGI response relayed by the request's own
+    task: a client that hangs up (``http.disconnect``) cancels it, which stops the read from the
+    upstream at once. Starlette's `StreamingResponse` watches with a task group of two more tasks
+    per response instead, a cost that showed in the hop's time when the proxy shares the agent's
+    interpreter.
+    """
+
+    def __init__(
+        self,
+        answer: aiohttp.ClientResponse,
+        reading: StreamReading,
+        record: Callable[[Relay], None],
+        hider: UsageHider | None = None,
+    ) -> None:
+        self.answer = answer
+        self.reading = reading
+        self.hider = hider
+        """Takes the usage the proxy asked for out of what the agent is sent (`asking_usage`)."""
+        self.first: float | None = None
+        self.outcome: Literal["ended", "broke", "gone"] = "gone"
+        """``gone`` until the stream ends: a relay cut short by the client leaving stays so."""
+        self.why = ""
+        self._record = record
+        self._left = False
+        self._finished = False
+        """The agent was sent the end of the body (with the last piece)."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Relay the status, the headers and each piece of the body; then record."""
+        relaying = asyncio.current_task()
+        assert relaying is not None, "ASGI calls its application from a task"
+        leaving = asyncio.ensure_future(receive())
+
+        def left(watch: asyncio.Future[Any]) -> None:
+            if not watch.cancelled() and watch.exception() is None:
+                self._left = watch.result()["type"] == "http.disconnect"
+                if self._left:
+                    relaying.cancel()
+
+        leaving.add_done_callback(left)
+        try:
+            await self._relay(send)
+        except asyncio.CancelledError:
+            if not self._left:  # the server is stopping: not ours to swallow
+                raise
+            relaying.uncancel()
+        finally:  # the connection goes back to the pool if the body was read to its end
+            leaving.remove_done_callback(left)
+            leaving.cancel()
+            if self.outcome == "ended":
+                self.answer.release()
+            else:
+                self.answer.close()
+        if not self._left and not self._finished:
+            await send({"type": "http.response.body", "body": self._rest(), "more_body": False})
+        self._record(self)
+
+    async def _relay(self, send: Any) -> None:
+        returned = returned_headers(self.answer.headers).items()
+        headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in returned]
+        await send(
+            {"type": "http.response.start", "status": self.answer.status, "headers": headers}
+        )
+        stream = self.answer.content
+        try:
+            async for piece in stream.iter_any():
+                self.first = self.first or time.perf_counter()
+                # The upstream's last piece and its end often come together (``[DONE]`` and the
+                # last chunk of the body): passed on as one write, which the agent reads at once.
+                self._finished = stream.at_eof()
+                passed = piece if self.hider is None else self.hider.feed(piece)
+                if self._finished:
+                    passed += self._rest()
+                if passed or self._finished:
+                    more = not self._finished
+                    await send({"type": "http.response.body", "body": passed, "more_body": more})
+                self.reading.take(piece)
+            self.outcome = "ended"
+        except UPSTREAM_FAILED as exc:
+            self.outcome, self.why = "broke", repr(exc)
+
+    def _rest(self) -> bytes:
+        """What is held of the stream when it ends (the usage hider holds an unended event)."""
+        return self.hider.close() if self.hider is not None else b""
+
+
+def _feed(
+    assembler: StreamAssembler, event: str, data: str, scrub: Callable[[str], str]
+) -> tuple[str, str] | None:
+    """Take one event into the recording; what was wrong with it, if something was."""
+    if event == "error":
+        return ("ServerError", f"the upstream's stream failed: {data[:500]}")
+    try:
+        chunk = parse_chunk(data, scrub)
+    except MalformedResponseError as exc:
+        return ("MalformedResponseError", str(exc))
+    if chunk.error is not None:
+        return ("ServerError", f"the upstream's stream failed: {chunk.error.message}")
+    assembler.feed(chunk)
+    return None
+
+
+def assembled(assembler: StreamAssembler, model: str, first: float | None) -> ModelResponse:
+    return ModelResponse(
+        parts=assembler.parts(),
+        usage=to_usage(assembler.usage, price_for(assembler.model or model)),
+        finish_reason=finish_reason(assembler.finish),
+        model_name=assembler.model or model,
+        response_id=assembler.response_id,
+        time_to_first_token=first,
+    )
+
+
+def returned_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The upstream's headers to pass back, each a string whose latin-1 bytes are those it sent.
+
+    aiohttp decodes header bytes as UTF-8 with surrogate escapes, and starlette encodes header
+    strings as latin-1: a value that is not ASCII would otherwise fail the whole response.
+    """
+    return {
+        k: v.encode("utf-8", "surrogateescape").decode("latin-1")
+        for k, v in headers.items()
+        if k.lower() not in _NOT_RETURNED
+    }
