@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
+from opentelemetry import trace as trace_api
 
 import workbench as wb
 from tests.test_telemetry import (
@@ -116,6 +118,117 @@ def test_dataframes_have_the_documented_columns() -> None:
     assert set(timing["component"]) == components
     tools = timing[timing["component"] == "tool"]
     assert len(tools) == sum(len(s.tool_outcomes) for s in [*paused.steps, *done.steps])
+
+
+def _spans_with_ties() -> wb.Telemetry:
+    """Spans setting every column, with fixed times: a run, its step and the step's first phase
+    start at one instant (finished innermost first), and an unrelated trace starts then too."""
+    telemetry = wb.Telemetry()
+    tracer = telemetry.tracer_provider.get_tracer(n.SCOPE)
+    t0 = 1_700_000_000_000_000_000
+    ids = {n.RUN_ID: "run_1", n.EXECUTION_ID: "exe_1", n.SNAPSHOT_ID: "snap_1"}
+    run = tracer.start_span(
+        "invoke_agent a", start_time=t0, attributes={n.OPERATION: "invoke_agent", **ids}
+    )
+    inside = trace_api.set_span_in_context(run)
+    step = tracer.start_span(
+        "workbench.step 1", inside, start_time=t0, attributes={**ids, n.STEP_INDEX: 1}
+    )
+    in_step = trace_api.set_span_in_context(step)
+    prepare = tracer.start_span("workbench.prepare", in_step, start_time=t0)
+    other = tracer.start_span(
+        "llm",
+        start_time=t0,
+        attributes={n.OI_MODEL: "oi-model", n.OI_INPUT_TOKENS: 7, n.OI_OUTPUT_TOKENS: 3},
+    )
+    chat = tracer.start_span(
+        "chat m",
+        in_step,
+        start_time=t0 + 1_500_000,
+        attributes={
+            n.OPERATION: "chat",
+            n.REQUEST_MODEL: "m",
+            n.RESPONSE_MODEL: "m-1",
+            n.USAGE_INPUT_TOKENS: 10,
+            n.USAGE_OUTPUT_TOKENS: 2,
+            n.STEP_INDEX: 1,
+            **ids,
+        },
+    )
+    chat.add_event("gen_ai.first_token", {"at": 1}, timestamp=t0 + 1_600_000)
+    tool = tracer.start_span(
+        "execute_tool add",
+        in_step,
+        start_time=t0 + 3_000_000,
+        attributes={
+            n.OPERATION: "execute_tool",
+            n.TOOL_NAME: "add",
+            n.ERROR_TYPE: "ValueError",
+            "tags": ("a", "b"),
+            **ids,
+        },
+    )
+    tool.set_status(trace_api.Status(trace_api.StatusCode.ERROR, "bad"))
+    for span, end in (
+        (prepare, 1_000_000),
+        (other, 2_000_000),
+        (chat, 2_500_000),
+        (tool, 3_250_000),
+        (step, 4_000_000),
+        (run, 5_000_000),
+    ):
+        if span is run:
+            span.set_status(trace_api.Status(trace_api.StatusCode.OK))
+        span.end(end_time=t0 + end)
+    return telemetry
+
+
+def test_spans_df_keeps_its_rows_columns_and_dtypes() -> None:
+    """The frame of a small trace, whole: row order (a parent before the children starting with
+    it), every column's value and dtype; the same from SDK spans and from a `Trace` of them."""
+    telemetry = _spans_with_ties()
+    frame = telemetry.spans_df()
+    assert {c: str(t) for c, t in frame.dtypes.items()} == {
+        "trace_id": "str", "span_id": "str", "parent_span_id": "str", "name": "str",
+        "kind": "str", "operation": "str", "start": "datetime64[ns, UTC]",
+        "end": "datetime64[ns, UTC]", "duration_ms": "float64", "status": "str",
+        "error_type": "str", "run_id": "str", "execution_id": "str", "step": "float64",
+        "snapshot_id": "str", "model": "str", "tool": "str", "input_tokens": "float64",
+        "output_tokens": "float64", "attributes": "object",
+    }  # fmt: skip
+    spans = {s.name: s for s in telemetry.spans}
+    trace_id, other_trace = (f"{spans[k].context.trace_id:032x}" for k in ("chat m", "llm"))
+    span_id = {k: f"{s.context.span_id:016x}" for k, s in spans.items()}
+    rows = [
+        [None if v is None or v != v else v for v in row]
+        for row in frame.drop(columns=["attributes"]).itertuples(index=False)
+    ]
+    t0 = pd.Timestamp(1_700_000_000_000_000_000, unit="ns", tz="UTC")
+    ms = pd.Timedelta(milliseconds=1)
+    assert rows == [
+        [other_trace, span_id["llm"], None, "llm", "INTERNAL", None, t0, t0 + 2 * ms, 2.0,
+         "UNSET", None, None, None, None, None, "oi-model", None, 7.0, 3.0],
+        [trace_id, span_id["invoke_agent a"], None, "invoke_agent a", "INTERNAL", "invoke_agent",
+         t0, t0 + 5 * ms, 5.0, "OK", None, "run_1", "exe_1", None, "snap_1", None, None, None,
+         None],
+        [trace_id, span_id["workbench.step 1"], span_id["invoke_agent a"], "workbench.step 1",
+         "INTERNAL", None, t0, t0 + 4 * ms, 4.0, "UNSET", None, "run_1", "exe_1", 1.0, "snap_1",
+         None, None, None, None],
+        [trace_id, span_id["workbench.prepare"], span_id["workbench.step 1"], "workbench.prepare",
+         "INTERNAL", None, t0, t0 + 1 * ms, 1.0, "UNSET", None, None, None, None, None, None,
+         None, None, None],
+        [trace_id, span_id["chat m"], span_id["workbench.step 1"], "chat m", "INTERNAL", "chat",
+         t0 + 1.5 * ms, t0 + 2.5 * ms, 1.0, "UNSET", None, "run_1", "exe_1", 1.0, "snap_1",
+         "m-1", None, 10.0, 2.0],
+        [trace_id, span_id["execute_tool add"], span_id["workbench.step 1"], "execute_tool add",
+         "INTERNAL", "execute_tool", t0 + 3 * ms, t0 + 3.25 * ms, 0.25, "ERROR", "ValueError",
+         "run_1", "exe_1", None, "snap_1", None, "add", None, None],
+    ]  # fmt: skip
+    assert list(frame["attributes"]) == [
+        dict(spans[name].attributes or {}) for name in frame["name"]
+    ]
+    assert frame["attributes"].iloc[-1]["tags"] == ("a", "b")
+    assert wb.Trace.from_spans(telemetry.spans).spans_df().equals(frame)
 
 
 def test_spans_rebuilt_from_records_match_the_live_trace() -> None:

@@ -24,7 +24,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from workbench.telemetry import names as n
-from workbench.telemetry.spandata import SpanData, span_data
+from workbench.telemetry.spandata import SpanData, span_outline
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -144,7 +144,8 @@ Spans = Sequence["ReadableSpan"] | Sequence["SpanData"]
 
 
 def _data(spans: Spans) -> list[SpanData]:
-    return [s if isinstance(s, SpanData) else span_data(s) for s in spans]
+    """The spans as `SpanData`; SDK spans in outline, since no frame shows events or resources."""
+    return [s if isinstance(s, SpanData) else span_outline(s) for s in spans]
 
 
 def in_start_order(spans: Sequence[SpanData]) -> list[SpanData]:

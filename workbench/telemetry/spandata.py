@@ -6,7 +6,7 @@ every frame reads SDK spans and loaded spans alike without the two modules impor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import Field
 
@@ -15,10 +15,12 @@ from workbench._record import Record
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["SpanData", "SpanEvent", "SpanLink", "span_data"]
+__all__ = ["SpanData", "SpanEvent", "SpanLink", "span_data", "span_outline"]
 
 _KIND_NAMES = ("INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
 _STATUS_NAMES: tuple[Literal["unset", "ok", "error"], ...] = ("unset", "ok", "error")
+_SEQUENCES = (list, tuple)
+"""Made once: ``list | tuple`` written in `_plain` would build a new union for every value."""
 
 
 class SpanEvent(Record):
@@ -58,19 +60,9 @@ class SpanData(Record):
 
 def span_data(span: ReadableSpan) -> SpanData:
     """One SDK span as `SpanData`."""
-    context = span.context
-    assert context is not None
     scope = span.instrumentation_scope
-    start = span.start_time or 0
     return SpanData(
-        trace_id=format(context.trace_id, "032x"),
-        span_id=format(context.span_id, "016x"),
-        parent_id=format(span.parent.span_id, "016x") if span.parent is not None else None,
-        name=span.name,
-        kind=_KIND_NAMES[int(span.kind.value)],
-        start_ns=start,
-        end_ns=span.end_time or start,
-        attributes=_plain(span.attributes),
+        **_outline(span),
         events=tuple(
             SpanEvent(name=e.name, time_ns=e.timestamp, attributes=_plain(e.attributes))
             for e in span.events
@@ -83,15 +75,52 @@ def span_data(span: ReadableSpan) -> SpanData:
             )
             for link in span.links
         ),
-        status=_STATUS_NAMES[int(span.status.status_code.value)],
         status_message=span.status.description or "",
         resource=_plain(span.resource.attributes),
         scope=scope.name if scope is not None else "",
     )
 
 
+def span_outline(span: ReadableSpan) -> SpanData:
+    """One SDK span as `SpanData` without its events, links, status message, resource and scope.
+
+    What the DataFrames read of a span: they convert every span they are given, and those parts,
+    which no table shows, were most of that work.
+    """
+    return SpanData(**_outline(span))
+
+
+class _Outline(TypedDict):
+    """The fields of `SpanData` that every conversion of an SDK span fills."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    kind: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any]
+    status: Literal["unset", "ok", "error"]
+
+
+def _outline(span: ReadableSpan) -> _Outline:
+    context = span.context
+    assert context is not None
+    start = span.start_time or 0
+    return _Outline(
+        trace_id=format(context.trace_id, "032x"),
+        span_id=format(context.span_id, "016x"),
+        parent_id=format(span.parent.span_id, "016x") if span.parent is not None else None,
+        name=span.name,
+        kind=_KIND_NAMES[int(span.kind.value)],
+        start_ns=start,
+        end_ns=span.end_time or start,
+        attributes=_plain(span.attributes),
+        status=_STATUS_NAMES[int(span.status.status_code.value)],
+    )
+
+
 def _plain(attributes: Any) -> dict[str, Any]:
     """Attributes as a plain dict (sequences as tuples, as the SDK keeps them)."""
-    return {
-        k: tuple(v) if isinstance(v, list | tuple) else v for k, v in (attributes or {}).items()
-    }
+    return {k: tuple(v) if isinstance(v, _SEQUENCES) else v for k, v in (attributes or {}).items()}
