@@ -109,8 +109,9 @@ def test_messages_recovered_from_captured_content(live: Any) -> None:
     assert isinstance(call, wb.ToolCall) and call.arguments == {"a": 17, "b": "twenty-five"}
     answer = messages[-1].parts[0]
     assert isinstance(answer, wb.ToolCall) and answer.arguments == {"a": 17, "b": 25}
-    with pytest.raises(LookupError):
+    with pytest.raises(wb.StepNotInTrace, match="no model call at step 9") as missing:
         trace.messages(step=9)
+    assert isinstance(missing.value, LookupError) and isinstance(missing.value, wb.TraceLoadError)
 
 
 CONVENTIONS_ONLY = {
@@ -485,7 +486,7 @@ def test_rerun_from_a_trace_without_content_says_why(tmp_path: Path) -> None:
     agent = wb.Agent(model=wb.ScriptedModel(["again"]), store=False)
     with pytest.raises(wb.TraceLoadError, match="capture_content=True"):
         agent.rerun_from_trace_sync(trace, step=1)
-    with pytest.raises(wb.TraceLoadError, match="no model call at step 5"):
+    with pytest.raises(wb.StepNotInTrace, match="no model call at step 5"):  # as messages()
         agent.rerun_from_trace_sync(trace, step=5)
 
 

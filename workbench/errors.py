@@ -79,6 +79,7 @@ __all__ = [
     "SessionBusy",
     "SessionFormatError",
     "StateFormatError",
+    "StepNotInTrace",
     "StoreError",
     "SubagentError",
     "ToolInterrupted",
@@ -270,6 +271,10 @@ class CassetteError(ExternalError, ValueError):
 
 class TraceLoadError(ExternalError, ValueError):
     """A trace that cannot be loaded: a truncated or foreign file, bad ids, a backend down."""
+
+
+class StepNotInTrace(TraceLoadError, LookupError):
+    """The trace has no model call at the step asked for (`Trace.messages`, a re-run from it)."""
 
 
 class SubagentError(ExternalError, RuntimeError):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.conditions import Budget
-from workbench.errors import TraceLoadError
+from workbench.errors import StepNotInTrace, TraceLoadError
 from workbench.messages import JsonValue, Message, Usage
 from workbench.records import StepContext
 from workbench.state import AgentState, ExecutionStatus, Phase, TraceRef
@@ -36,13 +36,14 @@ def snapshot_from_trace(trace: Trace, step: int) -> StepContext:
     """The snapshot of ``step`` of a traced run, as a re-run needs it.
 
     ``step`` is a ``workbench.step.index`` in our traces, else the n-th model call. Raises
-    `TraceLoadError` when the trace did not capture that step's messages.
+    `StepNotInTrace` when the trace has no such step, `TraceLoadError` when it did not capture
+    that step's messages.
     """
     chats = conversation_chats(trace)
     numbered = [(c.attributes.get(n.STEP_INDEX, i), c) for i, c in enumerate(chats, start=1)]
     found = [c for index, c in numbered if index == step]
     if not found:
-        raise TraceLoadError(no_step(chats, step))
+        raise StepNotInTrace(no_step(chats, step))
     chat = found[0]
     messages = _request(chat)
     if not messages:

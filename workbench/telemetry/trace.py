@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workbench._record import Record
-from workbench.errors import TraceLoadError
+from workbench.errors import StepNotInTrace, TraceLoadError
 from workbench.messages import Message
 from workbench.telemetry import names as n
 from workbench.telemetry.frames import (
@@ -101,7 +101,7 @@ class Trace(Record):
         for number, chat in enumerate(chats, start=1):
             if chat.attributes.get(n.STEP_INDEX, number) == step:
                 return messages_of_chat(chat.attributes)
-        raise LookupError(no_step(chats, step))
+        raise StepNotInTrace(no_step(chats, step))
 
 
 def conversation_chats(trace: Trace) -> list[SpanData]:
