@@ -261,6 +261,9 @@ def test_report_opens_offline(browser_context: Any, tmp_path: Path) -> None:
     expect(explorer.locator(".wbx-row.wbx-error")).to_have_count(1)
     explorer.locator(".wbx-errors").uncheck()
     expect(rows).to_have_count(total)
+    rows.filter(has_text="chat").last.click()  # its conversation, joined from the page's parts
+    prompt = explorer.locator(".wbx-detail .wb-role-user").first
+    expect(prompt).to_contain_text("What is 17 + 25, doubled?")
     rows.filter(has_text="workbench.step 1").locator(".wbx-fold").click()
     expect(rows).not_to_have_count(total)
     explorer.screenshot(path=str(ARTIFACTS / "browser-report-explorer.png"))

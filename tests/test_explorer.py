@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import workbench as wb
+from tests.test_trace_cli import foreign_trace
 from workbench.demo import DEMO_PROMPT, demo_agent
 from workbench.notebook import (
     ExplorerView,
@@ -378,3 +379,77 @@ def test_a_lone_surrogate_in_a_loaded_traces_messages_shows_as_a_replacement_cha
     explorer = TraceExplorer(trace)
     explorer.select("00000000000000c1")
     assert "cut \N{REPLACEMENT CHARACTER} here" in explorer.detail.encode("utf-8").decode()
+
+
+def page_data(html: str) -> dict[str, Any]:
+    """The data a report's explorer page inlines."""
+    start = html.index('<script type="application/json" id="wb-explorer-data">')
+    payload = html[html.index(">", start) + 1 : html.index("</script>", start)]
+    data: dict[str, Any] = json.loads(payload)
+    return data
+
+
+def page_detail(data: dict[str, Any], span_id: str) -> str:
+    """A span's detail as the page's model joins it: its HTML and ranges of the shared parts."""
+    return "".join(
+        item if isinstance(item, str) else "".join(data["shared"][item[0] : item[1]])
+        for item in data["details"][span_id]
+    )
+
+
+def test_the_page_details_joined_from_their_shared_parts_are_the_views_details() -> None:
+    telemetry = wb.Telemetry(capture_content=True)
+    researcher = wb.Agent(
+        model=wb.ScriptedModel(["found it", "found more"]),
+        name="researcher",
+        telemetry=telemetry,
+        store=False,
+    )
+    lead = wb.Agent(
+        model=wb.ScriptedModel(
+            [
+                wb.ModelResponse.tool_call("research", {"task": "look"}),
+                wb.ModelResponse.tool_call("research", {"task": "look again"}),
+                "ok",
+            ]
+        ),
+        name="lead",
+        tools=[researcher.as_tool("research")],
+        telemetry=telemetry,
+        store=False,
+    )
+    result = lead.run_sync("go <b>")
+    runs = TraceExplorer(result, telemetry=telemetry).view
+    foreign = ExplorerView.from_source(
+        wb.load_trace(json.dumps(foreign_trace(["Hello", "<b>x</b>", "bye"])))
+    )
+    for view in (runs, foreign):
+        data = page_data(explorer_page_html(view))
+        ids = [view.tree.span_at(p).span_id for p in range(len(view.tree.order))]
+        assert sorted(data["details"]) == sorted(ids)
+        for span_id in ids:
+            assert page_detail(data, span_id) == view.detail(span_id)
+    assert len(data["shared"]) == 5  # system, "Hi", "Hello", "More?", "<b>x</b>": each once
+    assert data["details"]["0000000000000003"][2:4] == [[0, 5], [3, 4]]  # "More?" again
+
+
+def test_a_long_runs_report_grows_with_its_steps_not_their_square() -> None:
+    from workbench.report import report_html
+
+    @wb.tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    async def respond(messages: list[wb.Message], request: Any) -> wb.ModelResponse:
+        done = sum(1 for m in messages if m.role == "tool")
+        if done < 200:
+            return wb.ModelResponse.tool_call("add", {"a": done, "b": 1})
+        return wb.ModelResponse.text("done")
+
+    agent = wb.Agent(
+        model=wb.FunctionModel(respond), tools=[add], stop=wb.MaxSteps(300), store=False
+    )
+    result = agent.run_sync("go")
+    assert len(result.steps) == 201
+    assert len(report_html(result)) < 10_000_000

@@ -7,6 +7,12 @@ never shown as escaped JSON. When the run's step records are at hand they are th
 (they hold retry prompts as such, and content even when telemetry did not capture it), so a
 step, model or tool span of a known step is drawn from its record.
 
+A detail is built as pieces (`span_detail_pieces`) whose concatenation is the pane's HTML: the
+span's own HTML, and HTML that other spans' details repeat (`Shared`): the message boxes of what
+a model call was sent, which every later call of the conversation sends again, and the resource
+table. The notebook asks for one detail at a time and joins them (`span_detail_html`); the
+report's page stores each shared part once (`explorer_page_html`).
+
 Everything from the trace is text: HTML-escaped, control characters (terminal escapes) replaced,
 and no link is made from it.
 """
@@ -15,16 +21,36 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from workbench.messages import Message
 from workbench.notebook.explorer_data import ExplorerSpan, SpanTree
-from workbench.notebook.html import ROLE_COLOURS, _badge, messages_html, outcomes_html, step_html
+from workbench.notebook.html import (
+    ROLE_COLOURS,
+    _badge,
+    message_html,
+    messages_html,
+    outcomes_html,
+    step_html,
+)
 from workbench.notebook.spans import span_category
 from workbench.records import StepRecord
 
-__all__ = ["CONTENT_ATTRIBUTES", "genai_messages_html", "safe_text", "span_detail_html"]
+__all__ = [
+    "CONTENT_ATTRIBUTES",
+    "DetailPiece",
+    "MessageBoxes",
+    "Shared",
+    "genai_message_boxes",
+    "genai_messages_html",
+    "joined_html",
+    "safe_text",
+    "span_detail_html",
+    "span_detail_pieces",
+]
 
 CONTENT_ATTRIBUTES = (
     "gen_ai.system_instructions",
@@ -44,6 +70,26 @@ _PRE = (
 )
 _BOX = "border-left:4px solid {b};background:{bg};padding:4px 8px;margin:4px 0;border-radius:3px"
 _H = "<h4 style='margin:10px 0 2px'>{}</h4>"
+
+
+@dataclass(frozen=True)
+class Shared:
+    """HTML that other spans' details repeat, in parts that a page of every detail stores once.
+
+    A model call is sent the conversation so far, so its message boxes (a part each) are the
+    previous call's and a few more; the resource table is the same on every span of a process.
+    """
+
+    parts: tuple[str, ...]
+
+
+DetailPiece = str | Shared
+"""A piece of a detail pane: the span's own HTML, or HTML other details repeat."""
+
+
+def joined_html(pieces: Sequence[DetailPiece]) -> str:
+    """The HTML of a detail's pieces, in order."""
+    return "".join(p if isinstance(p, str) else "".join(p.parts) for p in pieces)
 
 
 def safe_text(value: object) -> str:
@@ -94,13 +140,18 @@ def genai_messages_html(value: object) -> str:
     System instructions (a list of parts, no role) are drawn as one system message. A value that
     is not valid JSON is shown as it is, whole.
     """
+    return "".join(genai_message_boxes(value))
+
+
+def genai_message_boxes(value: object) -> list[str]:
+    """The boxes of `genai_messages_html`, one per message."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except ValueError:
-            return _pre(str(value))
+            return [_pre(str(value))]
     if not isinstance(value, list):
-        return _pre(_pretty(value))
+        return [_pre(_pretty(value))]
     if value and all(isinstance(v, Mapping) and "role" not in v for v in value):
         value = [{"role": "system", "parts": value}]
     out = []
@@ -119,7 +170,7 @@ def genai_messages_html(value: object) -> str:
             f'<div style="font-size:11px;color:{border};font-weight:600">{safe_text(role)}{tail}'
             f"</div>{body}</div>"
         )
-    return "".join(out)
+    return out
 
 
 def _step_for(span: ExplorerSpan, steps: Sequence[StepRecord]) -> StepRecord | None:
@@ -142,43 +193,75 @@ def _step_for(span: ExplorerSpan, steps: Sequence[StepRecord]) -> StepRecord | N
     return None
 
 
-def _record_content(span: ExplorerSpan, steps: Sequence[StepRecord]) -> str:
-    """The span's content from its step record, or "" when there is none to draw from."""
+class MessageBoxes:
+    """`message_html` that draws each message object once.
+
+    A run's model calls are sent the same message objects again (each step's input is the last
+    one's and what came since), so the details of all its spans draw each message once rather
+    than once per later call, and hand out the same strings, whose hashes Python keeps.
+    """
+
+    def __init__(self) -> None:
+        self._drawn: dict[int, tuple[Message, str]] = {}  # holding the message keeps its id its own
+
+    def __call__(self, message: Message) -> str:
+        """The message's box."""
+        drawn = self._drawn.get(id(message))
+        if drawn is None:
+            drawn = self._drawn[id(message)] = (message, message_html(message))
+        return drawn[1]
+
+
+def _sent(messages: Sequence[Message], draw: Callable[[Message], str]) -> DetailPiece:
+    """Messages sent to a model as their boxes (the note that there were none, if none)."""
+    if not messages:
+        return messages_html(messages)
+    return Shared(tuple(draw(m) for m in messages))
+
+
+def _record_content(
+    span: ExplorerSpan, steps: Sequence[StepRecord], draw: Callable[[Message], str]
+) -> list[DetailPiece]:
+    """The span's content from its step record, or none when there is none to draw from."""
     step = _step_for(span, steps)
     if step is None:
-        return ""
+        return []
     category = span_category(span.name)
     if category == "step":
-        return step_html(step, steps)
+        return [step_html(step, steps)]
     if category == "model":
-        return (
-            _H.format("Sent to the model")
-            + messages_html(step.messages_in)
-            + _H.format("What the step added")
-            + messages_html(step.new_messages)
-        )
+        return [
+            _H.format("Sent to the model"),
+            _sent(step.messages_in, draw),
+            _H.format("What the step added") + messages_html(step.new_messages),
+        ]
     if category == "tool":
         call = span.attributes.get("gen_ai.tool.call.id")
         outcomes = [o for o in step.tool_outcomes if o.call_id == call]
-        return _H.format("Tool call") + outcomes_html(outcomes) if outcomes else ""
-    return ""
+        return [_H.format("Tool call") + outcomes_html(outcomes)] if outcomes else []
+    return []
 
 
-def _attribute_content(attributes: Mapping[str, Any]) -> str:
-    titles = {
-        "gen_ai.system_instructions": "System instructions",
-        "gen_ai.input.messages": "Input messages",
-        "gen_ai.output.messages": "Output messages",
-    }
-    out = []
-    for key, title in titles.items():
+_SENT_TITLES = {
+    "gen_ai.system_instructions": "System instructions",
+    "gen_ai.input.messages": "Input messages",
+}
+
+
+def _attribute_content(attributes: Mapping[str, Any]) -> list[DetailPiece]:
+    out: list[DetailPiece] = []
+    for key, title in _SENT_TITLES.items():
         if key in attributes:
-            out.append(_H.format(title) + genai_messages_html(attributes[key]))
+            out += [_H.format(title), Shared(tuple(genai_message_boxes(attributes[key])))]
+    if "gen_ai.output.messages" in attributes:
+        out.append(
+            _H.format("Output messages") + genai_messages_html(attributes["gen_ai.output.messages"])
+        )
     if "gen_ai.tool.call.arguments" in attributes:
         out.append(_H.format("Arguments") + _pre(_pretty(attributes["gen_ai.tool.call.arguments"])))
     if "gen_ai.tool.call.result" in attributes:
         out.append(_H.format("Result") + _pre(str(attributes["gen_ai.tool.call.result"])))
-    return "".join(out)
+    return out
 
 
 def _table(rows: Mapping[str, Any], *, css: str) -> str:
@@ -206,6 +289,19 @@ def span_detail_html(tree: SpanTree, span: ExplorerSpan, steps: Sequence[StepRec
     The content comes from the span's step record when ``steps`` has it, else from the span's
     content attributes: one of them, never both, the same messages twice would be noise.
     """
+    return joined_html(span_detail_pieces(tree, span, steps))
+
+
+def span_detail_pieces(
+    tree: SpanTree,
+    span: ExplorerSpan,
+    steps: Sequence[StepRecord] = (),
+    draw: Callable[[Message], str] = message_html,
+) -> list[DetailPiece]:
+    """The pieces of `span_detail_html`, what other details repeat apart (see `Shared`).
+
+    ``draw`` draws a message sent to the model: a `MessageBoxes` when building many details.
+    """
     origin = tree.start_ns
     colour = {"error": "#c62828", "ok": "#2e7d32"}.get(span.status, "#636e72")
     status = _badge(span.status, colour) + (
@@ -220,7 +316,7 @@ def span_detail_html(tree: SpanTree, span: ExplorerSpan, steps: Sequence[StepRec
         f"{' · ' + safe_text(span.kind) if span.kind else ''}"
         f"{' · scope ' + safe_text(span.scope) if span.scope else ''}</span></div>"
     )
-    content = _record_content(span, steps) or _attribute_content(span.attributes)
+    content = _record_content(span, steps, draw) or _attribute_content(span.attributes)
     events = "".join(
         f"<li><b>{safe_text(e.name)}</b> at {(e.time_ns - origin) / 1e6:.3f} ms"
         f"{_table(e.attributes, css='wb-event-attributes') if e.attributes else ''}</li>"
@@ -232,8 +328,6 @@ def span_detail_html(tree: SpanTree, span: ExplorerSpan, steps: Sequence[StepRec
         for k in span.links
     )
     sections = [
-        head,
-        content,
         _H.format(f"Attributes ({len(span.attributes)})"),
         _table(span.attributes, css="wb-attributes"),
         _H.format(f"Events ({len(span.events)})"),
@@ -241,6 +335,7 @@ def span_detail_html(tree: SpanTree, span: ExplorerSpan, steps: Sequence[StepRec
         _H.format(f"Links ({len(span.links)})"),
         f"<ul class='wb-links'>{links}</ul>" if links else "<div style='color:#888'>none</div>",
     ]
+    pieces = [f'<div class="wb-span-detail">{head}', *content, "".join(sections)]
     if span.resource:
-        sections += [_H.format("Resource"), _table(span.resource, css="wb-resource")]
-    return f'<div class="wb-span-detail">{"".join(sections)}</div>'
+        pieces.append(Shared((_H.format("Resource") + _table(span.resource, css="wb-resource"),)))
+    return [*pieces, "</div>"]

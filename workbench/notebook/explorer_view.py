@@ -26,7 +26,7 @@ from workbench.notebook.explorer_data import (
     search_text,
     visible_positions,
 )
-from workbench.notebook.explorer_html import span_detail_html
+from workbench.notebook.explorer_html import MessageBoxes, span_detail_html, span_detail_pieces
 from workbench.records import StepRecord
 
 __all__ = ["STATIC", "ExplorerView", "collector_paused", "explorer_page_html"]
@@ -172,6 +172,39 @@ def _page_span(view: ExplorerView, position: int) -> dict[str, Any]:
     }
 
 
+def _ranges(ids: Sequence[int]) -> list[list[int]]:
+    """Ids as ``[start, end)`` ranges of consecutive ones."""
+    ranges: list[list[int]] = []
+    for i in ids:
+        if ranges and ranges[-1][1] == i:
+            ranges[-1][1] = i + 1
+        else:
+            ranges.append([i, i + 1])
+    return ranges
+
+
+def _page_details(view: ExplorerView) -> tuple[list[str], dict[str, list[str | list[int]]]]:
+    """Every span's detail, with the parts that details share (`Shared`) stored once.
+
+    The parts are numbered as they first appear, so the messages sent to a model call, the
+    previous call's and what came since, are a range or a few; a detail is its own HTML and
+    ranges of shared parts.
+    """
+    shared: dict[str, int] = {}
+    draw = MessageBoxes()
+    details: dict[str, list[str | list[int]]] = {}
+    for position in range(len(view.tree.order)):
+        span = view.tree.span_at(position)
+        items: list[str | list[int]] = []
+        for piece in span_detail_pieces(view.tree, span, view.steps, draw):
+            if isinstance(piece, str):
+                items.append(piece)
+            else:
+                items += _ranges([shared.setdefault(part, len(shared)) for part in piece.parts])
+        details[span.span_id] = items
+    return list(shared), details
+
+
 def explorer_page_html(view: ExplorerView, element_id: str = "wb-explorer") -> str:
     """The explorer as a self-contained HTML fragment: no kernel, no network, the trace inlined.
 
@@ -179,15 +212,19 @@ def explorer_page_html(view: ExplorerView, element_id: str = "wb-explorer") -> s
     that folds, filters and windows the inlined rows, so a big trace still draws one window of
     rows at a time. Every ``<`` in the data is written as a JSON ``u003c`` escape: no text from
     the trace can close the script element it travels in.
+
+    Each model call's detail holds the whole conversation sent to it, so the details written
+    out whole grow with the square of a run's steps (76 MB at 300 steps). The page holds each
+    message box (and resource table) once and each detail as its own HTML and ranges of those
+    (`_page_details`), which the in-page model joins when a span is selected (9 MB).
     """
     tree = view.tree
+    shared, details = _page_details(view)
     data = {
         "axis_ms": (tree.end_ns - tree.start_ns) / 1e6,
         "spans": [_page_span(view, p) for p in range(len(tree.order))],
-        "details": {
-            tree.span_at(p).span_id: view.detail(tree.span_at(p).span_id)
-            for p in range(len(tree.order))
-        },
+        "shared": shared,
+        "details": details,
     }
     payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
     module = (STATIC / "explorer.js").read_text(encoding="utf-8")

@@ -3,6 +3,8 @@
 // The standalone report has no kernel, so the trace is inlined (one row per span in tree order,
 // the detail HTML of each) and this model does what the kernel's ExplorerView does: folds,
 // filters and windows. It is the same walk over the same arrays (`end`: where a subtree ends).
+// A detail is written as HTML strings and [start, end) ranges of `data.shared`, the HTML that
+// details repeat, stored once: every model call's messages are the whole conversation so far.
 function staticModel(data) {
   const spans = data.spans;
   const state = {
@@ -16,6 +18,12 @@ function staticModel(data) {
   const byId = new Map(spans.map((s, i) => [s.id, i]));
   let visible = [];
   let matches = null;
+
+  function detail(id) {
+    return (data.details[id] || [])
+      .map((item) => (typeof item === "string" ? item : data.shared.slice(...item).join("")))
+      .join("");
+  }
 
   function emit(name) { for (const f of handlers[`change:${name}`] || []) f(); }
 
@@ -60,7 +68,7 @@ function staticModel(data) {
 
   function select(id) {
     state.selected = id;
-    state.detail = data.details[id] || "";
+    state.detail = detail(id);
     const row = visible.indexOf(byId.get(id));
     if (row >= 0 && (row < state.offset || row >= state.offset + state.page_size - 1)) {
       state.offset = Math.max(row - Math.floor(state.page_size / 2), 0);
