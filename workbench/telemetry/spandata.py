@@ -19,8 +19,6 @@ __all__ = ["SpanData", "SpanEvent", "SpanLink", "span_data", "span_outline"]
 
 _KIND_NAMES = ("INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
 _STATUS_NAMES: tuple[Literal["unset", "ok", "error"], ...] = ("unset", "ok", "error")
-_SEQUENCES = (list, tuple)
-"""Made once: ``list | tuple`` written in `_plain` would build a new union for every value."""
 
 
 class SpanEvent(Record):
@@ -123,4 +121,6 @@ def _outline(span: ReadableSpan) -> _Outline:
 
 def _plain(attributes: Any) -> dict[str, Any]:
     """Attributes as a plain dict (sequences as tuples, as the SDK keeps them)."""
-    return {k: tuple(v) if isinstance(v, _SEQUENCES) else v for k, v in (attributes or {}).items()}
+    return {
+        k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in (attributes or {}).items()
+    }
