@@ -383,6 +383,19 @@ def test_messages_diff_html_marks_added_and_removed_lines() -> None:
     assert "no change" in messages_diff_html(before, before)
 
 
+def test_a_long_conversations_diff_shows_what_changed_and_counts_the_rest() -> None:
+    history = [wb.Message.user("q")] + [wb.Message.assistant(f"a{i}") for i in range(50)]
+    grown = messages_diff_html(history, [*history, wb.Message.user("more?")])
+    assert "51 unchanged lines" in grown  # every earlier line, the one shown as context too
+    assert "+ [user] more?" in grown and "  [assistant] a49" in grown and "a48" not in grown
+    edited = [*history[:10], wb.Message.assistant("X"), *history[11:]]
+    changed = messages_diff_html(history, edited)
+    assert "- [assistant] a9" in changed and "+ [assistant] X" in changed
+    assert "50 unchanged lines" in changed and "a10" in changed and "a7" not in changed
+    shorter = messages_diff_html(history, history[:-1])
+    assert "- [assistant] a49" in shorter and "50 unchanged lines" in shorter
+
+
 def test_status_html_shows_status_step_budget_and_errors(demo: wb.RunResult) -> None:
     snapshot = demo.snapshots[0]
     html = status_html(demo.state, None, snapshot.budget, note="hello")

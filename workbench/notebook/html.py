@@ -202,10 +202,22 @@ def messages_diff_html(
     """What changed between two message lists, line by line.
 
     Added lines are green, removed ones red; long unchanged stretches are folded to a count.
+    A step's input is usually the previous one's and then some: the messages both lists start
+    with are counted, not compared line by line (one is kept as the context of what follows),
+    so a run's diffs take time in proportion to what changed, not to the conversation.
     """
-    old = [line for m in before for line in message_lines(m)]
-    new = [line for m in after for line in message_lines(m)]
+    shared = 0
+    for a, b in zip(before, after, strict=False):
+        if a is not b and a != b:
+            break
+        shared += 1
+    skipped = max(shared - 1, 0)
+    old = [line for m in before[skipped:] for line in message_lines(m)]
+    new = [line for m in after[skipped:] for line in message_lines(m)]
     matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    # Counted before grouping: get_grouped_opcodes trims the matcher's own list of opcodes.
+    unchanged = sum(len(m.parts) for m in before[:skipped])  # a line per part (`message_lines`)
+    unchanged += sum(i2 - i1 for tag, i1, i2, _, _ in matcher.get_opcodes() if tag == "equal")
     out: list[str] = []
     for group in matcher.get_grouped_opcodes(context):
         for tag, i1, i2, j1, j2 in group:
@@ -216,7 +228,6 @@ def messages_diff_html(
             out.extend(_diff_line("+", line, "#1b5e20", "#e8f5e9") for line in new[j1:j2])
     if not out:
         return '<div class="wb-diff" style="color:#888;font-style:italic">no change</div>'
-    unchanged = sum(i2 - i1 for tag, i1, i2, _, _ in matcher.get_opcodes() if tag == "equal")
     note = f'<div style="color:#888;font-size:11px">{unchanged} unchanged lines</div>'
     return f'<div class="wb-diff">{note}{"".join(out)}</div>'
 
