@@ -158,10 +158,15 @@ def _trace_messages_html(trace: Trace) -> str:
         chats = conversation_chats(trace)
     except TraceLoadError as exc:  # the model calls of unrelated runs: no one conversation
         return f"<p>{escape(str(exc))}</p>"
+    conversations = [messages_of_chat(chat.attributes) for chat in chats]
+    if not any(conversations):
+        return (
+            "<p>The trace has no message content: it was recorded without it (a workbench "
+            "run keeps it with <code>Telemetry(capture_content=True)</code>).</p>"
+        )
     sections: list[str] = []
     before: tuple[Message, ...] = ()
-    for number, chat in enumerate(chats, start=1):
-        messages = messages_of_chat(chat.attributes)
+    for number, (chat, messages) in enumerate(zip(chats, conversations, strict=True), start=1):
         new = messages[len(before) :] if messages[: len(before)] == before else messages
         before = messages
         step = chat.attributes.get(STEP_INDEX)
@@ -169,11 +174,6 @@ def _trace_messages_html(trace: Trace) -> str:
         sections.append(
             f'<section class="wb-step-section"><b>{escape(label)}</b> · {escape(chat.name)}'
             f"{messages_html(new, empty='no messages captured')}</section>"
-        )
-    if not any(messages_of_chat(c.attributes) for c in chats):
-        return (
-            "<p>The trace has no message content: it was recorded without it (a workbench "
-            "run keeps it with <code>Telemetry(capture_content=True)</code>).</p>"
         )
     return "".join(sections)
 
