@@ -295,19 +295,27 @@ def test_the_page_fragment_inlines_data_that_cannot_close_its_script() -> None:
     assert "function staticModel" in html and "export default" not in html
 
 
-def test_a_sub_run_is_nested_under_the_tool_call_that_ran_it() -> None:
-    telemetry = wb.Telemetry(capture_content=True)
+def lead_with_researcher(telemetry: wb.Telemetry, tasks: list[str]) -> wb.Agent:
+    """A lead agent that gives the researcher sub-agent each of ``tasks``, then answers "ok"."""
     researcher = wb.Agent(
-        model=wb.ScriptedModel(["found it"]), name="researcher", telemetry=telemetry, store=False
+        model=wb.ScriptedModel([f"found {task}" for task in tasks]),
+        name="researcher",
+        telemetry=telemetry,
+        store=False,
     )
-    lead = wb.Agent(
-        model=wb.ScriptedModel([wb.ModelResponse.tool_call("research", {"task": "look"}), "ok"]),
+    calls = [wb.ModelResponse.tool_call("research", {"task": task}) for task in tasks]
+    return wb.Agent(
+        model=wb.ScriptedModel([*calls, "ok"]),
         name="lead",
         tools=[researcher.as_tool("research")],
         telemetry=telemetry,
         store=False,
     )
-    result = lead.run_sync("go")
+
+
+def test_a_sub_run_is_nested_under_the_tool_call_that_ran_it() -> None:
+    telemetry = wb.Telemetry(capture_content=True)
+    result = lead_with_researcher(telemetry, ["look"]).run_sync("go")
     view = TraceExplorer(result, telemetry=telemetry).view
     rows = view.rows(0, 100)
     call = next(r for r in rows if r["name"] == "execute_tool research")
@@ -399,26 +407,7 @@ def page_detail(data: dict[str, Any], span_id: str) -> str:
 
 def test_the_page_details_joined_from_their_shared_parts_are_the_views_details() -> None:
     telemetry = wb.Telemetry(capture_content=True)
-    researcher = wb.Agent(
-        model=wb.ScriptedModel(["found it", "found more"]),
-        name="researcher",
-        telemetry=telemetry,
-        store=False,
-    )
-    lead = wb.Agent(
-        model=wb.ScriptedModel(
-            [
-                wb.ModelResponse.tool_call("research", {"task": "look"}),
-                wb.ModelResponse.tool_call("research", {"task": "look again"}),
-                "ok",
-            ]
-        ),
-        name="lead",
-        tools=[researcher.as_tool("research")],
-        telemetry=telemetry,
-        store=False,
-    )
-    result = lead.run_sync("go <b>")
+    result = lead_with_researcher(telemetry, ["look", "look again"]).run_sync("go <b>")
     runs = TraceExplorer(result, telemetry=telemetry).view
     foreign = ExplorerView.from_source(
         wb.load_trace(json.dumps(foreign_trace(["Hello", "<b>x</b>", "bye"])))

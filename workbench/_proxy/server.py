@@ -141,8 +141,9 @@ class ProxyApp:
         try:
             await self._route(scope, receive, answering)
         except asyncio.CancelledError:
-            # Only the server (or `cut_off`) cancels a call; a client that leaves a stream is the
-            # relay's: it is stopping, and the call outlived its grace. It is written as cut off.
+            # Only the server cancels a call: it is stopping, and the call outlived its grace or
+            # was cut off at once (`cut_off`). A client that leaves a stream is the relay's. The
+            # recorder writes the call as cut off.
             call.uncancel()
             await answering.cut_off()
         finally:

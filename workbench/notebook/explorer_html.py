@@ -198,7 +198,7 @@ class MessageBoxes:
 
     A run's model calls are sent the same message objects again (each step's input is the last
     one's and what came since), so the details of all its spans draw each message once rather
-    than once per later call, and hand out the same strings, whose hashes Python keeps.
+    than once per later call.
     """
 
     def __init__(self) -> None:

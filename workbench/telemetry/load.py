@@ -33,17 +33,12 @@ from urllib.parse import quote
 
 from workbench.errors import TraceLoadError
 from workbench.redact import redacted
-from workbench.telemetry.readers import (
-    phoenix_spans,
-    spans_from_document,
-    spans_from_jaeger,
-    spans_from_otlp,
-)
+from workbench.telemetry.readers import phoenix_spans, spans_from_document
 from workbench.telemetry.recover import read_json
 from workbench.telemetry.trace import SpanData, Trace
 from workbench.traceids import valid_trace_id
 
-__all__ = ["load_trace", "spans_from_jaeger", "spans_from_otlp"]
+__all__ = ["load_trace"]
 
 _BACKEND = re.compile(r"(jaeger|phoenix)\+(https?://[^/]+)/(.+)")
 
