@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from workbench.messages import Message
+from workbench.messages import Message, RetryPrompt, TextPart, ThinkingPart, ToolCall, ToolResult
 
 __all__ = ["HistoryProcessor", "KeepLast", "TokenWindow", "approx_tokens"]
 
@@ -19,10 +19,15 @@ def approx_tokens(message: Message) -> int:
     """A cheap token estimate (about four characters a token), good enough to bound a window."""
     size = 0
     for part in message.parts:
-        if part.kind == "tool_call":
-            size += len(part.name) + len(repr(part.arguments))
-        else:
-            size += len(part.text if part.kind == "text" else part.content)
+        match part:
+            case ToolCall():
+                size += len(part.name) + len(repr(part.arguments))
+            case TextPart():
+                size += len(part.text)
+            case ThinkingPart():  # sent back too: what it carries counts against the window
+                size += len(part.text) + len(part.signature or "")
+            case ToolResult() | RetryPrompt():
+                size += len(part.content)
     return size // 4 + 4
 
 

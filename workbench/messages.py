@@ -24,9 +24,11 @@ __all__ = [
     "Message",
     "ModelResponse",
     "Part",
+    "ResponsePart",
     "RetryPrompt",
     "Role",
     "TextPart",
+    "ThinkingPart",
     "ToolCall",
     "ToolDefinition",
     "ToolResult",
@@ -52,6 +54,31 @@ class TextPart(Record):
 
     kind: Literal["text"] = "text"
     text: str
+
+
+class ThinkingPart(Record):
+    """What the model reasoned before it answered: its own part, never glued onto the text.
+
+    Providers that reason across turns need their reasoning back, byte for byte: Anthropic's
+    thinking blocks carry a ``signature`` over the text, and a redacted thinking block only its
+    encrypted ``data``; the OpenAI Responses API's reasoning items carry ``encrypted_content``
+    and an ``id``. ``signature`` holds whichever opaque value the provider named in ``provider``
+    gave (a redacted block's data, with ``redacted`` set and no text), and a client sends it back
+    only to that provider: another one could not read it and would refuse the request. ``text``
+    is what a person reads (a redacted block has none; a summary when the provider only sums its
+    reasoning up).
+    """
+
+    kind: Literal["thinking"] = "thinking"
+    text: str = ""
+    signature: str | None = None
+    """The provider's opaque signature or encrypted content, sent back unchanged; None if none."""
+    provider: str | None = None
+    """Whose reasoning this is (``anthropic``, ``openai``): the only wire it is sent back to."""
+    id: str | None = None
+    """The provider's id of the reasoning item (the Responses API's ``rs_...``), when it has one."""
+    redacted: bool = False
+    """Anthropic's ``redacted_thinking``: encrypted by the provider, no text to read."""
 
 
 class ToolCall(Record):
@@ -108,7 +135,15 @@ class RetryPrompt(Record):
     name: str = ""
 
 
-Part = Annotated[TextPart | ToolCall | ToolResult | RetryPrompt, Field(discriminator="kind")]
+Part = Annotated[
+    TextPart | ThinkingPart | ToolCall | ToolResult | RetryPrompt, Field(discriminator="kind")
+]
+ResponsePart = TextPart | ThinkingPart | ToolCall
+"""What a model's answer is made of: text, its reasoning, tool calls.
+
+A plain union, not one discriminated by ``kind``: a part given as a dict without ``kind`` is text,
+as it always was (`TextPart` comes first and wins the tie with a thinking part's ``text``).
+"""
 
 
 class ToolDefinition(Record):
@@ -229,7 +264,7 @@ class FinishReason(StrEnum):
 class ModelResponse(Record):
     """One answer of a model: text and/or tool calls, with usage and provenance."""
 
-    parts: tuple[TextPart | ToolCall, ...]
+    parts: tuple[ResponsePart, ...]
     usage: Usage = Field(default_factory=lambda: Usage(requests=1))
     finish_reason: FinishReason = FinishReason.STOP
     model_name: str = ""
@@ -288,14 +323,14 @@ class ModelResponse(Record):
         return Message(role="assistant", parts=self.parts)
 
 
-def with_unique_call_ids(parts: tuple[TextPart | ToolCall, ...]) -> tuple[TextPart | ToolCall, ...]:
+def with_unique_call_ids(parts: tuple[ResponsePart, ...]) -> tuple[ResponsePart, ...]:
     """The parts with every tool call id made unique, so each call keeps its own result.
 
     Some servers send the same id for several calls of one response; answering both under one id
     would give both the same result. A repeated id gets a suffix (``call_1``, ``call_1-2``).
     """
     seen: set[str] = set()
-    unique: list[TextPart | ToolCall] = []
+    unique: list[ResponsePart] = []
     for part in parts:
         if isinstance(part, ToolCall):
             call_id, n = part.call_id, 1

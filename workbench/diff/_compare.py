@@ -18,8 +18,17 @@ from workbench.diff._result import (
     StepDiff,
     StepStatus,
 )
-from workbench.messages import Message, Part, RetryPrompt, TextPart, ToolCall, ToolResult
+from workbench.messages import (
+    Message,
+    Part,
+    RetryPrompt,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolResult,
+)
 from workbench.models.replay import describe_part
+from workbench.models.request_diff import describe_pair
 from workbench.records import StepRecord, Timing
 from workbench.state import AgentState, StopReason
 
@@ -378,6 +387,10 @@ def _part_changes(a: Message, b: Message) -> tuple[PartChange, ...]:
         if pa is None or pb is None:
             kind: ChangeKind = "added" if pa is None else "removed"
             out.append(PartChange(index=j, kind=kind, before=_maybe(pa), after=_maybe(pb)))
+            continue
+        if isinstance(pa, ThinkingPart) and isinstance(pb, ThinkingPart):
+            before, after = describe_pair(pa, pb)  # the text, else the signature, where it differs
+            out.append(PartChange(index=j, kind="changed", before=before, after=after))
             continue
         before, after = describe_part(pa), describe_part(pb)
         text_a, text_b = _text(pa), _text(pb)

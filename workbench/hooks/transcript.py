@@ -9,9 +9,10 @@ unchanged: every line has a ``message.content`` list, and the JSON is compact (n
 ``:``), as Claude Code's is.
 
 Mapping: a user message is a ``user`` line with text blocks; an assistant message an
-``assistant`` line with text and ``tool_use`` blocks; tool results and retry prompts are ``user``
-lines with ``tool_result`` blocks (``is_error`` set for errors and retries), as Claude Code sends
-them to the model; a system message is a ``system`` line whose ``message`` has text blocks.
+``assistant`` line with ``thinking`` (or ``redacted_thinking``), text and ``tool_use`` blocks;
+tool results and retry prompts are ``user`` lines with ``tool_result`` blocks (``is_error`` set
+for errors and retries), as Claude Code sends them to the model; a system message is a
+``system`` line whose ``message`` has text blocks.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.hooks.events import PROTOCOL_VERSION
-from workbench.messages import Message, RetryPrompt, TextPart, ToolCall, ToolResult
+from workbench.messages import Message, RetryPrompt, TextPart, ThinkingPart, ToolCall, ToolResult
 
 __all__ = ["Transcript", "transcript_line"]
 
@@ -37,6 +38,10 @@ def _block(part: Any) -> dict[str, Any]:
     """One message part as an Anthropic content block."""
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
+    if isinstance(part, ThinkingPart):
+        if part.redacted:
+            return {"type": "redacted_thinking", "data": part.signature or ""}
+        return {"type": "thinking", "thinking": part.text, "signature": part.signature or ""}
     if isinstance(part, ToolCall):
         return {"type": "tool_use", "id": part.call_id, "name": part.name, "input": part.arguments}
     if isinstance(part, ToolResult):

@@ -15,7 +15,16 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from workbench._record import Record
-from workbench.messages import JsonValue, Message, Part, RetryPrompt, TextPart, ToolCall, ToolResult
+from workbench.messages import (
+    JsonValue,
+    Message,
+    Part,
+    RetryPrompt,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolResult,
+)
 from workbench.redact import redacted
 from workbench.tools import ToolDefinition, schema_hash
 
@@ -209,6 +218,23 @@ def describe_pair(a: Part, b: Part) -> tuple[str, str]:
         return f"text {old}", f"text {new}"
     if isinstance(a, ToolResult) and isinstance(b, ToolResult) and (pair := _results(a, b)):
         return pair
+    if isinstance(a, ThinkingPart) and isinstance(b, ThinkingPart):
+        return _thoughts(a, b)
+    return describe_part(a), describe_part(b)
+
+
+def _thoughts(a: ThinkingPart, b: ThinkingPart) -> tuple[str, str]:
+    """Two thinking parts side by side, by what differs: the text, else the provider's data.
+
+    A signature the provider would reject differs from the recorded one only in opaque bytes,
+    so it is shown around where it differs, like a text.
+    """
+    if a.text != b.text:
+        old, new = _pair(a.text, b.text)
+        return f"thinking {old}", f"thinking {new}"
+    if a.signature != b.signature and a.signature is not None and b.signature is not None:
+        old, new = _pair(a.signature, b.signature)
+        return f"thinking signature {old}", f"thinking signature {new}"
     return describe_part(a), describe_part(b)
 
 
@@ -229,6 +255,8 @@ def describe_part(part: Part) -> str:
     match part:
         case TextPart():
             return f"text {_clip(part.text)}"
+        case ThinkingPart():
+            return _describe_thinking(part)
         case ToolCall():
             args = (
                 json.dumps(part.arguments, sort_keys=True)
@@ -240,6 +268,17 @@ def describe_part(part: Part) -> str:
             return _result_head(part) + _clip(part.content)
         case RetryPrompt():
             return f"retry prompt {_clip(part.content)}"
+
+
+def _describe_thinking(part: ThinkingPart) -> str:
+    """``thinking 'text…' (anthropic, signed, id rs_1)``: what a reader needs to tell two apart."""
+    about = [part.provider or "no provider"]
+    if part.signature is not None:
+        about.append(f"signature {_clip(part.signature, 16, quote=False)}")
+    if part.id is not None:
+        about.append(f"id {part.id}")
+    what = "redacted thinking" if part.redacted else f"thinking {_clip(part.text)}"
+    return f"{what} ({', '.join(about)})"
 
 
 def _describe_message(message: Message) -> str:

@@ -14,10 +14,13 @@ The text form is meant for hand editing in a notebook::
     42
 
 A message starts with ``## role``; plain lines are its text; ``@call NAME #ID`` (JSON arguments
-follow), ``@result NAME #ID``, ``@error NAME #ID`` and ``@retry NAME [#ID]`` start the other
-parts, whose content follows. The JSON form is a list of `Message` objects as pydantic dumps
-them. Either way, a message that comes back unchanged keeps its provenance (run, step), so a
-re-run can tell inherited messages from edited ones.
+follow), ``@result NAME #ID``, ``@error NAME #ID``, ``@retry NAME [#ID]``, ``@thinking
+PROVIDER [#ID]`` and ``@redacted_thinking PROVIDER`` start the other parts, whose content
+follows. A thinking part's signature is not in the text: a message that comes back with the same
+reasoning gets its signature back (`keep_provenance`), an edited one goes without (a provider
+would refuse the old signature over new text). The JSON form is a list of `Message` objects as
+pydantic dumps them. Either way, a message that comes back unchanged keeps its provenance (run,
+step), so a re-run can tell inherited messages from edited ones.
 """
 
 from __future__ import annotations
@@ -29,7 +32,15 @@ from collections.abc import Sequence
 from pydantic import TypeAdapter, ValidationError
 
 from workbench.errors import MessageFormatError
-from workbench.messages import Message, Part, RetryPrompt, TextPart, ToolCall, ToolResult
+from workbench.messages import (
+    Message,
+    Part,
+    RetryPrompt,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolResult,
+)
 
 __all__ = [
     "MessageFormatError",
@@ -42,7 +53,9 @@ __all__ = [
 
 _ROLES = ("system", "user", "assistant", "tool")
 _HEADER = re.compile(r"^##\s+(\S+)\s*$")
-_DIRECTIVE = re.compile(r"^@(call|result|error|retry)(?:\s+([^\s#]+))?(?:\s+#(\S+))?\s*$")
+_DIRECTIVE = re.compile(
+    r"^@(call|result|error|retry|thinking|redacted_thinking)(?:\s+([^\s#]+))?(?:\s+#(\S+))?\s*$"
+)
 _PROVENANCE = {"run_id", "execution_id", "step"}
 _MESSAGES = TypeAdapter(list[Message])
 
@@ -75,6 +88,10 @@ def _part_lines(part: Part) -> list[str]:
     if isinstance(part, ToolResult):
         kind = "error" if part.is_error else "result"
         return [f"@{kind} {part.name or '-'} #{part.call_id}", part.content]
+    if isinstance(part, ThinkingPart):
+        kind, ref = ("redacted_thinking", "") if part.redacted else ("thinking", part.text)
+        about = f" #{part.id}" if part.id else ""
+        return [f"@{kind} {part.provider or '-'}{about}", ref]
     call = f" #{part.call_id}" if part.call_id else ""
     return [f"@retry {part.name or '-'}{call}", part.content]
 
@@ -106,7 +123,8 @@ def messages_from_text(text: str) -> list[Message]:
             if not directive:
                 raise MessageFormatError(
                     f"line {number}: {line.strip()!r} is not a part; use @call NAME #ID, "
-                    "@result NAME #ID, @error NAME #ID or @retry NAME [#ID]"
+                    "@result NAME #ID, @error NAME #ID, @retry NAME [#ID] or "
+                    "@thinking PROVIDER [#ID]"
                 )
             blocks.append((line, number, []))
         else:
@@ -141,6 +159,10 @@ def _directive_part(head: str, number: int, content: str) -> Part:
     name = "" if name in (None, "-") else name
     if kind == "retry":
         return RetryPrompt(content=content, name=name, call_id=call_id)
+    if kind in ("thinking", "redacted_thinking"):
+        redacted = kind == "redacted_thinking"
+        text = "" if redacted else content
+        return ThinkingPart(text=text, provider=name or None, id=call_id, redacted=redacted)
     if not name and kind == "call":
         raise MessageFormatError(f"line {number}: @call needs a tool name: @call NAME #ID")
     if not call_id:
@@ -199,11 +221,24 @@ def keep_provenance(original: Sequence[Message], edited: Sequence[Message]) -> l
     """The edited messages, keeping the originals (and their provenance) where unchanged.
 
     A message equal in content to the original at its position is that original itself, so it
-    keeps its run and step.
+    keeps its run and step, and its thinking parts their signatures (which the text form leaves
+    out).
     """
     out = []
     for position, message in enumerate(edited):
         before = original[position] if position < len(original) else None
-        same = before is not None and (before.role, before.parts) == (message.role, message.parts)
+        same = (
+            before is not None
+            and before.role == message.role
+            and _unsigned(before.parts) == _unsigned(message.parts)
+        )
         out.append(before if same and before is not None else message)
     return out
+
+
+def _unsigned(parts: tuple[Part, ...]) -> tuple[Part, ...]:
+    """The parts with thinking parts' signatures left out: what the text form can carry."""
+    return tuple(
+        p.model_copy(update={"signature": None}) if isinstance(p, ThinkingPart) else p
+        for p in parts
+    )

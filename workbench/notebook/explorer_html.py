@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from workbench.messages import Message
+from workbench.messages import Message, ThinkingPart
 from workbench.notebook.explorer_data import ExplorerSpan, SpanTree
 from workbench.notebook.html import (
     ROLE_COLOURS,
@@ -35,6 +35,7 @@ from workbench.notebook.html import (
     messages_html,
     outcomes_html,
     step_html,
+    thinking_html,
 )
 from workbench.notebook.spans import span_category
 from workbench.records import StepRecord
@@ -118,6 +119,14 @@ def _genai_part(part: Any) -> str:
     kind = part.get("type")
     if kind == "text":
         return _pre(str(part.get("content", "")))
+    if kind in ("reasoning", "thinking"):  # the conventions' name, and pydantic-ai's
+        thought = ThinkingPart(
+            text=_CONTROL.sub("\N{REPLACEMENT CHARACTER}", str(part.get("content", ""))),
+            provider=str(part["provider"]) if part.get("provider") else None,
+            signature=str(part["signature"]) if part.get("signature") else None,
+            redacted=part.get("redacted") is True,
+        )
+        return thinking_html(thought)
     if kind == "tool_call":
         return (
             f'<div class="wb-tool-call">{_badge("call", "#43a047")}'

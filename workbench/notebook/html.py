@@ -13,7 +13,15 @@ from collections.abc import Sequence
 from html import escape
 
 from workbench.conditions import Budget
-from workbench.messages import Message, RetryPrompt, TextPart, ToolCall, ToolResult
+from workbench.messages import (
+    Message,
+    Part,
+    RetryPrompt,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolResult,
+)
 from workbench.records import PhaseEvent, StepRecord, ToolOutcome
 from workbench.session_state import boundary_number, summary_span
 from workbench.state import AgentState, ErrorInfo, PendingCall, Phase
@@ -30,6 +38,7 @@ __all__ = [
     "pending_html",
     "status_html",
     "step_html",
+    "thinking_html",
 ]
 
 ROLE_COLOURS: dict[str, tuple[str, str]] = {
@@ -73,9 +82,11 @@ def _badge(text: str, colour: str) -> str:
     )
 
 
-def _part_html(part: TextPart | ToolCall | ToolResult | RetryPrompt) -> str:
+def _part_html(part: Part) -> str:
     if isinstance(part, TextPart):
         return f'<pre style="{_PRE}">{escape(part.text)}</pre>'
+    if isinstance(part, ThinkingPart):
+        return thinking_html(part)
     if isinstance(part, ToolCall):
         args = (
             part.invalid_arguments if part.invalid_arguments is not None else _json(part.arguments)
@@ -97,6 +108,31 @@ def _part_html(part: TextPart | ToolCall | ToolResult | RetryPrompt) -> str:
     return (
         f'<div class="wb-retry">{_badge("retry", "#f9a825")}{about}'
         f'<pre style="{_PRE}">{escape(part.content)}</pre></div>'
+    )
+
+
+def thinking_html(part: ThinkingPart) -> str:
+    """The model's reasoning, folded: a line that says what it is, the text when opened.
+
+    Folded by default because reasoning is often longer than the answer it leads to and the
+    answer is what a reader looks for first; a native ``<details>`` opens it in a notebook, the
+    explorer and the report alike, with no script.
+    """
+    about = [part.provider] if part.provider else []
+    if part.signature is not None:
+        kept = f"{len(part.signature):,} characters" if part.redacted else "signature kept"
+        about.append(kept)
+    note = f" ({', '.join(about)})" if about else ""
+    if part.redacted:
+        summary = f"redacted thinking{note}"
+        body = "Encrypted by the provider; it is sent back as it came and cannot be read."
+    else:
+        summary = f"thinking · {len(part.text):,} characters{note}"
+        body = part.text
+    return (
+        f'<details class="wb-thinking" style="margin:2px 0;color:#555">'
+        f'<summary style="cursor:pointer;font-size:11px;font-style:italic">{escape(summary)}'
+        f'</summary><pre style="{_PRE};color:#555">{escape(body)}</pre></details>'
     )
 
 
@@ -185,6 +221,9 @@ def message_lines(message: Message) -> list[str]:
     for part in message.parts:
         if isinstance(part, TextPart):
             lines.append(f"[{message.role}] {part.text}")
+        elif isinstance(part, ThinkingPart):
+            what = "redacted thinking" if part.redacted else f"thinking: {part.text}"
+            lines.append(f"[{message.role}] {what}{_signed(part)}")
         elif isinstance(part, ToolCall):
             args = part.invalid_arguments or _json(part.arguments)
             lines.append(f"[{message.role}] call {part.name}({args}) #{part.call_id}")
@@ -194,6 +233,11 @@ def message_lines(message: Message) -> list[str]:
         else:
             lines.append(f"[{message.role}] retry {part.name}: {part.content}")
     return lines
+
+
+def _signed(part: ThinkingPart) -> str:
+    """The signature's end, so a diff line shows a signature that changed under the same text."""
+    return "" if part.signature is None else f" [signature …{part.signature[-12:]}]"
 
 
 def messages_diff_html(

@@ -17,6 +17,8 @@ Shapes (semantic conventions, ``gen_ai.*.messages``)::
     {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "add",
                                      "arguments": {"a": 1}}], "finish_reason": "tool_call"}
     {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "3"}]}
+    {"role": "assistant", "parts": [{"type": "reasoning", "content": "...", "signature": "..",
+                                     "provider": "anthropic"}, ...]}
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from workbench.messages import (
     Part,
     RetryPrompt,
     TextPart,
+    ThinkingPart,
     ToolCall,
     ToolResult,
 )
@@ -174,6 +177,8 @@ class ContentEncoder:
         match part:
             case TextPart():
                 return f'{{"type": "text", "content": {_quote(text(part.text))}}}'
+            case ThinkingPart():
+                return _reasoning(part, text)
             case ToolCall():
                 if part.invalid_arguments is None:
                     arguments = _encode(self._redactor.value(part.arguments))
@@ -197,6 +202,26 @@ class ContentEncoder:
         """Drop cached fragments of messages no longer sent (history processors made new ones)."""
         keep = {id(m) for m in messages}
         self._fragments = {k: v for k, v in self._fragments.items() if k in keep}
+
+
+def _reasoning(part: ThinkingPart, text: Callable[[str], str]) -> str:
+    """A thinking part as the conventions' ``reasoning`` part.
+
+    What a provider needs back (its signature or encrypted content, its item id, which provider)
+    rides along as extra keys, which the conventions allow, so a re-run from the trace can send
+    the reasoning back as the provider gave it.
+    """
+    extra = "".join(
+        f", {_quote(key)}: {_quote(text(value))}"
+        for key, value in (
+            ("signature", part.signature),
+            ("provider", part.provider),
+            ("id", part.id),
+        )
+        if value is not None
+    )
+    redacted = ', "redacted": true' if part.redacted else ""
+    return f'{{"type": "reasoning", "content": {_quote(text(part.text))}{extra}{redacted}}}'
 
 
 def joined(log: Sequence[str], count: int) -> str:

@@ -4,7 +4,7 @@ Two shapes are read:
 
 - the GenAI conventions' (ours, pydantic-ai's): ``gen_ai.system_instructions``,
   ``gen_ai.input.messages`` and ``gen_ai.output.messages`` as JSON strings, each message
-  ``{"role", "parts": [{"type": "text" | "tool_call" | "tool_call_response", ...}]}``;
+  ``{"role", "parts": [{"type": "text" | "reasoning" | "tool_call" | "tool_call_response", ...}]}``;
 - OpenInference's (Phoenix, its OpenAI instrumentation): flattened attributes
   ``llm.input_messages.{i}.message.role`` / ``.content`` / ``.tool_calls.{j}.tool_call.*`` /
   ``.tool_call_id``, and ``llm.output_messages.*`` likewise.
@@ -26,6 +26,7 @@ from workbench.messages import (
     Message,
     Part,
     TextPart,
+    ThinkingPart,
     ToolCall,
     ToolResult,
     new_call_id,
@@ -154,9 +155,24 @@ def _part(part: Any) -> Part | None:
         response = part.get("response", part.get("result", ""))
         text = response if isinstance(response, str) else json.dumps(response)
         return ToolResult(call_id=str(part.get("id") or ""), content=text)
-    if kind in ("text", "thinking", "reasoning"):
+    if kind in (
+        "thinking",
+        "reasoning",
+    ):  # pydantic-ai writes "thinking", the conventions "reasoning"
+        return ThinkingPart(
+            text=str(part.get("content", "")),
+            signature=_optional(part.get("signature")),
+            provider=_optional(part.get("provider")),
+            id=_optional(part.get("id")),
+            redacted=part.get("redacted") is True,
+        )
+    if kind == "text":
         return TextPart(text=str(part.get("content", "")))
     return None  # media and other parts the workbench's messages do not carry
+
+
+def _optional(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _arguments(value: Any) -> dict[str, JsonValue]:
