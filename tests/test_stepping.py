@@ -369,13 +369,15 @@ async def test_stop_inside_a_sub_run_on_the_kernels_loop_ends_the_tree() -> None
     assert await _tasks() == set()
 
 
-async def test_a_run_stopped_inside_a_sub_run_refuses_to_be_driven_from_another_loop() -> None:
+async def test_a_run_stopped_inside_a_sub_run_goes_on_from_another_loop() -> None:
     run = _tree().start("go")
     for _ in range(3):
-        await run.anext_phase(into=True)  # the phase under way is a task on this loop
-    assert run.subrun is not None
-    with pytest.raises(wb.UsageError, match="another event loop"):
-        run.next_phase()  # the sync call runs on the workbench's own loop
+        await run.anext_phase(into=True)  # awaited on this loop: the phase lives on the portal
+    assert run.subrun is not None and run.subrun.state.agent_name == "researcher"
+    event = await asyncio.to_thread(run.next_phase, into=True)  # a sync call from a thread
+    assert event is not None and _seen(event) == ("researcher", 1, "inference", 1)
+    other = await asyncio.to_thread(asyncio.run, run.anext_phase(into=True))  # another loop
+    assert other is not None and _seen(other) == ("digger", 2, "prepare", 1)
     assert (await run.arun_to_end()).output == "done"
 
 

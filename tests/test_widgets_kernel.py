@@ -225,23 +225,25 @@ def test_trace_view_and_rerun_panel_in_the_kernel(kernel: Kernel) -> None:
 SLOW_MODEL = """
 import asyncio
 import json
+import threading
 import workbench as wb
 from workbench.notebook import Stepper
 
-release = asyncio.Event()
-streamed_before_release = asyncio.Event()
+# Threading events: the model runs on the workbench's loop, on its own thread, not the cell's.
+release = threading.Event()
+streamed_before_release = threading.Event()
 
 async def slow(messages, request):
     for token in ("The ", "answer ", "is "):
         request.on_text_delta(token)
     streamed_before_release.set()
-    await release.wait()  # the model call is in flight until the test lets it finish
+    await asyncio.to_thread(release.wait)  # the model call is in flight until the test says
     request.on_text_delta("42.")
     return "The answer is 42."
 
 slow_stepper = Stepper(wb.Agent(model=wb.FunctionModel(slow, name="slow"), store=False), "Q?")
 slow_stepper.next_step_button.click()
-await asyncio.wait_for(streamed_before_release.wait(), 30)
+assert await asyncio.to_thread(streamed_before_release.wait, 30)
 """
 
 

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["on_portal", "run_sync"]
+__all__ = ["on_portal", "portal", "run_sync"]
 
 T = TypeVar("T")
 
@@ -20,7 +20,8 @@ _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 
 
-def _portal() -> asyncio.AbstractEventLoop:
+def portal() -> asyncio.AbstractEventLoop:
+    """The portal loop (started on first use): the one loop every sync call and widget uses."""
     global _loop
     with _lock:
         if _loop is None or _loop.is_closed():
@@ -36,7 +37,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
     Interrupting the wait (Ctrl+C) cancels the coroutine instead of leaving it running.
     """
-    loop = _portal()
+    loop = portal()
     if threading.current_thread().name == "workbench-portal":
         coro.close()
         raise RuntimeError("a sync workbench call was made from inside the workbench loop itself")
@@ -54,7 +55,7 @@ async def on_portal(coro: Coroutine[Any, Any, T]) -> T:
     For things that must outlive the caller's loop and never wait on a blocked one, such as an MCP
     connection: a Jupyter kernel's loop is blocked while a sync call runs, the portal never is.
     """
-    loop = _portal()
+    loop = portal()
     if asyncio.get_running_loop() is loop:
         return await coro
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))

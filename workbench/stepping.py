@@ -42,8 +42,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from typing import Any, Literal, Protocol
 
+from workbench._sync import on_portal, portal
 from workbench.breakpoints import Break
-from workbench.errors import UsageError
 from workbench.messages import JsonValue, Message, ToolCall, ToolResult
 from workbench.records import PhaseEvent, RunResult
 from workbench.state import AgentState
@@ -271,16 +271,19 @@ class Stepping:
         run_phase: Callable[[], Awaitable[PhaseEvent | None]],
         breakpoints: Sequence[Break] = (),
     ) -> PhaseEvent | None:
-        """The next event: a sub-run's stop, or the run's own phase (``run_phase``) ended."""
+        """The next event: a sub-run's stop, or the run's own phase (``run_phase``) ended.
+
+        The phase and its gate live on the portal loop (`workbench._sync`), whatever loop the
+        driver awaits from: a run stopped inside a sub-run is driven on from the next call,
+        which may come from another loop (a notebook cell after a button, a click that a kernel
+        delivers on another thread), and the portal is the one loop nothing blocks.
+        """
+        if asyncio.get_running_loop() is not portal():
+            return await on_portal(self.advance(mode, run_phase, breakpoints))
         if self._phase is None:
             self.gate = StepGate()  # each phase has its own (numbers, stops, an abort)
             self._phase = asyncio.ensure_future(self._gated(run_phase))
             _stepped.add(self)
-        elif self._phase.get_loop() is not asyncio.get_running_loop():
-            raise UsageError(
-                "this run is stopped inside a sub-run whose phase belongs to another event loop: "
-                "go on from there (the Stepper's buttons, or await in the notebook)"
-            )
         phase = self._phase
         self.gate.breakpoints = breakpoints
         try:

@@ -1,4 +1,4 @@
-"""Put figures and tables into ipywidgets ``Output`` areas, and run work off the kernel thread.
+"""Put figures and tables into ipywidgets ``Output`` areas, and run a button's work on one loop.
 
 Outputs are set as data (`ipywidgets.Output.outputs`) rather than printed inside a ``with out:``
 block: that works the same from a cell, a button callback or a background task, and a test can
@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Coroutine
+from concurrent.futures import Future
 from typing import Any
 
 import ipywidgets as widgets
@@ -17,9 +18,17 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from workbench._sync import run_sync
+from workbench._sync import portal
 
-__all__ = ["PLOTLY_MIME", "figure_output", "html_output", "schedule", "show", "table_output"]
+__all__ = [
+    "PLOTLY_MIME",
+    "figure_output",
+    "finished",
+    "html_output",
+    "schedule",
+    "show",
+    "table_output",
+]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 """The MIME type JupyterLab's plotly renderer draws."""
@@ -68,34 +77,40 @@ def show(area: widgets.Output, *outputs: dict[str, Any]) -> None:
 def schedule(
     work: Callable[[], Coroutine[Any, Any, None]],
     on_error: Callable[[BaseException], None],
-) -> asyncio.Task[None] | None:
-    """Run ``work`` without blocking the caller's thread when it can.
+) -> Future[None]:
+    """Run ``work`` on the workbench's portal loop, whatever thread or loop the caller is on.
 
-    In a Jupyter kernel (a button callback runs on the kernel's event loop) the work becomes a
-    task on that loop, so the kernel keeps answering while a model call is under way; the task
-    is returned. Without a running loop (a plain script) the work runs to the end on the
-    workbench's portal loop and None is returned.
+    A kernel does not deliver every click on one thread: ipykernel 7 runs a comm message on the
+    subshell the front end sent it on (JupyterLab sends widget messages on a subshell of their
+    own), on that thread's own event loop, while a cell runs on the main thread's. A run stepped
+    into a sub-run keeps its phase under way as a task on one loop, and a model keeps its
+    connections per loop; work scheduled on whichever loop a click arrives on splits a run
+    between loops. The portal (`workbench._sync`) is one loop that nothing blocks, so every
+    button's work, from any click or cell, lives there, and the caller's thread is free at once:
+    the kernel keeps answering (a Stop click, another cell) while a model call runs.
+
+    An error ``work`` raises goes to ``on_error`` (on the portal's thread), so the future never
+    fails. Without a running loop (a plain script) the call waits for the work to finish.
     """
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    if loop is None:
+
+    async def reported() -> None:
         try:
-            run_sync(work())
+            await work()
         except Exception as exc:
             on_error(exc)
-        return None
-    task = loop.create_task(work())
-    task.add_done_callback(lambda t: _report(t, on_error))
-    return task
+
+    future = asyncio.run_coroutine_threadsafe(reported(), portal())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # a script: the click returns when its work is done
+        future.result()
+    return future
 
 
-def _report(task: asyncio.Task[None], on_error: Callable[[BaseException], None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        exc = task.exception()
-        assert exc is not None
-        on_error(exc)
+async def finished(work: Future[None] | None) -> None:
+    """Wait, on the caller's loop, until ``work`` (from `schedule`) is done."""
+    if work is not None and not work.done():
+        await asyncio.wait({asyncio.wrap_future(work)})
 
 
 def _fmt(value: float) -> str:

@@ -6,8 +6,8 @@ is `Agent.rerun`, the comparison is `workbench.diff`, and the views are the HTML
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from html import escape
 from typing import Literal, TypeAlias
 
@@ -17,7 +17,7 @@ from workbench.agent import Agent, AgentRun, RunResult
 from workbench.diff import RunDiff, diff
 from workbench.messages import Message
 from workbench.models.base import Model
-from workbench.notebook._output import schedule, show, table_output
+from workbench.notebook._output import finished, schedule, show, table_output
 from workbench.notebook.data import as_result, combine_results
 from workbench.notebook.edit import (
     MessageFormatError,
@@ -73,7 +73,7 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             raise ValueError("the run has no snapshots: it never started a step")
         self.fork: RunResult | None = None
         self.diff: RunDiff | None = None
-        self.task: asyncio.Task[None] | None = None
+        self.task: Future[None] | None = None
         named = models.items() if isinstance(models, Mapping) else ((m.name, m) for m in models)
         self.models: dict[str, Model] = {f"{agent.model.name} (the agent's)": agent.model}
         self.models.update(named)
@@ -172,8 +172,7 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     async def wait(self) -> None:
         """Wait for a re-run started by the button."""
-        if self.task is not None and not self.task.done():
-            await asyncio.wait({self.task})
+        await finished(self.task)
 
     async def _rerun(self, messages: list[Message], model: Model) -> None:
         try:

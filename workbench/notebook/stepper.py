@@ -2,14 +2,16 @@
 
 The widget keeps one `AgentRun` and a few child widgets; everything it shows is built by the plain
 functions of `workbench.notebook.html`, `.spans` and `.tables`. Button callbacks schedule the run's
-async methods on the kernel's event loop (`_output.schedule`), so a slow model call leaves the
-kernel and the page responsive, and streamed tokens appear in the widget as they arrive.
+async methods on the workbench's portal loop (`_output.schedule`), whatever thread the kernel
+delivers a click on, so a slow model call leaves the kernel and the page responsive, streamed
+tokens appear in the widget as they arrive, and a run stopped inside a sub-run goes on from any
+later click or cell.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from html import escape
 from typing import Any, Literal
 
@@ -19,7 +21,7 @@ from workbench.agent import Agent, AgentRun, RunResult
 from workbench.breakpoints import Break, parse_break
 from workbench.messages import Message
 from workbench.models.base import ModelSettings
-from workbench.notebook._output import figure_output, html_output, schedule, show
+from workbench.notebook._output import figure_output, finished, html_output, schedule, show
 from workbench.notebook.html import (
     calls_html,
     messages_html,
@@ -101,8 +103,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     The run itself is `run` (an `AgentRun`): anything the buttons do can also be done on it.
     Given a `Session` instead of an agent, it steps the session's next execution (boundary marker
     included), which the session takes in once it ends.
-    In a kernel, button work runs as a task on the kernel's loop; ``await stepper.wait()`` waits
-    for it (tests and scripts use this instead of sleeping).
+    Button work runs on the workbench's portal loop, off the kernel's threads;
+    ``await stepper.wait()`` waits for it (tests and scripts use this instead of sleeping).
     """
 
     def __init__(
@@ -132,7 +134,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         """The text streamed by the model call of the current step so far."""
         self.errors: list[str] = []
         self.decisions: dict[str, bool | str] = {}
-        self.task: asyncio.Task[None] | None = None
+        self.task: Future[None] | None = None
         self._busy = False
         self._stop_requested = False
         self._note = ""
@@ -213,8 +215,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     async def wait(self) -> None:
         """Wait until the work started by the last button is finished (errors are shown)."""
-        if self.task is not None and not self.task.done():
-            await asyncio.wait({self.task})
+        await finished(self.task)
 
     def stop(self) -> None:
         """End the run as ABORTED: now when idle, after the current phase when busy."""
