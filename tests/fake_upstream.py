@@ -36,6 +36,8 @@ class Answer:
     """Seconds the connection stays open after ``[DONE]`` (a server slow to end the body)."""
     headers: dict[str, str] = field(default_factory=dict)
     """More headers for the answer (a redirect's ``location``)."""
+    events: bytes | None = None
+    """When set, the answer is an SSE stream of exactly these bytes (events of any shape)."""
 
 
 def completion(text: str = "", calls: list[tuple[str, str, dict[str, Any]]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
@@ -91,6 +93,9 @@ def _write_head(handler: BaseHTTPRequestHandler, status: int, headers: dict[str,
 
 
 def _write_events(handler: BaseHTTPRequestHandler, answer: Answer) -> None:
+    if answer.events is not None:
+        handler.wfile.write(answer.events)
+        return
     events = answer.chunks or []
     if answer.cut:
         events = events[: len(events) // 2]
@@ -121,7 +126,7 @@ def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             fake.requests.append((body, headers))
             answer = fake.behaviour(body, headers)
             time.sleep(answer.delay)
-            if answer.chunks is not None:
+            if answer.chunks is not None or answer.events is not None:
                 self._stream(answer)
             elif isinstance(answer.body, bytes):
                 self._send(answer.status, answer.body, "text/plain", answer.headers)

@@ -8,11 +8,14 @@ by its key, and every string leaf is scanned, which keeps JSON valid whatever a 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
-__all__ = ["REDACTED", "Redactor", "error_text", "redacted"]
+__all__ = ["REDACTED", "Redactor", "credential_header", "credentials", "error_text", "redacted"]
 
 REDACTED = "[REDACTED]"
 
@@ -156,3 +159,51 @@ def redacted(text: str) -> str:
 def error_text(exc: BaseException) -> str:
     """An exception as a run tells it (``Type: message``), redacted: the model reads it."""
     return redacted(f"{type(exc).__name__}: {exc}")
+
+
+_CREDENTIAL_HEADER = re.compile(r"(?i)auth|key|token|secret|passw|cookie")
+"""A header whose name says it carries a credential: ``Authorization``, ``Proxy-Authorization``,
+``api-key`` (Azure), ``x-api-key`` (Anthropic), ``x-goog-api-key``, ``Cookie``, ``X-Auth-Token``."""
+
+
+def credential_header(name: str) -> bool:
+    """Whether a header of this name carries a credential (and must not be kept)."""
+    return _CREDENTIAL_HEADER.search(name) is not None
+
+
+def credentials(headers: Mapping[str, str], url: str = "") -> list[str]:
+    """The secrets a request carries, longest first, for a scrubber that knows them literally.
+
+    Each credential header's last word (the token of ``Bearer x`` or ``Basic x``, or the whole
+    value of ``x-api-key: x``), so that what is left reads ``Bearer [REDACTED]``; a Basic
+    credential's ``user:password`` and password too, as a server may quote them decoded; and
+    the password in ``url`` (``https://user:password@host``), as written and decoded. A key of
+    no known shape is caught only this way.
+    """
+    password = _url_password(url)
+    found = [password, unquote(password)]
+    for name, value in headers.items():
+        if credential_header(name):
+            found += [*value.split()[-1:], *_basic(value)]
+    return sorted({v for v in found if v}, key=len, reverse=True)
+
+
+def _url_password(url: str) -> str:
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return ""
+    return password or ""
+
+
+def _basic(value: str) -> list[str]:
+    """``user:password`` and the password of a ``Basic`` credential, when it is one."""
+    scheme, _, token = value.partition(" ")
+    if scheme.lower() != "basic":
+        return []
+    try:
+        pair = base64.b64decode(token.strip(), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return []
+    password = pair.partition(":")[2]
+    return [pair, password, unquote(password)] if password else []

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import codecs
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Literal
 
 import aiohttp
 
+from workbench._proxy.headers import returned
 from workbench._proxy.usage import UsageHider
 from workbench.errors import MalformedResponseError
 from workbench.messages import ModelResponse
@@ -28,12 +29,7 @@ from workbench.models._openai_wire import (
 )
 from workbench.models.prices import price_for
 
-__all__ = ["UPSTREAM_FAILED", "Relay", "StreamReading", "assembled", "returned_headers"]
-
-_NOT_RETURNED = frozenset(
-    {"content-length", "connection", "transfer-encoding", "content-encoding", "keep-alive"}
-)
-"""Hop-by-hop and framing headers of the upstream's answer: the proxy's own business."""
+__all__ = ["UPSTREAM_FAILED", "Relay", "StreamReading", "assembled"]
 
 UPSTREAM_FAILED = (aiohttp.ClientError, TimeoutError)
 """What aiohttp raises when the upstream cannot be reached, breaks off or is too slow."""
@@ -137,8 +133,8 @@ class Relay:
         self._record(self)
 
     async def _relay(self, send: Any) -> None:
-        returned = returned_headers(self.answer.headers).items()
-        headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in returned]
+        kept = returned(self.answer.headers).items()
+        headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in kept]
         await send(
             {"type": "http.response.start", "status": self.answer.status, "headers": headers}
         )
@@ -170,7 +166,7 @@ def _feed(
 ) -> tuple[str, str] | None:
     """Take one event into the recording; what was wrong with it, if something was."""
     if event == "error":
-        return ("ServerError", f"the upstream's stream failed: {data[:500]}")
+        return ("ServerError", f"the upstream's stream failed: {scrub(data)[:500]}")
     try:
         chunk = parse_chunk(data, scrub)
     except MalformedResponseError as exc:
@@ -190,16 +186,3 @@ def assembled(assembler: StreamAssembler, model: str, first: float | None) -> Mo
         response_id=assembler.response_id,
         time_to_first_token=first,
     )
-
-
-def returned_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """The upstream's headers to pass back, each a string whose latin-1 bytes are those it sent.
-
-    aiohttp decodes header bytes as UTF-8 with surrogate escapes, and starlette encodes header
-    strings as latin-1: a value that is not ASCII would otherwise fail the whole response.
-    """
-    return {
-        k: v.encode("utf-8", "surrogateescape").decode("latin-1")
-        for k, v in headers.items()
-        if k.lower() not in _NOT_RETURNED
-    }

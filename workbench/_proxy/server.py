@@ -35,14 +35,9 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from workbench._proxy.headers import forwarded, returned
 from workbench._proxy.recorder import Call, Outcome, Recorder
-from workbench._proxy.relay import (
-    UPSTREAM_FAILED,
-    Relay,
-    StreamReading,
-    assembled,
-    returned_headers,
-)
+from workbench._proxy.relay import UPSTREAM_FAILED, Relay, StreamReading, assembled
 from workbench._proxy.scrub import Scrubber
 from workbench._proxy.usage import UsageHider, asking_usage, asks_usage
 from workbench._proxy.wire import (
@@ -74,12 +69,6 @@ __all__ = ["CONVERSATION_HEADER", "ProxyApp", "without_credentials"]
 CONVERSATION_HEADER = "x-workbench-run"
 """A client that sends this header has its calls grouped by its value instead of by prefix."""
 
-# Hop-by-hop and framing headers are the proxy's own business on each side; the encoding is
-# dropped so the upstream answers in plain text the proxy can read on the way past.
-_NOT_FORWARDED = frozenset(
-    {"host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive"}
-    | {CONVERSATION_HEADER}
-)
 _NOT_SETTINGS = ("model", "messages", "tools", "stream", "stream_options")
 """What a request's body holds besides its settings: the model is the snapshot's ``model_name``
 (as an agent of ours records it, so that its strict replay of a proxy's run agrees), the
@@ -120,7 +109,6 @@ class ProxyApp:
         # Credentials in the upstream's URL authenticate the proxy in the client's place.
         auth = aiohttp.BasicAuth.from_url(yarl.URL(upstream)) if upstream else None
         self._credentials = {"authorization": auth.encode()} if auth is not None else {}
-        self._not_forwarded = _NOT_FORWARDED | self._credentials.keys()
         self.replay = replay
         self._recording = _with_model_setting(replay) if replay is not None else None
         self.until_step = until_step
@@ -189,13 +177,13 @@ class ProxyApp:
                 content = await answer.read()
         except UPSTREAM_FAILED as exc:
             return _unreachable(self.upstream, exc)
-        return Response(content, answer.status, returned_headers(answer.headers))
+        return Response(content, answer.status, returned(answer.headers))
 
     async def chat(self, request: Request) -> Response | Relay:
         """Record one model call and answer it, from the upstream or from the recording."""
         body = await request.body()
         headers = request.headers
-        scrubber = Scrubber(headers)
+        scrubber = Scrubber.of(headers, self._credentials)
         try:
             call, stream, asking = _read_call(body, headers, scrubber)
         except (MessageFormatError, MalformedResponseError) as exc:
@@ -241,8 +229,7 @@ class ProxyApp:
         return JSONResponse(completion_json(response))
 
     def _forwarded(self, headers: Mapping[str, str]) -> dict[str, str]:
-        kept = {k: v for k, v in headers.items() if k.lower() not in self._not_forwarded}
-        return kept | self._credentials
+        return forwarded(headers, (CONVERSATION_HEADER,), self._credentials)
 
     @property
     def _client(self) -> aiohttp.ClientSession:
@@ -347,7 +334,7 @@ class _Exchange:
         return Response(
             content,
             answer.status,
-            returned_headers(answer.headers),
+            returned(answer.headers),
             background=BackgroundTask(self._record_answer, answer.status, content),  # agent first
         )
 
@@ -368,7 +355,7 @@ class _Exchange:
             return _unreachable(upstream, exc)
         if refusal is not None:
             self._record_completion(answer.status, refusal)
-            return Response(refusal, answer.status, returned_headers(answer.headers))
+            return Response(refusal, answer.status, returned(answer.headers))
         hider = UsageHider() if self.asking_usage is not None else None
         return Relay(answer, StreamReading(self.started, self.scrub), self._record_stream, hider)
 
@@ -398,7 +385,7 @@ class _Exchange:
 
     def _record_completion(self, status: int, content: bytes) -> None:
         if not _succeeded(status):
-            said = content.decode("utf-8", "replace")[:500]
+            said = self.scrubber.quote(content.decode("utf-8", "replace"))
             self.record_error("APIError", f"{status} from the upstream: {said}")
             return
         try:

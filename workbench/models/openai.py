@@ -62,6 +62,7 @@ from workbench.models._openai_wire import (
 )
 from workbench.models.base import ModelError, ModelRequest, ModelSettings
 from workbench.models.prices import ModelPrice, price_for
+from workbench.redact import credentials
 
 __all__ = [
     "APIError",
@@ -145,7 +146,6 @@ def retry_after_seconds(headers: httpx.Headers, now: datetime | None = None) -> 
 # --- secrets -------------------------------------------------------------------------------------
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',]+")
-_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key"})
 
 
 def _secrets(
@@ -153,16 +153,13 @@ def _secrets(
 ) -> tuple[SecretStr, ...]:
     """The client's own secrets, longest first.
 
-    Its key, each credential header's value and last word, and the password of the base URL
+    Its key, and what `credentials` finds in its credential headers and in the base URL
     (``https://user:password@host/v1``).
     """
-    found = [key.get_secret_value()] if key is not None else []
-    found.append(httpx.URL(base_url).password or "")
-    for name, value in headers.items():
-        if name.lower() in _CREDENTIAL_HEADERS:
-            found += [value, *value.split()[-1:]]
-    # longest first: a whole header value goes before the token inside it
-    return tuple(SecretStr(v) for v in sorted({v for v in found if v}, key=len, reverse=True))
+    found = credentials(headers, base_url)
+    if key is not None and key.get_secret_value():
+        found = sorted({key.get_secret_value(), *found}, key=len, reverse=True)
+    return tuple(SecretStr(v) for v in found)
 
 
 def _redact(text: str, secrets: tuple[SecretStr, ...]) -> str:
