@@ -54,12 +54,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("state", ("workbench.state",)),
     ("rules", ("workbench.conditions", "workbench.history", "workbench.breakpoints")),
-    ("records", ("workbench.records", "workbench.rerun", "workbench.session_state")),
+    (
+        "records",
+        ("workbench.records", "workbench.rerun", "workbench.session_state", "workbench.runfilter"),
+    ),
     ("tools", ("workbench.tools", "workbench.guards", "workbench.toolsets", "workbench.mcp_tools")),
     ("plug-ins", ("workbench.models", "workbench.hooks")),
     ("delegation", ("workbench.subagent", "workbench.stepping")),
     ("loop", ("workbench.config", "workbench.engine", "workbench.toolcalls")),
-    ("observers", ("workbench.store", "workbench._storage", "workbench.telemetry")),
+    (
+        "observers",
+        ("workbench.store", "workbench._storage", "workbench._runfacts", "workbench.telemetry"),
+    ),
     ("agent", ("workbench.agent_run", "workbench.agent", "workbench.session", "workbench._proxy")),
     (
         "analysis",
@@ -69,6 +75,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "workbench.cassette",
             "workbench.recheck",
             "workbench.pytest_plugin",
+            "workbench.runlist",
         ),
     ),
     ("public API", ("workbench",)),

@@ -426,8 +426,13 @@ def test_a_version_1_store_is_migrated_its_snapshots_keep_their_tools_and_runs_g
         assert old.output == "total 1"
         rerun = counting_agent(2, store).rerun_sync(old.snapshots[1])  # a new run in the old file
         assert store.load(rerun.run_id).snapshots[-1].tool_definitions == (ADD,)
-    assert _rows(path, "SELECT max(version) FROM schema_version") == [(2,)]
+    assert _rows(path, "SELECT max(version) FROM schema_version") == [
+        (_storage.STORE_SCHEMA_VERSION,)
+    ]
     assert _rows(path, "SELECT count(*) FROM snapshots WHERE tools IS NULL") == [(2,)]  # old ones
+    with wb.RunStore(path) as store:  # the old run is summarized for the run list (version 3)
+        (summary,) = store.find(wb.RunFilter(tool="add", status="completed"), limit=1)
+        assert (summary.run_id, summary.tools, summary.errors) == (old_id, ("add",), 0)
     assert _rows(path, "SELECT count(*) FROM tool_sets") == [(1,)]
 
 

@@ -124,6 +124,8 @@ from workbench.records import (
     Timing,
     ToolOutcome,
 )
+from workbench.runfilter import RunFilter
+from workbench.runlist import runs
 from workbench.session import Retention, Session
 from workbench.session_state import SessionState
 from workbench.state import (
@@ -234,6 +236,7 @@ __all__ = [
     "RetryPrompt",
     "RunDiff",
     "RunFatalError",
+    "RunFilter",
     "RunNotFound",
     "RunObserver",
     "RunResult",
@@ -308,5 +311,6 @@ __all__ = [
     "load_trace",
     "proxy",
     "recheck",
+    "runs",
     "tool",
 ]

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import pydantic_core
 from pydantic import TypeAdapter, ValidationError
 
-from workbench._record import Record
+from workbench._runfacts import facts_of
 from workbench.errors import RunNotFound, StoreError
 from workbench.messages import Message, ToolDefinition
 from workbench.records import StepContext, StepRecord
@@ -38,13 +38,10 @@ from workbench.state import SCHEMA_VERSION as STATE_SCHEMA_VERSION
 from workbench.state import AgentState, validation_summary
 
 __all__ = [
-    "SESSION",
-    "SESSION_EXECUTION",
     "STORE_SCHEMA_VERSION",
-    "SUMMARY_COLUMNS",
+    "SUMMARY_VALUES",
     "Range",
     "RunNotFound",
-    "RunSummary",
     "StoreError",
     "db_error",
     "dump_ranges",
@@ -62,7 +59,7 @@ __all__ = [
     "open_connection",
 ]
 
-STORE_SCHEMA_VERSION = 2
+STORE_SCHEMA_VERSION = 3
 """Version of the store's table layout. Bump it and add an entry to `_MIGRATIONS` on any change."""
 
 _T = TypeVar("_T")
@@ -131,56 +128,33 @@ _V2 = (
     "ALTER TABLE snapshots ADD COLUMN tools TEXT",
 )
 
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2}
+_V3 = (
+    # What a run list filters on beyond the run's row (`workbench._runfacts`): a narrow table,
+    # so listing 100,000 runs never reads their state payloads. Written with each step.
+    """CREATE TABLE summaries (
+        run_id TEXT PRIMARY KEY,
+        root_run_id TEXT NOT NULL,
+        depth INTEGER NOT NULL,
+        errors INTEGER,
+        first_error TEXT,
+        tool_calls INTEGER,
+        duration REAL,
+        metadata TEXT,
+        trace_id TEXT
+    ) WITHOUT ROWID""",
+    "CREATE INDEX summaries_by_root ON summaries (root_run_id)",
+    """CREATE TABLE run_tools (
+        run_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        calls INTEGER NOT NULL,
+        PRIMARY KEY (run_id, tool)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX run_tools_by_tool ON run_tools (tool)",
+    "CREATE INDEX runs_by_time ON runs (created_at)",
+)
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3}
 """Statements that take the store from version ``n - 1`` to ``n``."""
-
-
-# -- listing runs without loading them ------------------------------------------------------------
-
-
-class RunSummary(Record):
-    """One row of `RunStore.runs`: what a run list shows, without loading the run."""
-
-    run_id: str
-    agent_name: str
-    status: str
-    stop_reason: str | None
-    steps: int
-    model_name: str | None
-    input_tokens: int
-    output_tokens: int
-    cost: float | None
-    created_at: float | None
-    """None where the stored time is damaged."""
-    updated_at: float | None
-    parent_run_id: str | None
-    rerun_of: str | None
-    rerun_of_step: int | None
-    output: str | None
-    session_id: str | None = None
-    """The `Session` the run is an execution of (``metadata["session_id"]``), if any."""
-    depth: int = 0
-    """How deep in its tree the run is: 0 for a run nobody called, 1 for a sub-agent's run..."""
-
-
-SESSION = "CASE WHEN json_valid(state) THEN json_extract(state, '$.metadata.session_id') END"
-"""A run's session id (a damaged state payload has none, rather than failing the listing)."""
-SESSION_EXECUTION = (
-    "CASE WHEN json_valid(state) THEN json_extract(state, '$.metadata.session_execution') END"
-)
-_TIME = "CASE WHEN typeof({0}) IN ('real', 'integer') THEN {0} END"
-"""A time column, or NULL where a damaged row holds something else (it lists as no time)."""
-_DEPTH = (
-    "coalesce(CASE WHEN json_valid(state) AND json_type(state, '$.depth') = 'integer' "
-    "THEN json_extract(state, '$.depth') END, 0)"
-)
-"""A run's depth in its tree (a damaged state payload lists as a root)."""
-SUMMARY_COLUMNS = (
-    "run_id, agent_name, status, stop_reason, step, model_name, input_tokens, output_tokens, "
-    f"cost, {_TIME.format('created_at')}, {_TIME.format('updated_at')}, parent_run_id, "
-    f"rerun_of_run, rerun_of_step, output, {SESSION}, {_DEPTH}"
-)
-"""The columns of a `RunSummary`, in its field order."""
 
 
 def open_connection(path: str, *, create: bool, busy_timeout: float) -> sqlite3.Connection | None:
@@ -260,7 +234,45 @@ def _migrate(conn: sqlite3.Connection, path: str, version: int) -> None:
     for target in range(version + 1, STORE_SCHEMA_VERSION + 1):
         for statement in _MIGRATIONS[target]:
             conn.execute(statement)
+        if target == 3:
+            _fill_summaries(conn)
         conn.execute("INSERT INTO schema_version VALUES (?, ?)", (target, time.time()))
+
+
+SUMMARY_VALUES = ", ".join("?" * 9)
+"""Placeholders for one ``summaries`` row (`RunFacts.row`)."""
+
+
+_STEP_BODIES = "SELECT step, body FROM steps WHERE run_id = ? ORDER BY seq"
+_UNKNOWN_SUMMARY = "INSERT INTO summaries (run_id, root_run_id, depth) VALUES (?, ?, 0)"
+
+
+def _fill_summaries(conn: sqlite3.Connection) -> None:
+    """Summarize the runs stored before version 3, from their states and step records.
+
+    A run whose state or steps cannot be read is listed with its errors and tools unknown
+    (NULL) rather than failing the migration: the listing is how a person finds what is left.
+    """
+    roots: dict[str, str] = {}
+    rows = conn.execute("SELECT run_id, parent_run_id, state FROM runs ORDER BY created_at, rowid")
+    for run_id, parent, body in rows:
+        root = roots.get(parent, parent) if parent else run_id
+        roots[run_id] = root
+        try:
+            state = load_state(body, len(body), (), f"run {run_id} state", len(body))
+            steps = conn.execute(_STEP_BODIES, (run_id,))
+            where = f"run {run_id} record of step {{}}"
+            facts = facts_of(
+                load_step(b, len(b), (), (), where.format(n), len(b)) for n, b in steps
+            )
+        except (StoreError, TypeError):  # TypeError: a payload that is not text
+            conn.execute(_UNKNOWN_SUMMARY, (run_id, root))
+            continue
+        conn.execute(f"INSERT INTO summaries VALUES ({SUMMARY_VALUES})", facts.row(state, root))
+        conn.executemany(
+            "INSERT INTO run_tools VALUES (?, ?, ?)",
+            [(run_id, tool, calls) for tool, calls in facts.tool_calls.items()],
+        )
 
 
 def _check_header(path: str) -> None:

@@ -13,7 +13,8 @@ A store failure never breaks the run that is writing: it is logged, kept in
 message and set of tools is written once; `workbench._storage` how the rows look in SQLite.
 """
 
-from workbench._storage import RunNotFound, RunSummary, StoreError
+from workbench._storage import RunNotFound, StoreError
+from workbench.store._query import RunSummary
 from workbench.store._runstore import DEFAULT_STORE_PATH, STORE_ENV, RunStore
 
 __all__ = ["DEFAULT_STORE_PATH", "STORE_ENV", "RunNotFound", "RunStore", "RunSummary", "StoreError"]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from workbench import _storage as st
+from workbench._runfacts import RunFacts
 from workbench.messages import Message, ToolDefinition
 from workbench.state import AgentState
 
@@ -43,6 +44,9 @@ class RunLog:
     """The last set of tools referenced and its hash: the next step almost always has it too."""
     latest: AgentState | None = None
     model_name: str | None = None
+    facts: RunFacts | None = None
+    """The run's summary so far (errors, tools, time); None until read back or begun."""
+    root_run_id: str | None = None
 
     def refs(self, messages: Sequence[Message], *, full: bool = False) -> list[st.Range]:
         """The ranges of ``messages``, queueing rows for the messages not stored yet.
@@ -112,6 +116,7 @@ class RunLog:
         self.last_tools = None
         self.prefix, self.prefix_ranges = (), ()
         self.model_name = None
+        self.facts = None  # it may hold the step that was not written: read it back
 
 
 def _digest(body: str) -> str:

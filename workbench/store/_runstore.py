@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -15,10 +16,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ValidationError
 
 from workbench import _storage as st
-from workbench._storage import RunNotFound, RunSummary, StoreError
+from workbench._runfacts import RunFacts
+from workbench._storage import RunNotFound, StoreError
 from workbench.messages import Message, ToolDefinition
 from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
+from workbench.runfilter import RunFilter
 from workbench.state import AgentState, validation_summary
+from workbench.store import _query as q
+from workbench.store._query import RunSummary, Sort
 from workbench.store._runlog import RunLog
 
 if TYPE_CHECKING:
@@ -37,6 +42,8 @@ _Write = Callable[[RunLog, sqlite3.Connection], None]
 
 _CHILDREN = "SELECT run_id FROM runs WHERE parent_run_id = ? ORDER BY created_at, rowid"
 """The sub-runs of a run, in the order they started."""
+_TABLES = ("runs", "messages", "snapshots", "steps", "tool_sets", "summaries", "run_tools")
+"""Every table with rows of a run (by ``run_id``)."""
 
 
 class RunStore(RunObserver):
@@ -114,8 +121,8 @@ class RunStore(RunObserver):
         Sub-runs (sub-agents' runs) come after the run that started them, with their ``depth``
         and ``parent_run_id``; ``roots_only`` leaves them out.
         """
-        where = "WHERE parent_run_id IS NULL " if roots_only else ""
-        return self._summaries(f"{where}ORDER BY created_at, rowid")
+        where = "WHERE r.parent_run_id IS NULL " if roots_only else ""
+        return self._summaries(f"{where}ORDER BY r.created_at, r.rowid")
 
     def session(self, session_id: str) -> list[RunSummary]:
         """The runs of one `Session`, in the order of its executions (empty if none are here).
@@ -124,34 +131,94 @@ class RunStore(RunObserver):
         whose JSON was lost can still be found here.
         """
         return self._summaries(
-            f"WHERE {st.SESSION} = ? ORDER BY {st.SESSION_EXECUTION}, created_at, rowid", session_id
+            "WHERE json_extract(s.metadata, '$.session_id') = ? ORDER BY "
+            "json_extract(s.metadata, '$.session_execution'), r.created_at, r.rowid",
+            session_id,
         )
+
+    def find(
+        self,
+        spec: RunFilter | None = None,
+        *,
+        sort: Sort = "started",
+        descending: bool = False,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[RunSummary]:
+        """The runs ``spec`` keeps, sorted by ``sort``; a page of them with ``offset``/``limit``.
+
+        Reads the runs' rows and summaries only, never their payloads: what a run list needs.
+        """
+        query, params = q.list_query(spec or RunFilter(), sort, descending, limit, offset)
+        rollup = spec is not None and spec.rollup
+        with self._reading() as conn:
+            if conn is None:
+                return []
+            rows = self._validated(conn.execute(query, params), rollup)
+            return q.with_extras(conn, rows, trees=rollup)
+
+    def count(self, spec: RunFilter | None = None) -> int:
+        """How many runs (or, with ``rollup``, run trees) ``spec`` keeps."""
+        query, params = q.count_query(spec or RunFilter())
+        with self._reading() as conn:
+            return 0 if conn is None else int(conn.execute(query, params).fetchone()[0])
 
     def _summaries(self, where: str, *params: object) -> list[RunSummary]:
         with self._reading() as conn:
             if conn is None:
                 return []
-            rows = conn.execute(f"SELECT {st.SUMMARY_COLUMNS} FROM runs {where}", params)
-            names = list(RunSummary.model_fields)
-            try:
-                return [RunSummary(**dict(zip(names, row, strict=True))) for row in rows]
-            except ValidationError as exc:
-                raise StoreError(
-                    f"{self.path} has a damaged run row: {validation_summary(exc, limit=2)}"
-                ) from None
+            rows = self._validated(conn.execute(q.select(where), params), False)
+            return q.with_extras(conn, rows, trees=False)
 
-    def list_runs(self, *, roots_only: bool = False) -> pd.DataFrame:
-        """The runs as a pandas DataFrame (one row per run, as `runs`; times as datetimes)."""
+    def _validated(self, rows: Iterable[Sequence[Any]], rollup: bool) -> list[RunSummary]:
+        names = [*q.COLUMNS, "subruns"] if rollup else list(q.COLUMNS)
+        try:
+            return [RunSummary(**dict(zip(names, row, strict=True))) for row in rows]
+        except ValidationError as exc:
+            raise StoreError(
+                f"{self.path} has a damaged run row: {validation_summary(exc, limit=2)}"
+            ) from None
+
+    def list_runs(
+        self,
+        spec: RunFilter | None = None,
+        *,
+        roots_only: bool = False,
+        sort: Sort = "started",
+        descending: bool = False,
+    ) -> pd.DataFrame:
+        """The runs as a pandas DataFrame (one row per run, as `find`; times as datetimes).
+
+        Built from the rows as SQLite gives them (pandas checks each column's type), so the
+        frame of 100,000 runs costs what reading them does; the tools come as tuples of names.
+        """
         import pandas as pd
 
-        columns = list(RunSummary.model_fields)
-        rows = [s.model_dump() for s in self.runs(roots_only=roots_only)]
-        frame = pd.DataFrame(rows, columns=columns)
+        spec = spec or RunFilter()
+        if roots_only and not spec.rollup:
+            spec = spec.model_copy(update={"rollup": True})
+        query, params = q.list_query(spec, sort, descending)
+        columns = [*q.COLUMNS, "subruns"] if spec.rollup else list(q.COLUMNS)
+        with self._reading() as conn:
+            rows = [] if conn is None else conn.execute(query, params).fetchall()
+            frame = pd.DataFrame.from_records(rows, columns=columns)
+            found = (
+                q.extras(conn, None, trees=spec.rollup) if conn is not None else q.Extras({}, {})
+            )
+        frame["tools"] = [found.tools.get(run_id, ()) for run_id in frame["run_id"]]
+        if spec.rollup:
+            frame["first_error"] = [
+                first if isinstance(first, str) else found.first_errors.get(run_id)
+                for run_id, first in zip(frame["run_id"], frame["first_error"], strict=True)
+            ]
         for column in ("created_at", "updated_at"):
             # a damaged time shows as NaT; the listing is how a user finds the runs still readable
             frame[column] = pd.to_datetime(
                 pd.to_numeric(frame[column], errors="coerce"), unit="s", errors="coerce"
             )
+        frame["metadata"] = [json.loads(m) if isinstance(m, str) else {} for m in frame["metadata"]]
+        for column in ("errors", "tool_calls", "rerun_of_step"):  # counts stay whole numbers
+            frame[column] = frame[column].astype("Int64")
         return frame
 
     def resolve(self, ref: str) -> str:
@@ -241,7 +308,7 @@ class RunStore(RunObserver):
             for parent in doomed:  # grows as sub-runs are found: the whole tree
                 doomed += [child for (child,) in conn.execute(_CHILDREN, (parent,)).fetchall()]
             for doomed_id in doomed:
-                for table in ("runs", "messages", "snapshots", "steps", "tool_sets"):
+                for table in _TABLES:
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (doomed_id,))
 
     def _state(self, row: tuple[Any, ...], messages: list[Message], run_id: str) -> AgentState:
@@ -432,6 +499,25 @@ class RunStore(RunObserver):
             conn.execute(_INSERT_RUN, (state.run_id, state.created_at, *values))
         else:
             conn.execute(_UPDATE_RUN, (*values, state.run_id))
+        facts = self._facts(log, conn)
+        if log.root_run_id is None:
+            log.root_run_id = _root(conn, state)
+        conn.execute(_PUT_SUMMARY, facts.row(state, log.root_run_id))
+
+    def _facts(self, log: RunLog, conn: sqlite3.Connection) -> RunFacts:
+        """The run's summary so far, read back for a run written before (or after a rollback)."""
+        if log.facts is None:
+            log.facts = RunFacts()
+            row = conn.execute(_SUMMARY, (log.run_id,)).fetchone()
+            if row is not None:
+                log.root_run_id, errors, first, duration = row
+                log.facts.errors, log.facts.first_error = errors or 0, first
+                log.facts.duration = duration or 0.0
+            tools = conn.execute(
+                "SELECT tool, calls FROM run_tools WHERE run_id = ?", (log.run_id,)
+            )
+            log.facts.tool_calls.update(tools)
+        return log.facts
 
     def _put_snapshot(self, log: RunLog, conn: sqlite3.Connection, snapshot: StepContext) -> None:
         ranges = st.dump_ranges(log.refs(snapshot.state.messages, full=True))
@@ -457,6 +543,11 @@ class RunStore(RunObserver):
             (record.run_id, log.next_step, record.index, st.dump_step(record), sent, new),
         )
         log.next_step += 1
+        facts = self._facts(log, conn)
+        called = facts.add_step(record)
+        conn.executemany(
+            _PUT_TOOL, [(record.run_id, tool, facts.tool_calls[tool]) for tool in sorted(called)]
+        )
         if log.latest is not None:
             self._put_run(log, conn, log.latest, insert=False)
 
@@ -523,5 +614,22 @@ _STEPS = (
     f"SELECT step, {_BODY}, messages_in, new_messages FROM steps WHERE run_id = ?2 ORDER BY seq"
 )
 _COUNT = "SELECT count(*) FROM messages WHERE run_id = ?"
+_PUT_SUMMARY = f"INSERT OR REPLACE INTO summaries VALUES ({st.SUMMARY_VALUES})"
+_SUMMARY = "SELECT root_run_id, errors, first_error, duration FROM summaries WHERE run_id = ?"
+_PUT_TOOL = (
+    "INSERT INTO run_tools VALUES (?, ?, ?) "
+    "ON CONFLICT (run_id, tool) DO UPDATE SET calls = excluded.calls"
+)
+
+
+def _root(conn: sqlite3.Connection, state: AgentState) -> str:
+    """The run at the top of ``state``'s tree: its parent's root (the parent was written first)."""
+    if state.parent_run_id is None:
+        return state.run_id
+    row = conn.execute("SELECT root_run_id FROM summaries WHERE run_id = ?", (state.parent_run_id,))
+    found = row.fetchone()
+    return str(found[0]) if found is not None else state.parent_run_id
+
+
 _RESOLVE = "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?1)) = ?1 ORDER BY created_at"
 _LAST = "SELECT run_id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1"

@@ -1,0 +1,285 @@
+"""`wb.runs` and `RunStore.find`: a store's runs listed, filtered, sorted, paged and rolled up.
+
+The runs are real runs of real agents written by the store as they went (tool errors, a model
+that fails, a tree with a sub-agent, a paused run, metadata, text); the listing is read back
+through the public API only. A store from before the summary table is migrated to the same
+listing as the live writer made.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+
+import workbench as wb
+
+
+@wb.tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    if key == "bad":
+        raise ValueError("no such key: bad")
+    return f"value of {key}"
+
+
+@wb.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@wb.tool(requires_approval=True)
+def save(text: str) -> str:
+    """Save a text."""
+    return "saved"
+
+
+def _solver(store: wb.RunStore, key: str, answer: str = "done", name: str = "solver") -> wb.Agent:
+    return wb.Agent(
+        model=wb.ScriptedModel(
+            [
+                wb.ModelResponse.tool_call("lookup", {"key": key}),
+                wb.ModelResponse.tool_call("add", {"a": 1, "b": 2}),
+                answer,
+            ]
+        ),
+        tools=[lookup, add],
+        name=name,
+        store=store,
+    )
+
+
+def _broken_model(messages: list[wb.Message], settings: object) -> wb.ModelResponse:
+    raise ConnectionError("the model server hung up")
+
+
+class Runs:
+    """The runs of the fixture's store, by what each is for."""
+
+    def __init__(self, store: wb.RunStore) -> None:
+        self.ok = _solver(store, "k1").run_sync("Task 1: zebra crossing", metadata={"task": 1})
+        self.tool_error = _solver(store, "bad").run_sync("Task 2", metadata={"task": "1"})
+        self.between = time.time()
+        self.failed = wb.Agent(
+            model=wb.FunctionModel(_broken_model), name="flaky", store=store
+        ).run_sync("Task 3", metadata={"split": "dev", "task": 3})
+        helper = _solver(store, "bad", answer="helped", name="helper")
+        lead = wb.Agent(
+            model=wb.ScriptedModel([wb.ModelResponse.tool_call("ask", {"task": "x"}), "led"]),
+            name="lead",
+            tools=[helper.as_tool("ask", "Ask the helper.")],
+            store=store,
+        )
+        self.lead = lead.run_sync("Task 4: 100% sure_thing")
+        self.helper = self.lead.children[0]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> wb.RunStore:
+    return wb.RunStore(tmp_path / "runs.sqlite")
+
+
+@pytest.fixture
+def runs(store: wb.RunStore) -> Runs:
+    return Runs(store)
+
+
+def _ids(frame: pd.DataFrame) -> list[str]:
+    return list(frame["run"])
+
+
+def test_a_run_list_has_what_a_triage_needs(store: wb.RunStore, runs: Runs) -> None:
+    frame = wb.runs(store)
+    assert _ids(frame) == [
+        r.run_id for r in (runs.ok, runs.tool_error, runs.failed, runs.lead, runs.helper)
+    ]
+    row = frame.iloc[0]
+    assert (row.agent, row.status, row.stop_reason, row.steps) == (
+        "solver",
+        "completed",
+        "completed",
+        3,
+    )
+    assert row.tools == ("add", "lookup") and row.errors == 0 and pd.isna(row.first_error)
+    assert row.tokens == runs.ok.usage.input_tokens + runs.ok.usage.output_tokens
+    assert row.duration == pytest.approx(sum(s.timing.total for s in runs.ok.steps))
+    assert row.metadata == {"task": 1} and row.trace_id == runs.ok.state.trace_id
+    assert isinstance(row.started, pd.Timestamp) and row.depth == 0 and pd.isna(row.parent)
+
+    error = frame.iloc[1]
+    assert error.errors == 1
+    assert (
+        error.first_error == "step 1, lookup: " + runs.tool_error.steps[0].tool_outcomes[0].content
+    )
+
+    failed = frame.iloc[2]
+    assert (failed.status, failed.stop_reason, failed.errors) == ("failed", "error", 1)
+    assert failed.first_error == "step 1, model: ConnectionError: the model server hung up"
+
+    helper = frame.iloc[4]
+    assert (helper.parent, helper.depth, helper.errors) == (runs.lead.run_id, 1, 1)
+
+
+def test_filters(store: wb.RunStore, runs: Runs) -> None:
+    assert _ids(wb.runs(store, status="failed")) == [runs.failed.run_id]
+    assert set(_ids(wb.runs(store, errors=True))) == {
+        runs.tool_error.run_id,
+        runs.failed.run_id,
+        runs.helper.run_id,
+    }
+    assert _ids(wb.runs(store, errors=False)) == [runs.ok.run_id, runs.lead.run_id]
+    assert _ids(wb.runs(store, agent=["flaky", "lead"])) == [runs.failed.run_id, runs.lead.run_id]
+    assert _ids(wb.runs(store, tool="ask")) == [runs.lead.run_id]
+    assert _ids(wb.runs(store, tool="lookup", status="completed", agent="helper")) == [
+        runs.helper.run_id
+    ]
+    assert _ids(wb.runs(store, since=runs.between)) == [
+        runs.failed.run_id,
+        runs.lead.run_id,
+        runs.helper.run_id,
+    ]
+    assert _ids(wb.runs(store, until=runs.between)) == [runs.ok.run_id, runs.tool_error.run_id]
+    assert _ids(wb.runs(store, since="1h")) == _ids(wb.runs(store))
+    assert wb.runs(store, until="1h").empty
+
+
+def test_metadata_values_keep_their_json_type(store: wb.RunStore, runs: Runs) -> None:
+    assert _ids(wb.runs(store, metadata={"task": 1})) == [runs.ok.run_id]
+    assert _ids(wb.runs(store, metadata={"task": "1"})) == [runs.tool_error.run_id]
+    assert _ids(wb.runs(store, metadata={"split": "dev", "task": 3})) == [runs.failed.run_id]
+    assert wb.runs(store, metadata={"split": "dev", "task": 1}).empty
+
+
+def test_text_is_what_a_person_reads_in_the_messages(store: wb.RunStore, runs: Runs) -> None:
+    assert _ids(wb.runs(store, text="ZEBRA")) == [runs.ok.run_id]  # any case
+    assert _ids(wb.runs(store, text="no such key")) == [
+        runs.tool_error.run_id,
+        runs.helper.run_id,
+    ]  # a tool's error, as the model read it
+    assert _ids(wb.runs(store, text='"key": "bad"')) == []  # JSON is not what a person reads
+    assert _ids(wb.runs(store, text="bad")) == [runs.tool_error.run_id, runs.helper.run_id]
+    assert wb.runs(store, text="role").empty and wb.runs(store, text="tool_call").empty
+    assert _ids(wb.runs(store, text="100% sure_")) == [runs.lead.run_id]  # wildcards are text
+    assert wb.runs(store, text="1_0% s").empty
+
+
+def test_sub_runs_rolled_up_under_their_root(store: wb.RunStore, runs: Runs) -> None:
+    frame = wb.runs(store, rollup=True)
+    assert _ids(frame) == [r.run_id for r in (runs.ok, runs.tool_error, runs.failed, runs.lead)]
+    tree = frame.iloc[3]
+    assert (tree.subruns, tree.errors, tree.tools) == (1, 1, ("add", "ask", "lookup"))
+    assert tree.first_error == "step 1, lookup: " + runs.helper.steps[0].tool_outcomes[0].content
+    # the tree matches what any of its runs matches; status asks about the root
+    assert _ids(wb.runs(store, rollup=True, agent="helper")) == [runs.lead.run_id]
+    assert _ids(wb.runs(store, rollup=True, errors=True, status="completed")) == [
+        runs.tool_error.run_id,
+        runs.lead.run_id,
+    ]
+    assert wb.runs(store, rollup=True, status="failed", agent="helper").empty
+    assert store.count(wb.RunFilter(rollup=True)) == 4 and store.count() == 5
+
+
+def test_sorted_and_paged(store: wb.RunStore, runs: Runs) -> None:
+    by_errors = store.find(sort="errors", descending=True, limit=3)
+    assert [r.errors for r in by_errors] == [1, 1, 1]
+    assert by_errors[0].run_id == runs.helper.run_id  # ties: newest first
+    page = store.find(wb.RunFilter(), sort="started", offset=1, limit=2)
+    assert [r.run_id for r in page] == [runs.tool_error.run_id, runs.failed.run_id]
+    assert page[0].tools == ("add", "lookup")
+    with pytest.raises(ValueError, match="cannot sort runs by 'colour'"):
+        store.find(sort="colour")  # type: ignore[arg-type]
+
+
+def test_a_paused_run_is_listed_and_its_resume_adds_to_its_summary(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    model = wb.ScriptedModel(
+        [
+            wb.ModelResponse.tool_call("save", {"text": "x"}),
+            wb.ModelResponse.tool_call("save", {"text": "y"}),
+            "ok",
+        ]
+    )
+    with wb.RunStore(path) as first:
+        paused = wb.Agent(model=model, tools=[save], store=first).run_sync("save twice")
+        (row,) = first.find()
+        assert (row.status, row.tool_calls, row.tools) == ("paused", 0, ())
+    with wb.RunStore(path) as second:  # another process, as far as the store knows
+        agent = wb.Agent(model=model, tools=[save], store=second)
+        again = agent.resume_sync(paused.state, approvals={p.call_id: True for p in paused.pending})
+        done = agent.resume_sync(again.state, approvals={p.call_id: True for p in again.pending})
+        (row,) = second.find()
+        assert (row.status, row.tool_calls, row.tools, row.errors) == ("completed", 2, ("save",), 0)
+        assert done.run_id == row.run_id
+
+
+def _as_version_2(path: Path) -> None:
+    """Make a store what workbench with store schema 2 left: no summaries."""
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            conn.execute("DROP TABLE summaries")
+            conn.execute("DROP TABLE run_tools")
+            conn.execute("DROP INDEX runs_by_time")
+            conn.execute("DELETE FROM schema_version WHERE version = 3")
+    finally:
+        conn.close()
+
+
+def test_an_older_store_is_summarized_as_the_live_store_was(
+    store: wb.RunStore, runs: Runs, tmp_path: Path
+) -> None:
+    live = store.find()
+    store.close()
+    old = tmp_path / "old.sqlite"
+    shutil.copy(store.path, old)
+    _as_version_2(old)
+    with wb.RunStore(old) as migrated:
+        assert migrated.find() == live
+        assert migrated.find(wb.RunFilter(rollup=True)) == store.find(wb.RunFilter(rollup=True))
+
+
+def test_a_damaged_run_is_listed_with_its_errors_unknown(
+    store: wb.RunStore, runs: Runs, tmp_path: Path
+) -> None:
+    store.close()
+    old = tmp_path / "old.sqlite"
+    shutil.copy(store.path, old)
+    _as_version_2(old)
+    conn = sqlite3.connect(old)
+    with conn:
+        conn.execute("UPDATE steps SET body = '{broken' WHERE run_id = ?", (runs.ok.run_id,))
+    conn.close()
+    with wb.RunStore(old) as migrated:
+        rows = {r.run_id: r for r in migrated.find()}
+    assert len(rows) == 5
+    assert (rows[runs.ok.run_id].errors, rows[runs.ok.run_id].tools) == (None, ())
+    assert rows[runs.tool_error.run_id].errors == 1  # the others are whole
+
+
+def test_filters_that_cannot_be_read_say_why() -> None:
+    with pytest.raises(ValidationError, match="unknown status 'broken': one of pending, running"):
+        wb.RunFilter(status="broken")
+    with pytest.raises(ValidationError, match="'last tuesday' is not a time"):
+        wb.RunFilter(since="last tuesday")
+    with pytest.raises(ValidationError, match="extra"):
+        wb.RunFilter(colour="red")  # type: ignore[call-arg]
+    assert wb.RunFilter(since="2026-11-27").since == datetime(2026, 11, 27).timestamp()
+
+
+def test_no_default_store_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_STORE", "off")
+    with pytest.raises(wb.UsageError, match="no default run store"):
+        wb.runs()
+
+
+def test_an_empty_or_absent_store_lists_nothing(tmp_path: Path) -> None:
+    frame = wb.runs(tmp_path / "none.sqlite")
+    assert frame.empty and "first_error" in frame.columns
+    assert not (tmp_path / "none.sqlite").exists()  # listing never creates a store

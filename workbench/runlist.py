@@ -1,0 +1,90 @@
+"""`runs`: the runs of a store (or a trace backend) as one DataFrame, filtered as a person asks.
+
+A person rarely starts from one run: an eval of 200 tasks, a day of a deployed agent, a
+session of 30 executions. `runs` is where they start: one row per run (or per run tree, with
+``rollup=True``), the columns a triage needs (status, errors and the first of them, tools,
+steps, tokens, cost, time, metadata) and the filters of `RunFilter`, evaluated by the store in
+SQL over its summary table, so 100,000 runs filter in well under a second.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import UsageError
+from workbench.runfilter import RunFilter
+from workbench.store import RunStore
+from workbench.store._query import Sort
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["COLUMNS", "open_store", "runs"]
+
+COLUMNS = {
+    "run_id": "run",
+    "parent_run_id": "parent",
+    "depth": "depth",
+    "agent_name": "agent",
+    "status": "status",
+    "stop_reason": "stop_reason",
+    "errors": "errors",
+    "first_error": "first_error",
+    "tools": "tools",
+    "steps": "steps",
+    "tokens": "tokens",
+    "cost": "cost",
+    "duration": "duration",
+    "created_at": "started",
+    "metadata": "metadata",
+    "model_name": "model",
+    "output": "output",
+    "trace_id": "trace_id",
+    "rerun_of": "rerun_of",
+}
+"""The store's summary fields a run list shows, and the column each becomes (in this order)."""
+
+
+def open_store(store: RunStore | str | os.PathLike[str] | None) -> RunStore:
+    """The store a run list reads: the one given, one at a path, or the default store."""
+    if isinstance(store, RunStore):
+        return store
+    if store is not None:
+        return RunStore(store)
+    default = RunStore.default()
+    if default is None:
+        raise UsageError(
+            "there is no default run store (WORKBENCH_STORE is off): pass store=RunStore(path)"
+        )
+    return default
+
+
+def runs(
+    store: RunStore | str | os.PathLike[str] | None = None,
+    *,
+    sort: Sort = "started",
+    descending: bool = False,
+    **filters: Any,
+) -> pd.DataFrame:
+    """The runs of ``store`` (the default store if None) as a DataFrame, one row per run.
+
+    ``filters`` are `RunFilter`'s: ``status``, ``agent``, ``tool``, ``errors``, ``since``,
+    ``until``, ``metadata``, ``text`` and ``rollup`` (one row per run tree, its sub-runs'
+    errors, tools and count rolled up into its root's row). Columns: run, parent, depth, agent,
+    status, stop_reason, errors (how many), first_error, tools (the names called), steps, tokens,
+    cost, duration (seconds running), started, metadata, model, output, trace_id, rerun_of (and
+    subruns when rolled up). Oldest first unless ``sort``/``descending`` say otherwise.
+
+    >>> import workbench as wb
+    >>> store = wb.RunStore(":memory:")
+    >>> _ = wb.Agent(model=wb.ScriptedModel(["hi"]), store=store).run_sync("hello")
+    >>> wb.runs(store, status="completed")[["agent", "status", "steps", "errors"]]
+       agent     status  steps  errors
+    0  agent  completed      1       0
+    """
+    spec = RunFilter(**filters)
+    frame = open_store(store).list_runs(spec, sort=sort, descending=descending)
+    frame["tokens"] = frame["input_tokens"] + frame["output_tokens"]
+    columns = {**COLUMNS, "subruns": "subruns"} if spec.rollup else COLUMNS
+    return frame[list(columns)].rename(columns=columns)

@@ -1,0 +1,316 @@
+"""The run list's SQL: a `RunFilter` and a sort order as one query over ``runs`` and ``summaries``.
+
+A run list reads the run's row (status, tokens, times: columns ahead of its state payload) and
+its summary (errors, tools, tree, metadata: a narrow table of its own), never the payloads, so
+100,000 runs filter in a fraction of a second. The tools of the listed runs come from a second
+query, for the rows listed only.
+
+With ``rollup`` a row is a run tree: its root's row with the tree's errors, tool calls and
+sub-run count summed from ``summaries`` by root (one indexed pass), its tools the union of the
+tree's. Then status and time ask about the root and the other filters about any run of the tree.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, Literal, NamedTuple
+
+from pydantic import Field, field_validator
+
+from workbench._record import Record
+from workbench.messages import JsonValue
+from workbench.runfilter import RunFilter
+
+__all__ = [
+    "COLUMNS",
+    "SORTS",
+    "Extras",
+    "RunSummary",
+    "Sort",
+    "count_query",
+    "extras",
+    "list_query",
+    "select",
+    "with_extras",
+]
+
+
+class RunSummary(Record):
+    """One row of a run list: what it shows and filters on, without loading the run."""
+
+    run_id: str
+    agent_name: str
+    status: str
+    stop_reason: str | None
+    steps: int
+    model_name: str | None
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    created_at: float | None
+    """None where the stored time is damaged."""
+    updated_at: float | None
+    parent_run_id: str | None
+    rerun_of: str | None
+    rerun_of_step: int | None
+    output: str | None
+    session_id: str | None = None
+    """The `Session` the run is an execution of (``metadata["session_id"]``), if any."""
+    depth: int = 0
+    """How deep in its tree the run is: 0 for a run nobody called, 1 for a sub-agent's run..."""
+    root_run_id: str | None = None
+    """The run at the top of its tree (itself for a run nobody called)."""
+    errors: int | None = None
+    """Errors anywhere in the run (in a rolled-up row, its tree); None: its records are damaged."""
+    first_error: str | None = None
+    """The first of them, on one line: where, and what."""
+    tools: tuple[str, ...] = ()
+    """The tools it called (in a rolled-up row, its tree called), by name."""
+    tool_calls: int | None = None
+    duration: float | None = None
+    """Seconds spent running (time paused for an approval is not counted)."""
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    trace_id: str | None = None
+    subruns: int = 0
+    """In a rolled-up row: how many sub-runs its tree holds."""
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _json_object(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        return json.loads(value) if isinstance(value, str) else value
+
+
+Sort = Literal[
+    "started", "updated", "run", "agent", "status", "errors", "steps", "tokens", "cost", "duration"
+]
+SORTS: dict[str, str] = {
+    "started": "r.created_at",
+    "updated": "r.updated_at",
+    "run": "r.run_id",
+    "agent": "r.agent_name",
+    "status": "r.status",
+    "errors": "errors",
+    "steps": "r.step",
+    "tokens": "(r.input_tokens + r.output_tokens)",
+    "cost": "r.cost",
+    "duration": "s.duration",
+}
+"""What a list can be sorted by, and the column behind each (ties go by start time, then id)."""
+
+_TIME = "CASE WHEN typeof({0}) IN ('real', 'integer') THEN {0} END"
+"""A time column, or NULL where a damaged row holds something else (it lists as no time)."""
+_ROW = (
+    "r.run_id, r.agent_name, r.status, r.stop_reason, r.step, r.model_name, r.input_tokens, "
+    f"r.output_tokens, r.cost, {_TIME.format('r.created_at')}, {_TIME.format('r.updated_at')}, "
+    "r.parent_run_id, r.rerun_of_run, r.rerun_of_step, r.output, "
+    "json_extract(s.metadata, '$.session_id'), coalesce(s.depth, 0), "
+    "coalesce(s.root_run_id, r.run_id)"
+)
+_RUN = (
+    f"{_ROW}, s.errors AS errors, s.first_error, s.tool_calls, s.duration, s.metadata, s.trace_id"
+)
+_TREE = (
+    f"{_ROW}, t.errors AS errors, s.first_error, t.tool_calls, s.duration, s.metadata, "
+    "s.trace_id, t.subruns"
+)
+_FROM = "FROM runs r LEFT JOIN summaries s ON s.run_id = r.run_id"
+_TREES = (
+    "JOIN (SELECT root_run_id AS root, sum(errors) AS errors, sum(tool_calls) AS tool_calls, "
+    "count(*) - 1 AS subruns FROM summaries GROUP BY root_run_id) t ON t.root = r.run_id"
+)
+COLUMNS = tuple(name for name in RunSummary.model_fields if name not in ("tools", "subruns"))
+"""The `RunSummary` fields a listing query returns, in its column order (then ``subruns``)."""
+
+_TEXT_LEAVES = (
+    "j.type = 'text' AND (j.key IN ('text', 'content', 'invalid_arguments') "
+    "OR instr(j.fullkey, '.arguments') > 0)"
+)
+"""The parts of a stored message a person reads: texts, tool results, tool call arguments."""
+
+
+def _like(text: str) -> str:
+    """A LIKE pattern matching ``text`` anywhere (its wildcards escaped with a backslash)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _metadata_term(key: str, value: JsonValue) -> tuple[str, list[object]]:
+    """A run whose metadata has ``key`` equal to ``value`` (JSON types kept apart: 1 is not '1')."""
+    params: list[object]
+    match value:
+        case None:
+            test, params = "m.type = 'null'", []
+        case bool():
+            test, params = f"m.type = '{'true' if value else 'false'}'", []
+        case int() | float():
+            test, params = "m.type IN ('integer', 'real') AND m.value = ?", [value]
+        case str():
+            test, params = "m.type = 'text' AND m.value = ?", [value]
+        case _:
+            test, params = (
+                "m.type IN ('object', 'array') AND m.value = json(?)",
+                [json.dumps(value)],
+            )
+    where = f"EXISTS (SELECT 1 FROM json_each(s.metadata) m WHERE m.key = ? AND {test})"
+    return where, [key, *params]
+
+
+def _in(column: str, values: Sequence[object]) -> str:
+    return f"{column} IN ({', '.join('?' * len(values))})"
+
+
+def _run_terms(spec: RunFilter) -> tuple[list[str], list[object]]:
+    """The conditions on one run (``r``, ``s``) for everything but status and time."""
+    terms: list[str] = []
+    params: list[object] = []
+    if spec.agent:
+        terms.append(_in("r.agent_name", spec.agent))
+        params += spec.agent
+    if spec.tool:
+        terms.append(f"r.run_id IN (SELECT run_id FROM run_tools WHERE {_in('tool', spec.tool)})")
+        params += spec.tool
+    for key, value in spec.metadata.items():
+        term, more = _metadata_term(key, value)
+        terms.append(term)
+        params += more
+    if spec.text:
+        # the cheap test on the stored JSON first (the text as JSON writes it), then the exact
+        # one on what a person reads, so "role" or "kind" does not match every message
+        terms.append(
+            "EXISTS (SELECT 1 FROM messages mm WHERE mm.run_id = r.run_id "
+            "AND mm.body LIKE ? ESCAPE '\\' AND EXISTS (SELECT 1 FROM json_tree(mm.body) j "
+            f"WHERE {_TEXT_LEAVES} AND j.atom LIKE ? ESCAPE '\\'))"
+        )
+        params += [_like(json.dumps(spec.text, ensure_ascii=False)[1:-1]), _like(spec.text)]
+    return terms, params
+
+
+def _root_terms(spec: RunFilter) -> tuple[list[str], list[object]]:
+    """The conditions on the listed row itself: status and start time."""
+    terms: list[str] = []
+    params: list[object] = []
+    if spec.status:
+        terms.append(_in("r.status", spec.status))
+        params += spec.status
+    if spec.since is not None:
+        terms.append("r.created_at >= ?")
+        params.append(spec.since)
+    if spec.until is not None:
+        terms.append("r.created_at < ?")
+        params.append(spec.until)
+    return terms, params
+
+
+def _where(spec: RunFilter) -> tuple[str, list[object]]:
+    terms, params = _root_terms(spec)
+    per_run, more = _run_terms(spec)
+    if spec.rollup:
+        terms.append("coalesce(s.depth, 0) = 0")
+        if per_run:  # a tree matches when any of its runs does
+            terms.append(
+                "r.run_id IN (SELECT coalesce(s.root_run_id, r.run_id) "
+                f"{_FROM} WHERE {' AND '.join(per_run)})"
+            )
+    else:
+        terms += per_run
+    params += more
+    if spec.errors is not None:
+        column = "t.errors" if spec.rollup else "s.errors"
+        terms.append(f"{column} {'>' if spec.errors else '='} 0")
+    return (f"WHERE {' AND '.join(terms)}" if terms else ""), params
+
+
+def list_query(
+    spec: RunFilter,
+    sort: str = "started",
+    descending: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
+) -> tuple[str, list[object]]:
+    """The query listing the runs ``spec`` keeps, sorted, one page of them if ``limit``."""
+    if sort not in SORTS:
+        raise ValueError(f"cannot sort runs by {sort!r}: by one of {', '.join(SORTS)}")
+    where, params = _where(spec)
+    order = "DESC" if descending else "ASC"
+    columns, joins = (_TREE, f"{_FROM} {_TREES}") if spec.rollup else (_RUN, _FROM)
+    query = (
+        f"SELECT {columns} {joins} {where} "
+        f"ORDER BY {SORTS[sort]} {order}, r.created_at {order}, r.rowid {order}"
+    )
+    if limit is not None:
+        query += " LIMIT ? OFFSET ?"
+        params += [limit, offset]
+    return query, params
+
+
+def select(where: str) -> str:
+    """The query listing runs (not rolled up) with a ``WHERE``/``ORDER BY`` of the caller's."""
+    return f"SELECT {_RUN} {_FROM} {where}"
+
+
+def count_query(spec: RunFilter) -> tuple[str, list[object]]:
+    """The query counting the runs ``spec`` keeps."""
+    where, params = _where(spec)
+    joins = f"{_FROM} {_TREES}" if spec.rollup else _FROM
+    return f"SELECT count(*) {joins} {where}", params
+
+
+_BATCH = 500
+"""Run ids per ``IN (...)`` (SQLite limits the parameters of a statement)."""
+
+
+class Extras(NamedTuple):
+    """What a listing adds to its rows from other tables: tools, and trees' first errors."""
+
+    tools: dict[str, tuple[str, ...]]
+    """The tools each run (or each run tree, by its root) called, sorted by name."""
+    first_errors: dict[str, str]
+    """For trees: the first error of any of its runs, by root (empty for single runs)."""
+
+
+def extras(conn: sqlite3.Connection, run_ids: Sequence[str] | None, *, trees: bool) -> Extras:
+    """The extras of the listed ``run_ids`` (of every run when None: one pass, no ids)."""
+    key = "s.root_run_id" if trees else "t.run_id"
+    joins = "run_tools t JOIN summaries s ON s.run_id = t.run_id" if trees else "run_tools t"
+    batches = (
+        [None]
+        if run_ids is None
+        else [run_ids[i : i + _BATCH] for i in range(0, len(run_ids), _BATCH)]
+    )
+    tools: dict[str, set[str]] = {}
+    firsts: dict[str, str] = {}
+    for batch in batches:
+        where, params = ("", []) if batch is None else (f"WHERE {_in(key, batch)}", batch)
+        for run_id, tool in conn.execute(f"SELECT {key}, t.tool FROM {joins} {where}", params):
+            tools.setdefault(run_id, set()).add(tool)
+        if trees:
+            where = where or "WHERE 1"  # the key is the root here too
+            for root, first in conn.execute(_FIRST_ERRORS.format(where), params):
+                firsts.setdefault(root, first)
+    return Extras({run_id: tuple(sorted(names)) for run_id, names in tools.items()}, firsts)
+
+
+def with_extras(
+    conn: sqlite3.Connection, rows: Sequence[RunSummary], *, trees: bool
+) -> list[RunSummary]:
+    """Listed rows with their tools and, for a tree whose root had none, its first error."""
+    found = extras(conn, [row.run_id for row in rows], trees=trees)
+    return [
+        row.model_copy(
+            update={
+                "tools": found.tools.get(row.run_id, ()),
+                "first_error": row.first_error or found.first_errors.get(row.run_id),
+            }
+        )
+        for row in rows
+    ]
+
+
+_FIRST_ERRORS = (
+    "SELECT s.root_run_id, s.first_error FROM summaries s JOIN runs r ON r.run_id = s.run_id "
+    "{} AND s.first_error IS NOT NULL ORDER BY r.created_at, r.rowid"
+)
