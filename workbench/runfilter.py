@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import Field, field_validator
 
+from workbench._record import Record
 from workbench.messages import JsonValue
 from workbench.state import ExecutionStatus
 
@@ -72,7 +73,7 @@ def _names(value: Any) -> tuple[str, ...]:
     raise ValueError(f"{value!r} is neither a name nor a list of names")
 
 
-class RunFilter(BaseModel):
+class RunFilter(Record):
     """Which runs to list; every field left at its default filters nothing.
 
     - ``status``: one status or several (``"failed"``, ``["failed", "aborted"]``).
@@ -89,15 +90,13 @@ class RunFilter(BaseModel):
     ('failed',)
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     status: tuple[str, ...] = ()
     agent: tuple[str, ...] = ()
     tool: tuple[str, ...] = ()
     errors: bool | None = None
     since: float | None = None
     until: float | None = None
-    metadata: dict[str, JsonValue] = {}
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
     text: str = ""
     rollup: bool = False
 
