@@ -345,11 +345,14 @@ def test_a_backend_that_is_down_slow_or_without_the_trace(jaeger: str) -> None:
 
 
 def test_a_slow_backend_is_bounded(jaeger: str) -> None:
-    import workbench.telemetry.load as load
+    from workbench.telemetry._fetch import Fetch
 
     started = time.monotonic()
-    with pytest.raises(wb.TraceLoadError, match=r"did not answer within 0\.3s"):
-        load._get(f"{jaeger}/api/v3/traces/slow", 0.3)
+    with (
+        Fetch(timeout=0.3) as fetch,
+        pytest.raises(wb.TraceLoadError, match=r"did not answer within 0\.3s"),
+    ):
+        fetch.get(f"{jaeger}/api/v3/traces/slow")
     assert time.monotonic() - started < 4  # the server would stall for 5 s
 
 

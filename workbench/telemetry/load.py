@@ -26,13 +26,14 @@ import gc
 import json
 import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from workbench.errors import TraceLoadError
 from workbench.redact import redacted
+from workbench.telemetry._fetch import Fetch
 from workbench.telemetry.readers import phoenix_spans, spans_from_document
 from workbench.telemetry.recover import read_json
 from workbench.telemetry.trace import SpanData, Trace
@@ -46,8 +47,8 @@ _BACKEND = re.compile(r"(jaeger|phoenix)\+(https?://[^/]+)/(.+)")
 def load_trace(source: str | Path, *, trace_id: str | None = None, timeout: float = 10.0) -> Trace:
     """Load a trace from a file, a JSON string, or a backend URL (see the module's docstring).
 
-    ``trace_id`` keeps only that trace of a document holding several. ``timeout`` bounds a
-    backend request, in seconds.
+    ``trace_id`` keeps only that trace of a document holding several. ``timeout`` bounds the
+    whole load from a backend, every request and page of it, in seconds (`telemetry._fetch`).
     """
     try:
         return _load(source, trace_id, timeout)
@@ -62,8 +63,9 @@ def load_trace(source: str | Path, *, trace_id: str | None = None, timeout: floa
 def _load(source: str | Path, trace_id: str | None, timeout: float) -> Trace:
     if isinstance(source, str) and (match := _BACKEND.fullmatch(source.strip())):
         backend, base, rest = match.groups()
-        fetch = _from_jaeger if backend == "jaeger" else _from_phoenix
-        spans = fetch(base, rest, timeout)
+        read = _from_jaeger if backend == "jaeger" else _from_phoenix
+        with Fetch(timeout=timeout, read=_json_values) as fetch:
+            spans = read(base, rest, fetch)
     else:
         with _bulk():
             spans = spans_from_document(_document(source))
@@ -160,25 +162,6 @@ def _text(data: bytes, path: Path) -> str:
         return data.decode("utf-8-sig", errors="replace")
 
 
-def _get(url: str, timeout: float, params: Mapping[str, Any] | None = None) -> Any:
-    import httpx
-
-    try:
-        response = httpx.get(url, params=params, timeout=timeout)
-    except httpx.TimeoutException:
-        raise TraceLoadError(f"{url} did not answer within {timeout}s") from None
-    except httpx.HTTPError as exc:
-        raise TraceLoadError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
-    if response.status_code == 404:
-        raise TraceLoadError(f"{url}: not found (404): {response.text[:200]}")
-    if response.status_code >= 400:
-        raise TraceLoadError(f"{url} answered {response.status_code}: {response.text[:200]}")
-    try:
-        return _json_values(response.text)
-    except ValueError:
-        raise TraceLoadError(f"{url} did not answer with JSON: {response.text[:80]!r}") from None
-
-
 def _checked_trace_id(text: str) -> str:
     trace_id = text.strip().lower()
     if not valid_trace_id(trace_id):
@@ -186,12 +169,12 @@ def _checked_trace_id(text: str) -> str:
     return trace_id
 
 
-def _from_jaeger(base: str, rest: str, timeout: float) -> list[SpanData]:
+def _from_jaeger(base: str, rest: str, fetch: Fetch) -> list[SpanData]:
     trace_id = _checked_trace_id(rest)
-    return spans_from_document(_get(f"{base}/api/v3/traces/{trace_id}", timeout))
+    return spans_from_document(fetch.get(f"{base}/api/v3/traces/{trace_id}"))
 
 
-def _from_phoenix(base: str, rest: str, timeout: float) -> list[SpanData]:
+def _from_phoenix(base: str, rest: str, fetch: Fetch) -> list[SpanData]:
     project, _, raw_id = rest.rpartition("/")
     if not project:
         raise TraceLoadError("a Phoenix source is phoenix+http://host:port/PROJECT/TRACE_ID")
@@ -199,18 +182,20 @@ def _from_phoenix(base: str, rest: str, timeout: float) -> list[SpanData]:
     url = f"{base}/v1/projects/{quote(project, safe='')}/spans/otlpv1"
     spans: list[SpanData] = []
     cursor: str | None = None
-    seen: set[str] = set()  # a server answering the same cursor again would be paged forever
+    seen: set[str] = set()  # the same cursor again would page forever; new ones, the budget
     while True:
         params: dict[str, Any] = {"trace_id": trace_id, "limit": 1000}
         if cursor:
             params["cursor"] = cursor
-        page = _get(url, timeout, params)
+        page = fetch.get(url, params)
         if not isinstance(page, dict) or not isinstance(page.get("data"), list):
             raise TraceLoadError(f"{url} answered in an unknown shape")
         spans += phoenix_spans(page["data"])
         cursor = page.get("next_cursor")
         if not cursor:
             return spans
+        if not isinstance(cursor, str):
+            raise TraceLoadError(f"{url} answered a page cursor that is not text: {cursor!r}")
         if cursor in seen:
             raise TraceLoadError(f"{url} answered the same page cursor {cursor!r} twice")
         seen.add(cursor)
