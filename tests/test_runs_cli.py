@@ -145,3 +145,53 @@ def test_demo_records_its_run_in_the_default_store(tmp_path: Path) -> None:
     assert f"recorded in {tmp_path / 'default.sqlite'}: workbench show run_" in demo
     listed = cli("runs")
     assert "calculator  completed" in listed and "1 of 1 runs" in listed
+
+
+def test_runs_takes_the_run_list_filters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_runs_list import Runs
+
+    path = tmp_path / "runs.sqlite"
+    with wb.RunStore(path) as store:
+        runs = Runs(store)
+
+    def listed(*options: str) -> list[str]:
+        assert main(["runs", "--store", str(path), *options]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        return [line.split()[0] for line in lines[2:-2]]
+
+    assert listed("--status", "failed") == [runs.failed.run_id]
+    assert listed("--errors", "--agent", "solver") == [runs.tool_error.run_id]
+    assert listed("--errors", "--limit", "2") == [runs.failed.run_id, runs.helper.run_id]
+    assert listed("--tool", "ask", "--tool", "nothing") == [runs.lead.run_id]
+    assert listed("--grep", "Zebra") == [runs.ok.run_id]
+    assert listed("--meta", "task=1") == [runs.ok.run_id]
+    assert listed("--meta", 'task="1"') == [runs.tool_error.run_id]
+    assert listed("--since", "2h", "--status", "completed", "--roots") == [
+        runs.ok.run_id,
+        runs.tool_error.run_id,
+        runs.lead.run_id,
+    ]
+    assert main(["runs", "--store", str(path), "--errors", "--roots"]) == 0
+    out = capsys.readouterr().out
+    assert "lead (+1 sub-run)" in out and out.rstrip().endswith(
+        f"3 of 3 matching top-level runs in {path}"
+    )
+    assert main(["runs", "--store", str(path), "--until", "2h"]) == 0
+    assert capsys.readouterr().out == f"no matching runs in {path}\n"
+
+
+def test_runs_filters_that_cannot_be_read_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "runs.sqlite")
+    assert main(["runs", "--store", path, "--since", "last tuesday"]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("workbench: since: Value error, 'last tuesday' is not a time")
+    assert out.count("\n") == 1
+    assert main(["runs", "--store", path, "--status", "broke"]) == 2
+    assert "unknown status 'broke': one of pending" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["runs", "--store", path, "--meta", "novalue"])
+    assert "'novalue' is not KEY=VALUE" in capsys.readouterr().err

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import time
+
+from pydantic import ValidationError
 
 from workbench.cli._common import (
     echo,
@@ -14,8 +17,13 @@ from workbench.cli._common import (
     store_option,
     text_table,
 )
+from workbench.errors import UsageError
+from workbench.messages import JsonValue
+from workbench.runfilter import RunFilter
+from workbench.state import validation_summary
+from workbench.store import RunSummary
 
-__all__ = ["run_runs", "run_show", "setup_runs", "setup_show"]
+__all__ = ["run_filter", "run_runs", "run_show", "setup_runs", "setup_show"]
 
 
 def _count(text: str) -> int:
@@ -26,22 +34,72 @@ def _count(text: str) -> int:
 
 
 def setup_runs(parser: argparse.ArgumentParser) -> None:
-    """``workbench runs [--store PATH] [--limit N] [--roots]``."""
+    """``workbench runs [--store PATH] [--limit N] [--roots] [filters]``."""
     store_option(parser)
     parser.add_argument("--limit", type=_count, default=20, help="show the newest N runs (0: all)")
     parser.add_argument(
-        "--roots", action="store_true", help="leave out sub-runs (the runs of sub-agents)"
+        "--roots",
+        action="store_true",
+        help="one row per run tree: sub-runs (the runs of sub-agents) rolled up into their root",
     )
+    filters = parser.add_argument_group("filters (each narrows the list; repeat to allow several)")
+    filters.add_argument("--status", action="append", metavar="STATUS", help="e.g. failed")
+    filters.add_argument("--agent", action="append", metavar="NAME", help="runs of this agent")
+    filters.add_argument("--tool", action="append", metavar="NAME", help="runs that called it")
+    filters.add_argument("--errors", action="store_true", help="runs with at least one error")
+    filters.add_argument(
+        "--since", metavar="WHEN", help="started since: 90s, 30m, 2h, 7d, or a date (2026-11-27)"
+    )
+    filters.add_argument("--until", metavar="WHEN", help="started before (the same forms)")
+    filters.add_argument(
+        "--meta",
+        action="append",
+        metavar="KEY=VALUE",
+        type=_metadata,
+        help='metadata KEY equal to VALUE (read as JSON when it is: 3, true, "3")',
+    )
+    filters.add_argument("--grep", metavar="TEXT", help="the text in its messages (any case)")
+
+
+def _metadata(text: str) -> tuple[str, JsonValue]:
+    """``KEY=VALUE``; the value read as JSON when it is JSON, else as the text it is."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+def run_filter(args: argparse.Namespace) -> RunFilter:
+    """The `RunFilter` the options ask for; a `UsageError` saying what cannot be read."""
+    try:
+        return RunFilter(
+            status=args.status,
+            agent=args.agent,
+            tool=args.tool,
+            errors=True if args.errors else None,
+            since=args.since,
+            until=args.until,
+            metadata=dict(args.meta or ()),
+            text=args.grep,
+            rollup=args.roots,
+        )
+    except ValidationError as exc:
+        raise UsageError(validation_summary(exc, limit=2)) from None
 
 
 def run_runs(args: argparse.Namespace) -> int:
-    """Print the stored runs, newest last; a sub-run is indented under the run that started it."""
+    """Print the stored runs the filters keep, newest last; a sub-run indented under its run."""
     store = open_store(args)
-    runs = store.runs(roots_only=args.roots)
-    if not runs:
-        echo(f"no runs in {store.path}")
+    spec = run_filter(args)
+    total = store.count(spec)
+    if not total:
+        echo(f"no {'matching ' if spec.active else ''}runs in {store.path}")
         return 0
-    shown = runs[-args.limit :] if args.limit > 0 else runs
+    limit = args.limit if args.limit > 0 else None
+    shown = store.find(spec, descending=True, limit=limit)[::-1]
     header = (
         "run",
         "agent",
@@ -58,13 +116,13 @@ def run_runs(args: argparse.Namespace) -> int:
     rows = [header] + [
         (
             r.run_id,
-            f"{'  ' * r.depth}└ {r.agent_name}" if r.depth else r.agent_name,
+            _agent(r),
             r.status,
             r.stop_reason or "-",
             str(r.steps),
             f"{r.input_tokens}/{r.output_tokens}",
             r.model_name or "-",
-            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.created_at)),
+            _time(r.created_at),
             f"{r.rerun_of}@{r.rerun_of_step}" if r.rerun_of else "-",
             str(r.depth),
             r.parent_run_id or "-",
@@ -73,8 +131,24 @@ def run_runs(args: argparse.Namespace) -> int:
     ]
     echo(text_table(rows))
     kind = "top-level runs" if args.roots else "runs"
-    echo(f"\n{len(shown)} of {len(runs)} {kind} in {store.path}")
+    matching = " matching" if spec.active else ""
+    echo(f"\n{len(shown)} of {total}{matching} {kind} in {store.path}")
     return 0
+
+
+def _agent(row: RunSummary) -> str:
+    """The agent, indented under its parent when a sub-run; with the sub-runs a root rolled up."""
+    if row.depth:
+        return f"{'  ' * row.depth}└ {row.agent_name}"
+    if row.subruns:
+        return f"{row.agent_name} (+{row.subruns} sub-run{'s' if row.subruns > 1 else ''})"
+    return row.agent_name
+
+
+def _time(created_at: float | None) -> str:
+    if created_at is None:  # a damaged time: the run is still listed
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created_at))
 
 
 def setup_show(parser: argparse.ArgumentParser) -> None:
