@@ -6,10 +6,12 @@ Every ``import`` in every module counts, wherever it is written: at the top, ins
 the ones below, never one above:
 
 ==  ===============  ===================================================================
- 0  foundation       errors, messages, _record, _sync, redact, traceids: the common words
+ 0  foundation       errors, messages, _record, _sync, redact, traceids, tracebacks: the
+                    common words
  1  state            the run's state and its lifecycle (status, transitions, stop reasons)
  2  rules            stop conditions, history processors, breakpoints: functions of a run view
- 3  records          what a run reports (step records, snapshots, events, results), re-run states
+ 3  records          what a run reports (step records, snapshots, events, results, errors),
+                    the observer seam, re-run states
  4  tools            tools, toolsets (MCP too) and guards: what the model may call, who says no
  5  plug-ins         models and hooks: the outside world the loop calls
  6  delegation       sub-agents as tools: context, limits, the structured result, and the
@@ -50,18 +52,25 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "workbench._sync",
             "workbench.redact",
             "workbench.traceids",
+            "workbench.tracebacks",
         ),
     ),
     ("state", ("workbench.state",)),
     ("rules", ("workbench.conditions", "workbench.history", "workbench.breakpoints")),
     (
         "records",
-        ("workbench.records", "workbench.rerun", "workbench.session_state", "workbench.runfilter"),
+        (
+            "workbench.records",
+            "workbench.observing",
+            "workbench.rerun",
+            "workbench.session_state",
+            "workbench.runfilter",
+        ),
     ),
     ("tools", ("workbench.tools", "workbench.guards", "workbench.toolsets", "workbench.mcp_tools")),
     ("plug-ins", ("workbench.models", "workbench.hooks")),
     ("delegation", ("workbench.subagent", "workbench.stepping")),
-    ("loop", ("workbench.config", "workbench.engine", "workbench.toolcalls")),
+    ("loop", ("workbench.config", "workbench.drafts", "workbench.engine", "workbench.toolcalls")),
     (
         "observers",
         ("workbench.store", "workbench._storage", "workbench._runfacts", "workbench.telemetry"),

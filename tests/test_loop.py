@@ -305,9 +305,12 @@ async def test_run_fatal_error_fails_the_run() -> None:
     agent = wb.Agent(model=wb.ScriptedModel([R.tool_call("fatal", {})]), tools=[fatal])
     result = await agent.run("x")
     assert result.status is wb.ExecutionStatus.FAILED
-    assert result.error == wb.ErrorInfo(
+    assert result.error is not None and result.error.traceback is not None
+    assert result.error.model_copy(update={"traceback": None}) == wb.ErrorInfo(
         type="RunFatalError", message="credentials revoked", phase=wb.Phase.TOOLS, step=1
     )
+    frames = result.error.traceback.splitlines()
+    assert "your code left out" in frames[0] and "in fatal" in frames[1]
 
 
 async def test_tool_past_its_timeout_gets_a_retry_prompt() -> None:

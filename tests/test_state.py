@@ -125,8 +125,17 @@ def test_version_1_states_are_read_and_their_response_retries_moved() -> None:
     del raw["response_retries"]
     raw["retries"] = {"<response>": 1, "add": 2}
     state = wb.AgentState.from_json(json.dumps(raw))
-    assert state.schema_version == 2
+    assert state.schema_version == wb.AgentState().schema_version
     assert state.retries == {"add": 2} and state.response_retries == 1
+
+
+def test_version_2_states_are_read_with_errors_without_a_traceback() -> None:
+    raw = json.loads(wb.AgentState().to_json())
+    raw["schema_version"] = 2
+    raw["error"] = {"type": "ModelError", "message": "down", "phase": "inference", "step": 1}
+    state = wb.AgentState.from_json(json.dumps(raw))
+    assert state.schema_version == 3
+    assert state.error is not None and state.error.traceback is None
 
 
 def _raw(**changes: object) -> str:
@@ -136,7 +145,7 @@ def _raw(**changes: object) -> str:
 
 
 def test_future_version_is_a_clear_error() -> None:
-    with pytest.raises(wb.StateFormatError, match=r"version 99 .*reads version 2.*newer"):
+    with pytest.raises(wb.StateFormatError, match=r"version 99 .*reads version 3.*newer"):
         wb.AgentState.from_json(_raw(schema_version=99))
 
 

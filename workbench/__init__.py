@@ -113,11 +113,12 @@ from workbench.models import (
     RetryPolicy,
     ScriptedModel,
 )
+from workbench.observing import RunObserver
 from workbench.recheck import RecheckSummary, arecheck, recheck
 from workbench.records import (
     HookTiming,
     PhaseEvent,
-    RunObserver,
+    RunError,
     StepContext,
     StepRecord,
     SubagentResult,
@@ -235,6 +236,7 @@ __all__ = [
     "RetryPolicy",
     "RetryPrompt",
     "RunDiff",
+    "RunError",
     "RunFatalError",
     "RunFilter",
     "RunNotFound",

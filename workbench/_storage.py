@@ -34,6 +34,7 @@ from workbench._runfacts import facts_of
 from workbench.errors import RunNotFound, StoreError
 from workbench.messages import Message, ToolDefinition
 from workbench.records import StepContext, StepRecord
+from workbench.state import MIGRATIONS as STATE_MIGRATIONS
 from workbench.state import SCHEMA_VERSION as STATE_SCHEMA_VERSION
 from workbench.state import AgentState, validation_summary
 
@@ -365,8 +366,7 @@ def load_state(
     The messages were validated one by one as they were read; they join the validated state
     afterwards, so loading a snapshot costs nothing per message it shares with the others.
     """
-    raw = _object(_bounded(body, size, where, limit), where)
-    _check_state_version(raw, where)
+    raw = _current_state(_object(_bounded(body, size, where, limit), where), where)
     raw["messages"] = ()
     try:
         state = AgentState.model_validate(raw)
@@ -393,7 +393,7 @@ def load_snapshot(
     state = raw.get("state")
     if not isinstance(state, dict):
         raise StoreError(f"{where}: the snapshot has no state object")
-    _check_state_version(state, where)
+    state = raw["state"] = _current_state(state, where)
     state["messages"] = ()
     try:
         snapshot = StepContext.model_validate(raw)
@@ -494,14 +494,18 @@ def _object(text: str, where: str) -> dict[str, Any]:
     return raw
 
 
-def _check_state_version(raw: dict[str, Any], where: str) -> None:
+def _current_state(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """A stored state in today's layout: an older version migrated, a newer one refused."""
     version = raw.get("schema_version")
+    if isinstance(version, int) and version in STATE_MIGRATIONS:
+        return STATE_MIGRATIONS[version](raw)
     if version != STATE_SCHEMA_VERSION:
         newer = isinstance(version, int) and version > STATE_SCHEMA_VERSION
         raise StoreError(
             f"{where}: state schema version {version!r} is not supported: this workbench reads "
             f"version {STATE_SCHEMA_VERSION}" + (" (written by a newer workbench)" if newer else "")
         )
+    return raw
 
 
 def _clip(text: str, limit: int = 60) -> str:

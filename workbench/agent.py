@@ -25,7 +25,9 @@ from workbench.hooks.runner import hook_tuple
 from workbench.messages import JsonValue, Message
 from workbench.models.base import Model, ModelSettings
 from workbench.models.replay import tool_replay_of
-from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext
+from workbench.observing import RunObserver
+from workbench.records import PhaseEvent, RunResult, StepContext
+from workbench.redact import Redactor
 from workbench.rerun import rerun_state
 from workbench.state import AgentState, new_id
 from workbench.store import RunNotFound, RunStore
@@ -381,8 +383,14 @@ class Agent:
             on_text_delta=on_text_delta,
             tool_recording=recording,
             replay_tools=replay_tools,
+            redactor=self._redactor(model or self.model),
         )
         return AgentRun(Execution(config, state))
+
+    def _redactor(self, model: Model) -> Redactor:
+        """The telemetry's redactor (its patterns) or the built-in one, with the model's key."""
+        telemetry = self.telemetry
+        return (telemetry.redactor if telemetry is not None else Redactor()).with_model(model)
 
     def _recorded(self, run_id: str) -> RunResult | None:
         """What the store holds of a run, if it holds it."""

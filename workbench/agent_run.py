@@ -175,7 +175,11 @@ class AgentRun:
             state=self.state, elapsed=self._execution.elapsed(), steps_completed=steps_completed
         )
         among = self.breakpoints if breakpoints is None else breakpoints
-        return first_hit(among, view, event.phase, following)
+        execution = self._execution
+        hit = first_hit(among, view, event.phase, following, execution.config.redactor.text)
+        if hit is not None and hit.exception is not None:
+            execution.keep_breakpoint_error(hit.exception)
+        return hit
 
     def run_to_breakpoint(self) -> PhaseEvent | None:
         """Sync `arun_to_breakpoint`."""

@@ -26,7 +26,8 @@ from typing import Literal
 
 from workbench._record import Record
 from workbench.conditions import RunView
-from workbench.state import Phase
+from workbench.redact import redacted
+from workbench.state import ErrorInfo, Phase
 
 __all__ = ["Break", "first_hit", "parse_break"]
 
@@ -47,6 +48,13 @@ class Break(Record):
     """Where it fires: the run it was given to ("run") or that run and its sub-runs ("tree")."""
     error: str | None = None
     """Set on the breakpoint `first_hit` returns when its predicate raised."""
+    exception: ErrorInfo | None = None
+    """What the predicate raised, with its traceback (set with ``error``)."""
+
+    @property
+    def traceback(self) -> str | None:
+        """Where the predicate raised, if it did: the user's frames first, redacted."""
+        return self.exception.traceback if self.exception is not None else None
 
     def __str__(self) -> str:
         where = ""
@@ -131,13 +139,23 @@ def parse_break(text: str) -> Break:
 
 
 def first_hit(
-    breakpoints: Sequence[Break], view: RunView, ran: Phase, following: Phase | None
+    breakpoints: Sequence[Break],
+    view: RunView,
+    ran: Phase,
+    following: Phase | None,
+    redact: Callable[[str], str] = redacted,
 ) -> Break | None:
-    """The first breakpoint that fires after phase ``ran``, or None."""
+    """The first breakpoint that fires after phase ``ran``, or None.
+
+    ``redact`` is the run's redactor: what a predicate raised is kept through it.
+    """
     for breakpoint in breakpoints:
         try:
             if breakpoint.hits(view, ran, following):
                 return breakpoint
         except Exception as exc:  # a predicate that raises stops the run, recorded
-            return breakpoint.model_copy(update={"error": f"{type(exc).__name__}: {exc}"})
+            kept = ErrorInfo.of(exc, phase=ran, step=view.state.step, redact=redact)
+            return breakpoint.model_copy(
+                update={"error": f"{kept.type}: {kept.message}", "exception": kept}
+            )
     return None

@@ -16,7 +16,8 @@ from workbench.history import HistoryProcessor
 from workbench.hooks.runner import AnyHook
 from workbench.models.base import Model, ModelSettings
 from workbench.models.replay_tools import ToolRecording
-from workbench.records import RunObserver
+from workbench.observing import RunObserver
+from workbench.redact import Redactor
 from workbench.subagent import SubagentLimits
 from workbench.tools import Tool
 from workbench.toolsets import Toolset
@@ -62,3 +63,6 @@ class LoopConfig:
     ``replay_tools``."""
     replay_tools: bool = False
     """Answer the replayed responses' tool calls from ``tool_recording``: nothing recorded runs."""
+    redactor: Redactor = field(default_factory=Redactor)
+    """The run's redactor (the telemetry's patterns and the model's key): what the run keeps of
+    an exception (its message and traceback) goes through it."""

@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 
 from workbench.conditions import Budget, RunView
 from workbench.config import LoopConfig
+from workbench.drafts import StepDraft
 from workbench.errors import ResponseRetriesExceeded, ToolRetriesExceeded
 from workbench.hooks.loop import LoopHooks, with_arguments
 from workbench.hooks.runner import HookReport
@@ -31,13 +32,12 @@ from workbench.messages import (
     with_unique_call_ids,
 )
 from workbench.models.base import ModelRequest, server_of
+from workbench.observing import Observers
 from workbench.records import (
     HookTiming,
-    Observers,
     PhaseEvent,
     RunResult,
     StepContext,
-    StepDraft,
     StepRecord,
 )
 from workbench.state import (
@@ -102,6 +102,7 @@ class Execution:
             lambda: this.state,
             lambda report: this._hook_called(report),
             config.max_hook_turns,
+            config.redactor.text,
         )
         self._observers = Observers(config.observers)
         self._runner = ToolRunner(config, self._hooks, self._observers)
@@ -170,6 +171,21 @@ class Execution:
         """Swap in an edited state between phases (edited or dropped tool calls, a resume)."""
         self.state = state
 
+    def keep_breakpoint_error(self, error: ErrorInfo) -> None:
+        """A breakpoint predicate raised after the last phase: its step's record keeps it.
+
+        That is the step under way; between steps, the step before (its record has then gone
+        to the observers already, so only this process's result shows it).
+        """
+        draft = self._draft
+        if draft is not None:
+            kept = (*draft.breakpoint_errors, error)
+            self._draft = draft.model_copy(update={"breakpoint_errors": kept})
+        elif self.steps:
+            last = self.steps[-1]
+            kept = (*last.breakpoint_errors, error)
+            self.steps[-1] = last.model_copy(update={"breakpoint_errors": kept})
+
     # -- phases ---------------------------------------------------------------------------------
 
     async def _prepare(self) -> Phase | None:
@@ -229,8 +245,8 @@ class Execution:
             response = await requested
         except Exception as exc:
             duration = time.perf_counter() - started
-            error = ErrorInfo(
-                type=type(exc).__name__, message=str(exc), phase=Phase.INFERENCE, step=draft.index
+            error = ErrorInfo.of(
+                exc, phase=Phase.INFERENCE, step=draft.index, redact=self.config.redactor.text
             )
             self._draft = draft.model_copy(
                 update={"model_started_at": wall, "model_duration": duration, "model_error": error}
@@ -437,9 +453,8 @@ class Execution:
         """End the run as FAILED, keeping the error; the loop then winds up (nothing follows)."""
         if self.state.status.is_terminal:
             return
-        error = ErrorInfo(
-            type=type(exc).__name__, message=str(exc), phase=phase, step=self.state.step
-        )
+        redact = self.config.redactor.text
+        error = ErrorInfo.of(exc, phase=phase, step=self.state.step, redact=redact)
         self.failure = exc
         self._end(StopReason.ERROR, error=error)
 
@@ -519,6 +534,7 @@ class Execution:
             duration=report.duration,
             started_at=report.started_at,
             error=report.error,
+            exception=report.exception,
         )
         self._observers.hook_called(self.state.step, timing, report.started_at, report.error)
 

@@ -3,7 +3,7 @@
 A guard is ``guard(call, ctx) -> ToolPermission | (ToolPermission, reason)``, sync or async. Guards
 run in order; the first DENY wins, otherwise the first ASK pauses the run for approval. A guard that
 raises denies the call (guards fail closed) and the error, redacted as a tool's error is, is the
-reason.
+reason; the exception itself comes back too, for its traceback.
 """
 
 from __future__ import annotations
@@ -12,11 +12,19 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 
+from workbench._record import Record
 from workbench.messages import ToolCall
 from workbench.redact import error_text
 from workbench.tools import ToolContext
 
-__all__ = ["ALLOWED", "GuardDecision", "ToolGuard", "ToolPermission", "check_guards"]
+__all__ = [
+    "ALLOWED",
+    "GuardAnswer",
+    "GuardDecision",
+    "ToolGuard",
+    "ToolPermission",
+    "check_guards",
+]
 
 
 class ToolPermission(StrEnum):
@@ -31,33 +39,46 @@ GuardDecision = ToolPermission | tuple[ToolPermission, str]
 ToolGuard = Callable[[ToolCall, ToolContext], GuardDecision | Awaitable[GuardDecision]]
 
 
-ALLOWED: tuple[ToolPermission, str] = (ToolPermission.ALLOW, "")
+class GuardAnswer(Record):
+    """The guards' combined answer for a call, and what a guard raised (then it denies).
+
+    The exception is kept for its traceback; the reason the model reads says it in one line.
+    """
+
+    permission: ToolPermission
+    reason: str = ""
+    raised: Exception | None = None
+
+
+ALLOWED = GuardAnswer(permission=ToolPermission.ALLOW)
 """The answer when no guard objects (and with no guards at all)."""
 
 
 async def check_guards(
     guards: Sequence[ToolGuard], call: ToolCall, ctx: ToolContext
-) -> tuple[ToolPermission, str]:
+) -> GuardAnswer:
     """The combined answer of all guards for ``call``, with the deciding guard's reason."""
-    ask: tuple[ToolPermission, str] | None = None
+    ask: GuardAnswer | None = None
     for guard in guards:
-        permission, reason = await _ask(guard, call, ctx)
-        if permission is ToolPermission.DENY:
-            return permission, reason
-        if permission is ToolPermission.ASK and ask is None:
-            ask = permission, reason
+        answer = await _ask(guard, call, ctx)
+        if answer.permission is ToolPermission.DENY:
+            return answer
+        if answer.permission is ToolPermission.ASK and ask is None:
+            ask = answer
     return ask or ALLOWED
 
 
-async def _ask(guard: ToolGuard, call: ToolCall, ctx: ToolContext) -> tuple[ToolPermission, str]:
+async def _ask(guard: ToolGuard, call: ToolCall, ctx: ToolContext) -> GuardAnswer:
     name = getattr(guard, "__name__", type(guard).__name__)
     try:
         answer = guard(call, ctx)
         if inspect.isawaitable(answer):
             answer = await answer
     except Exception as exc:  # the reason is read by the model and stored: no secret in it
-        return ToolPermission.DENY, f"guard {name} failed: {error_text(exc)}"
-    return _read(answer, name)
+        why = f"guard {name} failed: {error_text(exc)}"
+        return GuardAnswer(permission=ToolPermission.DENY, reason=why, raised=exc)
+    permission, reason = _read(answer, name)
+    return GuardAnswer(permission=permission, reason=reason)
 
 
 def _read(answer: object, name: str) -> tuple[ToolPermission, str]:

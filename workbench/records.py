@@ -1,13 +1,13 @@
-"""What the loop records about each step, and the observer seam that telemetry and stores use.
+"""What the loop records about each step and run, and what went wrong in a run tree.
 
 `StepRecord` is the per-step account a user reads in `result.steps`: what the model saw, what it
 answered, what each tool call did, tokens, and the timing breakdown. `StepContext` is the snapshot
-taken at the start of a step, enough to re-run from there. Both are frozen.
+taken at the start of a step, enough to re-run from there. Both are frozen. `RunResult.errors`
+reads the records of a run tree into `RunError`s (`run_errors`), so a stored run has them too.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Sequence
 from typing import Literal, Protocol
@@ -25,23 +25,24 @@ from workbench.state import (
     PendingCall,
     Phase,
     StopReason,
-    TraceRef,
     new_id,
 )
 
 __all__ = [
     "HookTiming",
-    "Observers",
     "PhaseEvent",
     "RecordedRun",
-    "RunObserver",
+    "RunError",
     "RunResult",
     "StepContext",
-    "StepDraft",
     "StepRecord",
     "SubagentResult",
     "Timing",
     "ToolOutcome",
+    "errors_summary",
+    "run_error",
+    "run_errors",
+    "step_errors",
 ]
 
 OutcomeStatus = Literal["ok", "error", "retry", "denied", "pending", "dropped"]
@@ -82,6 +83,14 @@ class ToolOutcome(Record):
     """When the call's pipeline began (`time.time()`): its span starts here."""
     replayed: bool = False
     """Answered from a recording (``tools="replay"``): the tool did not run."""
+    exception: ErrorInfo | None = None
+    """What was raised, when something was: the tool's exception (status ``error``), a
+    guard's (``denied``: a guard that raises denies), or the failure of a sub-agent's run."""
+
+    @property
+    def traceback(self) -> str | None:
+        """Where the tool (or guard, or sub-run) raised: the user's frames first, redacted."""
+        return self.exception.traceback if self.exception is not None else None
 
 
 class HookTiming(Record):
@@ -94,6 +103,13 @@ class HookTiming(Record):
     """When the invocation began (`time.time()`): its span starts here."""
     error: str | None = None
     """What went wrong (timeout, crash, bad output), if anything did."""
+    exception: ErrorInfo | None = None
+    """What an in-process hook raised, if it raised (its traceback included)."""
+
+    @property
+    def traceback(self) -> str | None:
+        """Where the hook raised, if it did: the user's frames first, redacted."""
+        return self.exception.traceback if self.exception is not None else None
 
 
 class Timing(Record):
@@ -153,6 +169,8 @@ class StepRecord(Record):
     """Why the model call failed, if it did (the run may still end otherwise, e.g. a time limit)."""
     ended_at: float | None = None
     """When the step's record was closed (`time.time()`)."""
+    breakpoint_errors: tuple[ErrorInfo, ...] = ()
+    """Breakpoint predicates (`Break.when`) that raised during this step; each stopped the run."""
 
     def __repr__(self) -> str:  # short: the full messages are one attribute away
         calls = ", ".join(f"{o.name}:{o.status}" for o in self.tool_outcomes)
@@ -232,242 +250,176 @@ class StepContext(Record):
         )
 
 
-class StepDraft(Record):
-    """The step under way, as the loop fills it in; `record` makes its `StepRecord`."""
+ErrorKind = Literal["tool", "guard", "hook", "breakpoint", "subrun", "run"]
 
-    index: int
-    started_at: float
-    messages_in: tuple[Message, ...] = ()
-    first_new: int = 0
-    tools_offered: tuple[str, ...] = ()
-    tools_hidden: tuple[tuple[str, str], ...] = ()
-    response: ModelResponse | None = None
-    outcomes: tuple[ToolOutcome, ...] = ()
-    model_started_at: float | None = None
-    model_duration: float = 0.0
-    model_error: ErrorInfo | None = None
-    snapshot_id: str | None = None
+_KIND_LABELS: dict[ErrorKind, tuple[str, str]] = {
+    "tool": ("tool error", "tool errors"),
+    "guard": ("guard error", "guard errors"),
+    "hook": ("hook error", "hook errors"),
+    "breakpoint": ("breakpoint error", "breakpoint errors"),
+    "subrun": ("failed sub-run", "failed sub-runs"),
+    "run": ("run error", "run errors"),
+}
 
-    def sending(self, messages: Sequence[Message], history: tuple[Message, ...]) -> StepDraft:
-        """The draft with what the model will be sent: ``messages``, shaped from ``history``.
 
-        The run's own ``history`` goes in as it is, not validated and copied again: the step's
-        draft, model request and record then share one tuple, so a run holds its conversation
-        once per step (not three times) and checks each message once, when it was made (not
-        again at every step). What a history processor returned instead comes from outside: it
-        is checked, as the constructor checks anything that comes in.
-        """
-        if messages is history:
-            return self.model_copy(update={"messages_in": history})
-        return StepDraft.model_validate({**dict(self), "messages_in": tuple(messages)})
+class RunError(Record):
+    """One thing that went wrong somewhere in a run tree, and where: agent, run, step, call.
 
-    def record(
-        self,
-        state: AgentState,
-        hooks: _HookLog,
-        telemetry: float,
-        phases: Sequence[tuple[Phase, float, float]],
-    ) -> StepRecord:
-        """The step's record as ``state`` stands, with what hooks did and what observers cost.
+    ``kind`` says what failed: a tool call (``tool``), a guard that raised (``guard``: the call
+    was denied), a hook (``hook``), a breakpoint predicate (``breakpoint``), a sub-run that
+    failed, stopped at a limit or was aborted (``subrun``), or the run itself (``run``).
+    """
 
-        ``phases`` are the step's phases as they ended: ``(phase, started at, seconds)``. The
-        loop collects them and they are frozen here, once, rather than copied into the draft
-        at every phase. The messages were checked when they were made; they go in as they are
-        (`sending`).
-        """
-        timing: dict[Phase, float] = {}
-        for phase, _, seconds in phases:
-            timing[phase] = timing.get(phase, 0.0) + seconds
-        response = self.response
-        executed = [o for o in self.outcomes if o.status in ("ok", "error", "retry")]
-        return StepRecord(
-            index=self.index,
-            run_id=state.run_id,
-            execution_id=state.execution_id,
-            messages_in=(),
-            new_messages=(),
-            response=response,
-            tool_outcomes=self.outcomes,
-            usage=response.usage if response is not None else Usage(),
-            timing=Timing(
-                prepare=timing.get(Phase.PREPARE, 0.0),
-                inference=timing.get(Phase.INFERENCE, 0.0),
-                tools=timing.get(Phase.TOOLS, 0.0),
-                continuation=timing.get(Phase.CONTINUATION, 0.0),
-                telemetry=telemetry,
-                hooks=hooks.seconds,
-                per_hook=hooks.timings,
-                time_to_first_token=response.time_to_first_token if response else None,
-                per_tool=tuple((o.call_id, o.name, o.duration) for o in executed),
-            ),
-            status=state.status,
-            stop_reason=state.stop_reason,
-            tools_offered=self.tools_offered,
-            tools_hidden=self.tools_hidden,
-            snapshot_id=self.snapshot_id,
-            started_at=self.started_at,
-            hook_errors=hooks.errors,
-            hook_messages=hooks.notes,
-            phase_starts=tuple((phase, at) for phase, at, _ in phases),
-            model_started_at=self.model_started_at,
-            model_duration=self.model_duration,
-            model_error=self.model_error,
-            ended_at=time.time(),
-        ).model_copy(
-            update={
-                "messages_in": self.messages_in,
-                "new_messages": state.messages[self.first_new :],
-            }
+    kind: ErrorKind
+    agent: str
+    run_id: str
+    depth: int = 0
+    """How deep the run is in its tree (0: the run asked about)."""
+    step: int | None = None
+    call_id: str | None = None
+    """The tool call it is about (a tool's, a guard's, the call that started a sub-run)."""
+    name: str | None = None
+    """The tool, or the hook, that failed."""
+    message: str
+    type: str | None = None
+    """The exception's type, when something raised."""
+    traceback: str | None = None
+    """Where it was raised, when something raised: the user's frames first, redacted."""
+
+    @property
+    def where(self) -> str:
+        """Where it happened, as a person says it: ``step 3, apply_discount in digger``."""
+        place = ", ".join(
+            part
+            for part in (f"step {self.step}" if self.step is not None else "", self.name or "")
+            if part
         )
-
-
-class _HookLog(Protocol):
-    """What hooks did during a step (`workbench.hooks.runner.HookLog`, which sits above)."""
+        return f"{place} in {self.agent}" if place else self.agent
 
     @property
-    def seconds(self) -> float: ...
+    def line(self) -> str:
+        """Where, then what: ``step 3, apply_discount in digger: TypeError: ...``."""
+        what = f"{self.type}: {self.message}" if self.type else self.message
+        return f"{self.where}: {what}"
 
-    @property
-    def timings(self) -> tuple[HookTiming, ...]: ...
-
-    @property
-    def errors(self) -> tuple[str, ...]: ...
-
-    @property
-    def notes(self) -> tuple[str, ...]: ...
+    def __repr__(self) -> str:
+        return f"RunError({self.kind}, {_clip(self.line, 120)})"
 
 
-class RunObserver:
-    """Receives the loop's events; telemetry and run stores subclass it. Every method is a no-op.
+def errors_summary(status: str, errors: Sequence[RunError]) -> str:
+    """The one line every view starts with: ``completed, 1 tool error: step 3, add in digger``.
 
-    Observers must not block: the loop times them (``Timing.telemetry``). One that raises is
-    logged and the run goes on (see `Observers`).
+    Several errors are counted by kind and the first one is named.
     """
-
-    def run_started(self, state: AgentState) -> None:
-        """An execution starts (a new run, or a paused run resumed)."""
-
-    def step_started(self, snapshot: StepContext) -> None:
-        """PREPARE took the step's snapshot."""
-
-    def phase_ended(self, event: PhaseEvent, started_at: float) -> None:
-        """A phase finished; ``started_at`` is its `time.time()` start."""
-
-    def model_called(
-        self,
-        step: int,
-        request_messages: tuple[Message, ...],
-        response: ModelResponse | None,
-        started_at: float,
-        duration: float,
-        error: BaseException | None,
-    ) -> None:
-        """A model call finished (``response`` is None when it failed)."""
-
-    def tool_called(self, step: int, outcome: ToolOutcome, started_at: float) -> None:
-        """A tool call was decided or executed."""
-
-    def hook_called(
-        self, step: int, timing: HookTiming, started_at: float, error: str | None
-    ) -> None:
-        """A hook ran (``error`` says what went wrong, if anything did)."""
-
-    def step_ended(self, record: StepRecord) -> None:
-        """A step finished, paused or ended the run."""
-
-    def run_ended(self, state: AgentState) -> None:
-        """The execution ended or paused."""
-
-    def trace_context(self) -> TraceRef | None:
-        """The trace this observer records the execution in, if it does (asked after `run_started`).
-
-        The loop keeps it in `AgentState.trace`, so a resumed execution can link to this one.
-        """
-        return None
+    if not errors:
+        return status
+    counts: dict[ErrorKind, int] = {}
+    for error in errors:
+        counts[error.kind] = counts.get(error.kind, 0) + 1
+    what = ", ".join(f"{count} {_KIND_LABELS[kind][count != 1]}" for kind, count in counts.items())
+    first = errors[0].where
+    return f"{status}, {what}: {first}" if len(errors) == 1 else f"{status}, {what}; first: {first}"
 
 
-log = logging.getLogger("workbench")
+def step_errors(step: StepRecord, state: AgentState) -> tuple[RunError, ...]:
+    """What went wrong in one step of the run ``state`` is a state of, its sub-runs aside.
 
-
-class Observers(RunObserver):
-    """The loop's observers as one: each event goes to each observer in turn.
-
-    It times them (``seconds`` adds up their cost, for `Timing.telemetry`) and keeps a failing
-    observer from breaking the run it watches: the exception is logged and the run goes on.
+    A sub-agent call that failed because its sub-run failed is not counted here: the sub-run's
+    own error is (`run_error` of the sub-run, where it failed, with its traceback). A sub-agent
+    call whose sub-run stopped at a limit or was aborted is, as a ``subrun`` error of the call.
+    The run store counts a run's errors step by step with this, without its children.
     """
+    found = [e for outcome in step.tool_outcomes if (e := _call_error(outcome, step, state))]
+    unnamed = list(step.hook_errors)  # each hook's error is also in the step's list
+    for hook in step.timing.per_hook:
+        if hook.error is not None:
+            if hook.error in unnamed:
+                unnamed.remove(hook.error)
+            raised = hook.exception
+            said = raised.message if raised is not None else hook.error
+            found.append(_error(state, step, "hook", said, raised, name=hook.hook))
+    found += (_error(state, step, "hook", text) for text in unnamed)
+    found += (_error(state, step, "breakpoint", e.message, e) for e in step.breakpoint_errors)
+    return tuple(found)
 
-    def __init__(self, observers: tuple[RunObserver, ...]) -> None:
-        self.observers = observers
-        self.seconds = 0.0
 
-    def _each(self, event: str, *args: object) -> None:
-        if not self.observers:
-            return
-        started = time.perf_counter()
-        for observer in self.observers:
-            try:
-                getattr(observer, event)(*args)
-            except Exception:
-                _failed(observer, event)
-        self.seconds += time.perf_counter() - started
-
-    def run_started(self, state: AgentState) -> None:
-        """Tell each observer."""
-        self._each("run_started", state)
-
-    def step_started(self, snapshot: StepContext) -> None:
-        """Tell each observer."""
-        self._each("step_started", snapshot)
-
-    def phase_ended(self, event: PhaseEvent, started_at: float) -> None:
-        """Tell each observer."""
-        self._each("phase_ended", event, started_at)
-
-    def model_called(
-        self,
-        step: int,
-        request_messages: tuple[Message, ...],
-        response: ModelResponse | None,
-        started_at: float,
-        duration: float,
-        error: BaseException | None,
-    ) -> None:
-        """Tell each observer."""
-        self._each("model_called", step, request_messages, response, started_at, duration, error)
-
-    def tool_called(self, step: int, outcome: ToolOutcome, started_at: float) -> None:
-        """Tell each observer."""
-        self._each("tool_called", step, outcome, started_at)
-
-    def hook_called(
-        self, step: int, timing: HookTiming, started_at: float, error: str | None
-    ) -> None:
-        """Tell each observer."""
-        self._each("hook_called", step, timing, started_at, error)
-
-    def step_ended(self, record: StepRecord) -> None:
-        """Tell each observer."""
-        self._each("step_ended", record)
-
-    def run_ended(self, state: AgentState) -> None:
-        """Tell each observer."""
-        self._each("run_ended", state)
-
-    def trace_context(self) -> TraceRef | None:
-        """The first trace an observer records the execution in."""
-        for observer in self.observers:
-            try:
-                trace = observer.trace_context()
-            except Exception:
-                _failed(observer, "trace_context")
-                continue
-            if trace is not None:
-                return trace
+def run_error(state: AgentState) -> RunError | None:
+    """The run's own failure (``subrun`` below the root), if it failed."""
+    error = state.error
+    if error is None:
         return None
+    return RunError(
+        kind="subrun" if state.depth else "run",
+        agent=state.agent_name,
+        run_id=state.run_id,
+        depth=state.depth,
+        step=error.step,
+        message=error.message,
+        type=error.type,
+        traceback=error.traceback,
+    )
 
 
-def _failed(observer: RunObserver, event: str) -> None:
-    log.exception("observer %r failed on %s; the run goes on", observer, event)
+def run_errors(run: RecordedRun) -> tuple[RunError, ...]:
+    """What went wrong anywhere in ``run``'s tree, in the order it happened.
+
+    A sub-run's errors come right after the call that started it, then the step's hook errors.
+    """
+    children: dict[str | None, list[RunResult]] = {}
+    for child in run.children:
+        children.setdefault(child.parent_call_id, []).append(child)
+    found: list[RunError] = []
+    for step in run.steps:
+        for outcome in step.tool_outcomes:
+            error = _call_error(outcome, step, run.state)
+            found += (error,) if error is not None else ()
+            found += (e for child in children.pop(outcome.call_id, ()) for e in run_errors(child))
+        found += (e for e in step_errors(step, run.state) if e.call_id is None)
+    found += (e for rest in children.values() for child in rest for e in run_errors(child))
+    own = run_error(run.state)
+    return (*found, own) if own is not None else tuple(found)
+
+
+def _call_error(outcome: ToolOutcome, step: StepRecord, state: AgentState) -> RunError | None:
+    """The error of one tool call, if it is one (see `step_errors`)."""
+    raised = outcome.exception
+    kind: ErrorKind
+    if outcome.status == "denied" and raised is not None:
+        kind = "guard"
+    elif outcome.status != "error":
+        return None
+    elif outcome.subagent is None:
+        kind = "tool"
+    elif outcome.subagent.error is None:  # stopped at a limit, or aborted
+        kind, raised = "subrun", None
+    else:  # the sub-run failed: its own error is the one
+        return None
+    message = raised.message if raised is not None else outcome.content
+    return _error(state, step, kind, message, raised, call=outcome)
+
+
+def _error(
+    state: AgentState,
+    step: StepRecord,
+    kind: ErrorKind,
+    message: str,
+    raised: ErrorInfo | None = None,
+    *,
+    call: ToolOutcome | None = None,
+    name: str | None = None,
+) -> RunError:
+    return RunError(
+        kind=kind,
+        agent=state.agent_name,
+        run_id=state.run_id,
+        depth=state.depth,
+        step=step.index,
+        call_id=call.call_id if call is not None else None,
+        name=call.name if call is not None else name,
+        message=message,
+        type=raised.type if raised is not None else None,
+        traceback=raised.traceback if raised is not None else None,
+    )
 
 
 class RunResult(Record):
@@ -486,10 +438,24 @@ class RunResult(Record):
 
     def __repr__(self) -> str:  # short: a long run's messages would fill a notebook
         return (
-            f"RunResult(run_id={self.run_id!r}, status={self.status.value}, "
+            f"RunResult(status={self.summary!r}, run_id={self.run_id!r}, "
             f"stop_reason={self.stop_reason}, steps={len(self.steps)}, "
             f"tokens={self.usage.total_tokens}, output={_clip(self.output)})"
         )
+
+    @property
+    def errors(self) -> tuple[RunError, ...]:
+        """What went wrong anywhere in the run tree, in the order it happened (`RunError`).
+
+        Tool, guard, hook and breakpoint errors, failed or limited sub-runs, the run's own
+        failure. Computed from the records, so a stored run has them too.
+        """
+        return run_errors(self)
+
+    @property
+    def summary(self) -> str:
+        """Status and errors in one line: ``completed, 1 tool error: step 3, add in digger``."""
+        return errors_summary(self.status.value, self.errors)
 
     @property
     def parent_run_id(self) -> str | None:

@@ -15,7 +15,15 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["REDACTED", "Redactor", "credential_header", "credentials", "error_text", "redacted"]
+__all__ = [
+    "REDACTED",
+    "Redactor",
+    "credential_header",
+    "credentials",
+    "error_text",
+    "redacted",
+    "unicode_text",
+]
 
 REDACTED = "[REDACTED]"
 
@@ -207,3 +215,22 @@ def _basic(value: str) -> list[str]:
         return []
     password = pair.partition(":")[2]
     return [pair, password, unquote(password)] if password else []
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unicode_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, so that it can be written as UTF-8.
+
+    Python decodes a file name that is not UTF-8 with ``surrogateescape``, so a tool that lists a
+    directory can return such text; JSON, SQLite and protobuf refuse it, and the run could not be
+    stored, serialized or exported. ASCII text, the usual case, is returned at once.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text

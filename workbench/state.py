@@ -28,9 +28,11 @@ from workbench.messages import (
     Usage,
     answered_only,
 )
-from workbench.redact import redacted
+from workbench.redact import redacted, unicode_text
+from workbench.tracebacks import traceback_text
 
 __all__ = [
+    "MIGRATIONS",
     "SCHEMA_VERSION",
     "AgentState",
     "ErrorInfo",
@@ -46,11 +48,12 @@ __all__ = [
     "new_id",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the `AgentState` JSON format. Bump it (and add a migration) on any change.
 
 2: the model's unusable responses are counted in ``response_retries``, not as a ``"<response>"``
-tool in ``retries``; runs carry ``metadata``."""
+tool in ``retries``; runs carry ``metadata``.
+3: an error keeps its traceback (`ErrorInfo.traceback`)."""
 
 
 _ids = (
@@ -208,21 +211,46 @@ class PendingCall(Record):
 
 
 class ErrorInfo(Record):
-    """An error kept in the state: what it was, and where it happened.
+    """An error kept in the state: what it was, where it happened, and its traceback.
 
-    Its message is redacted as it is made (`workbench.redact.redacted`): it is stored, shown,
-    and read by a calling run's model when a sub-run fails.
+    Its message and traceback are redacted as they are made (`workbench.redact.redacted`) and
+    made valid UTF-8: they are stored, shown, and read by a calling run's model when a sub-run
+    fails.
     """
 
     type: str
     message: str
     phase: Phase | None = None
     step: int | None = None
+    traceback: str | None = None
+    """Where it was raised (`workbench.tracebacks.traceback_text`): the user's frames first."""
 
-    @field_validator("message")
+    @field_validator("message", "traceback")
     @classmethod
-    def _no_secrets(cls, message: str) -> str:
-        return redacted(message)
+    def _no_secrets(cls, text: str | None) -> str | None:
+        """Redacted, and valid UTF-8 (an exception may quote a file name that is not)."""
+        return None if text is None else unicode_text(redacted(text))
+
+    @classmethod
+    def of(
+        cls,
+        exc: BaseException,
+        *,
+        phase: Phase | None = None,
+        step: int | None = None,
+        redact: Callable[[str], str] = redacted,
+    ) -> ErrorInfo:
+        """What is kept of a raised exception: its type, message and traceback, redacted.
+
+        ``redact`` is the run's redactor (the built-in patterns, the user's, the model's key).
+        """
+        return cls(
+            type=type(exc).__name__,
+            message=redact(str(exc)),
+            phase=phase,
+            step=step,
+            traceback=traceback_text(exc, redact),
+        )
 
 
 class RerunOf(Record):
@@ -375,7 +403,7 @@ class AgentState(Record):
     @classmethod
     def from_json(cls, text: str | bytes) -> AgentState:
         """Read a state written by `to_json`, refusing versions this code cannot read."""
-        raw = read_versioned(text, "state", SCHEMA_VERSION, StateFormatError, {1: _from_version_1})
+        raw = read_versioned(text, "state", SCHEMA_VERSION, StateFormatError, MIGRATIONS)
         try:
             return cls.model_validate(raw)
         except ValidationError as exc:
@@ -388,13 +416,25 @@ _NO_MIGRATIONS: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
 def _from_version_1(raw: dict[str, Any]) -> dict[str, Any]:
-    """A version 1 state in the version 2 layout (its ``"<response>"`` retries moved)."""
+    """A version 1 state in today's layout (its ``"<response>"`` retries moved)."""
     retries = raw.get("retries")
     moved = dict(raw, schema_version=SCHEMA_VERSION)
     if isinstance(retries, dict) and "<response>" in retries:
         moved["retries"] = {k: v for k, v in retries.items() if k != "<response>"}
         moved["response_retries"] = retries["<response>"]
     return moved
+
+
+def _from_version_2(raw: dict[str, Any]) -> dict[str, Any]:
+    """A version 2 state in today's layout: the same, its errors without a traceback."""
+    return dict(raw, schema_version=SCHEMA_VERSION)
+
+
+MIGRATIONS: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _from_version_1,
+    2: _from_version_2,
+}
+"""How a state written with an older ``schema_version`` is read today (files and the store)."""
 
 
 def read_versioned(

@@ -340,6 +340,7 @@ def _returned(name: str, runs: tuple[RunResult, ...], paused: AgentState | None)
         runs=runs,
         subagent=summary,
         is_error=problem is not None,
+        exception=result.error,
     )
 
 

@@ -20,9 +20,10 @@ from workbench.errors import ReplayDivergence
 from workbench.guards import ALLOWED, ToolGuard, ToolPermission, check_guards
 from workbench.hooks.runner import parent_hooks
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
-from workbench.records import Observers, OutcomeStatus, RunResult, SubagentResult, ToolOutcome
+from workbench.observing import Observers
+from workbench.records import OutcomeStatus, RunResult, SubagentResult, ToolOutcome
 from workbench.redact import error_text
-from workbench.state import AgentState, ExecutionStatus, PendingCall, Phase, new_id
+from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase, new_id
 from workbench.subagent import SubagentTool, SubagentTree, subagent_tree
 from workbench.tools import (
     ArgumentError,
@@ -71,6 +72,8 @@ class Decision(Record):
     updated_input: dict[str, JsonValue] | None = None
     """Arguments a PreToolUse hook gave instead of the model's."""
     hook_errors: tuple[str, ...] = ()
+    raised: Exception | None = None
+    """What a guard raised (it denies the call), for the traceback the outcome keeps."""
 
 
 async def decide(
@@ -81,9 +84,10 @@ async def decide(
     The first DENY wins, then a hook's block, then an ASK (a guard's, then a hook's); hooks only
     restrict: a hook's allow does not lift a guard's ask.
     """
-    permission, reason = await check_guards(guards, call, ctx) if guards else ALLOWED
+    guard = await check_guards(guards, call, ctx) if guards else ALLOWED
+    permission, reason = guard.permission, guard.reason
     if permission is ToolPermission.DENY:
-        return Decision(answer="deny", reason=reason)
+        return Decision(answer="deny", reason=reason, raised=guard.raised)
     verdict = await hooks.pre_tool_use(call)
     errors = tuple(r.error for r in verdict.reports if r.error)
     if verdict.blocked or verdict.stop is not None:
@@ -210,7 +214,13 @@ class ToolRunner:
         """
         decision = await decide(self._config.guards, self._hooks, call, ctx)
         if decision.answer == "deny" or self._hooks.stop_reason is not None:
-            return call, await self._denied(call, decision.reason or self._hooks.stop_reason)
+            denied = await self._denied(call, decision.reason or self._hooks.stop_reason)
+            if decision.raised is None:
+                return call, denied
+            kept = self._kept(decision.raised, ctx)
+            return call, denied.model_copy(
+                update={"outcome": denied.outcome.model_copy(update={"exception": kept})}
+            )
         if decision.updated_input is not None:
             call = call.model_copy(update={"arguments": decision.updated_input})
         if decision.answer == "ask":
@@ -267,14 +277,20 @@ class ToolRunner:
         except (RunFatalError, ReplayDivergence):  # a sub-run that departs from its recording
             raise
         except Exception as exc:
-            message = unicode_text(f"Tool {call.name!r} failed: {error_text(exc)}")
-            result = _result(call, "error", message, is_error=True)
+            redact = self._config.redactor.text
+            message = unicode_text(f"Tool {call.name!r} failed: {redact(error_text(exc))}")
+            result = _result(call, "error", message, is_error=True, raised=self._kept(exc, ctx))
         else:
             if returned.waiting is not None:
                 return _waiting(call, returned)
             status: OutcomeStatus = "error" if returned.is_error else "ok"
             result = _result(
-                call, status, returned.value, is_error=returned.is_error, subagent=returned.subagent
+                call,
+                status,
+                returned.value,
+                is_error=returned.is_error,
+                subagent=returned.subagent,
+                raised=returned.exception,
             )
             update = {"usage": returned.usage, "children": returned.runs}
             result = result.model_copy(update={**update, "departed": returned.departed})
@@ -304,6 +320,11 @@ class ToolRunner:
             )
         return None
 
+    def _kept(self, exc: Exception, ctx: ToolContext) -> ErrorInfo:
+        """What the call's outcome keeps of an exception: redacted by the run's redactor."""
+        redact = self._config.redactor.text
+        return ErrorInfo.of(exc, phase=Phase.TOOLS, step=ctx.step, redact=redact)
+
     def _sequential(self, call: ToolCall) -> bool:
         tool = self._tools.get(call.name)
         return tool is not None and tool.sequential
@@ -316,9 +337,12 @@ def _result(
     *,
     is_error: bool = False,
     subagent: SubagentResult | None = None,
+    raised: ErrorInfo | None = None,
 ) -> CallResult:
     part = ToolResult(call_id=call.call_id, name=call.name, content=content, is_error=is_error)
-    outcome = _outcome(call, status, content).model_copy(update={"subagent": subagent})
+    outcome = _outcome(call, status, content).model_copy(
+        update={"subagent": subagent, "exception": raised}
+    )
     return CallResult(outcome=outcome, part=part, counts_as_error=is_error)
 
 
@@ -333,14 +357,14 @@ def _outcome(call: ToolCall, status: OutcomeStatus, content: str) -> ToolOutcome
 
 
 def _replayed(call: ToolCall, recorded: ToolOutcome) -> CallResult:
-    """The recorded result of ``call``, as the model read it then; nothing runs."""
+    """The recorded result of ``call``, as the model read it then, traceback too; nothing runs."""
     if recorded.status == "retry":
         result = _retry(call, recorded.content)
     else:
         status: OutcomeStatus = "error" if recorded.status == "error" else "ok"
         result = _result(call, status, recorded.content, is_error=status == "error")
-    outcome = result.outcome.model_copy(update={"replayed": True})
-    return result.model_copy(update={"outcome": outcome})
+    update = {"replayed": True, "exception": recorded.exception}
+    return result.model_copy(update={"outcome": result.outcome.model_copy(update=update)})
 
 
 def _with_feedback(result: CallResult, feedback: str) -> CallResult:

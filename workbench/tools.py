@@ -34,7 +34,8 @@ from workbench.errors import (
 )
 from workbench.messages import JsonValue, ToolDefinition, Usage
 from workbench.records import RunResult, SubagentResult
-from workbench.state import AgentState
+from workbench.redact import unicode_text
+from workbench.state import AgentState, ErrorInfo
 
 __all__ = [
     "ArgumentError",
@@ -130,6 +131,8 @@ class ToolReturn(Record):
     departed: ReplayDivergence | None = None
     """A replayed sub-run departed from its recording: the calling run fails with this once the
     call is recorded (its sub-run kept), not later when its own next request departs in turn."""
+    exception: ErrorInfo | None = None
+    """What failed the sub-run, with its traceback: the calling run's outcome carries it up."""
 
 
 ToolFunction = Callable[..., Any]
@@ -323,25 +326,6 @@ def result_text(result: Any) -> str:
     except pydantic_core.PydanticSerializationError:  # a lone surrogate in one of its strings
         plain = pydantic_core.to_jsonable_python(result, fallback=repr)
         return unicode_text(json.dumps(plain, ensure_ascii=False))
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def unicode_text(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD, so that it can be written as UTF-8.
-
-    Python decodes a file name that is not UTF-8 with ``surrogateescape``, so a tool that lists a
-    directory can return such text; JSON, SQLite and protobuf refuse it, and the run could not be
-    stored, serialized or exported. ASCII text, the usual case, is returned at once.
-    """
-    if text.isascii():
-        return text
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
 
 
 def truncate(text: str, limit: int) -> str:

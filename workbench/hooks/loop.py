@@ -49,6 +49,7 @@ from workbench.hooks.runner import (
 )
 from workbench.messages import JsonValue, Message, ToolCall
 from workbench.records import ToolOutcome
+from workbench.redact import redacted
 from workbench.state import AgentState, PendingCall
 
 __all__ = ["LoopHooks", "with_arguments"]
@@ -65,8 +66,9 @@ class LoopHooks(HookDispatch):
         state: Callable[[], AgentState],
         on_report: Callable[[HookReport], None],
         max_turns: int,
+        redact: Callable[[str], str] = redacted,
     ) -> None:
-        super().__init__(hooks, state, on_report)
+        super().__init__(hooks, state, on_report, redact)
         self.max_turns = max_turns
         """How many extra turns Stop hooks may force in one run (counted in the state)."""
         self._context: list[str] = []

@@ -31,7 +31,8 @@ from workbench.hooks.events import (
 from workbench.hooks.transcript import Transcript
 from workbench.messages import JsonValue
 from workbench.records import HookTiming, StepRecord
-from workbench.state import AgentState
+from workbench.redact import redacted
+from workbench.state import AgentState, ErrorInfo
 
 __all__ = [
     "NO_VERDICT",
@@ -135,6 +136,8 @@ class HookReport(Record):
     started_at: float
     duration: float
     error: str | None = None
+    exception: ErrorInfo | None = None
+    """What an in-process hook raised, with its traceback."""
 
 
 class HookVerdict(Record):
@@ -175,23 +178,26 @@ class _Outcome(Record):
     error: str | None
     started_at: float
     duration: float
+    exception: ErrorInfo | None = None
 
 
-async def _invoke(hook: AnyHook, data: HookInput) -> _Outcome:
+async def _invoke(hook: AnyHook, data: HookInput, redact: Callable[[str], str]) -> _Outcome:
     started, wall = time.perf_counter(), time.time()
-    result, error = None, None
+    result, error, raised = None, None, None
     try:
         result = await hook.invoke(data)
     except HookFailure as exc:
         error = str(exc)
     except Exception as exc:
         error = f"failed: {type(exc).__name__}: {exc}"
+        raised = ErrorInfo.of(exc, step=data.step, redact=redact)
     return _Outcome(
         hook=hook,
         result=result,
         error=error,
         started_at=wall,
         duration=time.perf_counter() - started,
+        exception=raised,
     )
 
 
@@ -283,6 +289,7 @@ def combine(event: HookEvent, outcomes: Sequence[_Outcome], duration: float) -> 
                 started_at=outcome.started_at,
                 duration=outcome.duration,
                 error=error,
+                exception=outcome.exception,
             )
         )
     return HookVerdict(
@@ -337,8 +344,11 @@ class HookDispatch:
         hooks: Sequence[AnyHook],
         state: Callable[[], AgentState],
         on_report: Callable[[HookReport], None] = lambda report: None,
+        redact: Callable[[str], str] = redacted,
     ) -> None:
         self.hooks = tuple(hooks)
+        self._redact = redact
+        """The run's redactor: what a hook that raised leaves in the records goes through it."""
         self._state = state
         self._events = frozenset(h.event for h in self.hooks)
         self._on_report = on_report
@@ -363,10 +373,11 @@ class HookDispatch:
             return NO_VERDICT
         data = self._complete(self._state(), data, hooks)
         started = time.perf_counter()
+        redact = self._redact
         if len(hooks) == 1:
-            outcomes = [await _invoke(hooks[0], data)]
+            outcomes = [await _invoke(hooks[0], data, redact)]
         else:
-            outcomes = list(await asyncio.gather(*(_invoke(h, data) for h in hooks)))
+            outcomes = list(await asyncio.gather(*(_invoke(h, data, redact) for h in hooks)))
         verdict = combine(data.event, outcomes, time.perf_counter() - started)
         self._keep(verdict)
         return verdict
@@ -393,6 +404,7 @@ class HookDispatch:
                     duration=r.duration,
                     started_at=r.started_at,
                     error=r.error,
+                    exception=r.exception,
                 )
                 for r in self._log
             ),

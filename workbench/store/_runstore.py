@@ -19,7 +19,8 @@ from workbench import _storage as st
 from workbench._runfacts import RunFacts
 from workbench._storage import RunNotFound, StoreError
 from workbench.messages import Message, ToolDefinition
-from workbench.records import PhaseEvent, RunObserver, RunResult, StepContext, StepRecord
+from workbench.observing import RunObserver
+from workbench.records import PhaseEvent, RunResult, StepContext, StepRecord
 from workbench.runfilter import RunFilter
 from workbench.state import AgentState, validation_summary
 from workbench.store import _query as q

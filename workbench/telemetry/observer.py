@@ -13,7 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from workbench.records import HookTiming, RunObserver, StepContext, StepRecord
+from workbench.observing import RunObserver
+from workbench.records import HookTiming, StepContext, StepRecord
 from workbench.state import AgentState, TraceRef
 from workbench.telemetry.writer import Instruments, SpanWriter
 from workbench.traceids import new_span_id

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.messages import Message, ModelResponse
 from workbench.records import HookTiming, StepContext, StepRecord, ToolOutcome
 from workbench.redact import Redactor
-from workbench.state import AgentState, ExecutionStatus, Phase, TraceRef
+from workbench.state import AgentState, ErrorInfo, ExecutionStatus, Phase, TraceRef
 from workbench.telemetry import names as n
 from workbench.telemetry._chosen import chosen_ids
 from workbench.telemetry.content import ContentEncoder, ContentStore
@@ -229,7 +229,7 @@ class SpanWriter:
             run.set_attribute(n.RUN_PENDING, pending)
             run.add_event(n.EVENT_PAUSED, {**correlation, n.RUN_PENDING: pending}, timestamp=end)
         if state.error is not None:
-            self._fail(run, state.error.type, state.error.message, correlation, end, raised=True)
+            self._raised(run, state.error, correlation, end)
         run.end(end_time=end)
         self._run = None
 
@@ -344,7 +344,7 @@ class SpanWriter:
         end = start + ns(record.model_duration)
         error = record.model_error
         if error is not None:
-            self._fail(span, error.type, error.message, correlation, end, raised=True)
+            self._raised(span, error, correlation, end)
         span.end(end_time=end)
 
     def _tool(
@@ -385,8 +385,10 @@ class SpanWriter:
             )
         end = start + ns(outcome.duration)
         error_type = _TOOL_ERRORS.get(outcome.status)
-        if error_type is not None:
-            self._fail(span, error_type, outcome.content, correlation, end, raised=False)
+        if outcome.exception is not None and error_type is not None:
+            self._raised(span, outcome.exception, correlation, end)
+        elif error_type is not None:
+            self._failed(span, error_type, outcome.content, correlation, end)
         elif outcome.status == "pending":
             span.add_event(n.EVENT_TOOL_PENDING, correlation, timestamp=end)
         span.end(end_time=end)
@@ -401,8 +403,10 @@ class SpanWriter:
             f"{n.SPAN_HOOK} {hook.event}", context=parent, attributes=attributes, start_time=start
         )
         end = start + ns(hook.duration)
-        if hook.error is not None:
-            self._fail(span, n.ERROR_HOOK, hook.error, correlation, end, raised=False)
+        if hook.exception is not None:
+            self._raised(span, hook.exception, correlation, end)
+        elif hook.error is not None:
+            self._failed(span, n.ERROR_HOOK, hook.error, correlation, end)
         span.end(end_time=end)
 
     # -- helpers --------------------------------------------------------------------------------
@@ -500,31 +504,33 @@ class SpanWriter:
         if record.response is not None:
             attributes[n.OUTPUT_MESSAGES] = self._content.response(record.response)
 
-    def _fail(
-        self,
-        span: Span,
-        error_type: str,
-        message: str,
-        correlation: Attributes,
-        at: int,
-        *,
-        raised: bool,
-    ) -> None:
-        """Mark a span failed: ``error.type`` and ERROR status, redacted.
+    def _raised(self, span: Span, error: ErrorInfo, correlation: Attributes, at: int) -> None:
+        """Mark a span failed by an exception, with an ``exception`` event (its stack trace too).
 
-        Only a raised exception (``raised``) gets an ``exception`` event, with its real type; a
-        handled failure (a tool's error or retry, a denial, a hook's bad answer) is no exception,
-        so it gets a ``workbench.failure`` event with its message instead.
+        ``error.type`` is the exception's type, as the conventions ask. A tool, hook or guard
+        that raised, a failed model call, a failed sub-run (on the call that started it), the run.
+        """
+        text = self._redact(error.message)
+        span.set_attribute(n.ERROR_TYPE, error.type)
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, text[:500]))
+        event = {**correlation, n.EXCEPTION_TYPE: error.type, n.EXCEPTION_MESSAGE: text}
+        if error.traceback is not None:
+            event[n.EXCEPTION_STACKTRACE] = self._redact(error.traceback)
+        span.add_event(n.EVENT_EXCEPTION, event, timestamp=at)
+
+    def _failed(
+        self, span: Span, error_type: str, message: str, correlation: Attributes, at: int
+    ) -> None:
+        """Mark a span failed without an exception: ``error.type``, ERROR status, redacted.
+
+        A handled failure (a tool's error answer or retry, a denial, a hook's bad answer) is no
+        exception, so it gets a ``workbench.failure`` event with its message.
         """
         text = self._redact(message)
         span.set_attribute(n.ERROR_TYPE, error_type)
         span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, text[:500]))
-        if raised:
-            event = {**correlation, n.EXCEPTION_TYPE: error_type, n.EXCEPTION_MESSAGE: text}
-            span.add_event(n.EVENT_EXCEPTION, event, timestamp=at)
-        else:
-            event = {**correlation, n.ERROR_TYPE: error_type, n.FAILURE_MESSAGE: text}
-            span.add_event(n.EVENT_FAILURE, event, timestamp=at)
+        event = {**correlation, n.ERROR_TYPE: error_type, n.FAILURE_MESSAGE: text}
+        span.add_event(n.EVENT_FAILURE, event, timestamp=at)
 
 
 def dumps_json(value: Any) -> str:

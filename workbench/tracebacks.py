@@ -1,0 +1,121 @@
+"""A raised exception's traceback as a run keeps it: the user's frames first, redacted, bounded.
+
+When a tool, a hook, a guard or a breakpoint predicate raises, the person debugging wants the
+file, function and line of *their* code. Python's traceback of such an exception starts with the
+frames of the machinery that called the code (the tool pipeline, asyncio, the worker thread);
+those come first and say nothing new, so the leading run of them is left out, with a line saying
+how many. Frames inside the user's code stay, even when they are the workbench's (a tool that
+calls a workbench function that raises).
+
+The text is kept in the run's records, the store, the spans and every view, so it is made once,
+here: redacted (an exception message or a source line may quote a key), made valid UTF-8, and
+bounded, with a note of what was cut. Redaction comes before the cut, so no half secret survives
+at the edge of a cut.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from workbench.redact import redacted, unicode_text
+
+__all__ = ["MAX_FRAMES", "MAX_TRACEBACK_CHARS", "traceback_text"]
+
+MAX_TRACEBACK_CHARS = 12_000
+"""The most characters of a traceback a run keeps; the middle of a longer one is cut."""
+
+MAX_FRAMES = 40
+"""The most frames kept of each exception in a chain: the first 10 and the last 30."""
+
+_MACHINERY = (
+    str(Path(asyncio.__file__).parent) + os.sep,
+    str(Path(concurrent.futures.__file__).parent) + os.sep,
+    threading.__file__,
+    str(Path(__file__).parent) + os.sep,
+)
+"""Where the frames that call user code live: asyncio, the thread pool, the workbench."""
+
+
+def traceback_text(exc: BaseException, redact: Callable[[str], str] = redacted) -> str:
+    """``exc``'s traceback, chained exceptions included, as a run keeps it.
+
+    >>> def apply_discount(price, rate):
+    ...     return price - rate
+    >>> try:
+    ...     apply_discount("9.99", 0.1)
+    ... except TypeError as exc:
+    ...     text = traceback_text(exc)
+    >>> "in apply_discount" in text, text.splitlines()[-1]
+    (True, "TypeError: unsupported operand type(s) for -: 'str' and 'float'")
+    """
+    text = "".join(_lines(traceback.TracebackException.from_exception(exc)))
+    return _bounded(unicode_text(redact(text)))
+
+
+def _lines(top: traceback.TracebackException) -> Iterator[str]:
+    """Python's layout (causes first, most recent call last), leading machinery frames left out."""
+    chain: list[tuple[traceback.TracebackException, str | None]] = []
+    current: traceback.TracebackException | None = top
+    link: str | None = None
+    seen: set[int] = set()
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        chain.append((current, link))
+        if current.__cause__ is not None:
+            current, link = current.__cause__, _CAUSE
+        elif current.__context__ is not None and not current.__suppress_context__:
+            current, link = current.__context__, _CONTEXT
+        else:
+            current = None
+    for exc, link in reversed(chain):
+        yield from _one(exc)
+        if link is not None:
+            yield link
+
+
+_CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
+_CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
+
+
+def _one(exc: traceback.TracebackException) -> Iterator[str]:
+    frames = list(exc.stack)
+    if frames:
+        skipped = _leading_machinery(frames)
+        calling = "frame that calls" if skipped == 1 else "frames that call"
+        note = f"; {skipped} {calling} your code left out" if skipped else ""
+        yield f"Traceback (most recent call last{note}):\n"
+        kept = frames[skipped:]
+        if len(kept) > MAX_FRAMES:
+            head, tail = kept[:10], kept[-(MAX_FRAMES - 10) :]
+            yield from traceback.StackSummary.from_list(head).format()
+            yield f"  ... {len(kept) - MAX_FRAMES} frames left out ...\n"
+            kept = tail
+        yield from traceback.StackSummary.from_list(kept).format()
+    yield from exc.format_exception_only()
+
+
+def _leading_machinery(frames: list[traceback.FrameSummary]) -> int:
+    """How many of the outer frames only call the user's code (0 when no user frame follows)."""
+    for index, frame in enumerate(frames):
+        if not frame.filename.startswith(_MACHINERY):
+            return index
+    return 0
+
+
+def _bounded(text: str) -> str:
+    """The text, or its start and end with a note of how much of the middle was cut.
+
+    The end holds the exception and the frame where it was raised, so it keeps the larger part.
+    """
+    if len(text) <= MAX_TRACEBACK_CHARS:
+        return text
+    head = MAX_TRACEBACK_CHARS // 4
+    tail = MAX_TRACEBACK_CHARS - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n... {cut:,} characters of the traceback left out ...\n{text[-tail:]}"
