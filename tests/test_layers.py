@@ -53,6 +53,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "workbench.redact",
             "workbench.traceids",
             "workbench.tracebacks",
+            "workbench.ids",
         ),
     ),
     ("state", ("workbench.state",)),

@@ -21,6 +21,7 @@ json_values = st.recursive(
 )
 arguments = st.dictionaries(st.text(max_size=8), json_values, max_size=4)
 ids = st.text(min_size=1, max_size=12)
+run_ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,11}", fullmatch=True)
 
 parts = st.one_of(
     st.builds(wb.TextPart, text=st.text()),
@@ -44,8 +45,8 @@ messages = st.builds(
     wb.Message,
     role=st.sampled_from(["system", "user", "assistant", "tool"]),
     parts=st.lists(parts, max_size=4).map(tuple),
-    run_id=st.none() | ids,
-    execution_id=st.none() | ids,
+    run_id=st.none() | run_ids,
+    execution_id=st.none() | run_ids,
     step=st.none() | st.integers(0, 1000),
 )
 pending = st.builds(

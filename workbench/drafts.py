@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from workbench._record import Record
+from workbench.ids import Id
 from workbench.messages import Message, ModelResponse, Usage
 from workbench.records import HookTiming, StepRecord, Timing, ToolOutcome
 from workbench.state import AgentState, ErrorInfo, Phase
@@ -28,7 +29,7 @@ class StepDraft(Record):
     model_started_at: float | None = None
     model_duration: float = 0.0
     model_error: ErrorInfo | None = None
-    snapshot_id: str | None = None
+    snapshot_id: Id | None = None
     breakpoint_errors: tuple[ErrorInfo, ...] = ()
 
     def sending(self, messages: Sequence[Message], history: tuple[Message, ...]) -> StepDraft:

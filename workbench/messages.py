@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from workbench._record import Record
+from workbench.ids import Id
 
 __all__ = [
     "FinishReason",
@@ -159,8 +160,8 @@ class Message(Record):
 
     role: Role
     parts: tuple[Part, ...]
-    run_id: str | None = None
-    execution_id: str | None = None
+    run_id: Id | None = None
+    execution_id: Id | None = None
     step: int | None = None
 
     @classmethod

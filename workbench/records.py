@@ -17,6 +17,7 @@ from pydantic import Field
 from workbench._record import Record
 from workbench.breakpoints import Break
 from workbench.conditions import Budget
+from workbench.ids import Id
 from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, ToolDefinition, Usage
 from workbench.state import (
     AgentState,
@@ -51,7 +52,7 @@ OutcomeStatus = Literal["ok", "error", "retry", "denied", "pending", "dropped"]
 class SubagentResult(Record):
     """What a sub-agent's run ended as, as its parent sees it (on the parent's tool outcome)."""
 
-    run_id: str
+    run_id: Id
     agent: str
     output: str | None
     status: ExecutionStatus
@@ -138,8 +139,8 @@ class StepRecord(Record):
     """The account of one step."""
 
     index: int
-    run_id: str
-    execution_id: str
+    run_id: Id
+    execution_id: Id
     messages_in: tuple[Message, ...]
     """Exactly what the model was sent (after history processors and the wrap-up message)."""
     new_messages: tuple[Message, ...]
@@ -153,7 +154,7 @@ class StepRecord(Record):
     tools_offered: tuple[str, ...]
     tools_hidden: tuple[tuple[str, str], ...] = ()
     """Tools a toolset hid in this step, with the reason (``(name, reason)``)."""
-    snapshot_id: str | None
+    snapshot_id: Id | None
     started_at: float
     hook_errors: tuple[str, ...] = ()
     """Hooks that failed (timeout, crash, bad output) or answered what their event cannot do."""
@@ -219,10 +220,10 @@ class PhaseEvent(Record):
 class StepContext(Record):
     """The snapshot taken in PREPARE of every step: enough to inspect or re-run from there."""
 
-    id: str = Field(default_factory=lambda: new_id("snap"))
-    run_id: str
-    execution_id: str
-    parent_run_id: str | None
+    id: Id = Field(default_factory=lambda: new_id("snap"))
+    run_id: Id
+    execution_id: Id
+    parent_run_id: Id | None
     step: int
     model_name: str
     model_settings: dict[str, JsonValue]
@@ -272,7 +273,7 @@ class RunError(Record):
 
     kind: ErrorKind
     agent: str
-    run_id: str
+    run_id: Id
     depth: int = 0
     """How deep the run is in its tree (0: the run asked about)."""
     step: int | None = None

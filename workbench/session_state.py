@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError
 
 from workbench._record import Record
 from workbench.errors import SessionFormatError
+from workbench.ids import Id
 from workbench.messages import JsonValue, Message, TextPart, Usage
 from workbench.state import (
     AgentState,
@@ -125,8 +126,8 @@ class ExecutionEntry(Record):
 
     number: int
     """1-based position in the session; the boundary marker says the same number."""
-    run_id: str
-    execution_id: str
+    run_id: Id
+    execution_id: Id
     """The run's latest execution (a run paused and resumed has several)."""
     status: ExecutionStatus
     stop_reason: StopReason | None = None
@@ -169,7 +170,7 @@ class Compaction(Record):
 class ForkPoint(Record):
     """Where a forked session branched off: the session, execution and step."""
 
-    session_id: str
+    session_id: Id
     execution: int
     step: int
 
@@ -178,7 +179,7 @@ class SessionState(Record):
     """A whole session as data: everything `Session.from_json` needs to go on elsewhere."""
 
     schema_version: int = SESSION_SCHEMA_VERSION
-    session_id: str = Field(default_factory=lambda: new_id("ses"))
+    session_id: Id = Field(default_factory=lambda: new_id("ses"))
     agent_name: str = "agent"
     messages: tuple[Message, ...] = ()
     """The conversation without the system prompt (each run adds the agent's own)."""

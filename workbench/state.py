@@ -19,6 +19,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from workbench._record import Record
 from workbench.errors import InvalidTransition, StateFormatError
+from workbench.ids import Id, SpanId, TraceId
 from workbench.messages import (
     JsonValue,
     Message,
@@ -256,9 +257,9 @@ class ErrorInfo(Record):
 class RerunOf(Record):
     """Where a re-run came from: the original run, the step it starts at, and its snapshot."""
 
-    run_id: str
+    run_id: Id
     step: int
-    snapshot_id: str
+    snapshot_id: Id
 
 
 class TraceRef(Record):
@@ -268,19 +269,19 @@ class TraceRef(Record):
     trace to the paused one's.
     """
 
-    trace_id: str
-    span_id: str
-    run_id: str
-    execution_id: str
+    trace_id: TraceId
+    span_id: SpanId
+    run_id: Id
+    execution_id: Id
 
 
 class AgentState(Record):
     """Everything about a run at one point in time. Frozen: every change makes a new state."""
 
     schema_version: int = SCHEMA_VERSION
-    run_id: str = Field(default_factory=lambda: new_id("run"))
-    execution_id: str = Field(default_factory=lambda: new_id("exe"))
-    parent_run_id: str | None = None
+    run_id: Id = Field(default_factory=lambda: new_id("run"))
+    execution_id: Id = Field(default_factory=lambda: new_id("exe"))
+    parent_run_id: Id | None = None
     parent_call_id: str | None = None
     """The parent's tool call that started this run (a sub-agent's run)."""
     depth: int = 0
@@ -323,7 +324,7 @@ class AgentState(Record):
     each: `SubagentLimits` count them across steps and pauses (empty below the root)."""
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     """What the caller attached to the run (``metadata=``): stored, shown, passed to sub-agents."""
-    trace_id: str | None = None
+    trace_id: TraceId | None = None
     """The trace id this execution's spans go under, chosen when it starts (with or without
     telemetry: `workbench.traceids.new_trace_id`), so a run pushed later keeps it."""
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from workbench.conditions import Budget
 from workbench.errors import StepNotInTrace, TraceLoadError
+from workbench.ids import checked_id
 from workbench.messages import JsonValue, Message, Usage
 from workbench.records import StepContext
 from workbench.state import AgentState, ExecutionStatus, Phase, TraceRef
@@ -53,8 +54,8 @@ def snapshot_from_trace(trace: Trace, step: int) -> StepContext:
         )
     earlier = [c for index, c in numbered if index < step]
     run = _run_span(trace, chat)
-    run_id = str(chat.attributes.get(n.RUN_ID) or trace.trace_id)
-    execution_id = str(chat.attributes.get(n.EXECUTION_ID) or chat.trace_id)
+    run_id = _id_of(chat, n.RUN_ID, trace.trace_id, "run id")
+    execution_id = _id_of(chat, n.EXECUTION_ID, chat.trace_id, "execution id")
     usage = sum((_usage(c) for c in earlier), Usage())
     origin = _parent(trace, chat) or chat
     state = AgentState(
@@ -74,7 +75,7 @@ def snapshot_from_trace(trace: Trace, step: int) -> StepContext:
         ),
     )
     return StepContext(
-        id=str(chat.attributes.get(n.SNAPSHOT_ID) or f"span_{chat.span_id}"),
+        id=_id_of(chat, n.SNAPSHOT_ID, f"span_{chat.span_id}", "snapshot id"),
         run_id=run_id,
         execution_id=execution_id,
         parent_run_id=None,
@@ -95,6 +96,14 @@ def snapshot_from_trace(trace: Trace, step: int) -> StepContext:
         message_count=len(messages),
         state=state,
     )
+
+
+def _id_of(chat: SpanData, key: str, default: str, what: str) -> str:
+    """An id the trace gives (the run's, say): it becomes the re-run's, so it is checked."""
+    try:
+        return checked_id(str(chat.attributes.get(key) or default), what)
+    except ValueError as exc:
+        raise TraceLoadError(f"span {chat.span_id} ({key}): {exc}") from None
 
 
 def _request(chat: SpanData) -> tuple[Message, ...]:
