@@ -132,6 +132,7 @@ def test_tool_called_completes_the_task() -> None:
     )
     result = agent.run_sync("x")
     assert result.stop_reason is wb.StopReason.TASK_COMPLETE and len(result.steps) == 2
+    assert result.output == "done"  # the answer given in the completion call
 
 
 def test_grace_turn_lets_the_model_call_the_completion_tool() -> None:

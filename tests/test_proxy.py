@@ -154,29 +154,35 @@ def test_an_agent_that_hangs_up_once_it_has_done_gets_its_answer_recorded() -> N
 
 def test_a_stream_is_read_into_the_recording_whatever_its_pieces() -> None:
     """Cut anywhere (mid-line, between CR and LF, inside a character), it reads the same."""
+    from workbench._proxy.chat import CHAT
     from workbench._proxy.relay import StreamReading
+
+    def reading() -> StreamReading:
+        return StreamReading(CHAT.reading(str))
 
     text = "héllo wörld ✓"
     events = [f"data: {json.dumps(c, ensure_ascii=False)}" for c in chunks(text, pieces=5)]
     body = "\r\n\r\n".join([*events, "data: [DONE]"]).encode()
     for cut in range(len(body) + 1):
-        reading = StreamReading(0.0, str)
-        reading.take(body[:cut])
-        reading.take(body[cut:])
-        reading.close()
-        assert reading.problem is None, cut
-        assert "".join(reading.assembler.text) == text, cut
-    cut_short = StreamReading(0.0, str)  # no [DONE], no finish: the stream ended early
+        whole = reading()
+        whole.take(body[:cut])
+        whole.take(body[cut:])
+        whole.close()
+        response = whole.response("m", None)
+        assert whole.problem is None and response is not None, cut
+        assert response.text_content == text, cut
+    cut_short = reading()  # no [DONE], no finish: the stream ended early
     cut_short.take("\n\n".join(events[:2]).encode())
     cut_short.close()
+    assert cut_short.response("m", None) is None
     assert cut_short.problem == ("MalformedResponseError", "the upstream's stream ended early")
     # The first bad event is the problem; nothing after it is read.
-    garbage = StreamReading(0.0, str)
+    garbage = reading()
     garbage.take(f"{events[0]}\n\ndata: not json\n\n{events[1]}\n\n".encode())
     garbage.close()
     assert garbage.problem is not None and "not a chat completion chunk" in garbage.problem[1]
     first = chunks(text, pieces=5)[0]["choices"][0]["delta"]["content"]
-    assert "".join(garbage.assembler.text) == first
+    assert "".join(garbage.reading.assembler.text) == first  # type: ignore[attr-defined]
 
 
 def test_the_proxy_serves_on_uvloop_which_the_extra_installs() -> None:
@@ -277,7 +283,7 @@ def test_credentials_in_the_upstream_url_authenticate_the_proxy_and_are_not_reco
     assert upstream.requests[0][1]["authorization"] == "Basic Z2F0ZTpwQHNz"  # gate:p@ss
     run = store.load(proxy.run_ids[0])
     assert "p%40ss" not in run.state.to_json() and "p@ss" not in run.state.to_json()
-    assert run.state.metadata["proxy"] == {"upstream": upstream.url}
+    assert run.state.metadata["proxy"] == {"upstream": upstream.url, "wire": "chat"}
 
 
 def test_a_redirect_from_the_upstream_comes_back_as_it_was_not_followed() -> None:
@@ -445,6 +451,7 @@ class _Answer:
 def test_a_relayed_stream_ends_once_with_the_last_piece_when_the_upstream_ended_with_it(
     end_with_last: bool,
 ) -> None:
+    from workbench._proxy.chat import CHAT
     from workbench._proxy.relay import Relay, StreamReading
 
     sent: list[dict[str, Any]] = []
@@ -459,7 +466,7 @@ def test_a_relayed_stream_ends_once_with_the_last_piece_when_the_upstream_ended_
             raise AssertionError
 
         answer = _Answer(_Pieces([b"data: 1\n\n", b"data: [DONE]\n\n"], end_with_last))
-        reading = StreamReading(0.0, str)
+        reading = StreamReading(CHAT.reading(str))
         await Relay(answer, reading, recorded.append)({}, receive, send)  # type: ignore[arg-type]
         assert answer.released
 

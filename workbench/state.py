@@ -356,10 +356,21 @@ class AgentState(Record):
 
     @property
     def output(self) -> str | None:
-        """The text of the last assistant message, if the run has one."""
+        """The text of the last assistant message, if the run has one.
+
+        A run that ended by calling a completion tool (``TASK_COMPLETE``) with no text gave its
+        answer in that call (a ``finish(summary=...)``, smolagents' ``final_answer(answer=...)``):
+        the output is its one argument, or else its arguments as JSON.
+        """
         for message in reversed(self.messages):
-            if message.role == "assistant":
+            if message.role != "assistant":
+                continue
+            calls = message.tool_calls
+            if message.text or not calls or self.stop_reason is not StopReason.TASK_COMPLETE:
                 return message.text or None
+            arguments = calls[-1].arguments
+            answer = next(iter(arguments.values())) if len(arguments) == 1 else arguments
+            return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
         return None
 
     def unanswered_calls(self) -> tuple[ToolCall, ...]:

@@ -24,7 +24,7 @@ import errno
 import logging
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from workbench._proxy.recorder import Recorder
@@ -36,7 +36,10 @@ from workbench.store import RunStore
 if TYPE_CHECKING:
     from workbench._proxy.server import ProxyApp
 
-__all__ = ["ProxyHandle", "proxy"]
+__all__ = ["ProxyHandle", "Replay", "proxy"]
+
+Replay = RunResult | str
+"""What ``proxy(replay=...)`` takes (alone or in a list): a run, or a run's or a session's id."""
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +95,14 @@ class ProxyHandle:
     def url(self) -> str:
         """The base URL to give a client (``.../v1``)."""
         return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def session_id(self) -> str:
+        """The proxy's session, of the runs whose client names no session of its own.
+
+        It is their ``metadata["session_id"]``, so ``replay=`` of it replays them as one group.
+        """
+        return self.app.recorder.session_id
 
     @property
     def run_ids(self) -> list[str]:
@@ -177,21 +188,23 @@ def proxy(
     port: int = 0,
     host: str = "127.0.0.1",
     store: RunStore | None = None,
-    replay: RunResult | str | None = None,
+    replay: Replay | Sequence[Replay] | None = None,
     until_step: int | None = None,
     timeout: float = 600.0,
     grace: float = 5.0,
     agent_name: str = "proxy",
 ) -> ProxyHandle:
-    """Start a recording proxy for an OpenAI-compatible ``upstream`` (``.../v1``).
+    """Start a recording proxy for an upstream model server (``.../v1``), every wire on one port.
 
-    Every conversation an agent has through it becomes a run in ``store`` (the default store if
-    omitted). With ``replay`` (a run, or the id of one in the store) it answers from that
-    recording instead, strictly; with ``until_step`` too it answers live from ``upstream`` after
-    that step. ``timeout`` bounds each upstream request, in seconds; ``grace`` is how long
-    closing waits for the calls in flight before it cuts them off. A ``port`` that cannot be
-    listened on (one in use) is a `UsageError` that says so. Needs the ``proxy`` extra
-    (``pip install 'workbench[proxy]'``: starlette and uvicorn).
+    Every conversation an agent has through it (Chat Completions, the Responses API, Anthropic
+    Messages) becomes a run in ``store`` (the default store if omitted). With ``replay`` (a run,
+    the id of one in the store, a session id naming the runs recorded under it, or a list of
+    these: a group replayed as one) it answers from the recordings instead, strictly, each
+    conversation from the run it is; with ``until_step`` too each conversation goes on live from
+    ``upstream`` after that step. ``timeout`` bounds each upstream request, in seconds; ``grace``
+    is how long closing waits for the calls in flight before it cuts them off. A ``port`` that
+    cannot be listened on (one in use) is a `UsageError` that says so. Needs the ``proxy`` extra
+    (``pip install 'workbench[proxy]'``: starlette, uvicorn and aiohttp).
     """
     try:
         from workbench._proxy.server import ProxyApp, without_credentials
@@ -203,17 +216,18 @@ def proxy(
     store = store if store is not None else RunStore.default()
     if store is None:
         raise UsageError("the proxy records into a run store: pass store= (WORKBENCH_STORE=off)")
-    recording = _recording(store, replay)
-    if recording is None and upstream is None:
+    recordings = _recordings(store, replay)
+    if not recordings and upstream is None:
         raise UsageError("the proxy needs an upstream to forward to, or a run to replay")
-    if until_step is not None and (recording is None or upstream is None):
+    if until_step is not None and (not recordings or upstream is None):
         raise UsageError("until_step forks a replay: it needs both replay= and upstream=")
     shown = without_credentials(upstream) if upstream else None
     metadata: dict[str, JsonValue] = {"proxy": {"upstream": shown}}
-    if recording is not None:
-        metadata["proxy"] = {"upstream": shown, "replay_of": recording.run_id}
+    if recordings:
+        ids = [run.run_id for run in recordings]
+        metadata["proxy"] = {"upstream": shown, "replay_of": ids[0] if len(ids) == 1 else ids}
     recorder = Recorder(store, agent_name=agent_name, metadata=metadata)
-    app = ProxyApp(recorder, upstream=upstream, replay=recording, until_step=until_step)
+    app = ProxyApp(recorder, upstream=upstream, replay=recordings, until_step=until_step)
     sock = _listening(host, port)
     # Accepted connections inherit this: without it the server writes a response's head and body
     # separately, Nagle holds the body for the client's delayed ACK, and each call waits ~40 ms.
@@ -231,11 +245,24 @@ def _listening(host: str, port: int) -> socket.socket:
         raise UsageError(f"the proxy cannot listen on {host}:{port}: {why}{hint}") from None
 
 
-def _recording(store: RunStore, replay: RunResult | str | None) -> RunResult | None:
-    """The run to replay: loaded (`RunNotFound`, `StoreError` if it cannot be) and checked."""
+def _recordings(store: RunStore, replay: Replay | Sequence[Replay] | None) -> tuple[RunResult, ...]:
+    """The runs to replay, loaded (`RunNotFound`, `StoreError` if one cannot be) and checked.
+
+    A string is a run (its id, a unique prefix, ``last``) or a session: the runs recorded under
+    it, in the order they started.
+    """
     if replay is None:
-        return None
-    run = store.load(store.resolve(replay)) if isinstance(replay, str) else replay
-    if not any(s.response is not None for s in run.steps):
-        raise UsageError(f"run {run.run_id} has no recorded model response to replay")
-    return run
+        return ()
+    refs = [replay] if isinstance(replay, RunResult | str) else list(replay)
+    runs: list[RunResult] = []
+    for ref in refs:
+        if isinstance(ref, RunResult):
+            runs.append(ref)
+            continue
+        session = store.session(ref)
+        ids = [summary.run_id for summary in session] or [store.resolve(ref)]
+        runs += [store.load(run_id) for run_id in ids]
+    for run in runs:
+        if not any(s.response is not None for s in run.steps):
+            raise UsageError(f"run {run.run_id} has no recorded model response to replay")
+    return tuple({run.run_id: run for run in runs}.values())  # each once, in order

@@ -25,6 +25,11 @@ flight: a call made while the name's runs all wait for an answer (parallel branc
 whose client sends the header on every request) starts a run of its own under the same name
 (``metadata.conversation``), which its own follow-ups continue. Nothing is lost, and each run
 replays in order.
+
+A request of a client that names its session (`Call.session`) is looked for among that
+session's runs only, by prefix as above; one that continues none starts another run of the
+session (a sub-agent, a side call, a history the client rewrote). Every run's
+``metadata.session_id`` is its client's session, or else the proxy's own (`Recorder.session_id`).
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from workbench.messages import (
     Usage,
 )
 from workbench.records import PhaseEvent, StepContext, StepRecord, Timing, ToolOutcome
-from workbench.state import AgentState, ErrorInfo, Phase, StopReason, Transition
+from workbench.state import AgentState, ErrorInfo, Phase, StopReason, Transition, new_id
 from workbench.store import RunStore
 from workbench.tools import ToolDefinition, schema_hash
 
@@ -69,6 +74,11 @@ class Call(Record):
     (``stream``, ``stream_options``): what a strict replay compares. The model is `model`."""
     conversation: str | None = None
     """The ``X-Workbench-Run`` header, when the client named its conversation."""
+    session: str | None = None
+    """The client's session (Claude Code's ``X-Claude-Code-Session-Id``, Codex's
+    ``session-id``), when it names one: its runs are grouped under it."""
+    wire: str = "chat"
+    """The wire the call came on (`workbench._proxy.wire.Wire.name`)."""
 
 
 class Outcome(Record):
@@ -263,7 +273,12 @@ class Recorder:
     """
 
     def __init__(
-        self, store: RunStore, *, agent_name: str = "proxy", metadata: dict[str, JsonValue]
+        self,
+        store: RunStore,
+        *,
+        agent_name: str = "proxy",
+        metadata: dict[str, JsonValue],
+        session_id: str | None = None,
     ) -> None:
         self.store = store
         self.agent_name = agent_name
@@ -272,6 +287,10 @@ class Recorder:
         """By run id, in the order they started."""
         self._named: dict[str, list[_Conversation]] = {}
         """The conversations each ``X-Workbench-Run`` name has, the first one first."""
+        self.session_id = session_id or new_id("ses")
+        """The proxy's own session: of the runs whose client names none (see `_started`)."""
+        self._sessions: dict[str, list[_Conversation]] = {}
+        """The conversations of each session, the first one first."""
         self._continuable = _Continuable()
         self._tools: tuple[ToolDefinition, ...] = ()
         self._tools_hash = schema_hash(())
@@ -365,6 +384,7 @@ class Recorder:
         self._flush()
         self._conversations.clear()
         self._named.clear()
+        self._sessions.clear()
         self._continuable = _Continuable()
         self._writer.shutdown(wait=True)
 
@@ -383,16 +403,26 @@ class Recorder:
     def _conversation_of(self, call: Call) -> _Conversation:
         """The conversation ``call`` continues (see the module docstring), or a new one."""
         name = call.conversation
-        if name is None:
-            found = self._continuable.find(call.messages)
-        else:
+        if name is not None:
             free = [c for c in self._named.get(name, ()) if c.in_flight is None]
             found = _continued(free, call.messages) or next(iter(free), None)
-        return found if found is not None else self._started(name)
+        elif call.session is not None:
+            free = [c for c in self._sessions.get(call.session, ()) if c.in_flight is None]
+            found = _continued(free, call.messages)
+        else:
+            found = self._continuable.find(call.messages)
+        return found if found is not None else self._started(call)
 
-    def _started(self, name: str | None) -> _Conversation:
-        """A new conversation and its run (a name's second one runs alongside its first)."""
+    def _started(self, call: Call) -> _Conversation:
+        """A new conversation and its run (a name's second one runs alongside its first).
+
+        Its session is the client's, or else the proxy's own (`session_id`).
+        """
+        name, session = call.conversation, call.session or self.session_id
+        proxy = self.metadata.get("proxy")
         metadata = dict(self.metadata)
+        metadata["proxy"] = {**(proxy if isinstance(proxy, dict) else {}), "wire": call.wire}
+        metadata["session_id"] = session
         if name is not None:
             metadata["conversation"] = name
         state = AgentState(agent_name=self.agent_name, metadata=metadata).moved(Transition.START)
@@ -401,6 +431,7 @@ class Recorder:
         self.run_ids.append(state.run_id)
         if name is not None:
             self._named.setdefault(name, []).append(conversation)
+        self._sessions.setdefault(session, []).append(conversation)
         self._write(self.store.run_started, state)
         return conversation
 
@@ -551,12 +582,18 @@ def _outcomes(response: ModelResponse | None, added: Sequence[Message]) -> tuple
 
 
 def _ended(state: AgentState) -> AgentState:
-    """The final state of a conversation the proxy stops watching."""
+    """The final state of a conversation the proxy stops watching.
+
+    One whose last answer was the model's is done: completed by that answer, or, when it was
+    tool calls the agent never sent back, by those calls (smolagents ends on ``final_answer``
+    and asks nothing more), whose arguments are the run's output.
+    """
     last = state.messages[-1] if state.messages else None
     if state.error is not None and state.error.step == state.step:
         return state.moved(Transition.FAIL, stop_reason=StopReason.ERROR)
-    if last is not None and last.role == "assistant" and not last.tool_calls:
-        return state.moved(Transition.COMPLETE, stop_reason=StopReason.COMPLETED)
+    if last is not None and last.role == "assistant":
+        reason = StopReason.TASK_COMPLETE if last.tool_calls else StopReason.COMPLETED
+        return state.moved(Transition.COMPLETE, stop_reason=reason)
     return _aborted(state)
 
 

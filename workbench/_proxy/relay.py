@@ -1,9 +1,10 @@
 """A streamed answer relayed from the upstream to the agent, and read into the recording.
 
 `Relay` passes each piece of the upstream's stream on as it arrives and then hands it to its
-`StreamReading`, which reads the server-sent events into a `StreamAssembler` (and stops at the
-first event that is not a chunk). The agent's time to first token is the upstream's plus the
-hop, and a long answer is read in the gaps between its tokens, not all at its end.
+`StreamReading`, which reads the server-sent events into the wire's `Reading` (and stops at the
+first event that is an error or cannot be read). The agent's time to first token is the
+upstream's plus the hop, and a long answer is read in the gaps between its tokens, not all at
+its end.
 """
 
 from __future__ import annotations
@@ -18,18 +19,12 @@ import aiohttp
 
 from workbench._proxy.headers import returned
 from workbench._proxy.usage import UsageHider
-from workbench.errors import MalformedResponseError
+from workbench._proxy.wire import Reading
+from workbench.errors import MalformedResponseError, ModelError
 from workbench.messages import ModelResponse
-from workbench.models._openai_wire import (
-    SseReader,
-    StreamAssembler,
-    finish_reason,
-    parse_chunk,
-    to_usage,
-)
-from workbench.models.prices import price_for
+from workbench.models._openai_wire import SseReader
 
-__all__ = ["UPSTREAM_FAILED", "Relay", "StreamReading", "assembled"]
+__all__ = ["UPSTREAM_FAILED", "Relay", "StreamReading"]
 
 UPSTREAM_FAILED = (aiohttp.ClientError, TimeoutError)
 """What aiohttp raises when the upstream cannot be reached, breaks off or is too slow."""
@@ -38,37 +33,47 @@ UPSTREAM_FAILED = (aiohttp.ClientError, TimeoutError)
 class StreamReading:
     """A relayed stream read into the recording, piece by piece, as the relay passes it on.
 
-    Reading stops at ``[DONE]`` or at the first event that is not a chunk (`problem`); the relay
-    goes on passing the stream on either way.
+    Reading stops once the wire's reading is `done`, or at the first event that is an error or
+    cannot be read (`problem`); the relay goes on passing the stream on either way.
     """
 
-    def __init__(self, started: float, scrub: Callable[[str], str]) -> None:
-        self.assembler = StreamAssembler(started=started)
+    def __init__(self, reading: Reading) -> None:
+        self.reading = reading
         self.problem: tuple[str, str] | None = None
         """What was wrong with the stream, as (error type, message), if something was."""
-        self._scrub = scrub
         self._events = SseReader()
         self._text = codecs.getincrementaldecoder("utf-8")("replace")
-        self.done = False
-        """``[DONE]`` was read: the answer is whole, whatever comes after it."""
+
+    @property
+    def done(self) -> bool:
+        """The stream said it is whole: the answer is, whatever comes after it."""
+        return self.reading.done
 
     def take(self, piece: bytes) -> None:
         """Read one piece of the stream (its text may end mid-line, or mid-character)."""
         self._read(self._events.feed(self._text.decode(piece)))
 
     def close(self) -> None:
-        """The stream ended: read its last events, and check that it was whole."""
+        """The stream ended: read its last events."""
         self._read([*self._events.feed(self._text.decode(b"", final=True)), *self._events.close()])
-        if self.problem is None and not self.done and self.assembler.finish is None:
-            self.problem = ("MalformedResponseError", "the upstream's stream ended early")
+
+    def response(self, model: str, first: float | None) -> ModelResponse | None:
+        """The answer read, or None with `problem` set (one that ended early included)."""
+        if self.problem is None:
+            try:
+                return self.reading.response(model, first)
+            except MalformedResponseError as exc:
+                self.problem = (type(exc).__name__, str(exc))
+        return None
 
     def _read(self, events: list[tuple[str, str]]) -> None:
         for event, data in events:
-            if self.done or self.problem is not None:
+            if self.reading.done or self.problem is not None:
                 return
-            self.done = data.strip() == "[DONE]"
-            if not self.done:
-                self.problem = _feed(self.assembler, event, data, self._scrub)
+            try:
+                self.reading.feed(event, data)
+            except ModelError as exc:
+                self.problem = (type(exc).__name__, str(exc))
 
 
 class Relay:
@@ -159,30 +164,3 @@ class Relay:
     def _rest(self) -> bytes:
         """What is held of the stream when it ends (the usage hider holds an unended event)."""
         return self.hider.close() if self.hider is not None else b""
-
-
-def _feed(
-    assembler: StreamAssembler, event: str, data: str, scrub: Callable[[str], str]
-) -> tuple[str, str] | None:
-    """Take one event into the recording; what was wrong with it, if something was."""
-    if event == "error":
-        return ("ServerError", f"the upstream's stream failed: {scrub(data)[:500]}")
-    try:
-        chunk = parse_chunk(data, scrub)
-    except MalformedResponseError as exc:
-        return ("MalformedResponseError", str(exc))
-    if chunk.error is not None:
-        return ("ServerError", f"the upstream's stream failed: {chunk.error.message}")
-    assembler.feed(chunk)
-    return None
-
-
-def assembled(assembler: StreamAssembler, model: str, first: float | None) -> ModelResponse:
-    return ModelResponse(
-        parts=assembler.parts(),
-        usage=to_usage(assembler.usage, price_for(assembler.model or model)),
-        finish_reason=finish_reason(assembler.finish),
-        model_name=assembler.model or model,
-        response_id=assembler.response_id,
-        time_to_first_token=first,
-    )

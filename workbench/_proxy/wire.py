@@ -1,205 +1,97 @@
-"""The server side of Chat Completions: requests in, responses out (the recording proxy).
+"""What the proxy needs of a wire: one protocol for Chat Completions, Messages and Responses.
 
-The client side (what `OpenAIModel` sends and reads) is `workbench.models._openai_wire`; this is
-its mirror image, for a proxy that receives an agent's requests and answers them.
+Everything that differs between the wires an agent speaks is behind `Wire`: how a request reads
+into our messages, tools and settings (and which of its fields change on every run, so a strict
+replay leaves them out), how the upstream's answer reads into a `ModelResponse` (complete, or a
+stream read event by event as the relay passes it on), and how a recorded response, or an error,
+is written back in the wire's own shape. The routes, the relay, the recorder and replay are the
+same for every wire (`workbench._proxy.server`), so a new wire touches none of them.
+
+The reading of answers is the model clients' own (``workbench.models._*_wire``), so the proxy and
+the clients cannot drift apart; what a wire module here adds is the server's half: requests in,
+answers out.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+from collections.abc import Callable
+from typing import Protocol
 
-from pydantic import Field, ValidationError
+from workbench._proxy.recorder import Call
+from workbench._record import Record
+from workbench.messages import JsonValue, ModelResponse
 
-from workbench.errors import MessageFormatError
-from workbench.messages import (
-    JsonValue,
-    Message,
-    ModelResponse,
-    TextPart,
-    ToolCall,
-    ToolDefinition,
-    ToolResult,
-    Usage,
-)
-from workbench.models._openai_wire import (
-    FINISH_REASONS,
-    Lenient,
-    WireToolCall,
-    WireToolCallIn,
-    parse_call,
-    snippet,
-    wire_call,
-    wire_parts,
-)
+__all__ = ["Read", "Reading", "Redact", "Wire"]
 
-__all__ = [
-    "WireRequest",
-    "completion_chunks",
-    "completion_json",
-    "from_wire_messages",
-    "parse_request",
-    "request_tools",
-]
+Redact = Callable[[str], str]
+"""Scrubs a call's credentials from what an upstream said, before it is quoted or recorded."""
 
 
-class WireContentPartIn(Lenient):
-    """One part of a message's content given as a list (text, or an image we only name)."""
+class Read(Record):
+    """A request as the proxy records it, and how it travels.
 
-    type: str = "text"
-    text: str | None = None
+    The call's settings are the body's other fields but how the answer travels (``stream``) and
+    those that change on every run of the same agent (session ids, cache keys): what a strict
+    replay compares. The server adds whose conversation and session it is.
+    """
+
+    call: Call
+    stream: bool
+    sent: bytes | None = None
+    """The body to send upstream instead of the agent's, if the wire needs one: a stream that
+    must be asked for its usage (`workbench._proxy.usage`)."""
 
 
-class WireRequestMessage(Lenient):
-    """One message of a request, as a client sent it."""
+class Reading(Protocol):
+    """An upstream's stream read into a response, one server-sent event at a time."""
 
-    role: str
-    content: str | list[WireContentPartIn] | None = None
-    tool_calls: list[WireToolCallIn] | None = None
-    tool_call_id: str | None = None
+    @property
+    def done(self) -> bool:
+        """The stream said that it is whole (``[DONE]``, ``message_stop``, ...).
+
+        What comes after is not read, and a client may hang up without losing the answer.
+        """
+
+    def feed(self, event: str, data: str) -> None:
+        """Read one event; a `ModelError` if it is an error, or cannot be read."""
+
+    def response(self, model: str, first: float | None) -> ModelResponse:
+        """The response the events made.
+
+        ``model`` if they name none; ``first``: the seconds to the first piece. A
+        `MalformedResponseError` if the stream ended before it was whole.
+        """
 
 
-class WireToolFunctionIn(Lenient):
-    """``function`` of a tool definition in a request."""
+class Wire(Protocol):
+    """One wire's side of the proxy (see the module docstring)."""
 
     name: str
-    description: str = ""
-    parameters: dict[str, JsonValue] = Field(default_factory=dict)
+    """Recorded in the run's metadata (``proxy.wire``): ``chat``, ``messages``, ``responses``."""
+    path: str
+    """Where the wire is served and forwarded, after ``/v1`` (``/chat/completions``)."""
 
+    def read(self, body: bytes) -> Read:
+        """A request body; one that is not the wire's is a `MessageFormatError`."""
 
-class WireToolIn(Lenient):
-    """One tool definition of a request."""
+    def answer(self, content: bytes, redact: Redact, model: str) -> ModelResponse:
+        """A complete answer read into our response.
 
-    type: str = "function"
-    function: WireToolFunctionIn
+        A `MalformedResponseError` (quoting it through ``redact``) if it is not one, or is an
+        error the upstream sent with a success status.
+        """
 
+    def reading(self, redact: Redact) -> Reading:
+        """A new reading of a streamed answer."""
 
-class WireRequest(Lenient):
-    """A ``POST /chat/completions`` body as a client sent it."""
+    def rendered(self, response: ModelResponse) -> dict[str, JsonValue]:
+        """A recorded response as the complete answer the wire's server sends."""
 
-    model: str = ""
-    messages: list[WireRequestMessage]
-    tools: list[WireToolIn] = Field(default_factory=list)
-    stream: bool = False
+    def rendered_events(self, response: ModelResponse) -> list[bytes]:
+        """A recorded response as the events of the wire's stream, each a whole event."""
 
+    def error(self, message: str, kind: str, status: int) -> dict[str, JsonValue]:
+        """An error in the shape the wire's clients read (and show)."""
 
-def parse_request(raw: bytes) -> WireRequest:
-    """Validate a request body; one that does not fit is a `MessageFormatError`."""
-    try:
-        return WireRequest.model_validate_json(raw)
-    except ValidationError as exc:
-        raise MessageFormatError(
-            f"the request is not a chat completion request ({exc.error_count()} problems): "
-            f"{snippet(raw, _as_sent)}"
-        ) from None
-
-
-def _as_sent(text: str) -> str:
-    """The client's own request, quoted back to it as it was sent."""
-    return text
-
-
-def request_tools(request: WireRequest) -> tuple[ToolDefinition, ...]:
-    """The tool definitions a request offers."""
-    return tuple(
-        ToolDefinition(
-            name=t.function.name,
-            description=t.function.description,
-            parameters=t.function.parameters,
-        )
-        for t in request.tools
-    )
-
-
-def from_wire_messages(messages: Sequence[WireRequestMessage]) -> tuple[Message, ...]:
-    """Our conversation from a request's messages: the inverse of `to_wire_messages`.
-
-    Each ``tool`` message is a tool message of one result (as the loop keeps them, so that our
-    agent's strict replay of a proxy's run matches), named after the call it answers;
-    ``developer`` is a system message.
-    """
-    names: dict[str, str] = {}
-    out: list[Message] = []
-    for wire in messages:
-        text = _content_text(wire.content)
-        if wire.role == "tool":
-            call_id = wire.tool_call_id or ""
-            result = ToolResult(call_id=call_id, name=names.get(call_id, ""), content=text)
-            out.append(Message(role="tool", parts=(result,)))
-        elif wire.role == "assistant":
-            parts = wire_parts(text, [parse_call(c.id, c.function) for c in wire.tool_calls or ()])
-            names.update((p.call_id, p.name) for p in parts if isinstance(p, ToolCall))
-            out.append(Message(role="assistant", parts=parts))
-        else:
-            role = "system" if wire.role in ("system", "developer") else "user"
-            out.append(Message(role=role, parts=(TextPart(text=text),)))
-    return tuple(out)
-
-
-def _content_text(content: str | list[WireContentPartIn] | None) -> str:
-    if content is None or isinstance(content, str):
-        return content or ""
-    return "".join(p.text if p.text is not None else f"[{p.type}]" for p in content)
-
-
-_WIRE_FINISH = {v: k for k, v in reversed(FINISH_REASONS.items())}
-
-
-def _answered_call(call: ToolCall) -> WireToolCall:
-    """A call as the model sent it: broken arguments stay broken (the agent must see them)."""
-    wire = wire_call(call)
-    if call.invalid_arguments is not None:
-        wire["function"]["arguments"] = call.invalid_arguments
-    return wire
-
-
-def _out_calls(response: ModelResponse) -> list[dict[str, JsonValue]]:
-    return [dict(_answered_call(c), index=i) for i, c in enumerate(response.calls)]
-
-
-def _wire_usage(usage: Usage) -> dict[str, JsonValue]:
-    return {
-        "prompt_tokens": usage.input_tokens,
-        "completion_tokens": usage.output_tokens,
-        "total_tokens": usage.total_tokens,
-    }
-
-
-def completion_json(response: ModelResponse) -> dict[str, JsonValue]:
-    """A recorded response as the complete (non-streamed) answer a server would send."""
-    message: dict[str, JsonValue] = {"role": "assistant", "content": response.text_content or None}
-    if response.calls:
-        message["tool_calls"] = [_answered_call(c) for c in response.calls]
-    return {
-        "id": response.response_id or "chatcmpl-replay",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": response.model_name,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": _WIRE_FINISH.get(response.finish_reason, "stop"),
-            }
-        ],
-        "usage": _wire_usage(response.usage),
-    }
-
-
-def completion_chunks(response: ModelResponse) -> list[dict[str, JsonValue]]:
-    """A recorded response as the chunks of a stream: the delta, the finish, the usage."""
-    head = {
-        "id": response.response_id or "chatcmpl-replay",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": response.model_name,
-    }
-    delta: dict[str, JsonValue] = {"role": "assistant", "content": response.text_content}
-    if response.calls:
-        delta["tool_calls"] = _out_calls(response)
-    finish = _WIRE_FINISH.get(response.finish_reason, "stop")
-    return [
-        {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-        {**head, "choices": [], "usage": _wire_usage(response.usage)},
-    ]
+    def error_event(self, message: str, kind: str) -> bytes:
+        """An error told in a stream under way, as the wire's clients read it."""

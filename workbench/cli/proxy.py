@@ -24,21 +24,28 @@ __all__ = ["run_proxy", "setup_proxy"]
 def setup_proxy(parser: argparse.ArgumentParser) -> None:
     """The options: where to forward or what to replay, where to listen, the grace, the store."""
     parser.add_argument(
-        "--upstream", metavar="URL", help="the OpenAI-compatible server to forward to (.../v1)"
+        "--upstream",
+        metavar="URL",
+        help="the model server to forward to (.../v1): Chat Completions, Responses, Messages",
     )
     parser.add_argument(
         "--port", type=int, default=8089, help="the port to listen on (default 8089; 0: any)"
     )
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     parser.add_argument(
-        "--replay", metavar="RUN", help="answer from this recorded run instead (strict)"
+        "--replay",
+        metavar="RUN",
+        action="append",
+        help="answer from this recorded run instead (strict); a session id replays its runs; "
+        "given several times, the runs are replayed as one group",
     )
     parser.add_argument(
         "--until-step",
         metavar="N",
         type=int,
         default=None,
-        help="with --replay: answer from the recording up to step N, then live from --upstream",
+        help="with --replay: answer each conversation from its recording up to step N, then "
+        "live from --upstream",
     )
     parser.add_argument(
         "--grace",
@@ -66,11 +73,16 @@ def run_proxy(args: argparse.Namespace) -> int:
         until_step=args.until_step,
         grace=args.grace,
     )
-    replaying, upstream = handle.app.replay, handle.app.upstream  # resolved; no credentials
-    what = f"replaying {replaying.run_id}" if replaying else f"forwarding to {upstream}"
+    replayer, upstream = handle.app.replayer, handle.app.upstream  # resolved; no credentials
+    what = f"forwarding to {upstream}"
+    if replayer is not None:
+        what = f"replaying {', '.join(run.run_id for run in replayer.runs)}"
     try:  # a stop may come as soon as the address is out: the handling is in place before it
         with _terminate_as_interrupt():
-            echo(f"workbench proxy on {handle.url} ({what}); recording into {store.path}")
+            echo(
+                f"workbench proxy on {handle.url} ({what}); recording into {store.path} "
+                f"(session {handle.session_id})"
+            )
             echo("point your agent's base_url at it; Ctrl-C to stop")
             sys.stdout.flush()  # whoever started us waits for the address
             handle.wait()
