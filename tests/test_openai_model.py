@@ -39,7 +39,7 @@ from workbench.models import (
     RetryPolicy,
     ServerError,
 )
-from workbench.models.openai import _SHARED_CLIENTS, _ClientPerLoop, retry_after_seconds
+from workbench.models._http import _SHARED_CLIENTS, _ClientPerLoop, retry_after_seconds
 from workbench.models.prices import price_for
 
 DATA = Path(__file__).parent / "data" / "openai"
@@ -737,7 +737,7 @@ def test_server_sent_events_read_alike_by_line_and_by_piece(end: str) -> None:
 
     However the text is cut into two pieces: mid-line, between the CR and LF of a line end.
     """
-    from workbench.models._openai_wire import SseReader, sse_events
+    from workbench.models._wire import SseReader, sse_events
 
     lines = (": a comment", 'data: {"a": 1}', "", "event: ping", "data: one", "data: two", "")
     text = end.join((*lines, "error: bad gateway", "", "", "data: [DONE]"))

@@ -67,10 +67,13 @@ def test_no_frozen_dataclass_records_are_left() -> None:
     wire = (
         "workbench.hooks.events",
         "workbench.hooks.command",
+        "workbench.models._wire",
         "workbench.models._openai_wire",
+        "workbench.models._anthropic_wire",
+        "workbench.models._responses_wire",
         "workbench._proxy.chat",
     )
-    # JSON at a boundary (hook protocol, Chat Completions) has models of its own
+    # JSON at a boundary (hook protocol, each model wire) has models of its own
     others = [c for c in models if not issubclass(c, Record) and not c.__module__.startswith(wire)]
     assert others == []
 

@@ -101,6 +101,7 @@ from workbench.messages import (
 )
 from workbench.models import (
     PRICES,
+    AnthropicModel,
     FunctionModel,
     Model,
     ModelPrice,
@@ -160,6 +161,7 @@ __all__ = [
     "AgentRun",
     "AgentState",
     "AllOf",
+    "AnthropicModel",
     "AnyOf",
     "ArgumentError",
     "AuthenticationError",

@@ -219,6 +219,8 @@ class Usage(Record):
     """US dollars; ``None`` means unknown (no price for the model), which is not free."""
     cache_read_tokens: int = 0
     """Of the input tokens, those served from the provider's prompt cache."""
+    cache_write_tokens: int = 0
+    """Of the input tokens, those written to the provider's prompt cache (Anthropic's)."""
     reasoning_tokens: int = 0
     """Of the output tokens, those the model spent reasoning (not in its answer)."""
 
@@ -236,6 +238,7 @@ class Usage(Record):
             requests=self.requests - other.requests,
             cost=cost,
             cache_read_tokens=self.cache_read_tokens - other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens - other.cache_write_tokens,
             reasoning_tokens=self.reasoning_tokens - other.reasoning_tokens,
         )
 
@@ -247,6 +250,7 @@ class Usage(Record):
             requests=self.requests + other.requests,
             cost=cost,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 

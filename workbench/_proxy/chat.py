@@ -29,7 +29,6 @@ from workbench.messages import (
 )
 from workbench.models._openai_wire import (
     FINISH_REASONS,
-    Lenient,
     StreamAssembler,
     WireToolCall,
     WireToolCallIn,
@@ -38,11 +37,11 @@ from workbench.models._openai_wire import (
     parse_call,
     parse_chunk,
     parse_completion,
-    snippet,
     to_usage,
     wire_call,
     wire_parts,
 )
+from workbench.models._wire import Lenient, snippet
 from workbench.models.prices import price_for
 
 __all__ = [

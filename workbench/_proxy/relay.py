@@ -22,7 +22,7 @@ from workbench._proxy.usage import UsageHider
 from workbench._proxy.wire import Reading
 from workbench.errors import MalformedResponseError, ModelError
 from workbench.messages import ModelResponse
-from workbench.models._openai_wire import SseReader
+from workbench.models._wire import SseReader
 
 __all__ = ["UPSTREAM_FAILED", "Relay", "StreamReading"]
 

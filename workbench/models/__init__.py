@@ -1,5 +1,6 @@
 """Models: the protocol and the shipped implementations."""
 
+from workbench.models.anthropic import AnthropicModel
 from workbench.models.base import Model, ModelError, ModelRequest, ModelSettings
 from workbench.models.offline import FunctionModel, ScriptedModel, ScriptExhausted
 from workbench.models.openai import (
@@ -21,6 +22,7 @@ from workbench.models.request_diff import RequestDiff
 __all__ = [
     "PRICES",
     "APIError",
+    "AnthropicModel",
     "AuthenticationError",
     "BadRequestError",
     "FunctionModel",

@@ -10,13 +10,12 @@ later.
 from __future__ import annotations
 
 import json
-import re
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import Field, ValidationError
 
 from workbench.errors import MalformedResponseError
 from workbench.messages import (
@@ -30,14 +29,13 @@ from workbench.messages import (
     ToolResult,
     Usage,
 )
+from workbench.models._wire import RETRY_INSTRUCTION, Lenient, Redact, snippet
 from workbench.models.base import ModelSettings
 from workbench.models.prices import ModelPrice, cost_of
 from workbench.tools import ToolDefinition
 
 __all__ = [
     "FINISH_REASONS",
-    "RETRY_INSTRUCTION",
-    "Lenient",
     "MalformedResponseError",
     "StreamAssembler",
     "WireCompletion",
@@ -49,16 +47,11 @@ __all__ = [
     "parse_call",
     "parse_chunk",
     "parse_completion",
-    "snippet",
-    "sse_events",
     "to_usage",
     "to_wire_messages",
     "wire_call",
     "wire_parts",
 ]
-
-RETRY_INSTRUCTION = "Fix the errors and try again."
-"""Appended to a retry prompt so the model knows it must answer again, not just read."""
 
 FINISH_REASONS = {
     "stop": FinishReason.STOP,
@@ -182,14 +175,11 @@ def build_body(
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
+    body.update(settings.get("extra_body", {}))
     return body
 
 
 # --- incoming ------------------------------------------------------------------------------------
-
-
-class Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
 
 
 class WireFunctionIn(Lenient):
@@ -255,7 +245,7 @@ class WireCompletion(Lenient):
 
     id: str | None = None
     model: str | None = None
-    choices: list[WireChoice] = []
+    choices: list[WireChoice] = Field(default_factory=list)
     usage: WireUsage | None = None
     error: WireErrorBody | None = None
 
@@ -272,7 +262,7 @@ class WireChunk(Lenient):
 
     id: str | None = None
     model: str | None = None
-    choices: list[WireChunkChoice] = []
+    choices: list[WireChunkChoice] = Field(default_factory=list)
     usage: WireUsage | None = None
     error: WireErrorBody | None = None
 
@@ -280,16 +270,6 @@ class WireChunk(Lenient):
 def finish_reason(raw: str | None) -> FinishReason:
     """Map the wire finish reason to ours; anything unheard of is ``UNKNOWN``."""
     return FINISH_REASONS.get(raw or "", FinishReason.UNKNOWN)
-
-
-Redact = Callable[[str], str]
-"""Scrubs the client's secrets from what the server said (servers echo keys back)."""
-
-
-def snippet(raw: bytes | str, redact: Redact) -> str:
-    """The start of what the server sent, scrubbed before it is cut (no half key survives)."""
-    text = redact(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
-    return text if len(text) <= 200 else f"{text[:200]}... ({len(text)} characters)"
 
 
 def parse_completion(raw: bytes, redact: Redact) -> WireCompletion:
@@ -419,14 +399,14 @@ def to_usage(usage: WireUsage | None, price: ModelPrice | None) -> Usage:
     tokens_in, tokens_out = max(0, usage.prompt_tokens), max(0, usage.completion_tokens)
     cached = usage.prompt_tokens_details and usage.prompt_tokens_details.cached_tokens
     reasoning = usage.completion_tokens_details and usage.completion_tokens_details.reasoning_tokens
-    return Usage(
+    counted = Usage(
         input_tokens=tokens_in,
         output_tokens=tokens_out,
         requests=1,
-        cost=cost_of(price, tokens_in, tokens_out),
         cache_read_tokens=cached or 0,
         reasoning_tokens=reasoning or 0,
     )
+    return counted.model_copy(update={"cost": cost_of(price, counted)})
 
 
 def completion_response(
@@ -441,68 +421,3 @@ def completion_response(
         model_name=completion.model or model,
         response_id=completion.id,
     )
-
-
-class SseReader:
-    """Server-sent events: ``(event, data)``, data lines joined, comments skipped.
-
-    An ``error:`` line (older llama.cpp) is taken as the data of an ``error`` event. `sse_events`
-    drives it line by line for a client reading a stream; the proxy `feed`s it the text of each
-    piece it relays, lines split across pieces and all, then `close`s it.
-    """
-
-    def __init__(self) -> None:
-        self._event, self._data = "message", list[str]()
-        self._partial = ""
-        """The end of the text fed so far that is not a whole line yet."""
-
-    def line(self, line: str) -> tuple[str, str] | None:
-        """Take one line (without its end); the event it completes, if it completes one."""
-        if not line:
-            return self.end()
-        if line.startswith("data:"):
-            self._data.append(line[5:].removeprefix(" "))
-        elif line.startswith("event:"):
-            self._event = line[6:].strip()
-        elif line.startswith("error:"):
-            self._event = "error"
-            self._data.append(line[6:].removeprefix(" "))
-        return None
-
-    def end(self) -> tuple[str, str] | None:
-        """The event under way, if it has data; the reader starts afresh."""
-        event, data = self._event, self._data
-        self._event, self._data = "message", []
-        return (event, "\n".join(data)) if data else None
-
-    def feed(self, text: str) -> list[tuple[str, str]]:
-        """Take the next piece of a stream's text; the events it completes.
-
-        SSE ends a line with CR, LF or CRLF; a CR that ends the piece is held back, as the next
-        piece may start with its LF.
-        """
-        text = self._partial + text
-        held = "\r" if text.endswith("\r") else ""
-        *lines, rest = _LINE_END.split(text[: len(text) - len(held)])
-        self._partial = rest + held
-        return [event for line in lines if (event := self.line(line)) is not None]
-
-    def close(self) -> list[tuple[str, str]]:
-        """The stream ended: the events its last lines complete (no blank line needed)."""
-        last, self._partial = self._partial.removesuffix("\r"), ""
-        events = self.feed(last + "\n") if last else []
-        ended = self.end()
-        return events if ended is None else [*events, ended]
-
-
-async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
-    """The events of a stream, each as soon as its lines have arrived."""
-    reader = SseReader()
-    async for line in lines:
-        if (event := reader.line(line)) is not None:
-            yield event
-    if (event := reader.end()) is not None:
-        yield event
-
-
-_LINE_END = re.compile(r"\r\n|\r|\n")

@@ -28,6 +28,14 @@ class ModelSettings(TypedDict, total=False):
     stream: bool
     tool_choice: str | dict[str, Any]
     timeout: float
+    thinking_budget: int
+    """Anthropic: think first, up to this many tokens (``thinking.budget_tokens``)."""
+    reasoning_effort: str
+    """The Responses API: how hard a reasoning model thinks (``reasoning.effort``: ``minimal``,
+    ``low``, ``medium``, ``high``), with a summary of its reasoning asked for."""
+    extra_body: dict[str, Any]
+    """Merged into the request's JSON last: a server's own parameters that no setting names
+    (llama.cpp's ``top_k``, a ``seed`` or ``stop`` on a wire that has none)."""
 
 
 class ModelRequest(Record):

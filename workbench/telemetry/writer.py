@@ -593,6 +593,8 @@ def _add_response(attributes: Attributes, response: ModelResponse) -> None:
     attributes[n.USAGE_OUTPUT_TOKENS] = usage.output_tokens
     if usage.cache_read_tokens:
         attributes[n.USAGE_CACHE_READ_TOKENS] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        attributes[n.USAGE_CACHE_WRITE_TOKENS] = usage.cache_write_tokens
     if usage.reasoning_tokens:
         attributes[n.USAGE_REASONING_TOKENS] = usage.reasoning_tokens
     if response.model_name:

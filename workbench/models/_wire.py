@@ -1,0 +1,101 @@
+"""What every wire module shares: lenient models of what servers send, server-sent events, quotes.
+
+Each wire (Chat Completions, Anthropic Messages, the Responses API) keeps its own module with its
+two mappings, to the wire and from it; what they all need to read a server's answer lives here,
+once: the base of their lenient pydantic models (unknown fields ignored, so a server that adds
+fields still works), the reader of server-sent events, and the scrubbed quote of what a server
+said that goes into an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["RETRY_INSTRUCTION", "Lenient", "Redact", "SseReader", "snippet", "sse_events"]
+
+RETRY_INSTRUCTION = "Fix the errors and try again."
+"""Appended to a retry prompt so the model knows it must answer again, not just read."""
+
+
+class Lenient(BaseModel):
+    """JSON a server sent: fields we read are checked, fields we do not know are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+Redact = Callable[[str], str]
+"""Scrubs the client's secrets from what the server said (servers echo keys back)."""
+
+
+def snippet(raw: bytes | str, redact: Redact) -> str:
+    """The start of what the server sent, scrubbed before it is cut (no half key survives)."""
+    text = redact(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
+    return text if len(text) <= 200 else f"{text[:200]}... ({len(text)} characters)"
+
+
+class SseReader:
+    """Server-sent events: ``(event, data)``, data lines joined, comments skipped.
+
+    An ``error:`` line (older llama.cpp) is taken as the data of an ``error`` event. `sse_events`
+    drives it line by line for a client reading a stream; the proxy `feed`s it the text of each
+    piece it relays, lines split across pieces and all, then `close`s it.
+    """
+
+    def __init__(self) -> None:
+        self._event, self._data = "message", list[str]()
+        self._partial = ""
+        """The end of the text fed so far that is not a whole line yet."""
+
+    def line(self, line: str) -> tuple[str, str] | None:
+        """Take one line (without its end); the event it completes, if it completes one."""
+        if not line:
+            return self.end()
+        if line.startswith("data:"):
+            self._data.append(line[5:].removeprefix(" "))
+        elif line.startswith("event:"):
+            self._event = line[6:].strip()
+        elif line.startswith("error:"):
+            self._event = "error"
+            self._data.append(line[6:].removeprefix(" "))
+        return None
+
+    def end(self) -> tuple[str, str] | None:
+        """The event under way, if it has data; the reader starts afresh."""
+        event, data = self._event, self._data
+        self._event, self._data = "message", []
+        return (event, "\n".join(data)) if data else None
+
+    def feed(self, text: str) -> list[tuple[str, str]]:
+        """Take the next piece of a stream's text; the events it completes.
+
+        SSE ends a line with CR, LF or CRLF; a CR that ends the piece is held back, as the next
+        piece may start with its LF.
+        """
+        text = self._partial + text
+        held = "\r" if text.endswith("\r") else ""
+        *lines, rest = _LINE_END.split(text[: len(text) - len(held)])
+        self._partial = rest + held
+        return [event for line in lines if (event := self.line(line)) is not None]
+
+    def close(self) -> list[tuple[str, str]]:
+        """The stream ended: the events its last lines complete (no blank line needed)."""
+        last, self._partial = self._partial.removesuffix("\r"), ""
+        events = self.feed(last + "\n") if last else []
+        ended = self.end()
+        return events if ended is None else [*events, ended]
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+    """The events of a stream, each as soon as its lines have arrived."""
+    reader = SseReader()
+    async for line in lines:
+        if (event := reader.line(line)) is not None:
+            yield event
+    if (event := reader.end()) is not None:
+        yield event
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
