@@ -15,8 +15,9 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from workbench import records
 from workbench.records import StepRecord
-from workbench.state import AgentState, ErrorInfo
+from workbench.state import AgentState
 
 __all__ = ["RunFacts", "facts_of", "step_errors"]
 
@@ -32,18 +33,13 @@ def _line(text: str) -> str:
     return flat if len(flat) <= FIRST_ERROR_CHARS else f"{flat[: FIRST_ERROR_CHARS - 1]}…"
 
 
-def _error_text(error: ErrorInfo) -> str:
-    return f"{error.type}: {error.message}"
+def step_errors(record: StepRecord, state: AgentState) -> list[str]:
+    """What went wrong in one step of the run ``state`` is a state of, one line each.
 
-
-def step_errors(record: StepRecord) -> list[str]:
-    """What went wrong in one step, one line each: failed tool calls, hooks, the model call."""
-    where = f"step {record.index}"
-    found = [f"{where}, {o.name}: {o.content}" for o in record.tool_outcomes if o.status == "error"]
-    found += [f"{where}, hook: {error}" for error in record.hook_errors]
-    if record.model_error is not None:
-        found.append(f"{where}, model: {_error_text(record.model_error)}")
-    return [_line(text) for text in found]
+    The same errors as `RunResult.errors` of the run without its sub-runs (each has its own
+    row, and a rolled-up row sums them): `workbench.records.step_errors`.
+    """
+    return [_line(error.line) for error in records.step_errors(record, state)]
 
 
 @dataclass
@@ -57,19 +53,13 @@ class RunFacts:
     """Calls per tool that ran, in the order each tool was first called."""
     duration: float = 0.0
     """Seconds spent in the run's phases (time paused, or waiting between steps, not counted)."""
-    last_model_error: tuple[str, str] | None = None
-    """The last step's failed model call: a run that fails for it is not counted twice."""
 
-    def add_step(self, record: StepRecord) -> set[str]:
-        """Fold one step record in; the tools whose call count changed."""
-        errors = step_errors(record)
+    def add_step(self, record: StepRecord, state: AgentState) -> set[str]:
+        """Fold in one step record of ``state``'s run; the tools whose call count changed."""
+        errors = step_errors(record, state)
         self.errors += len(errors)
         if errors and self.first_error is None:
             self.first_error = errors[0]
-        model_error = record.model_error
-        self.last_model_error = (
-            None if model_error is None else (model_error.type, model_error.message)
-        )
         self.duration += record.timing.total
         changed = set()
         for outcome in record.tool_outcomes:
@@ -79,12 +69,9 @@ class RunFacts:
         return changed
 
     def run_error(self, state: AgentState) -> str | None:
-        """The error that failed the run, when no step has already counted it."""
-        error = state.error
-        if error is None or (error.type, error.message) == self.last_model_error:
-            return None
-        step = f"step {error.step}, " if error.step is not None else ""
-        return _line(f"{step}run: {_error_text(error)}")
+        """The error that failed the run (no step counts it), on one line."""
+        error = records.run_error(state)
+        return None if error is None else _line(error.line)
 
     def row(self, state: AgentState, root_run_id: str) -> tuple[object, ...]:
         """The run's ``summaries`` row as ``state`` stands (see `workbench._storage`)."""
@@ -104,9 +91,9 @@ class RunFacts:
         )
 
 
-def facts_of(steps: Iterable[StepRecord]) -> RunFacts:
-    """The facts of a run's stored steps, folded as the store folds them while a run goes."""
+def facts_of(steps: Iterable[StepRecord], state: AgentState) -> RunFacts:
+    """The facts of ``state``'s stored steps, folded as the store folds them while a run goes."""
     facts = RunFacts()
     for record in steps:
-        facts.add_step(record)
+        facts.add_step(record, state)
     return facts

@@ -264,7 +264,7 @@ def _fill_summaries(conn: sqlite3.Connection) -> None:
             steps = conn.execute(_STEP_BODIES, (run_id,))
             where = f"run {run_id} record of step {{}}"
             facts = facts_of(
-                load_step(b, len(b), (), (), where.format(n), len(b)) for n, b in steps
+                (load_step(b, len(b), (), (), where.format(n), len(b)) for n, b in steps), state
             )
         except (StoreError, TypeError):  # TypeError: a payload that is not text
             conn.execute(_UNKNOWN_SUMMARY, (run_id, root))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import workbench as wb
 
-__all__ = ["demo_agent", "run_demo"]
+__all__ = ["DEMO_PROMPT", "demo_agent", "run_demo"]
 
 
 @wb.tool

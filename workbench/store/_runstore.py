@@ -223,7 +223,11 @@ class RunStore(RunObserver):
         return frame
 
     def resolve(self, ref: str) -> str:
-        """The run id that ``ref`` names: the id itself, a unique prefix of one, or ``last``."""
+        """The run id that ``ref`` names: the id itself, a unique prefix of one, or ``last``.
+
+        ``last`` is the run last started from outside (not a sub-agent's run, which starts after
+        the run that called it): the run a person means.
+        """
         query, params = (_LAST, ()) if ref == "last" else (_RESOLVE, (ref,))
         with self._reading() as conn:
             ids = [] if conn is None else [str(r[0]) for r in conn.execute(query, params)]
@@ -501,6 +505,8 @@ class RunStore(RunObserver):
         else:
             conn.execute(_UPDATE_RUN, (*values, state.run_id))
         facts = self._facts(log, conn)
+        if log.latest is None:  # the run as the step records are counted (its agent, depth)
+            log.latest = state
         if log.root_run_id is None:
             log.root_run_id = _root(conn, state)
         conn.execute(_PUT_SUMMARY, facts.row(state, log.root_run_id))
@@ -545,7 +551,8 @@ class RunStore(RunObserver):
         )
         log.next_step += 1
         facts = self._facts(log, conn)
-        called = facts.add_step(record)
+        assert log.latest is not None  # the run's row (`_put_run`) is written first
+        called = facts.add_step(record, log.latest)
         conn.executemany(
             _PUT_TOOL, [(record.run_id, tool, facts.tool_calls[tool]) for tool in sorted(called)]
         )
@@ -633,4 +640,7 @@ def _root(conn: sqlite3.Connection, state: AgentState) -> str:
 
 
 _RESOLVE = "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?1)) = ?1 ORDER BY created_at"
-_LAST = "SELECT run_id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1"
+_LAST = (  # the run last started by someone: a sub-run starts after the run that called it
+    "SELECT run_id FROM runs WHERE parent_run_id IS NULL ORDER BY created_at DESC, rowid DESC "
+    "LIMIT 1"
+)
