@@ -11,7 +11,6 @@ role and parts; provenance (run, execution, step) is not part of what the model 
 from __future__ import annotations
 
 import json
-import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -251,44 +250,35 @@ def _result_head(part: ToolResult) -> str:
     return f"result of {part.call_id}{' (error)' if part.is_error else ''} "
 
 
-def describe_part(part: Part, limit: int | None = 60) -> str:
-    """A description of a part for error messages and diffs (its text quoted, cut at ``limit``).
-
-    With ``limit=None`` each text is whole and as it is, indented on the lines after what the
-    part is, for a person to read (``workbench show --messages --full``).
-    """
-    sep = " " if limit is not None else ":\n"
+def describe_part(part: Part) -> str:
+    """A one-line description of a part for error messages and diffs (long text clipped)."""
     match part:
         case TextPart():
-            return f"text{sep}{_clip(part.text, limit)}"
+            return f"text {_clip(part.text)}"
         case ThinkingPart():
-            return _describe_thinking(part, limit)
+            return _describe_thinking(part)
         case ToolCall():
             args = (
                 json.dumps(part.arguments, sort_keys=True)
                 if part.invalid_arguments is None
                 else part.invalid_arguments
             )
-            shown = redacted(args) if limit is None else _clip(args, limit, quote=False)
-            return f"call {part.name}({shown}) [{part.call_id}]"
+            return f"call {part.name}({_clip(args, 60, quote=False)}) [{part.call_id}]"
         case ToolResult():
-            return _result_head(part).rstrip() + sep + _clip(part.content, limit)
+            return _result_head(part) + _clip(part.content)
         case RetryPrompt():
-            return f"retry prompt{sep}{_clip(part.content, limit)}"
+            return f"retry prompt {_clip(part.content)}"
 
 
-def _describe_thinking(part: ThinkingPart, limit: int | None = 60) -> str:
+def _describe_thinking(part: ThinkingPart) -> str:
     """``thinking 'text…' (anthropic, signed, id rs_1)``: what a reader needs to tell two apart."""
     about = [part.provider or "no provider"]
     if part.signature is not None:
         about.append(f"signature {_clip(part.signature, 16, quote=False)}")
     if part.id is not None:
         about.append(f"id {part.id}")
-    if part.redacted:
-        return f"redacted thinking ({', '.join(about)})"
-    if limit is None:
-        return f"thinking ({', '.join(about)}):\n{_clip(part.text, None)}"
-    return f"thinking {_clip(part.text, limit)} ({', '.join(about)})"
+    what = "redacted thinking" if part.redacted else f"thinking {_clip(part.text)}"
+    return f"{what} ({', '.join(about)})"
 
 
 def _describe_message(message: Message) -> str:
@@ -317,10 +307,8 @@ def _window(text: str, begin: int, limit: int) -> str:
     return f"{'…' if begin else ''}{cut!r}{'…' if begin + limit < len(text) else ''}"
 
 
-def _clip(text: str, limit: int | None = 60, *, quote: bool = True) -> str:
+def _clip(text: str, limit: int = 60, *, quote: bool = True) -> str:
     text = redacted(text)  # before the cut, as in `_pair`
-    if limit is None:
-        return textwrap.indent(text, "  ", lambda line: True)
     cut = text if len(text) <= limit else f"{text[:limit]}…"
     return repr(cut) if quote else cut
 
