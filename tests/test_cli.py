@@ -89,14 +89,14 @@ def test_no_verb_prints_a_control_character_of_run_content(
     if argv[0] == "show":
         assert r"\x1b]8;;https://evil.example/\x1b\click me" in done.stdout
     if argv[0] in ("show", "replay"):
-        assert r"x\x1b]0;pwned\x07:retry" in done.stdout  # the unknown tool, in the step table
+        assert r"x\x1b]0;pwned\x07 (retry)" in done.stdout  # the unknown tool, in the step table
 
 
 def test_show_writes_the_answer_out_as_text(hostile_store: tuple[Path, wb.RunResult]) -> None:
     path, run = hostile_store
     out = cli("show", run.run_id, "--store", str(path)).stdout
     assert out.startswith(rf"run {run.run_id} (agent\x1b]0;pwned\x07): completed")
-    assert r"x\x1b]0;pwned\x07:retry" in out  # the unknown tool's name, in the step table
+    assert r"x\x1b]0;pwned\x07 (retry)" in out  # the unknown tool's name, in the step table
     answer = out[out.index("output: ") :]
     assert answer.startswith(r"output: the answer: \x1b]0;pwned\x07\x1b[2J\x1b[Hsafe ")
     assert r"\rhidden\x9b31m\u202eevil" in answer
@@ -135,7 +135,7 @@ def test_the_console_script_and_the_module_run_the_same_command() -> None:
         [str(script), "--help"], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     assert by_script == cli("--help").stdout
-    assert "usage: workbench [-h] VERB ..." in by_script
+    assert "usage: workbench [-h] [--version] VERB ..." in by_script
 
 
 def test_bad_agent_specs_are_one_line_errors(

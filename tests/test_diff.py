@@ -50,13 +50,13 @@ def test_diff_shows_exactly_the_divergence(store: wb.RunStore) -> None:
     assert [s.status for s in changes.steps[:4]] == ["inherited"] * 4
     step5 = changes.steps[4]
     assert [str(m) for m in step5.messages if m.where == "sent"] == [
-        f"message {edited} (tool) changed: part 0: result of c4 '10' → result of c4 '1000'"
+        f"message {edited} (tool): result of c4 '10' → result of c4 '1000'"
     ]
     added = [str(m) for m in step5.messages if m.where == "added"]
     assert added == [
-        'message 0 (assistant) changed: part 0: call add({"a": 10, "b": 5}) [c5] → '
+        'message 0 (assistant): call add({"a": 10, "b": 5}) [c5] → '
         'call add({"a": 1000, "b": 5}) [c5]',
-        "message 1 (tool) changed: part 0: result of c5 '15' → result of c5 '1005'",
+        "message 1 (tool): result of c5 '15' → result of c5 '1005'",
     ]
     assert step5.calls_a == ('add({"a": 10, "b": 5})',)
     assert step5.calls_b == ('add({"a": 1000, "b": 5})',)
@@ -65,7 +65,7 @@ def test_diff_shows_exactly_the_divergence(store: wb.RunStore) -> None:
     last = changes.steps[-1]
     assert last.stop_a is last.stop_b is wb.StopReason.COMPLETED
     assert [str(m) for m in last.messages] == [
-        "message 0 (assistant) changed: part 0: text 'total 45' → text 'total 1035'"
+        "message 0 (assistant): text 'total 45' → text 'total 1035'"
     ]
 
 
@@ -80,9 +80,8 @@ def test_diff_text_and_dataframe(store: wb.RunStore) -> None:
     )
     assert lines[1] == "steps 1–4: inherited"
     assert lines[2] == "step 5: changed"
-    assert "  sent   message 8 (tool) changed: part 0: result of c4 '10' → result of c4 '1000'" in (
-        lines
-    )
+    sent = "  the model was sent message 8 (tool): result of c4 '10' → result of c4 '1000'"
+    assert sent in lines
     assert lines[-1] == "first divergence: step 5"
     frame = changes.to_df()
     assert list(frame["step"]) == list(range(1, 11))
@@ -188,8 +187,7 @@ def test_sub_runs_pair_by_step_and_call_not_by_position() -> None:
         edited.children[0].run_id,
     )
     assert (
-        "sub-run 2:   added  message 0 (assistant) changed: part 0: text 'about B' → "
-        "text 'about B!'"
+        "sub-run 2:   the step added     message 0 (assistant): text 'about B' → text 'about B!'"
     ) in changed.to_text().splitlines()
 
 
@@ -320,3 +318,35 @@ def test_the_notebook_view_of_a_tree_diff_shows_the_sub_runs_that_differ() -> No
     assert html.count("<b>sub-run ") == 2 and html.count("class='wb-run-diff'") == 3
     assert "first divergence: step 1" in html  # each worker's own verdict
     assert "&lt;b&gt;this&lt;/b&gt;" in html and "<b>this</b>" not in html  # model text is text
+
+
+def test_a_message_only_one_run_has_reads_as_a_person_says_it() -> None:
+    from workbench.diff._result import MessageChange, PartChange, StepDiff
+
+    only_a = MessageChange(
+        where="added",
+        index=1,
+        kind="removed",
+        role="tool",
+        parts=(PartChange(index=0, kind="removed", before="result of c1 '5'", after=None),),
+    )
+    two = MessageChange(
+        where="sent",
+        index=2,
+        kind="changed",
+        role="assistant",
+        parts=(
+            PartChange(index=0, kind="changed", before="text 'a'", after="text 'b'"),
+            PartChange(index=1, kind="added", before=None, after="call add({}) [c2]"),
+        ),
+    )
+    step = StepDiff(step=2, status="changed", messages=(only_a, two), calls_a=("add",))
+    assert step.changes() == [
+        ("the step added", "message 1 (tool), only in a: result of c1 '5'"),
+        (
+            "the model was sent",
+            "message 2 (assistant): part 0, text 'a' → text 'b'; "
+            "part 1, only in b: call add({}) [c2]",
+        ),
+        ("tool calls", "add → none"),
+    ]

@@ -6,8 +6,8 @@ Every ``import`` in every module counts, wherever it is written: at the top, ins
 the ones below, never one above:
 
 ==  ===============  ===================================================================
- 0  foundation       errors, messages, _record, _sync, redact, traceids, tracebacks: the
-                    common words
+ 0  foundation       errors, messages, _record, _sync, redact, traceids, tracebacks, ids,
+                    _json: the common words
  1  state            the run's state and its lifecycle (status, transitions, stop reasons)
  2  rules            stop conditions, history processors, breakpoints: functions of a run view
  3  records          what a run reports (step records, snapshots, events, results, errors),
@@ -54,6 +54,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "workbench.traceids",
             "workbench.tracebacks",
             "workbench.ids",
+            "workbench._json",
         ),
     ),
     ("state", ("workbench.state",)),

@@ -129,3 +129,54 @@ def test_a_client_session_groups_its_conversations_and_a_new_prefix_starts_a_run
         proxy.session_id,
     ]
     assert [s.run_id for s in store.session("cc-session-1")] == proxy.run_ids[:2]
+
+
+def test_a_tool_whose_output_changes_every_run_replays_under_a_declared_tolerance() -> None:
+    """Codex's exec_command gives wall times and random ids: strict, but for what is declared."""
+    store = wb.RunStore(":memory:")
+
+    def shell(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if body["messages"][-1]["role"] == "tool":
+            return Answer(body=completion("it printed hi"))
+        return Answer(body=completion(calls=[("c1", "exec_command", {"cmd": "echo hi"})]))
+
+    def run(url: str, took: str, said: str = "hi") -> httpx.Response:
+        first = ask(url, ACT)
+        if first.status_code != 200:
+            return first
+        call = first.json()["choices"][0]["message"]
+        output = f"Chunk ID: {took[2:]}f\nWall time: {took} seconds\nOutput:\n{said}\n"
+        return ask(url, [*ACT, call, {"role": "tool", "tool_call_id": "c1", "content": output}])
+
+    with fake_upstream(shell) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        assert run(proxy.url, "0.0031").status_code == 200
+    (recorded,) = proxy.run_ids
+    with wb.proxy(replay=recorded, store=store) as strict:
+        departed = run(strict.url, "0.0017")
+    assert departed.status_code == 400 and "Wall time: 0.0031" in departed.text
+    tolerance = {"exec_command": r"Chunk ID: \w+|Wall time: [\d.]+ seconds"}
+    with wb.proxy(replay=recorded, store=store, normalize=tolerance) as tolerant:
+        replayed = run(tolerant.url, "0.0017")
+        changed = run(tolerant.url, "0.0020", said="bye")
+    assert replayed.status_code == 200
+    assert replayed.json()["choices"][0]["message"]["content"] == "it printed hi"
+    assert changed.status_code == 400  # what is not declared is still compared strictly
+    message = changed.json()["error"]["message"]
+    assert "recorded: result of c1 '…\\n…\\nOutput:\\nhi" in message  # compared normalized
+    assert "sent:     result of c1 '…\\n…\\nOutput:\\nbye" in message
+    assert "tolerances declared: exec_command's results by r'Chunk ID:" in message
+    with pytest.raises(wb.UsageError, match="needs replay="):
+        wb.proxy("http://127.0.0.1:9/v1", store=store, normalize=tolerance)
+
+
+def test_the_command_says_what_a_tolerance_must_look_like(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from workbench.cli import main
+
+    for given, said in [
+        ("exec_command", "--normalize takes TOOL=PATTERN, not 'exec_command'"),
+        ("exec_command=(", "--normalize exec_command: '(' is not a regular expression"),
+    ]:
+        assert main(["proxy", "--replay", "r", "--store", ":memory:", "--normalize", given]) == 2
+        assert said in capsys.readouterr().out

@@ -51,6 +51,7 @@ def test_demo_command_runs_offline() -> None:
         timeout=120,
         check=True,
     ).stdout
-    assert "add:retry" in out and "save_result:pending" in out and "save_result:ok" in out
-    assert "completed, stop reason completed" in out
-    assert "approvals granted: 1" in out
+    assert "add (retry)" in out and "save_result (waits)" in out
+    assert "\n3 (resumed)  " in out and out.count("\n3  ") == 1  # each part of a step once
+    assert "  retry: the call could not run as sent" in out  # the words beside calls, explained
+    assert "(calculator): completed; stop reason completed; 1 approval granted" in out

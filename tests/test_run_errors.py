@@ -7,6 +7,7 @@ its agent, run, step and call, computed from the records, so a stored run has th
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from pathlib import Path
 
@@ -224,3 +225,26 @@ def test_a_secret_in_an_exception_never_reaches_its_record(secret: str) -> None:
     for span in telemetry.spans:
         for event in span.events:
             assert secret not in str(dict(event.attributes or {}))
+
+
+def test_a_model_call_cut_by_the_time_limit_is_a_model_error() -> None:
+    async def slow(messages: list[wb.Message], info: object) -> wb.ModelResponse:
+        await asyncio.sleep(5)
+        return R.text("late")
+
+    agent = wb.Agent(model=wb.FunctionModel(slow), stop=wb.Timeout(0.05), store=False)
+    result = agent.run_sync("x")
+    assert result.stop_reason is wb.StopReason.TIME_LIMIT and result.error is None
+    (error,) = result.errors
+    assert (error.kind, error.step, error.type) == ("model", 1, "TimeoutError")
+
+
+def test_the_store_counts_the_errors_of_each_run_and_rolls_them_up() -> None:
+    store = wb.RunStore(":memory:")
+    result = team(store=store).run_sync("price the hat")
+    rows = {row.run_id: row for row in store.find(wb.RunFilter())}
+    digger = result.children[0].children[0]
+    assert rows[digger.run_id].errors == 1 and rows[result.run_id].errors == 0
+    assert rows[digger.run_id].first_error == result.errors[0].line
+    (tree,) = store.find(wb.RunFilter(rollup=True))
+    assert tree.errors == len(result.errors) and tree.first_error == result.errors[0].line

@@ -82,8 +82,8 @@ def test_show_prints_steps_and_conversation(
     path, run = demo_run
     assert main(["show", run.run_id[:12], "--messages", "--store", str(path)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"run {run.run_id} (calculator): completed, stop reason completed")
-    assert "save_result:pending" in out and "save_result:ok" in out
+    assert out.startswith(f"run {run.run_id} (calculator): completed\nstop reason completed;")
+    assert "multiply, save_result (waits)" in out and "\n3 (resumed)  " in out
     assert "   6 assistant step 3: call multiply(" in out
     assert out.rstrip().endswith(f"output: {run.output}")
 
@@ -142,7 +142,7 @@ def test_demo_records_its_run_in_the_default_store(tmp_path: Path) -> None:
         ).stdout
 
     demo = cli("demo")
-    assert f"recorded in {tmp_path / 'default.sqlite'}: workbench show run_" in demo
+    assert f"the run, in the store {tmp_path / 'default.sqlite'}: workbench show run_" in demo
     listed = cli("runs")
     assert "calculator  completed" in listed and "1 of 1 runs" in listed
 

@@ -8,6 +8,7 @@ conventions' names (``exception.type``, ``exception.message``, ``exception.stack
 from __future__ import annotations
 
 import asyncio
+import doctest
 import json
 import sqlite3
 from pathlib import Path
@@ -191,3 +192,11 @@ def test_a_store_written_before_tracebacks_still_loads(tmp_path: Path) -> None:
     with wb.RunStore(path) as store:
         loaded = store.load(result.run_id)
     assert loaded.state.schema_version == 3 and loaded.errors == result.errors
+
+
+def test_docstring_examples_run() -> None:
+    from workbench import records, tracebacks
+
+    for module in (tracebacks, records):
+        failed, tried = doctest.testmod(module)
+        assert tried > 0 and failed == 0, module.__name__

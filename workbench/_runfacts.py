@@ -6,9 +6,7 @@ stored step of 100,000 runs would take minutes, so the store keeps them in a nar
 (``summaries``, and ``run_tools`` for the tools), updated in the same transaction as each step
 record and the state after it. They are folded from the same records whoever writes them: the
 store as a run goes (one step at a time, `add_step`), the schema migration for runs stored before
-the table existed (all the steps of a run at once, `facts_of`). What counts as an error is
-`RunResult.errors`' own definition (`records.step_errors`, `records.run_error`), a run's own
-errors only: its sub-runs' are in their rows, so a rolled-up tree counts each error once.
+the table existed (all the steps of a run at once, `facts_of`).
 """
 
 from __future__ import annotations
@@ -17,10 +15,11 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from workbench.records import RunError, StepRecord, run_error, step_errors
+from workbench import records
+from workbench.records import StepRecord
 from workbench.state import AgentState
 
-__all__ = ["RunFacts", "facts_of"]
+__all__ = ["RunFacts", "facts_of", "step_errors"]
 
 FIRST_ERROR_CHARS = 300
 """How much of the first error a run list keeps: one line, enough to recognise it."""
@@ -29,10 +28,18 @@ _CALLED = ("ok", "error", "retry")
 """Tool outcomes of calls that ran (not denied, dropped, or still waiting for approval)."""
 
 
-def _line(error: RunError) -> str:
-    """The error as a list shows it: where, then what, on one line (`RunError.line`)."""
-    flat = " ".join(error.line.split())
+def _line(text: str) -> str:
+    flat = " ".join(text.split())
     return flat if len(flat) <= FIRST_ERROR_CHARS else f"{flat[: FIRST_ERROR_CHARS - 1]}…"
+
+
+def step_errors(record: StepRecord, state: AgentState) -> list[str]:
+    """What went wrong in one step of the run ``state`` is a state of, one line each.
+
+    The same errors as `RunResult.errors` of the run without its sub-runs (each has its own
+    row, and a rolled-up row sums them): `workbench.records.step_errors`.
+    """
+    return [_line(error.line) for error in records.step_errors(record, state)]
 
 
 @dataclass
@@ -48,26 +55,29 @@ class RunFacts:
     """Seconds spent in the run's phases (time paused, or waiting between steps, not counted)."""
 
     def add_step(self, record: StepRecord, state: AgentState) -> set[str]:
-        """Fold in one step record of the run ``state`` is a state of; the tools it called."""
+        """Fold in one step record of ``state``'s run; the tools whose call count changed."""
         errors = step_errors(record, state)
         self.errors += len(errors)
         if errors and self.first_error is None:
-            self.first_error = _line(errors[0])
+            self.first_error = errors[0]
         self.duration += record.timing.total
-        called = set()
+        changed = set()
         for outcome in record.tool_outcomes:
             if outcome.status in _CALLED:
                 self.tool_calls[outcome.name] = self.tool_calls.get(outcome.name, 0) + 1
-                called.add(outcome.name)
-        return called
+                changed.add(outcome.name)
+        return changed
+
+    def run_error(self, state: AgentState) -> str | None:
+        """The error that failed the run (no step counts it), on one line."""
+        error = records.run_error(state)
+        return None if error is None else _line(error.line)
 
     def row(self, state: AgentState, root_run_id: str) -> tuple[object, ...]:
         """The run's ``summaries`` row as ``state`` stands (see `workbench._storage`)."""
-        failure = run_error(state)
+        failure = self.run_error(state)
         errors = self.errors + (failure is not None)
-        first = self.first_error
-        if first is None and failure is not None:
-            first = _line(failure)
+        first = self.first_error if self.first_error is not None else failure
         return (
             state.run_id,
             root_run_id,
@@ -82,7 +92,7 @@ class RunFacts:
 
 
 def facts_of(steps: Iterable[StepRecord], state: AgentState) -> RunFacts:
-    """The facts of a run's stored steps, folded as the store folds them while a run goes."""
+    """The facts of ``state``'s stored steps, folded as the store folds them while a run goes."""
     facts = RunFacts()
     for record in steps:
         facts.add_step(record, state)

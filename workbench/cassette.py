@@ -29,6 +29,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import ValidationError
 
+from workbench._json import loads
 from workbench._record import Record
 from workbench.errors import CassetteError, ReplayDivergence, UsageError
 from workbench.messages import JsonValue, Message, ModelResponse
@@ -285,11 +286,11 @@ def _plain(message: Message) -> dict[str, JsonValue]:
 def load_cassette(path: Path) -> CassetteFile:
     """Read a cassette file; a damaged, foreign or newer file is a `CassetteError` saying which."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise CassetteError(f"cassette {path} cannot be read: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise CassetteError(f"cassette {path} is damaged: not JSON ({exc})") from exc
+    except ValueError as exc:  # not JSON, or nested deeper than MAX_DEPTH
+        raise CassetteError(f"cassette {path} is damaged: not JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != CASSETTE_FORMAT:
         raise CassetteError(f"{path} is not a workbench cassette (no format {CASSETTE_FORMAT!r})")
     version = data.get("version")

@@ -8,14 +8,14 @@ which is what lets the workbench answer "which step produced this?" long after t
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
+from workbench._json import VALUE_DEPTH, bounded, loads
 from workbench._record import Record
 from workbench.ids import Id
 
@@ -39,8 +39,9 @@ __all__ = [
     "with_unique_call_ids",
 ]
 
-JsonValue = Any
-"""A value that came from, or goes to, JSON."""
+JsonValue = Annotated[Any, AfterValidator(bounded)]
+"""A value that came from, or goes to, JSON; a record holding one checks it nests at most
+`workbench._json.VALUE_DEPTH` levels, so the record can always be stored and written back."""
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -105,8 +106,8 @@ class ToolCall(Record):
         if isinstance(arguments, dict):
             return cls(name=name, arguments=arguments, call_id=call_id)
         try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
-        except (json.JSONDecodeError, RecursionError):  # broken, or nested past Python's limit
+            parsed = loads(arguments, VALUE_DEPTH) if arguments.strip() else {}
+        except ValueError:  # broken, or nested deeper than a value we keep may be
             return cls(name=name, call_id=call_id, invalid_arguments=arguments)
         if not isinstance(parsed, dict):
             return cls(name=name, call_id=call_id, invalid_arguments=arguments)

@@ -44,6 +44,7 @@ __all__ = [
     "run_error",
     "run_errors",
     "step_errors",
+    "step_labels",
 ]
 
 OutcomeStatus = Literal["ok", "error", "retry", "denied", "pending", "dropped"]
@@ -251,15 +252,17 @@ class StepContext(Record):
         )
 
 
-ErrorKind = Literal["tool", "guard", "hook", "breakpoint", "subrun", "run"]
+ErrorKind = Literal["tool", "guard", "hook", "breakpoint", "model", "subrun", "run", "span"]
 
 _KIND_LABELS: dict[ErrorKind, tuple[str, str]] = {
     "tool": ("tool error", "tool errors"),
     "guard": ("guard error", "guard errors"),
     "hook": ("hook error", "hook errors"),
     "breakpoint": ("breakpoint error", "breakpoint errors"),
+    "model": ("model error", "model errors"),
     "subrun": ("failed sub-run", "failed sub-runs"),
     "run": ("run error", "run errors"),
+    "span": ("failed span", "failed spans"),
 }
 
 
@@ -267,8 +270,10 @@ class RunError(Record):
     """One thing that went wrong somewhere in a run tree, and where: agent, run, step, call.
 
     ``kind`` says what failed: a tool call (``tool``), a guard that raised (``guard``: the call
-    was denied), a hook (``hook``), a breakpoint predicate (``breakpoint``), a sub-run that
-    failed, stopped at a limit or was aborted (``subrun``), or the run itself (``run``).
+    was denied), a hook (``hook``), a breakpoint predicate (``breakpoint``), a model call that
+    did not fail the run (``model``: a time limit ended it), a sub-run that failed, stopped at a
+    limit or was aborted (``subrun``), the run itself (``run``), or, in a trace another
+    framework wrote, any span it marked failed (``span``).
     """
 
     kind: ErrorKind
@@ -286,6 +291,8 @@ class RunError(Record):
     """The exception's type, when something raised."""
     traceback: str | None = None
     """Where it was raised, when something raised: the user's frames first, redacted."""
+    span_id: str | None = None
+    """The span it is on, when it was read from a trace (`wb.Trace.errors`)."""
 
     @property
     def where(self) -> str:
@@ -341,6 +348,9 @@ def step_errors(step: StepRecord, state: AgentState) -> tuple[RunError, ...]:
             found.append(_error(state, step, "hook", said, raised, name=hook.hook))
     found += (_error(state, step, "hook", text) for text in unnamed)
     found += (_error(state, step, "breakpoint", e.message, e) for e in step.breakpoint_errors)
+    model = step.model_error
+    if model is not None and step.status is not ExecutionStatus.FAILED:  # else: the run's error
+        found.append(_error(state, step, "model", model.message, model))
     return tuple(found)
 
 
@@ -421,6 +431,30 @@ def _error(
         type=raised.type if raised is not None else None,
         traceback=raised.traceback if raised is not None else None,
     )
+
+
+def step_labels(steps: Sequence[StepRecord]) -> list[str]:
+    """A label per record, unique: the step number, and which part of it after a pause.
+
+    A step that paused for approval has a record per execution (same step number): the second
+    is ``(resumed)``, a third ``(resumed 2)``. Records of several runs (a session's executions)
+    also say which run, in the order the runs come: ``1 (run 2)``.
+
+    >>> step_labels([])
+    []
+    """
+    runs = {run: n for n, run in enumerate(dict.fromkeys(s.run_id for s in steps), 1)}
+    seen: dict[tuple[str, int], int] = {}
+    labels = []
+    for step in steps:
+        key = (step.run_id, step.index)
+        resumed = seen.get(key, 0)
+        seen[key] = resumed + 1
+        notes = [f"run {runs[step.run_id]}"] if len(runs) > 1 else []
+        if resumed:
+            notes.append("resumed" if resumed == 1 else f"resumed {resumed}")
+        labels.append(f"{step.index} ({', '.join(notes)})" if notes else str(step.index))
+    return labels
 
 
 class RunResult(Record):

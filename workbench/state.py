@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
+from workbench._json import loads
 from workbench._record import Record
 from workbench.errors import InvalidTransition, StateFormatError
 from workbench.ids import Id, SpanId, TraceId
@@ -459,11 +460,11 @@ def read_versioned(
     """A JSON object written with ``schema_version`` ``version`` (older ones migrated).
 
     Anything else raises ``error`` saying what is wrong: not JSON (bad UTF-8 and nesting past
-    Python's limit included), not an object, or a version this code cannot read.
+    `workbench._json.MAX_DEPTH` included), not an object, or a version this code cannot read.
     """
     try:
-        raw = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, nesting too deep
+        raw = loads(text)
+    except ValueError as exc:  # bad JSON, bad UTF-8, nested deeper than MAX_DEPTH
         raise error(f"{what} is not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise error(f"{what} JSON must be an object, got {type(raw).__name__}")

@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from workbench._json import VALUE_DEPTH
 from workbench._record import Record
 from workbench.config import LoopConfig
 from workbench.errors import ReplayDivergence
@@ -315,7 +316,8 @@ class ToolRunner:
             raw = _clip(call.invalid_arguments, 200)
             return _retry(
                 call,
-                f"The arguments for {call.name!r} are not a valid JSON object: {raw}. "
+                f"The arguments for {call.name!r} are not a valid JSON object (nested at most "
+                f"{VALUE_DEPTH} levels): {raw}. "
                 "Send them again as a JSON object.",
             )
         return None

@@ -24,10 +24,11 @@ import errno
 import logging
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from workbench._proxy.recorder import Recorder
+from workbench._proxy.replaying import Normalizer
 from workbench.errors import UsageError
 from workbench.messages import JsonValue
 from workbench.records import RunResult
@@ -190,6 +191,7 @@ def proxy(
     store: RunStore | None = None,
     replay: Replay | Sequence[Replay] | None = None,
     until_step: int | None = None,
+    normalize: Mapping[str, Normalizer] | None = None,
     timeout: float = 600.0,
     grace: float = 5.0,
     agent_name: str = "proxy",
@@ -201,10 +203,13 @@ def proxy(
     the id of one in the store, a session id naming the runs recorded under it, or a list of
     these: a group replayed as one) it answers from the recordings instead, strictly, each
     conversation from the run it is; with ``until_step`` too each conversation goes on live from
-    ``upstream`` after that step. ``timeout`` bounds each upstream request, in seconds; ``grace``
-    is how long closing waits for the calls in flight before it cuts them off. A ``port`` that
-    cannot be listened on (one in use) is a `UsageError` that says so. Needs the ``proxy`` extra
-    (``pip install 'workbench[proxy]'``: starlette, uvicorn and aiohttp).
+    ``upstream`` after that step. ``normalize`` declares, per tool name, how a replay compares
+    that tool's results, for tools that answer differently every run (Codex's ``exec_command``
+    reports wall times and random ids): a pattern whose matches are left out, or a function of
+    the text; a departure says which were applied. ``timeout`` bounds each upstream request, in
+    seconds; ``grace`` is how long closing waits for the calls in flight before it cuts them
+    off. A ``port`` that cannot be listened on (one in use) is a `UsageError` that says so. Needs
+    the ``proxy`` extra (``pip install 'workbench[proxy]'``: starlette, uvicorn and aiohttp).
     """
     try:
         from workbench._proxy.server import ProxyApp, without_credentials
@@ -227,7 +232,11 @@ def proxy(
         ids = [run.run_id for run in recordings]
         metadata["proxy"] = {"upstream": shown, "replay_of": ids[0] if len(ids) == 1 else ids}
     recorder = Recorder(store, agent_name=agent_name, metadata=metadata)
-    app = ProxyApp(recorder, upstream=upstream, replay=recordings, until_step=until_step)
+    if normalize and not recordings:
+        raise UsageError("normalize= says how a replay compares tool results: it needs replay=")
+    app = ProxyApp(
+        recorder, upstream=upstream, replay=recordings, until_step=until_step, normalize=normalize
+    )
     sock = _listening(host, port)
     # Accepted connections inherit this: without it the server writes a response's head and body
     # separately, Nagle holds the body for the client's delayed ACK, and each call waits ~40 ms.

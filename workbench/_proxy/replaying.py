@@ -12,19 +12,73 @@ With ``until_step`` each conversation goes live after its step N (0: all of them
 start). Once one has, the replay has forked: a conversation that none of the runs recorded is
 taken to be the fork's doing (a sub-agent the new answers started) and goes live too, where
 before the fork it would have departed.
+
+Some tools answer differently every time they run: Codex's ``exec_command`` says how long the
+command took and gives its output a random chunk id. A replay stays strict about them only
+through a tolerance the user declares, per tool (`Tolerance`): the results of that tool are
+compared after it, on both sides, and a departure says which tolerances it was compared under.
+Nothing is matched loosely that the user did not name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from workbench.errors import ReplayDivergence, ReplayExhausted
-from workbench.messages import ModelResponse
+from workbench.messages import Message, ModelResponse, ToolResult
 from workbench.models.base import ModelRequest
 from workbench.models.replay import ReplayModel
 from workbench.records import RunResult
 
-__all__ = ["Replayer"]
+__all__ = ["Normalizer", "Replayer", "Tolerance"]
+
+Normalizer = str | re.Pattern[str] | Callable[[str], str]
+"""How a tool's results are compared: a pattern whose matches are left out, or a function."""
+
+_OUT = "…"
+"""What a pattern's match is replaced with on both sides."""
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """A declared tolerance: the results of tool `tool` are compared after `normalize`."""
+
+    tool: str
+    normalize: Callable[[str], str]
+    shown: str
+    """How the tolerance reads in a departure's message (the pattern, or the function)."""
+
+    @classmethod
+    def of(cls, tool: str, normalizer: Normalizer) -> Tolerance:
+        """A tolerance from a pattern (its matches replaced by ``…``) or a function."""
+        if callable(normalizer):
+            shown = getattr(normalizer, "__qualname__", repr(normalizer))
+            return cls(tool, normalizer, shown)
+        pattern = re.compile(normalizer)
+        return cls(tool, lambda text: pattern.sub(_OUT, text), f"r{pattern.pattern!r} → {_OUT!r}")
+
+
+def _tolerated(
+    messages: Sequence[Message], tolerances: Mapping[str, Tolerance]
+) -> tuple[Message, ...]:
+    """``messages`` with each tolerated tool's results normalized (the others as they are)."""
+    if not tolerances:
+        return tuple(messages)
+    return tuple(_message_tolerated(m, tolerances) for m in messages)
+
+
+def _message_tolerated(message: Message, tolerances: Mapping[str, Tolerance]) -> Message:
+    if message.role != "tool":
+        return message
+    parts = tuple(
+        p.model_copy(update={"content": tolerances[p.name].normalize(p.content)})
+        if isinstance(p, ToolResult) and p.name in tolerances
+        else p
+        for p in message.parts
+    )
+    return message if parts == message.parts else message.model_copy(update={"parts": parts})
 
 
 class Replayer:
@@ -33,10 +87,18 @@ class Replayer:
     ``live``: whether a conversation past its fork point can go on live (an upstream is there).
     """
 
-    def __init__(self, runs: Sequence[RunResult], until_step: int | None, *, live: bool) -> None:
+    def __init__(
+        self,
+        runs: Sequence[RunResult],
+        until_step: int | None,
+        *,
+        live: bool,
+        tolerances: Mapping[str, Normalizer] | None = None,
+    ) -> None:
         self.runs = tuple(runs)
         self.until_step = until_step
-        self._recordings = tuple(_with_model_setting(run) for run in self.runs)
+        self.tolerances = {t: Tolerance.of(t, n) for t, n in (tolerances or {}).items()}
+        self._recordings = tuple(_prepared(run, self.tolerances) for run in self.runs)
         self._live = live and until_step is not None
         self._models: dict[str, ReplayModel | None] = {}
         """By the conversation's run id: its recording's model; None once it went live."""
@@ -57,6 +119,15 @@ class Replayer:
         for a conversation's first request); `ReplayExhausted` if it asks for more than was
         recorded and cannot go live.
         """
+        if self.tolerances:
+            messages = _tolerated(request.messages, self.tolerances)
+            request = request.model_copy(update={"messages": messages})
+        try:
+            return await self._answer(conversation, request)
+        except ReplayDivergence as exc:
+            raise self._told(exc) from None
+
+    async def _answer(self, conversation: str, request: ModelRequest) -> ModelResponse | None:
         if conversation not in self._models:
             return await self._first(conversation, request)
         model = self._models[conversation]
@@ -107,21 +178,34 @@ class Replayer:
             )
         raise departed
 
+    def _told(self, departed: ReplayDivergence) -> ReplayDivergence:
+        """``departed``, saying which tolerances the requests were compared under, if any."""
+        if not self.tolerances:
+            return departed
+        said = "; ".join(f"{t.tool}'s results by {t.shown}" for t in self.tolerances.values())
+        detail = f"{departed.detail}\n(compared with the tolerances declared: {said})"
+        return ReplayDivergence(departed.step, detail, diff=departed.diff)
+
     def _candidates(self) -> list[int]:
         """The runs a new conversation may be, those not replayed yet first, each in order."""
         indices = range(len(self.runs))
         return [i for i in indices if i not in self._replayed] + sorted(self._replayed)
 
 
-def _with_model_setting(run: RunResult) -> RunResult:
-    """``run`` with each snapshot's model name among its settings, for the proxy's replay.
+def _prepared(run: RunResult, tolerances: Mapping[str, Tolerance]) -> RunResult:
+    """``run`` as the proxy's replay compares with it.
 
-    A strict replay compares settings, not the model name: the proxy puts the name in both the
-    recorded settings and the request's, so that asking another model departs from the recording
-    (runs recorded before the model left the settings already have it there).
+    The model is among each snapshot's settings, and each tolerated tool's results are
+    normalized. A strict replay compares settings, not the model name: the proxy puts the name
+    in both the recorded settings and the request's, so that asking another model departs from
+    the recording (runs recorded before the model left the settings already have it there).
     """
     snapshots = tuple(
         s.model_copy(update={"model_settings": {"model": s.model_name, **s.model_settings}})
         for s in run.snapshots
     )
-    return run.model_copy(update={"snapshots": snapshots})
+    steps = tuple(
+        s.model_copy(update={"messages_in": _tolerated(s.messages_in, tolerances)})
+        for s in run.steps
+    )
+    return run.model_copy(update={"snapshots": snapshots, "steps": steps})

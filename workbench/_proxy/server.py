@@ -41,7 +41,7 @@ from workbench._proxy.exchange import Exchange, cannot_reach
 from workbench._proxy.headers import forwarded, returned
 from workbench._proxy.recorder import Call, Recorder
 from workbench._proxy.relay import UPSTREAM_FAILED, Relay
-from workbench._proxy.replaying import Replayer
+from workbench._proxy.replaying import Normalizer, Replayer
 from workbench._proxy.scrub import Scrubber
 from workbench._proxy.wire import Read, Wire
 from workbench.errors import (
@@ -89,6 +89,7 @@ class ProxyApp:
         upstream: str | None,
         replay: Sequence[RunResult] = (),
         until_step: int | None = None,
+        normalize: Mapping[str, Normalizer] | None = None,
     ) -> None:
         self.recorder = recorder
         self.upstream = without_credentials(upstream.rstrip("/")) if upstream else None
@@ -96,8 +97,9 @@ class ProxyApp:
         # Credentials in the upstream's URL authenticate the proxy in the client's place.
         auth = aiohttp.BasicAuth.from_url(yarl.URL(upstream)) if upstream else None
         self._credentials = {"authorization": auth.encode()} if auth is not None else {}
+        live = self.upstream is not None
         self.replayer = (
-            Replayer(replay, until_step, live=self.upstream is not None) if replay else None
+            Replayer(replay, until_step, live=live, tolerances=normalize) if replay else None
         )
         self.client: aiohttp.ClientSession | None = None
         self._calls: set[asyncio.Task[Any]] = set()

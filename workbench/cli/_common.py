@@ -17,14 +17,17 @@ from collections.abc import Sequence
 from workbench.agent import RunResult
 from workbench.messages import Message
 from workbench.models.replay import describe_part
-from workbench.records import StepRecord, ToolOutcome
+from workbench.records import RunError, StepRecord, ToolOutcome, step_labels
 from workbench.store import RunStore, StoreError
 
 __all__ = [
+    "CALL_WORDS",
     "STEP_HEADER",
     "echo",
+    "errors_text",
     "load_run",
     "message_line",
+    "message_text",
     "open_store",
     "run_argument",
     "step_table",
@@ -69,7 +72,11 @@ def store_option(parser: argparse.ArgumentParser) -> None:
 
 def run_argument(parser: argparse.ArgumentParser) -> None:
     """The ``RUN`` argument of the verbs that work on one stored run."""
-    parser.add_argument("run", metavar="RUN", help="a run id, a unique prefix of one, or 'last'")
+    parser.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run id, a unique prefix of one, or 'last' (the last run started, not a sub-run)",
+    )
 
 
 def open_store(args: argparse.Namespace) -> RunStore:
@@ -98,15 +105,37 @@ def text_table(rows: Sequence[Sequence[str]]) -> str:
 STEP_HEADER = (
     "step",
     "prepare ms",
-    "infer ms",
+    "model ms",
     "tools ms",
     "hooks ms",
-    "calls",
+    "tool calls",
     "tokens in/out",
-    "status",
+    "run after it",
     "stop",
 )
 """The columns of a printed step table: a stored run's (`step_table`) and a loaded trace's."""
+
+
+def message_text(index: int, message: Message) -> str:
+    """One message whole: its index, role and step, then each part on its own lines, escaped."""
+    step = "" if message.step is None else f" step {message.step}"
+    parts = (terminal_text(describe_part(p, limit=None)) for p in message.parts)
+    body = "\n".join(_indented(part, "      ") for part in parts)
+    return f"{index:>4} {message.role}{step}:\n{body}"
+
+
+def errors_text(errors: Sequence[RunError]) -> str:
+    """What went wrong, numbered: where and what, then the traceback when something raised."""
+    lines = ["what went wrong:"]
+    for number, error in enumerate(errors, start=1):
+        lines.append(f"{number:>3}. [{error.kind}] {error.line}")
+        if error.traceback:
+            lines.append(_indented(error.traceback.rstrip("\n"), "       "))
+    return terminal_text("\n".join(lines))
+
+
+def _indented(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
 
 
 def message_line(index: int, message: Message) -> str:
@@ -117,14 +146,19 @@ def message_line(index: int, message: Message) -> str:
 
 
 def step_table(steps: Sequence[StepRecord]) -> str:
-    """A plain-text table of steps: timings (ms), tool calls, tokens, status, stop reason."""
+    """A plain-text table of steps: timings (ms), tool calls, tokens, status, stop reason.
+
+    A step that paused and resumed has a row per part (``3``, then ``3 (resumed)``). Under the
+    table, what each word beside a call means, for the words it uses (`CALL_WORDS`).
+    """
     rows: list[Sequence[str]] = [STEP_HEADER]
-    for s in steps:
-        calls = ", ".join(_call_cell(o) for o in s.tool_outcomes) or "-"
+    used: set[str] = set()
+    for s, label in zip(steps, step_labels(steps), strict=True):
+        calls = ", ".join(_call_cell(o, used) for o in s.tool_outcomes) or "-"
         t = s.timing
         rows.append(
             (
-                str(s.index),
+                label,
                 f"{t.prepare * 1e3:.2f}",
                 f"{t.inference * 1e3:.2f}",
                 f"{t.tools * 1e3:.2f}",
@@ -135,9 +169,28 @@ def step_table(steps: Sequence[StepRecord]) -> str:
                 s.stop_reason.value if s.stop_reason else "-",
             )
         )
-    return text_table(rows)
+    legend = [f"  {word}: {CALL_WORDS[word]}" for word in CALL_WORDS if word in used]
+    return "\n".join([text_table(rows), *legend])
 
 
-def _call_cell(outcome: ToolOutcome) -> str:
-    """``name:status``, and ``(replayed)`` for a call answered from a recording (it did not run)."""
-    return f"{outcome.name}:{outcome.status}" + (" (replayed)" if outcome.replayed else "")
+CALL_WORDS: dict[str, str] = {
+    "retry": "the call could not run as sent (bad arguments, the tool's ToolRetry, a timeout): "
+    "the model was told what was wrong and may call again; not an error",
+    "error": "the tool raised or answered an error; the model read it (`workbench show RUN` "
+    "prints the traceback)",
+    "denied": "a guard, a hook or the user refused the call",
+    "waits": "the call waits for approval or for a result from outside: the run paused there",
+    "dropped": "the call was dropped before it ran",
+    "replayed": "answered from a recording: the tool did not run",
+}
+"""What the word beside a tool call in a step table means (an ``ok`` call has none)."""
+
+_CALL_WORD = {"pending": "waits"}
+
+
+def _call_cell(outcome: ToolOutcome, used: set[str]) -> str:
+    """``name``, and beside it what happened when it did not simply run: ``add (retry)``."""
+    words = [] if outcome.status == "ok" else [_CALL_WORD.get(outcome.status, outcome.status)]
+    words += ["replayed"] if outcome.replayed else []
+    used.update(words)
+    return f"{outcome.name} ({', '.join(words)})" if words else outcome.name

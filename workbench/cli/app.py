@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 
 from workbench._record import Record
 from workbench.cli._common import echo
@@ -90,11 +91,22 @@ VERBS: dict[str, Verb] = {
 def parser() -> argparse.ArgumentParser:
     """The command's argument parser, with one sub-parser per verb."""
     top = argparse.ArgumentParser(prog="workbench", description=DESCRIPTION)
+    top.add_argument(
+        "--version", action="version", version=f"workbench {_version()}", help="say which version"
+    )
     verbs = top.add_subparsers(dest="verb", required=True, metavar="VERB")
     for name, verb in VERBS.items():
         sentence = verb.help[:1].upper() + verb.help[1:] + "."
         verb.setup(verbs.add_parser(name, help=verb.help, description=sentence))
     return top
+
+
+def _version() -> str:
+    """The installed package's version (a source tree that is not installed says so)."""
+    try:
+        return metadata.version("workbench")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,6 +7,7 @@ It runs in the foreground until Ctrl-C or SIGTERM, then gives the calls in fligh
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 import threading
@@ -48,6 +49,14 @@ def setup_proxy(parser: argparse.ArgumentParser) -> None:
         "live from --upstream",
     )
     parser.add_argument(
+        "--normalize",
+        metavar="TOOL=PATTERN",
+        action="append",
+        default=[],
+        help="with --replay: compare TOOL's results with PATTERN's matches left out (a tool "
+        "whose output changes every run, such as Codex's exec_command); may be repeated",
+    )
+    parser.add_argument(
         "--grace",
         metavar="SECONDS",
         type=float,
@@ -64,6 +73,7 @@ def run_proxy(args: argparse.Namespace) -> int:
     if args.until_step is not None and (args.upstream is None or args.replay is None):
         raise UsageError("--until-step N forks a replay: it needs --replay RUN and --upstream URL")
     store = open_store(args)
+    normalize = dict(_normalizer(given) for given in args.normalize)
     handle = proxy(
         args.upstream,
         port=args.port,
@@ -71,6 +81,7 @@ def run_proxy(args: argparse.Namespace) -> int:
         store=store,
         replay=args.replay,
         until_step=args.until_step,
+        normalize=normalize,
         grace=args.grace,
     )
     replayer, upstream = handle.app.replayer, handle.app.upstream  # resolved; no credentials
@@ -94,6 +105,20 @@ def run_proxy(args: argparse.Namespace) -> int:
     for run_id in handle.run_ids:
         echo(f"recorded {run_id}")
     return 0
+
+
+def _normalizer(given: str) -> tuple[str, str]:
+    """``TOOL=PATTERN`` as (tool, pattern); a pattern that does not compile is a `UsageError`."""
+    tool, sep, pattern = given.partition("=")
+    if not sep or not tool:
+        raise UsageError(f"--normalize takes TOOL=PATTERN, not {given!r}")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(
+            f"--normalize {tool}: {pattern!r} is not a regular expression: {exc}"
+        ) from None
+    return tool, pattern
 
 
 @contextmanager

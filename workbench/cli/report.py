@@ -1,7 +1,7 @@
-"""``workbench report RUN -o FILE.html``: a stored run as one standalone HTML file.
+"""``workbench report RUN [-o FILE.html]``: a stored run as one standalone HTML file.
 
 The report itself is library code (`workbench.report`); this verb only loads the run and says
-where the file went.
+where the file went: ``report-RUN.html`` in the current directory unless ``-o`` says otherwise.
 """
 
 from __future__ import annotations
@@ -15,15 +15,22 @@ __all__ = ["run_report", "setup_report"]
 
 
 def setup_report(parser: argparse.ArgumentParser) -> None:
-    """``workbench report RUN -o FILE.html [--store PATH]``."""
+    """``workbench report RUN [-o FILE.html] [--store PATH]``."""
     run_argument(parser)
-    parser.add_argument("-o", "--output", required=True, metavar="FILE.html", help="where to write")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE.html",
+        help="where to write it (default: report-RUN.html in the current directory)",
+    )
     store_option(parser)
 
 
 def run_report(args: argparse.Namespace) -> int:
     """Write the standalone HTML report of a stored run."""
     run = load_run(args)
-    path = write_report(run, args.output)
-    echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB, opens offline): run {run.run_id}")
+    path = write_report(run, args.output or f"report-{run.run_id}.html").resolve()
+    echo(f"run {run.run_id} ({run.state.agent_name}): {run.summary}")
+    echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB, opens offline)")
+    echo(f"open it: {path.as_uri()}")
     return 0

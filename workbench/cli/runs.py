@@ -10,7 +10,9 @@ from pydantic import ValidationError
 
 from workbench.cli._common import (
     echo,
+    errors_text,
     message_line,
+    message_text,
     open_store,
     run_argument,
     step_table,
@@ -19,6 +21,7 @@ from workbench.cli._common import (
 )
 from workbench.errors import UsageError
 from workbench.messages import JsonValue
+from workbench.records import errors_summary
 from workbench.runfilter import RunFilter
 from workbench.state import validation_summary
 from workbench.store import RunSummary
@@ -104,6 +107,7 @@ def run_runs(args: argparse.Namespace) -> int:
         "run",
         "agent",
         "status",
+        "errors",
         "stop",
         "steps",
         "tokens",
@@ -118,6 +122,7 @@ def run_runs(args: argparse.Namespace) -> int:
             r.run_id,
             _agent(r),
             r.status,
+            _errors(r),
             r.stop_reason or "-",
             str(r.steps),
             f"{r.input_tokens}/{r.output_tokens}",
@@ -145,6 +150,21 @@ def _agent(row: RunSummary) -> str:
     return row.agent_name
 
 
+def _errors(row: RunSummary) -> str:
+    """How many errors, and the first: ``1: step 3, apply_discount in digger: TypeError: …``."""
+    if row.errors is None:
+        return "?"  # its records are damaged
+    if not row.errors:
+        return "-"
+    first = row.first_error or ""
+    first = first if len(first) <= ERROR_CELL else f"{first[: ERROR_CELL - 1]}…"
+    return f"{row.errors}: {first}" if first else str(row.errors)
+
+
+ERROR_CELL = 70
+"""How much of a run's first error the run list shows; `workbench show RUN` shows it whole."""
+
+
 def _time(created_at: float | None) -> str:
     if created_at is None:  # a damaged time: the run is still listed
         return "-"
@@ -152,35 +172,40 @@ def _time(created_at: float | None) -> str:
 
 
 def setup_show(parser: argparse.ArgumentParser) -> None:
-    """``workbench show RUN [--messages] [--store PATH]``."""
+    """``workbench show RUN [--messages [--full]] [--store PATH]``."""
     run_argument(parser)
     parser.add_argument("--messages", action="store_true", help="print the conversation too")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="with --messages, every message whole, on as many lines as it takes",
+    )
     store_option(parser)
 
 
 def run_show(args: argparse.Namespace) -> int:
-    """Print one stored run: summary, step table, output (and the conversation)."""
+    """Print one stored run: what went wrong, summary, step table, output (and conversation)."""
     store = open_store(args)
     run = store.load(store.resolve(args.run))
     state = run.state
-    echo(
-        f"run {run.run_id} ({state.agent_name}): {state.status.value}, stop reason "
-        f"{state.stop_reason.value if state.stop_reason else '-'}"
-    )
+    errors = run.errors
+    echo(f"run {run.run_id} ({state.agent_name}): {errors_summary(state.status.value, errors)}")
     if state.rerun_of is not None:
         echo(f"re-run of {state.rerun_of.run_id} from step {state.rerun_of.step}")
     model = run.snapshots[-1].model_name if run.snapshots else "-"
     echo(
-        f"model {model}; steps {state.step}; tokens {run.usage.input_tokens} in, "
-        f"{run.usage.output_tokens} out; messages {len(state.messages)}"
+        f"stop reason {state.stop_reason.value if state.stop_reason else '-'}; model {model}; "
+        f"steps {state.step}; tokens {run.usage.input_tokens} in, {run.usage.output_tokens} out; "
+        f"messages {len(state.messages)}"
     )
-    if state.error is not None:
-        echo(f"error: {state.error.type}: {state.error.message}")
+    if errors:
+        echo()
+        echo(errors_text(errors))
     echo()
     echo(step_table(run.steps) if run.steps else "(no finished steps)")
     if args.messages:
         echo()
         for i, message in enumerate(state.messages):
-            echo(message_line(i, message))
+            echo(message_text(i, message) if args.full else message_line(i, message))
     echo(f"\noutput: {run.output}")
     return 0

@@ -28,9 +28,11 @@ class PartChange(Record):
     after: str | None
 
     def __str__(self) -> str:
+        """``before → after``; a part only one run has says which (``part 1, only in b: ...``)."""
         if self.kind == "changed":
-            return f"part {self.index}: {self.before} → {self.after}"
-        return f"part {self.index} {self.kind}: {self.after or self.before}"
+            return f"{self.before} → {self.after}"
+        side = "b" if self.kind == "added" else "a"
+        return f"only in {side}: {self.after or self.before}"
 
 
 class MessageChange(Record):
@@ -44,8 +46,18 @@ class MessageChange(Record):
     parts: tuple[PartChange, ...] = ()
 
     def __str__(self) -> str:
-        head = f"message {self.index} ({self.role}) {self.kind}"
-        return f"{head}: " + "; ".join(str(p) for p in self.parts) if self.parts else head
+        """As a person says it: ``message 3 (tool): result of c4 '10' → result of c4 '1000'``.
+
+        A message only one run has: ``message 1 (tool), only in a: result of c1 '5'``. The
+        part's number is given only when the message has more than one part to tell apart.
+        """
+        head = f"message {self.index} ({self.role})"
+        if self.kind != "changed":
+            what = "; ".join(p.after or p.before or "" for p in self.parts) or "no parts"
+            return f"{head}, only in {'b' if self.kind == 'added' else 'a'}: {what}"
+        numbered = len(self.parts) > 1 or any(p.index for p in self.parts)
+        parts = [f"part {p.index}, {p}" if numbered else str(p) for p in self.parts]
+        return f"{head}: {'; '.join(parts)}" if parts else head
 
 
 class StepDiff(Record):
@@ -74,17 +86,23 @@ class StepDiff(Record):
         return self.timing_b.total - self.timing_a.total
 
     def changes(self) -> list[tuple[str, str]]:
-        """What differs, as (where, what) lines: each message, the tool calls, the stop reason."""
-        lines: list[tuple[str, str]] = [(m.where, str(m)) for m in self.messages]
+        """What differs, as (where, what) lines: each message, the tool calls, the stop reason.
+
+        ``where`` says it as a person would: "the model was sent", "the step added", "tool
+        calls", "stop reason".
+        """
+        lines: list[tuple[str, str]] = [(_WHERE[m.where], str(m)) for m in self.messages]
         if self.calls_a != self.calls_b:
-            lines.append(
-                ("calls", f"{', '.join(self.calls_a) or '-'} → {', '.join(self.calls_b) or '-'}")
-            )
+            calls = f"{', '.join(self.calls_a) or 'none'} → {', '.join(self.calls_b) or 'none'}"
+            lines.append(("tool calls", calls))
         if self.stop_a != self.stop_b:
             stop_a = self.stop_a.value if self.stop_a else "-"
             stop_b = self.stop_b.value if self.stop_b else "-"
-            lines.append(("stop", f"{stop_a} → {stop_b}"))
+            lines.append(("stop reason", f"{stop_a} → {stop_b}"))
         return lines
+
+
+_WHERE = {"sent": "the model was sent", "added": "the step added"}
 
 
 class RunDiff(Record):
@@ -195,7 +213,7 @@ def _row(s: StepDiff) -> list[object]:
     return [
         s.step,
         s.status,
-        "; ".join(f"{m.where} {m}" for m in s.messages),
+        "; ".join(f"{_WHERE[m.where]}: {m}" for m in s.messages),
         ", ".join(s.calls_a),
         ", ".join(s.calls_b),
         s.stop_a.value if s.stop_a else None,
@@ -261,10 +279,10 @@ def _step_lines(s: StepDiff) -> list[str]:
         calls = s.calls_a or s.calls_b
         return [f"step {s.step}: only in {who}" + (f" (calls {', '.join(calls)})" if calls else "")]
     lines = [f"step {s.step}: changed"]
-    lines.extend(f"  {where:<6} {what}" for where, what in s.changes())
+    lines.extend(f"  {where:<18} {what}" for where, what in s.changes())
     if s.time_delta is not None and s.timing_a is not None and s.timing_b is not None:
         lines.append(
-            f"  time   {s.timing_a.total * 1e3:.2f} ms → {s.timing_b.total * 1e3:.2f} ms "
+            f"  {'time':<18} {s.timing_a.total * 1e3:.2f} ms → {s.timing_b.total * 1e3:.2f} ms "
             f"({s.time_delta * 1e3:+.2f} ms)"
         )
     return lines

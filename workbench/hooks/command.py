@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import os
 import re
 import signal
@@ -34,6 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from workbench._json import loads
 from workbench.errors import HookFailure
 from workbench.hooks.events import (
     EVENT_RIGHTS,
@@ -252,8 +252,8 @@ def parse_output(event: HookEvent, stdout: str) -> HookResult | None:
             return HookResult(additional_context=text)
         return HookResult(system_message=text)
     try:
-        raw = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):  # not JSON, or nested past what we read
+        raw = loads(text)
+    except ValueError:  # not JSON, or nested deeper than MAX_DEPTH
         raise HookFailure(f"stdout is not JSON: {_clip(text)!r}") from None
     try:
         output = _Output.model_validate(raw)

@@ -15,6 +15,7 @@ from workbench.models.openai import (
     RetryPolicy,
     ServerError,
 )
+from workbench.models.openai_responses import OpenAIResponsesModel
 from workbench.models.prices import PRICES, ModelPrice, price_for
 from workbench.models.replay import RecordedCall, ReplayDivergence, ReplayExhausted, ReplayModel
 from workbench.models.request_diff import RequestDiff
@@ -35,6 +36,7 @@ __all__ = [
     "ModelSettings",
     "ModelTimeoutError",
     "OpenAIModel",
+    "OpenAIResponsesModel",
     "RateLimitError",
     "RecordedCall",
     "ReplayDivergence",

@@ -11,6 +11,7 @@ role and parts; provenance (run, execution, step) is not part of what the model 
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -250,35 +251,44 @@ def _result_head(part: ToolResult) -> str:
     return f"result of {part.call_id}{' (error)' if part.is_error else ''} "
 
 
-def describe_part(part: Part) -> str:
-    """A one-line description of a part for error messages and diffs (long text clipped)."""
+def describe_part(part: Part, limit: int | None = 60) -> str:
+    """A description of a part for error messages and diffs (its text quoted, cut at ``limit``).
+
+    With ``limit=None`` each text is whole and as it is, indented on the lines after what the
+    part is, for a person to read (``workbench show --messages --full``).
+    """
+    sep = " " if limit is not None else ":\n"
     match part:
         case TextPart():
-            return f"text {_clip(part.text)}"
+            return f"text{sep}{_clip(part.text, limit)}"
         case ThinkingPart():
-            return _describe_thinking(part)
+            return _describe_thinking(part, limit)
         case ToolCall():
             args = (
                 json.dumps(part.arguments, sort_keys=True)
                 if part.invalid_arguments is None
                 else part.invalid_arguments
             )
-            return f"call {part.name}({_clip(args, 60, quote=False)}) [{part.call_id}]"
+            shown = redacted(args) if limit is None else _clip(args, limit, quote=False)
+            return f"call {part.name}({shown}) [{part.call_id}]"
         case ToolResult():
-            return _result_head(part) + _clip(part.content)
+            return _result_head(part).rstrip() + sep + _clip(part.content, limit)
         case RetryPrompt():
-            return f"retry prompt {_clip(part.content)}"
+            return f"retry prompt{sep}{_clip(part.content, limit)}"
 
 
-def _describe_thinking(part: ThinkingPart) -> str:
+def _describe_thinking(part: ThinkingPart, limit: int | None = 60) -> str:
     """``thinking 'text…' (anthropic, signed, id rs_1)``: what a reader needs to tell two apart."""
     about = [part.provider or "no provider"]
     if part.signature is not None:
         about.append(f"signature {_clip(part.signature, 16, quote=False)}")
     if part.id is not None:
         about.append(f"id {part.id}")
-    what = "redacted thinking" if part.redacted else f"thinking {_clip(part.text)}"
-    return f"{what} ({', '.join(about)})"
+    if part.redacted:
+        return f"redacted thinking ({', '.join(about)})"
+    if limit is None:
+        return f"thinking ({', '.join(about)}):\n{_clip(part.text, None)}"
+    return f"thinking {_clip(part.text, limit)} ({', '.join(about)})"
 
 
 def _describe_message(message: Message) -> str:
@@ -307,8 +317,10 @@ def _window(text: str, begin: int, limit: int) -> str:
     return f"{'…' if begin else ''}{cut!r}{'…' if begin + limit < len(text) else ''}"
 
 
-def _clip(text: str, limit: int = 60, *, quote: bool = True) -> str:
+def _clip(text: str, limit: int | None = 60, *, quote: bool = True) -> str:
     text = redacted(text)  # before the cut, as in `_pair`
+    if limit is None:
+        return textwrap.indent(text, "  ", lambda line: True)
     cut = text if len(text) <= limit else f"{text[:limit]}…"
     return repr(cut) if quote else cut
 

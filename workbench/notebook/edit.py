@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 from pydantic import TypeAdapter, ValidationError
 
+from workbench._json import MAX_DEPTH, VALUE_DEPTH, loads
 from workbench.errors import MessageFormatError
 from workbench.messages import (
     Message,
@@ -170,15 +171,16 @@ def _directive_part(head: str, number: int, content: str) -> Part:
     if kind != "call":
         return ToolResult(call_id=call_id, name=name, content=content, is_error=kind == "error")
     try:
-        arguments = json.loads(content) if content.strip() else {}
+        arguments = loads(content, VALUE_DEPTH) if content.strip() else {}
     except json.JSONDecodeError as exc:
         raise MessageFormatError(
             f"line {number + exc.lineno}: the arguments of @call {name} are not valid JSON: "
             f"{exc.msg}"
         ) from None
-    except RecursionError:
+    except ValueError:
         raise MessageFormatError(
-            f"line {number + 1}: the arguments of @call {name} are nested too deeply"
+            f"line {number + 1}: the arguments of @call {name} are nested too deeply "
+            f"(at most {VALUE_DEPTH} levels)"
         ) from None
     if not isinstance(arguments, dict):
         raise MessageFormatError(
@@ -197,13 +199,15 @@ def messages_to_json(messages: Sequence[Message]) -> str:
 def messages_from_json(text: str) -> list[Message]:
     """Read the JSON form back; `MessageFormatError` says which message and field is wrong."""
     try:
-        raw = json.loads(text)
+        raw = loads(text)
     except json.JSONDecodeError as exc:
         raise MessageFormatError(
             f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
-    except RecursionError:
-        raise MessageFormatError("the JSON is nested too deeply to read") from None
+    except ValueError:
+        raise MessageFormatError(
+            f"the JSON is nested too deeply to read (at most {MAX_DEPTH} levels)"
+        ) from None
     if not isinstance(raw, list):
         raise MessageFormatError(f"expected a JSON list of messages, got {type(raw).__name__}")
     try:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from workbench._json import loads
 from workbench.messages import Message, ThinkingPart
 from workbench.notebook.explorer_data import ExplorerSpan, SpanTree
 from workbench.notebook.html import (
@@ -107,8 +108,8 @@ def _pretty(value: object) -> str:
     """A JSON value as indented text; a string that holds JSON is parsed first."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except ValueError:
+            value = loads(value)
+        except ValueError:  # not JSON (or too deep to show as such): the text as it is
             return str(value)
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
 
@@ -156,7 +157,7 @@ def genai_message_boxes(value: object) -> list[str]:
     """The boxes of `genai_messages_html`, one per message."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads(value)
         except ValueError:
             return [_pre(str(value))]
     if not isinstance(value, list):

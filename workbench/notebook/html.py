@@ -22,14 +22,16 @@ from workbench.messages import (
     ToolCall,
     ToolResult,
 )
-from workbench.records import PhaseEvent, StepRecord, ToolOutcome
+from workbench.records import PhaseEvent, RunError, StepRecord, ToolOutcome
 from workbench.session_state import boundary_number, summary_span
 from workbench.state import AgentState, ErrorInfo, PendingCall, Phase
 
 __all__ = [
+    "FAILED_COLOUR",
     "ROLE_COLOURS",
     "calls_html",
     "error_html",
+    "errors_html",
     "message_html",
     "message_lines",
     "messages_diff_html",
@@ -38,7 +40,9 @@ __all__ = [
     "pending_html",
     "status_html",
     "step_html",
+    "summary_html",
     "thinking_html",
+    "traceback_html",
 ]
 
 ROLE_COLOURS: dict[str, tuple[str, str]] = {
@@ -49,11 +53,14 @@ ROLE_COLOURS: dict[str, tuple[str, str]] = {
 }
 """Background and border colour of each role's messages."""
 
+FAILED_COLOUR = "#c62828"
+"""What failed is drawn in this red everywhere: badges, failed spans, error lines."""
+
 _STATUS_COLOURS = {
     "ok": "#2e7d32",
-    "error": "#c62828",
+    "error": FAILED_COLOUR,
     "retry": "#f9a825",
-    "denied": "#c62828",
+    "denied": FAILED_COLOUR,
     "pending": "#6a1b9a",
     "dropped": "#757575",
 }
@@ -188,7 +195,8 @@ def outcomes_html(outcomes: Sequence[ToolOutcome]) -> str:
         f'<td><code style="font-size:11px">{escape(_json(o.arguments))}</code></td>'
         f"<td>{_badge(o.status, _STATUS_COLOURS.get(o.status, '#555'))}"
         f"{_badge('replayed', '#6a1b9a') if o.replayed else ''}</td>"
-        f'<td><pre style="{_PRE}">{escape(o.content)}</pre></td>'
+        f'<td><pre style="{_PRE}">{escape(o.content)}</pre>'
+        f"{traceback_html(o.traceback) if o.traceback else ''}</td>"
         f"<td style='text-align:right'>{o.duration * 1e3:.2f} ms</td></tr>"
         for o in outcomes
     )
@@ -297,10 +305,58 @@ def error_html(error: ErrorInfo) -> str:
             lines.append(_diff_line("+", text, "#1b5e20", "#e8f5e9"))
         else:
             lines.append(_diff_line(" ", line, "#666", "transparent"))
+    trace = traceback_html(error.traceback) if error.traceback else ""
     return (
-        f'<div class="wb-error" style="color:#c62828">{escape(error.type)}: {escape(head)}'
-        f"{''.join(lines)}</div>"
+        f'<div class="wb-error" style="color:{FAILED_COLOUR}">{escape(error.type)}: {escape(head)}'
+        f"{''.join(lines)}{trace}</div>"
     )
+
+
+def traceback_html(text: str, *, open_: bool = False) -> str:
+    """A traceback, escaped, folded under a "traceback" line; each frame's file line in bold.
+
+    A ``<details>`` element: it opens and closes without a script (the report, offline).
+    """
+    body = "\n".join(
+        f"<b>{escape(line)}</b>" if line.lstrip().startswith('File "') else escape(line)
+        for line in text.rstrip("\n").split("\n")
+    )
+    return (
+        f'<details class="wb-traceback"{" open" if open_ else ""}>'
+        f'<summary style="cursor:pointer;color:{FAILED_COLOUR};font-size:11px">traceback</summary>'
+        f'<pre style="{_PRE};max-height:24em;background:#fff5f5;padding:4px 6px;'
+        f'border-left:3px solid {FAILED_COLOUR}">{body}</pre></details>'
+    )
+
+
+def summary_html(summary: str, failed: bool) -> str:
+    """The line every view starts with ("completed, 1 tool error: step 3, ..."), red on errors."""
+    colour = FAILED_COLOUR if failed else "#2e7d32"
+    style = f"color:{colour};font-weight:600"
+    return f'<div class="wb-summary-line" style="{style}">{escape(summary)}</div>'
+
+
+def errors_html(errors: Sequence[RunError], *, open_first: bool = True, limit: int = 10) -> str:
+    """What went wrong, in order: kind, where, what, and the traceback (the first one open).
+
+    The first ``limit`` of them, and how many more there are: a run whose tool failed at every
+    one of 300 steps should not bury the rest of the view.
+    """
+    if not errors:
+        return ""
+    more = len(errors) - limit
+    errors = errors[:limit]
+    items = "".join(
+        f'<li class="wb-error-item" style="margin:2px 0">{_badge(e.kind, FAILED_COLOUR)}'
+        f"<b>{escape(e.where)}</b>: "
+        f'<span style="color:{FAILED_COLOUR}">{escape(f"{e.type}: " if e.type else "")}'
+        f"{escape(e.message)}</span>"
+        f"{traceback_html(e.traceback, open_=open_first and i == 0) if e.traceback else ''}</li>"
+        for i, e in enumerate(errors)
+    )
+    if more > 0:
+        items += f'<li style="color:#555">and {more} more</li>'
+    return f'<ul class="wb-errors" style="margin:2px 0;padding-left:18px">{items}</ul>'
 
 
 def _previous_model_step(step: StepRecord, steps: Sequence[StepRecord]) -> StepRecord | None:
@@ -367,12 +423,13 @@ def _tools_html(step: StepRecord) -> str:
 
 def _hooks_html(step: StepRecord) -> str:
     items = [
-        f"<li>{escape(h.event)} · {escape(h.hook)} · {h.duration * 1e3:.2f} ms</li>"
+        f"<li>{escape(h.event)} · {escape(h.hook)} · {h.duration * 1e3:.2f} ms"
+        f"{traceback_html(h.traceback) if h.traceback else ''}</li>"
         for h in step.timing.per_hook
     ]
     items += [f"<li>{_badge('hook', '#00897b')}{escape(m)}</li>" for m in step.hook_messages]
     items += [
-        f"<li style='color:#c62828'>{_badge('hook error', '#c62828')}{escape(e)}</li>"
+        f"<li style='color:{FAILED_COLOUR}'>{_badge('hook error', FAILED_COLOUR)}{escape(e)}</li>"
         for e in step.hook_errors
     ]
     if not items:

@@ -11,9 +11,9 @@ from html import escape
 
 from workbench._record import html_view
 from workbench.diff import RunDiff, StepDiff
-from workbench.notebook.html import _badge, pending_html
+from workbench.notebook.html import _badge, errors_html, pending_html, summary_html
 from workbench.notebook.tables import steps_text
-from workbench.records import PhaseEvent, RunResult
+from workbench.records import PhaseEvent, RunResult, errors_summary
 
 __all__ = ["phase_event_html", "run_diff_html", "run_result_html"]
 
@@ -32,8 +32,13 @@ def _rows(rows: dict[str, str]) -> str:
 
 @html_view(RunResult)
 def run_result_html(result: RunResult) -> str:
-    """A run's outcome: status, stop reason, steps, tokens and cost, output, error, pending."""
+    """A run's outcome: what went wrong first, then status, steps, tokens, output, pending.
+
+    The errors are the whole tree's (`RunResult.errors`), each with its traceback, so a tool
+    that crashed two sub-agents down is the first thing the cell shows.
+    """
     state, usage = result.state, result.usage
+    errors = result.errors
     status = state.status.value
     cost = "" if usage.cost is None else f" · ${usage.cost:.6f}"
     rows = {
@@ -48,14 +53,12 @@ def run_result_html(result: RunResult) -> str:
             else "—"
         ),
     }
-    if state.error is not None:
-        rows["error"] = (
-            f"<span style='color:#c62828'>{escape(state.error.type)}: "
-            f"{escape(state.error.message)}</span>"
-        )
     if state.pending:
         rows["waiting on"] = pending_html(state.pending)
-    return f"<div class='wb-run-result'><b>RunResult</b>{_rows(rows)}</div>"
+    top = summary_html(errors_summary(status, errors), failed=bool(errors))
+    return (
+        f"<div class='wb-run-result'><b>RunResult</b>{top}{errors_html(errors)}{_rows(rows)}</div>"
+    )
 
 
 @html_view(PhaseEvent)

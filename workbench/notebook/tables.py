@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
 from workbench.notebook.spans import hook_phase
-from workbench.records import StepRecord
+from workbench.records import StepRecord, step_labels
 
 __all__ = [
     "STEP_COLUMNS",
@@ -78,30 +78,6 @@ def steps_text(steps: Sequence[StepRecord]) -> str:
         return f"{count} {word}"
     resumed = len(steps) - count
     return f"{count} {word} ({len(steps)} records: {resumed} resumed after a pause)"
-
-
-def step_labels(steps: Sequence[StepRecord]) -> list[str]:
-    """A label per record, unique: the step number, and which part of it after a pause.
-
-    A step that paused for approval has a record per execution (same step number): the second
-    is ``(resumed)``, a third ``(resumed 2)``. Records of several runs (a session's executions)
-    also say which run, in the order the runs come: ``1 (run 2)``.
-
-    >>> step_labels([])
-    []
-    """
-    runs = {run: n for n, run in enumerate(dict.fromkeys(s.run_id for s in steps), 1)}
-    seen: dict[tuple[str, int], int] = {}
-    labels = []
-    for step in steps:
-        key = (step.run_id, step.index)
-        resumed = seen.get(key, 0)
-        seen[key] = resumed + 1
-        notes = [f"run {runs[step.run_id]}"] if len(runs) > 1 else []
-        if resumed:
-            notes.append("resumed" if resumed == 1 else f"resumed {resumed}")
-        labels.append(f"{step.index} ({', '.join(notes)})" if notes else str(step.index))
-    return labels
 
 
 def step_table(steps: Sequence[StepRecord]) -> pd.DataFrame:

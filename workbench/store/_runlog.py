@@ -43,9 +43,6 @@ class RunLog:
     last_tools: tuple[tuple[ToolDefinition, ...], str] | None = None
     """The last set of tools referenced and its hash: the next step almost always has it too."""
     latest: AgentState | None = None
-    """The state after the run's last phase: written with the next step record."""
-    written: AgentState | None = None
-    """The last state of the run the store wrote (whose run a step's errors are about)."""
     model_name: str | None = None
     facts: RunFacts | None = None
     """The run's summary so far (errors, tools, time); None until read back or begun."""

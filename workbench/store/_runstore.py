@@ -164,32 +164,6 @@ class RunStore(RunObserver):
         with self._reading() as conn:
             return 0 if conn is None else int(conn.execute(query, params).fetchone()[0])
 
-    def names(self, *, limit: int = 200) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The agents and the tools of the store's runs, by name (the first ``limit`` of each)."""
-        with self._reading() as conn:
-            if conn is None:
-                return (), ()
-            agents = conn.execute(
-                "SELECT DISTINCT agent_name FROM runs ORDER BY agent_name LIMIT ?", (limit,)
-            )
-            tools = conn.execute(
-                "SELECT DISTINCT tool FROM run_tools ORDER BY tool LIMIT ?", (limit,)
-            )
-            return tuple(a for (a,) in agents), tuple(t for (t,) in tools)
-
-    def version(self) -> tuple[int, int] | None:
-        """A token that changes whenever a run is written, by this store or another process.
-
-        SQLite's ``data_version`` counts commits by other connections; this connection's own
-        changes are its ``total_changes``. Both are read without touching a table, so a live
-        run list can ask every second. None while the store has no file.
-        """
-        with self._reading() as conn:
-            if conn is None:
-                return None
-            (data_version,) = conn.execute("PRAGMA data_version").fetchone()
-            return int(data_version), conn.total_changes
-
     def _summaries(self, where: str, *params: object) -> list[RunSummary]:
         with self._reading() as conn:
             if conn is None:
@@ -229,9 +203,9 @@ class RunStore(RunObserver):
         with self._reading() as conn:
             rows = [] if conn is None else conn.execute(query, params).fetchall()
             frame = pd.DataFrame.from_records(rows, columns=columns)
-            # every run's at once when listing all; else those of the rows listed only
-            ids = list(frame["run_id"]) if spec.active else None
-            found = q.Extras({}, {}) if conn is None else q.extras(conn, ids, trees=spec.rollup)
+            found = (
+                q.extras(conn, None, trees=spec.rollup) if conn is not None else q.Extras({}, {})
+            )
         frame["tools"] = [found.tools.get(run_id, ()) for run_id in frame["run_id"]]
         if spec.rollup:
             frame["first_error"] = [
@@ -249,7 +223,11 @@ class RunStore(RunObserver):
         return frame
 
     def resolve(self, ref: str) -> str:
-        """The run id that ``ref`` names: the id itself, a unique prefix of one, or ``last``."""
+        """The run id that ``ref`` names: the id itself, a unique prefix of one, or ``last``.
+
+        ``last`` is the run last started from outside (not a sub-agent's run, which starts after
+        the run that called it): the run a person means.
+        """
         query, params = (_LAST, ()) if ref == "last" else (_RESOLVE, (ref,))
         with self._reading() as conn:
             ids = [] if conn is None else [str(r[0]) for r in conn.execute(query, params)]
@@ -520,7 +498,6 @@ class RunStore(RunObserver):
     def _put_run(
         self, log: RunLog, conn: sqlite3.Connection, state: AgentState, *, insert: bool
     ) -> None:
-        log.written = state
         ranges = st.dump_ranges(log.refs(state.messages, full=True))
         values = (*_run_values(state), st.dump_state(state), ranges)
         if insert:
@@ -528,10 +505,11 @@ class RunStore(RunObserver):
         else:
             conn.execute(_UPDATE_RUN, (*values, state.run_id))
         facts = self._facts(log, conn)
+        if log.latest is None:  # the run as the step records are counted (its agent, depth)
+            log.latest = state
         if log.root_run_id is None:
             log.root_run_id = _root(conn, state)
-        conn.execute(st.PUT_SUMMARY, facts.row(state, log.root_run_id))
-        conn.execute(f"UPDATE summaries SET {st.TREE_TOTALS} WHERE run_id = ?", (log.root_run_id,))
+        conn.execute(_PUT_SUMMARY, facts.row(state, log.root_run_id))
 
     def _facts(self, log: RunLog, conn: sqlite3.Connection) -> RunFacts:
         """The run's summary so far, read back for a run written before (or after a rollback)."""
@@ -573,7 +551,8 @@ class RunStore(RunObserver):
         )
         log.next_step += 1
         facts = self._facts(log, conn)
-        called = facts.add_step(record, log.latest or log.written or _stand_in(record))
+        assert log.latest is not None  # the run's row (`_put_run`) is written first
+        called = facts.add_step(record, log.latest)
         conn.executemany(
             _PUT_TOOL, [(record.run_id, tool, facts.tool_calls[tool]) for tool in sorted(called)]
         )
@@ -643,16 +622,12 @@ _STEPS = (
     f"SELECT step, {_BODY}, messages_in, new_messages FROM steps WHERE run_id = ?2 ORDER BY seq"
 )
 _COUNT = "SELECT count(*) FROM messages WHERE run_id = ?"
+_PUT_SUMMARY = f"INSERT OR REPLACE INTO summaries VALUES ({st.SUMMARY_VALUES})"
 _SUMMARY = "SELECT root_run_id, errors, first_error, duration FROM summaries WHERE run_id = ?"
 _PUT_TOOL = (
     "INSERT INTO run_tools VALUES (?, ?, ?) "
     "ON CONFLICT (run_id, tool) DO UPDATE SET calls = excluded.calls"
 )
-
-
-def _stand_in(record: StepRecord) -> AgentState:
-    """A state naming the run of ``record`` (for its errors), when none was seen yet."""
-    return AgentState(run_id=record.run_id, execution_id=record.execution_id)
 
 
 def _root(conn: sqlite3.Connection, state: AgentState) -> str:
@@ -665,4 +640,7 @@ def _root(conn: sqlite3.Connection, state: AgentState) -> str:
 
 
 _RESOLVE = "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?1)) = ?1 ORDER BY created_at"
-_LAST = "SELECT run_id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1"
+_LAST = (  # the run last started by someone: a sub-run starts after the run that called it
+    "SELECT run_id FROM runs WHERE parent_run_id IS NULL ORDER BY created_at DESC, rowid DESC "
+    "LIMIT 1"
+)

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from workbench._json import loads
 from workbench.errors import TraceLoadError
 
 __all__ = ["PAGES", "Fetch"]
@@ -41,12 +42,10 @@ class Fetch:
         pages: int = PAGES,
         read: Callable[[str], Any] | None = None,
     ) -> None:
-        import json
-
         self.timeout = timeout
         self.pages = pages
         self.requests = 0
-        self._read = read or json.loads
+        self._read = read or loads
         self._deadline = time.monotonic() + timeout
         self._client: Any = None
 
@@ -83,7 +82,7 @@ class Fetch:
             raise TraceLoadError(f"{url} answered {status}: {text[:200]}")
         try:
             return self._read(text)
-        except (ValueError, RecursionError):
+        except ValueError:  # not JSON, or nested too deeply
             raise TraceLoadError(f"{url} did not answer with JSON: {text[:80]!r}") from None
 
     def _body(self, httpx: Any, url: str, params: Mapping[str, Any] | None) -> tuple[int, str]:

@@ -134,7 +134,10 @@ def _json_values(text: str) -> Any:
             raise
     decoder, values, at = json.JSONDecoder(), [], 0
     while (at := _after_space(text, at)) < len(text):
-        _, end = decoder.raw_decode(text, at)
+        try:
+            _, end = decoder.raw_decode(text, at)
+        except RecursionError:  # read_json says so for the first value; this is a later one
+            raise ValueError(f"a value at character {at} is nested too deeply") from None
         values.append(read_json(text[at:end]))  # read again for its lone surrogates
         at = end
     return values

@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from workbench._json import loads
 from workbench.errors import TraceLoadError
 from workbench.messages import (
     JsonValue,
@@ -63,15 +64,15 @@ _LONE = re.compile("[\ud800-\udfff]")
 
 
 def read_json(text: str) -> Any:
-    """``json.loads``, with UTF-16 surrogates that are not in a pair replaced by U+FFFD.
+    """JSON read with `workbench._json.loads`, lone UTF-16 surrogates replaced by U+FFFD.
 
-    A tracer that cuts a long string inside a pair writes a high surrogate's escape alone;
-    Python reads it as a lone surrogate, which no UTF-8 file, page or Jupyter message can hold,
-    so every view of the trace would fail on it. The strings are walked only when the text has
-    such an escape (looked for with ``in`` first: a regular expression over a large file would
-    cost as much as parsing it).
+    A text that is not JSON, or nests too deeply, is a `ValueError`. A tracer that cuts a long
+    string inside a pair writes a high surrogate's escape alone; Python reads it as a lone
+    surrogate, which no UTF-8 file, page or Jupyter message can hold, so every view of the trace
+    would fail on it. The strings are walked only when the text has such an escape (looked for
+    with ``in`` first: a regular expression over a large file would cost as much as parsing it).
     """
-    value = json.loads(text)
+    value = loads(text)
     if ("\\ud" in text or "\\uD" in text) and _LONE_ESCAPE.search(text):
         return _replaced(value)
     return value

@@ -1,0 +1,112 @@
+"""The command line says what went wrong first: ``runs``, ``show``, ``report``; and the small
+things a newcomer trips on (``last`` is the run they started, ``--full``, ``--version``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import workbench as wb
+from tests._failing_team import team
+from workbench.cli import main
+
+R = wb.ModelResponse
+
+
+@pytest.fixture
+def failing_store(tmp_path: Path) -> tuple[Path, wb.RunResult]:
+    path = tmp_path / "runs.sqlite"
+    with wb.RunStore(path) as store:
+        return path, team(store=store).run_sync("price the hat")
+
+
+def test_runs_has_an_errors_column_with_the_first_error(
+    failing_store: tuple[Path, wb.RunResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, result = failing_store
+    assert main(["runs", "--store", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:4] == ["run", "agent", "status", "errors"]
+    digger = result.children[0].children[0]
+    (row,) = [line for line in lines if line.startswith(digger.run_id)]
+    assert "completed  1: step 3, apply_discount in digger: TypeError: unsupported" in row
+    (lead,) = [line for line in lines if line.startswith(result.run_id)]
+    assert lead.split()[2:4] == ["completed", "-"]
+    assert main(["runs", "--store", str(path), "--roots"]) == 0  # the tree's errors on its root
+    (root,) = [line for line in capsys.readouterr().out.splitlines() if result.run_id in line]
+    assert "1: step 3, apply_discount in digger" in root
+
+
+def test_show_last_is_the_run_started_and_says_what_went_wrong_first(
+    failing_store: tuple[Path, wb.RunResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, result = failing_store
+    assert main(["show", "last", "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"run {result.run_id} (lead): completed, 1 tool error: step 3, apply_discount in digger"
+    )
+    start = lines.index("what went wrong:")
+    assert lines[start + 1].startswith(
+        "  1. [tool] step 3, apply_discount in digger: TypeError: unsupported operand"
+    )
+    assert lines[start + 2].strip().startswith("Traceback (most recent call last;")
+    assert "_failing_team.py" in lines[start + 3] and "in apply_discount" in lines[start + 3]
+
+
+def test_report_without_o_writes_next_to_you_and_says_where(
+    failing_store: tuple[Path, wb.RunResult],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path, result = failing_store
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "last", "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    written = tmp_path / f"report-{result.run_id}.html"
+    assert written.exists() and f"wrote {written}" in out
+    assert out.startswith(f"run {result.run_id} (lead): completed, 1 tool error")
+    assert written.as_uri() in out
+
+
+def test_show_full_prints_each_message_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long = "word " * 60 + "THE END"
+    path = tmp_path / "runs.sqlite"
+    with wb.RunStore(path) as store:
+        wb.Agent(model=wb.ScriptedModel([long]), store=store).run_sync("a\nquestion on two lines")
+    assert main(["show", "last", "--messages", "--store", str(path)]) == 0
+    messages = capsys.readouterr().out.split("output:")[0]
+    assert "THE END" not in messages  # one line per message, cut
+    assert main(["show", "last", "--messages", "--full", "--store", str(path)]) == 0
+    messages = capsys.readouterr().out.split("output:")[0]
+    assert "THE END" in messages and "        a\n        question on two lines\n" in messages
+
+
+def test_a_traceback_cannot_drive_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    @wb.tool
+    def hostile() -> str:
+        """Fail with escape sequences in the message."""
+        raise ValueError("\x1b]0;pwned\x07 \x1b[2J gone")
+
+    path = tmp_path / "runs.sqlite"
+    with wb.RunStore(path) as store:
+        model = wb.ScriptedModel([R.tool_call("hostile", {}), "ok"])
+        wb.Agent(model=model, tools=[hostile], store=store).run_sync("x")
+    assert main(["show", "last", "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert r"ValueError: \x1b]0;pwned\x07 \x1b[2J gone" in out  # shown, as text
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == "workbench 0.1.0"

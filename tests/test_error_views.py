@@ -1,0 +1,69 @@
+"""What a notebook shows of errors: the summary first, each error with its traceback, escaped.
+
+A traceback holds untrusted text (an exception's message is whatever a tool put there): it is
+text in every builder, and a secret in it never reaches the HTML.
+"""
+
+from __future__ import annotations
+
+import workbench as wb
+import workbench.notebook
+from tests._failing_team import team
+from workbench.notebook.html import FAILED_COLOUR, errors_html, step_html, traceback_html
+
+R = wb.ModelResponse
+MARKUP = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+
+
+def _hostile_run() -> wb.RunResult:
+    @wb.tool
+    def render() -> str:
+        """Fail quoting markup and a key."""
+        raise ValueError(f"{MARKUP} key sk-abcdefghijklmnopqrstuvwx")
+
+    agent = wb.Agent(model=wb.ScriptedModel([R.tool_call("render", {}), "ok"]), tools=[render])
+    return agent.run_sync("x")
+
+
+def test_a_result_shows_what_went_wrong_first_with_the_traceback_open() -> None:
+    html = team().run_sync("price the hat")._repr_html_()
+    assert html is not None
+    summary = "completed, 1 tool error: step 3, apply_discount in digger"
+    assert html.index(summary) < html.index("wb-errors") < html.index("stop reason")
+    assert f"color:{FAILED_COLOUR}" in html.split(summary)[0]  # the line is red
+    assert '<details class="wb-traceback" open>' in html
+    assert "in apply_discount</b>" in html  # the user's frame, in bold
+
+
+def test_a_result_without_errors_says_its_status_and_lists_nothing() -> None:
+    html = wb.Agent(model=wb.ScriptedModel(["hi"])).run_sync("x")._repr_html_()
+    assert html is not None and ">completed</div>" in html and "wb-errors" not in html
+
+
+def test_a_traceback_is_text_in_every_builder_and_holds_no_secret() -> None:
+    result = _hostile_run()
+    (error,) = result.errors
+    assert error.traceback is not None and MARKUP in error.traceback  # kept as it was raised
+    shown = [
+        result._repr_html_() or "",
+        errors_html(result.errors),
+        step_html(result.steps[0], result.steps),
+        traceback_html(error.traceback),
+    ]
+    for html in shown:
+        assert "<script>" not in html and "<img" not in html
+        assert "&lt;script&gt;alert(2)&lt;/script&gt;" in html
+        assert "sk-abcdefghijklmnopqrstuvwx" not in html
+
+
+def test_many_errors_show_the_first_ten_and_a_count() -> None:
+    @wb.tool
+    def crash() -> str:
+        """Crash."""
+        raise OSError("disk")
+
+    script: list[R | str] = [R.tool_call("crash", {}) for _ in range(12)] + ["done"]
+    result = wb.Agent(model=wb.ScriptedModel(script), tools=[crash]).run_sync("x")
+    html = errors_html(result.errors)
+    assert html.count('class="wb-error-item"') == 10 and "and 2 more" in html
+    assert html.count('<details class="wb-traceback" open>') == 1
