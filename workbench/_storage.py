@@ -39,8 +39,9 @@ from workbench.state import SCHEMA_VERSION as STATE_SCHEMA_VERSION
 from workbench.state import AgentState, validation_summary
 
 __all__ = [
+    "PUT_SUMMARY",
     "STORE_SCHEMA_VERSION",
-    "SUMMARY_VALUES",
+    "TREE_TOTALS",
     "Range",
     "RunNotFound",
     "StoreError",
@@ -141,7 +142,10 @@ _V3 = (
         tool_calls INTEGER,
         duration REAL,
         metadata TEXT,
-        trace_id TEXT
+        trace_id TEXT,
+        tree_errors INTEGER,
+        tree_tool_calls INTEGER,
+        subruns INTEGER NOT NULL DEFAULT 0
     ) WITHOUT ROWID""",
     "CREATE INDEX summaries_by_root ON summaries (root_run_id)",
     """CREATE TABLE run_tools (
@@ -240,12 +244,26 @@ def _migrate(conn: sqlite3.Connection, path: str, version: int) -> None:
         conn.execute("INSERT INTO schema_version VALUES (?, ?)", (target, time.time()))
 
 
-SUMMARY_VALUES = ", ".join("?" * 9)
-"""Placeholders for one ``summaries`` row (`RunFacts.row`)."""
+PUT_SUMMARY = (
+    "INSERT INTO summaries (run_id, root_run_id, depth, errors, first_error, tool_calls, "
+    "duration, metadata, trace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO "
+    "UPDATE SET root_run_id = excluded.root_run_id, depth = excluded.depth, "
+    "errors = excluded.errors, first_error = excluded.first_error, "
+    "tool_calls = excluded.tool_calls, duration = excluded.duration, "
+    "metadata = excluded.metadata, trace_id = excluded.trace_id"
+)
+"""Write a run's own summary (`RunFacts.row`), keeping its tree's totals."""
+TREE_TOTALS = (
+    "(tree_errors, tree_tool_calls, subruns) = (SELECT sum(t.errors), sum(t.tool_calls), "
+    "count(*) - 1 FROM summaries t WHERE t.root_run_id = summaries.run_id)"
+)
+"""A root's totals over its tree (``SET`` this ``WHERE`` the root): what a rolled-up row shows,
+kept on the root's row so a rolled-up list reads one row per tree, like any list."""
 
 
 _STEP_BODIES = "SELECT step, body FROM steps WHERE run_id = ? ORDER BY seq"
 _UNKNOWN_SUMMARY = "INSERT INTO summaries (run_id, root_run_id, depth) VALUES (?, ?, 0)"
+"""A run whose records cannot be read: its errors and tools unknown (NULL)."""
 
 
 def _fill_summaries(conn: sqlite3.Connection) -> None:
@@ -269,11 +287,12 @@ def _fill_summaries(conn: sqlite3.Connection) -> None:
         except (StoreError, TypeError):  # TypeError: a payload that is not text
             conn.execute(_UNKNOWN_SUMMARY, (run_id, root))
             continue
-        conn.execute(f"INSERT INTO summaries VALUES ({SUMMARY_VALUES})", facts.row(state, root))
+        conn.execute(PUT_SUMMARY, facts.row(state, root))
         conn.executemany(
             "INSERT INTO run_tools VALUES (?, ?, ?)",
             [(run_id, tool, calls) for tool, calls in facts.tool_calls.items()],
         )
+    conn.execute(f"UPDATE summaries SET {TREE_TOTALS} WHERE depth = 0")
 
 
 def _check_header(path: str) -> None:

@@ -10,17 +10,95 @@ SQL over its summary table, so 100,000 runs filter in well under a second.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from workbench.errors import UsageError
+from workbench.records import RunResult
 from workbench.runfilter import RunFilter
-from workbench.store import RunStore
+from workbench.store import RunStore, RunSummary
 from workbench.store._query import Sort
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["COLUMNS", "open_store", "runs"]
+    from workbench.telemetry.trace import Trace
+
+__all__ = ["COLUMNS", "Choices", "RunSource", "StoreRuns", "open_store", "runs", "source_of"]
+
+
+class Choices(NamedTuple):
+    """What a source's runs can be filtered to: the agents and tools it has seen (bounded)."""
+
+    agents: tuple[str, ...]
+    tools: tuple[str, ...]
+
+
+class RunSource(Protocol):
+    """Where a run list comes from: a run store, or a trace backend's traces.
+
+    Each listed row is a `RunSummary` (a backend fills in what its traces have); `open` gives
+    the run itself, or the trace when the source keeps traces, not runs.
+    """
+
+    @property
+    def label(self) -> str:
+        """What the source is, for a person (a path, a URL)."""
+
+    def count(self, spec: RunFilter) -> int:
+        """How many runs ``spec`` keeps."""
+
+    def find(
+        self, spec: RunFilter, *, sort: Sort, descending: bool, offset: int, limit: int
+    ) -> list[RunSummary]:
+        """One page of the runs ``spec`` keeps."""
+
+    def choices(self) -> Choices:
+        """The agents and tools to offer as filters."""
+
+    def version(self) -> object:
+        """A token that changes when runs are added or change (a live list polls it)."""
+
+    def open(self, run_id: str) -> RunResult | Trace:
+        """The run (or trace) a row stands for."""
+
+
+_CHOICES = 200
+"""At most this many agents or tools are offered as filters (the rest can still be typed)."""
+
+
+class StoreRuns:
+    """A run store as a `RunSource`."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+
+    @property
+    def label(self) -> str:
+        """The store's path."""
+        return self.store.path
+
+    def count(self, spec: RunFilter) -> int:
+        """How many runs ``spec`` keeps."""
+        return self.store.count(spec)
+
+    def find(
+        self, spec: RunFilter, *, sort: Sort, descending: bool, offset: int, limit: int
+    ) -> list[RunSummary]:
+        """One page of the runs ``spec`` keeps."""
+        return self.store.find(spec, sort=sort, descending=descending, offset=offset, limit=limit)
+
+    def choices(self) -> Choices:
+        """The store's agents and tools, by name."""
+        return Choices(*self.store.names(limit=_CHOICES))
+
+    def version(self) -> object:
+        """Changes when any connection commits to the store (this process's or another's)."""
+        return self.store.version()
+
+    def open(self, run_id: str) -> RunResult:
+        """The stored run, with its sub-runs."""
+        return self.store.load(run_id)
+
 
 COLUMNS = {
     "run_id": "run",
@@ -58,6 +136,13 @@ def open_store(store: RunStore | str | os.PathLike[str] | None) -> RunStore:
             "there is no default run store (WORKBENCH_STORE is off): pass store=RunStore(path)"
         )
     return default
+
+
+def source_of(source: RunSource | RunStore | str | os.PathLike[str] | None) -> RunSource:
+    """The `RunSource` a run list reads: a store (given, at a path, or the default one)."""
+    if isinstance(source, (RunStore, str, os.PathLike)) or source is None:
+        return StoreRuns(open_store(source))
+    return source
 
 
 def runs(

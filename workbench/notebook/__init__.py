@@ -1,4 +1,4 @@
-"""The notebook workbench: `Stepper`, `TraceView`, `TraceExplorer`, `RerunPanel`, and builders.
+"""The notebook workbench: the Stepper, trace views, explorer, re-run panel, runs browser, builders.
 
 Needs the ``notebook`` extra (ipywidgets, anywidget, plotly, pandas). The builders are plain
 functions of run data (step records, span tables) returning DataFrames, plotly figures or HTML,
@@ -26,6 +26,8 @@ from workbench.notebook.html import (
 )
 from workbench.notebook.reprs import phase_event_html, run_diff_html, run_result_html
 from workbench.notebook.rerun_panel import RerunPanel
+from workbench.notebook.runs_browser import RunsBrowser
+from workbench.notebook.runs_view import RunsView, compare_html
 from workbench.notebook.spans import normalize_spans, run_span_rows, waterfall_figure
 from workbench.notebook.stepper import Stepper
 from workbench.notebook.tables import (
@@ -42,6 +44,8 @@ __all__ = [
     "ExplorerView",
     "MessageFormatError",
     "RerunPanel",
+    "RunsBrowser",
+    "RunsView",
     "SpanFilter",
     "SpanTree",
     "Stepper",
@@ -50,6 +54,7 @@ __all__ = [
     "agents_table",
     "as_result",
     "combine_results",
+    "compare_html",
     "explorer_page_html",
     "explorer_spans",
     "genai_messages_html",

@@ -164,6 +164,32 @@ class RunStore(RunObserver):
         with self._reading() as conn:
             return 0 if conn is None else int(conn.execute(query, params).fetchone()[0])
 
+    def names(self, *, limit: int = 200) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The agents and the tools of the store's runs, by name (the first ``limit`` of each)."""
+        with self._reading() as conn:
+            if conn is None:
+                return (), ()
+            agents = conn.execute(
+                "SELECT DISTINCT agent_name FROM runs ORDER BY agent_name LIMIT ?", (limit,)
+            )
+            tools = conn.execute(
+                "SELECT DISTINCT tool FROM run_tools ORDER BY tool LIMIT ?", (limit,)
+            )
+            return tuple(a for (a,) in agents), tuple(t for (t,) in tools)
+
+    def version(self) -> tuple[int, int] | None:
+        """A token that changes whenever a run is written, by this store or another process.
+
+        SQLite's ``data_version`` counts commits by other connections; this connection's own
+        changes are its ``total_changes``. Both are read without touching a table, so a live
+        run list can ask every second. None while the store has no file.
+        """
+        with self._reading() as conn:
+            if conn is None:
+                return None
+            (data_version,) = conn.execute("PRAGMA data_version").fetchone()
+            return int(data_version), conn.total_changes
+
     def _summaries(self, where: str, *params: object) -> list[RunSummary]:
         with self._reading() as conn:
             if conn is None:
@@ -203,9 +229,9 @@ class RunStore(RunObserver):
         with self._reading() as conn:
             rows = [] if conn is None else conn.execute(query, params).fetchall()
             frame = pd.DataFrame.from_records(rows, columns=columns)
-            found = (
-                q.extras(conn, None, trees=spec.rollup) if conn is not None else q.Extras({}, {})
-            )
+            # every run's at once when listing all; else those of the rows listed only
+            ids = list(frame["run_id"]) if spec.active else None
+            found = q.Extras({}, {}) if conn is None else q.extras(conn, ids, trees=spec.rollup)
         frame["tools"] = [found.tools.get(run_id, ()) for run_id in frame["run_id"]]
         if spec.rollup:
             frame["first_error"] = [
@@ -509,7 +535,8 @@ class RunStore(RunObserver):
             log.latest = state
         if log.root_run_id is None:
             log.root_run_id = _root(conn, state)
-        conn.execute(_PUT_SUMMARY, facts.row(state, log.root_run_id))
+        conn.execute(st.PUT_SUMMARY, facts.row(state, log.root_run_id))
+        conn.execute(f"UPDATE summaries SET {st.TREE_TOTALS} WHERE run_id = ?", (log.root_run_id,))
 
     def _facts(self, log: RunLog, conn: sqlite3.Connection) -> RunFacts:
         """The run's summary so far, read back for a run written before (or after a rollback)."""
@@ -622,7 +649,6 @@ _STEPS = (
     f"SELECT step, {_BODY}, messages_in, new_messages FROM steps WHERE run_id = ?2 ORDER BY seq"
 )
 _COUNT = "SELECT count(*) FROM messages WHERE run_id = ?"
-_PUT_SUMMARY = f"INSERT OR REPLACE INTO summaries VALUES ({st.SUMMARY_VALUES})"
 _SUMMARY = "SELECT root_run_id, errors, first_error, duration FROM summaries WHERE run_id = ?"
 _PUT_TOOL = (
     "INSERT INTO run_tools VALUES (?, ?, ?) "

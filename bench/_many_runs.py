@@ -1,0 +1,55 @@
+"""A run store of N runs for the run-list benchmark: real runs of the eval, copied in SQL.
+
+``workbench.demo.run_eval`` writes ``REAL`` runs through the store as an eval would (tool errors,
+failures, metadata); the rest are copies of those rows in every table (state, messages,
+snapshots, steps, summaries, tools) under new run ids and later start times, made in SQL,
+because writing 100,000 runs through an agent takes most of an hour on this machine. A copy's
+payloads still name the run it was copied from, which no listing reads.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import workbench as wb
+from workbench.demo import run_eval
+
+REAL = 1_000
+"""How many runs are made by the agent (the rest are copies of them)."""
+
+_TABLES = ("runs", "messages", "snapshots", "steps", "tool_sets", "summaries", "run_tools")
+_RENAMED = {
+    "run_id": "run_id || :suffix",
+    "root_run_id": "root_run_id || :suffix",
+    "parent_run_id": "parent_run_id || :suffix",
+    "created_at": "created_at + :shift",
+    "updated_at": "updated_at + :shift",
+}
+
+
+def build(path: Path, n: int) -> wb.RunStore:
+    """A store at ``path`` holding ``n`` runs (at least ``REAL`` of them real)."""
+    with wb.RunStore(path) as store:
+        run_eval(min(n, REAL), store)
+    conn = sqlite3.connect(path)
+    try:
+        span = conn.execute("SELECT max(created_at) - min(created_at) + 1 FROM runs").fetchone()[0]
+        with conn:
+            for copy in range(1, -(-n // REAL)):
+                for table in _TABLES:
+                    columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+                    values = ", ".join(_RENAMED.get(c, c) for c in columns)
+                    conn.execute(
+                        f"INSERT INTO {table} SELECT {values} FROM {table} "
+                        "WHERE run_id NOT LIKE '%~%'",
+                        {"suffix": f"~{copy}", "shift": copy * span},
+                    )
+            extra = conn.execute("SELECT count(*) FROM runs").fetchone()[0] - n
+            newest = "SELECT run_id FROM runs ORDER BY created_at DESC LIMIT ?"
+            doomed = conn.execute(newest, (max(extra, 0),)).fetchall()  # n not a multiple of REAL
+            for table in _TABLES:
+                conn.executemany(f"DELETE FROM {table} WHERE run_id = ?", doomed)
+    finally:
+        conn.close()
+    return wb.RunStore(path)

@@ -1,0 +1,173 @@
+"""`RunsBrowser` and `RunsView` driven from Python over a store of the eval's runs.
+
+The traits are set as the page sets them (the browser tests click the same controls in
+chromium: tests/test_browser_runs.py); what is checked is what the page would be sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import workbench as wb
+from workbench.demo import eval_agent, run_eval
+from workbench.notebook import RunsBrowser, RunsView, TraceExplorer, compare_html
+from workbench.runlist import StoreRuns
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> wb.RunStore:
+    store = wb.RunStore(tmp_path_factory.mktemp("runs") / "runs.sqlite")
+    run_eval(120, store)
+    return store
+
+
+@pytest.fixture
+def browser(store: wb.RunStore) -> Iterator[RunsBrowser]:
+    browser = RunsBrowser(store, live=False)
+    yield browser
+    browser.close()
+
+
+def _wait_until(condition: object, seconds: float = 10.0) -> None:
+    """Wait (bounded) for the browser's watcher thread to have redrawn."""
+    deadline = time.monotonic() + seconds
+    pause = threading.Event()
+    while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
+        pause.wait(0.05)
+
+
+def test_it_opens_on_the_newest_page_and_sends_only_that_page(browser: RunsBrowser) -> None:
+    table = browser.table
+    assert (table.total, len(table.rows), table.offset) == (120, 25, 0)
+    assert table.rows[0]["started"] >= table.rows[-1]["started"]  # newest first
+    assert table.agents == ["shopper"] and table.tools == ["apply_discount", "price"]
+    state = {k: v for k, v in table.get_state().items() if k not in ("_esm", "_css")}
+    assert len(json.dumps(state)) < 20_000  # a page, not the store
+
+
+def test_filters_from_the_page(browser: RunsBrowser, store: wb.RunStore) -> None:
+    table = browser.table
+    table.status = "failed"
+    failed = store.count(wb.RunFilter(status="failed"))
+    assert table.total == failed > 0 and {r["status"] for r in table.rows} == {"failed"}
+    assert "in shopper: ConnectionError: the model server closed" in table.rows[0]["first_error"]
+    table.status = ""
+    table.errors_only = True
+    assert table.total == store.count(wb.RunFilter(errors=True))
+    table.query = "unicorn"
+    assert table.total == store.count(wb.RunFilter(errors=True, text="unicorn")) > 0
+    table.tool = "apply_discount"
+    assert table.total == 0 and table.rows == []
+    table.tool, table.query, table.errors_only = "", "", False
+    assert table.total == 120
+
+
+def test_a_filter_it_cannot_read_is_a_note_and_the_list_stays(browser: RunsBrowser) -> None:
+    table = browser.table
+    table.since = "about a week"
+    assert "'about a week' is not a time" in table.note and table.total == 120
+    table.since = "1h"
+    assert table.note == "" and table.total == 120
+    with pytest.raises(ValueError, match="unknown status 'lost'"):
+        browser.filter(status="lost")
+
+
+def test_pages_and_sorting(browser: RunsBrowser) -> None:
+    table = browser.table
+    first = [r["id"] for r in table.rows]
+    table.offset = 100
+    assert len(table.rows) == 20 and not {r["id"] for r in table.rows} & set(first)
+    table.offset = 500  # past the end: the last page
+    assert table.offset == 100
+    browser._on_message(None, {"type": "sort", "column": "errors"}, None)
+    assert (table.sort, table.descending, table.offset) == ("errors", True, 0)
+    assert table.rows[0]["errors"] >= table.rows[-1]["errors"]
+    browser._on_message(None, {"type": "sort", "column": "errors"}, None)  # again: the other way
+    assert table.descending is False and table.rows[0]["errors"] == 0
+    browser._on_message(None, {"type": "sort", "column": "colour"}, None)
+    assert "cannot sort runs by 'colour'" in table.note
+
+
+def test_a_row_opens_in_the_explorer_and_two_compare(
+    browser: RunsBrowser, store: wb.RunStore
+) -> None:
+    browser.filter(status="failed")
+    failed = browser.table.rows[0]["id"]
+    browser.table.opened = failed  # a click on the row
+    assert isinstance(browser.explorer, TraceExplorer)
+    assert isinstance(browser.opened_run, wb.RunResult) and browser.opened_run.run_id == failed
+    assert browser.explorer in browser.pane.children
+    assert "ConnectionError" in browser.pane.children[0].value  # the run's summary above it
+
+    browser.filter(status="completed", errors=False)
+    ok = browser.table.rows[0]["id"]
+    browser.table.picked = [failed, ok]
+    browser._on_message(None, {"type": "compare"}, None)
+    (html,) = [child.value for child in browser.pane.children]
+    assert failed in html and ok in html and "step 2" in html
+    with pytest.raises(ValueError, match="no run 'run_nope'"):
+        browser.compare(failed, "run_nope")
+    browser.table.opened = "run_nope"
+    assert browser.table.note.startswith("cannot open run_nope: RunNotFound")
+
+
+def test_a_run_opened_with_an_agent_can_be_re_run(store: wb.RunStore) -> None:
+    browser = RunsBrowser(store, agent=eval_agent(store=store), live=False)
+    try:
+        browser.open_run(browser.table.rows[0]["id"])
+        button = next(
+            c
+            for c in browser.pane.children
+            if getattr(c, "description", "") == "Re-run from a step…"
+        )
+        button.click()
+        assert type(browser.pane.children[-1]).__name__ == "RerunPanel"
+    finally:
+        browser.close()
+
+
+def test_runs_that_start_while_it_is_open_appear(tmp_path: Path) -> None:
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    run_eval(3, store)
+    browser = RunsBrowser(store, poll=0.05)
+    try:
+        run_eval(2, store)  # in this process, through the same store
+        _wait_until(lambda: browser.table.total == 5)
+        assert browser.table.total == 5
+        with wb.RunStore(tmp_path / "runs.sqlite") as other:  # another writer
+            eval_agent(store=other).run_sync("Task 7: what does one eggs cost with code NONE?")
+        _wait_until(lambda: browser.table.total == 6)
+        assert browser.table.total == 6
+    finally:
+        browser.close()
+    assert browser._watcher is not None
+    browser._watcher.join(5)
+    assert not browser._watcher.is_alive()
+
+
+def test_run_text_is_sent_as_text_and_drawn_escaped(tmp_path: Path) -> None:
+    markup = "<img src=x onerror=alert(1)>"
+
+    @wb.tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        raise ValueError(markup)
+
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+
+    def run(prompt: str) -> wb.RunResult:
+        model = wb.ScriptedModel([wb.ModelResponse.tool_call("fetch", {"url": markup}), markup])
+        return wb.Agent(model=model, tools=[fetch], store=store, name=markup).run_sync(prompt)
+
+    a, b = run(markup), run("again")
+    view = RunsView(StoreRuns(store))
+    row = view.page().rows[0]
+    assert markup in row["first_error"] and row["agent"] == markup  # text, for textContent
+    html = compare_html(store.load(a.run_id), store.load(b.run_id))
+    assert markup not in html and "&lt;img src=x onerror=alert(1)&gt;" in html

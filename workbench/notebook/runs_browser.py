@@ -1,0 +1,274 @@
+"""`RunsBrowser`: the runs of a store or a trace backend as a table to sort, filter and page.
+
+The table is an anywidget (``static/runs.js``) syncing a few traits: the filter's fields, the
+sort, the page's offset and the page's rows. The kernel keeps the list in a `RunsView` and sends
+only the rows of the page shown (25 by default), whatever the size of the store. Clicking a row
+sets ``opened``: the run opens below the table in the trace explorer (a backend's trace through
+`wb.load_trace`). Ticking two rows and pressing Compare draws them side by side, step by step.
+
+Live: a thread asks the source, every ``poll`` seconds, whether anything changed (for a store,
+two counters SQLite keeps, no query of a table) and redraws the page when it did, so runs
+started in another cell or another process appear while the browser is open.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any
+
+import anywidget
+import ipywidgets as widgets
+import traitlets
+
+from workbench.agent import Agent
+from workbench.notebook.explorer import TraceExplorer
+from workbench.notebook.explorer_view import STATIC
+from workbench.notebook.reprs import run_result_html
+from workbench.notebook.rerun_panel import RerunPanel
+from workbench.notebook.runs_view import RunsView, compare_html
+from workbench.records import RunResult
+from workbench.runlist import RunSource, source_of
+from workbench.store import RunStore
+from workbench.telemetry.trace import Trace
+
+__all__ = ["RunsBrowser", "RunsTable"]
+
+log = logging.getLogger("workbench.notebook")
+
+_FILTERS = ("status", "agent", "tool", "errors_only", "since", "query", "rollup")
+
+
+class RunsTable(anywidget.AnyWidget):
+    """The table of a `RunsBrowser`: traits the page and the kernel share."""
+
+    _esm = STATIC / "runs.js"
+    _css = STATIC / "runs.css"
+
+    rows: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
+    total = traitlets.Int(0).tag(sync=True)
+    offset = traitlets.Int(0).tag(sync=True)
+    page_size = traitlets.Int(25).tag(sync=True)
+    sort = traitlets.Unicode("started").tag(sync=True)
+    descending = traitlets.Bool(True).tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)
+    agent = traitlets.Unicode("").tag(sync=True)
+    tool = traitlets.Unicode("").tag(sync=True)
+    errors_only = traitlets.Bool(False).tag(sync=True)
+    since = traitlets.Unicode("").tag(sync=True)
+    query = traitlets.Unicode("").tag(sync=True)
+    rollup = traitlets.Bool(False).tag(sync=True)
+    agents: traitlets.List[str] = traitlets.List().tag(sync=True)
+    tools: traitlets.List[str] = traitlets.List().tag(sync=True)
+    opened = traitlets.Unicode("").tag(sync=True)
+    picked: traitlets.List[str] = traitlets.List().tag(sync=True)
+    note = traitlets.Unicode("").tag(sync=True)
+    source = traitlets.Unicode("").tag(sync=True)
+
+
+class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+    """Find the run that went wrong: a sortable, filterable, paged table of runs.
+
+    ``source`` is a `RunStore`, a path to one, a backend (``"jaeger+http://host:16686"``,
+    ``"phoenix+http://host:6006"``), or None for the default store. A row opens the run below
+    the table in the trace explorer; two ticked rows compare side by side. With ``agent``, an
+    opened stored run can be re-run from any step (a `RerunPanel`).
+
+    From Python: ``filter(...)`` takes `RunFilter`'s fields, ``open_run(run_id)`` and
+    ``compare(a, b)`` do what the clicks do, ``opened_run`` and ``explorer`` are what is open,
+    ``view`` is the `RunsView` behind the table; ``close()`` stops watching the source.
+    """
+
+    def __init__(
+        self,
+        source: RunSource | RunStore | str | os.PathLike[str] | None = None,
+        *,
+        agent: Agent | None = None,
+        page_size: int = 25,
+        live: bool = True,
+        poll: float = 1.0,
+    ) -> None:
+        self.view = RunsView(source_of(source), page_size=page_size)
+        self.agent = agent
+        self.opened_run: RunResult | Trace | None = None
+        self.explorer: TraceExplorer | None = None
+        self.table = RunsTable(page_size=page_size, source=self.view.source.label)
+        self.pane = widgets.VBox()
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._applying = False
+        super().__init__([self.table, self.pane])
+        seen = self.view.source.version() if live else None  # what the first page shows
+        self.refresh(choices=True)
+        self.table.observe(self._on_filter, names=list(_FILTERS))
+        self.table.observe(self._on_offset, names="offset")
+        self.table.observe(self._on_opened, names="opened")
+        self.table.on_msg(self._on_message)
+        self._watcher: threading.Thread | None = None
+        if live:
+            self._watcher = threading.Thread(
+                target=self._watch, args=(poll, seen), name="workbench-runs-browser", daemon=True
+            )
+            self._watcher.start()
+
+    # -- what Python can do -----------------------------------------------------------------
+
+    def filter(self, **changes: Any) -> None:
+        """Change the filter (`RunFilter`'s fields); a value it cannot read raises ValueError."""
+        with self._lock:
+            self.view.set_filter(**changes)
+            self._publish_filter()
+            self.refresh()
+
+    def open_run(self, run_id: str) -> None:
+        """Open a run below the table (in the trace explorer), as clicking its row does."""
+        self.table.opened = run_id
+        if self.table.note:  # it could not be opened: say it here too
+            raise ValueError(self.table.note)
+
+    def compare(self, a: str, b: str) -> None:
+        """Show two runs side by side, step by step, as ticking them and Compare does."""
+        self.table.picked = [a, b]
+        self._compare_picked()
+        if self.table.note:
+            raise ValueError(self.table.note)
+
+    def refresh(self, *, choices: bool = False) -> None:
+        """Ask the source again for the page (and, with ``choices``, the agents and tools)."""
+        with self._lock:
+            try:
+                page = self.view.page()
+                found = self.view.source.choices() if choices else None
+            except Exception as exc:  # a backend that is down, a store that broke
+                self.table.note = f"{type(exc).__name__}: {exc}"
+                return
+            with self.table.hold_sync():
+                self.table.rows, self.table.total = page.rows, page.total
+                self.table.offset = self.view.offset
+                self.table.sort, self.table.descending = self.view.sort, self.view.descending
+                if found is not None:
+                    self.table.agents, self.table.tools = list(found.agents), list(found.tools)
+
+    def close(self) -> None:
+        """Stop watching the source and close the widgets."""
+        self._stop.set()
+        if self.explorer is not None:
+            self.explorer.close()
+        self.table.close()
+        super().close()
+
+    # -- what the page does -----------------------------------------------------------------
+
+    def _publish_filter(self) -> None:
+        spec = self.view.spec
+        self._applying = True
+        try:
+            with self.table.hold_sync():
+                self.table.status = spec.status[0] if spec.status else ""
+                self.table.agent = spec.agent[0] if spec.agent else ""
+                self.table.tool = spec.tool[0] if spec.tool else ""
+                self.table.errors_only = bool(spec.errors)
+                self.table.query = spec.text
+                self.table.rollup = spec.rollup
+                self.table.note = ""
+        finally:
+            self._applying = False
+
+    def _on_filter(self, change: dict[str, Any]) -> None:
+        if self._applying:
+            return
+        table = self.table
+        changes: dict[str, Any] = {
+            "status": table.status or None,
+            "agent": table.agent or None,
+            "tool": table.tool or None,
+            "errors": True if table.errors_only else None,
+            "since": table.since or None,
+            "text": table.query,
+            "rollup": table.rollup,
+        }
+        try:
+            with self._lock:
+                self.view.set_filter(**changes)
+                self.table.note = ""
+                self.refresh()
+        except ValueError as exc:
+            self.table.note = str(exc)
+
+    def _on_offset(self, change: dict[str, Any]) -> None:
+        with self._lock:
+            if change["new"] != self.view.offset:
+                self.view.turn(change["new"], self.table.total)
+                self.refresh()
+
+    def _on_message(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
+        kind = content.get("type")
+        if kind == "sort" and isinstance(content.get("column"), str):
+            try:
+                with self._lock:
+                    self.view.sort_by(content["column"])
+                    self.refresh()
+            except ValueError as exc:
+                self.table.note = str(exc)
+        elif kind == "compare":
+            self._compare_picked()
+
+    def _on_opened(self, change: dict[str, Any]) -> None:
+        run_id = change["new"]
+        if not run_id:
+            return
+        try:
+            opened = self.view.source.open(run_id)
+            explorer = TraceExplorer(opened)
+        except Exception as exc:  # damaged, deleted, a backend that is down
+            self.table.note = f"cannot open {run_id}: {type(exc).__name__}: {exc}"
+            return
+        if self.explorer is not None:
+            self.explorer.close()
+        self.opened_run, self.explorer = opened, explorer
+        self.table.note = ""
+        self.pane.children = self._opened_children(opened, explorer)
+
+    def _opened_children(self, opened: RunResult | Trace, explorer: TraceExplorer) -> list[Any]:
+        if not isinstance(opened, RunResult):
+            return [explorer]
+        children: list[Any] = [widgets.HTML(run_result_html(opened)), explorer]
+        if self.agent is not None and opened.snapshots:
+            button = widgets.Button(description="Re-run from a step…", icon="code-fork")
+            button.on_click(lambda _: self._rerun_panel(opened))
+            children.insert(1, button)
+        return children
+
+    def _rerun_panel(self, opened: RunResult) -> None:
+        assert self.agent is not None
+        self.pane.children = [*self.pane.children, RerunPanel(opened, self.agent)]
+
+    def _compare_picked(self) -> None:
+        picked = list(self.table.picked)
+        if len(picked) != 2:
+            self.table.note = "tick two runs to compare them"
+            return
+        try:
+            a, b = (self.view.source.open(run_id) for run_id in picked)
+        except Exception as exc:
+            self.table.note = f"cannot compare: {type(exc).__name__}: {exc}"
+            return
+        if not isinstance(a, RunResult) or not isinstance(b, RunResult):
+            self.table.note = "runs compare step by step; traces from a backend open one at a time"
+            return
+        self.table.note = ""
+        self.pane.children = [widgets.HTML(compare_html(a, b))]
+
+    # -- live -------------------------------------------------------------------------------
+
+    def _watch(self, poll: float, seen: object) -> None:
+        """Redraw the page whenever the source changes from ``seen``, until `close`."""
+        while not self._stop.wait(poll):
+            try:
+                now = self.view.source.version()
+                if now != seen:
+                    seen = now
+                    self.refresh(choices=True)
+            except Exception:  # never let a watcher thread die with a traceback in a notebook
+                log.exception("the runs browser could not check %s", self.view.source.label)

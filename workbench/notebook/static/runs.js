@@ -1,0 +1,247 @@
+// The runs browser's page side: draws the page of rows it is given and says what the user did.
+//
+// The kernel keeps the list and sends one page of rows; the filters, the page's offset and the
+// ticked rows are traits the page sets, and a sort or Compare is a message. Everything from the
+// runs is set as text (textContent), never as HTML.
+
+const STATUSES = ["", "completed", "failed", "paused", "aborted", "running", "pending"];
+const SINCE = [["", "any time"], ["15m", "last 15 min"], ["1h", "last hour"], ["24h", "last day"], ["7d", "last week"]];
+const COLUMNS = [
+  // [label, sort key or null, cell class]
+  ["", null, "wbr-pick"],
+  ["run", "run", "wbr-id"],
+  ["agent", "agent", "wbr-agent"],
+  ["status", "status", "wbr-status"],
+  ["errors", "errors", "wbr-errors"],
+  ["tools", null, "wbr-tools"],
+  ["steps", "steps", "wbr-num wbr-steps"],
+  ["tokens", "tokens", "wbr-num wbr-tokens"],
+  ["cost", "cost", "wbr-num wbr-cost"],
+  ["time", "duration", "wbr-num wbr-time"],
+  ["started", "started", "wbr-started"],
+];
+
+function make(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function select(cls, options, value) {
+  const node = make("select", cls);
+  for (const [key, label] of options) {
+    const option = make("option", "", label);
+    option.value = key;
+    node.append(option);
+  }
+  node.value = value;
+  return node;
+}
+
+function setTrait(model, name, value) {
+  model.set(name, value);
+  model.save_changes();
+}
+
+function toolbar(model) {
+  const bar = make("div", "wbr-toolbar");
+  const search = make("input", "wbr-search");
+  search.type = "search";
+  search.placeholder = "search the messages";
+  search.value = model.get("query");
+  let timer = null;
+  search.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => setTrait(model, "query", search.value), 300);
+  });
+  const status = select("wbr-status-filter", STATUSES.map((s) => [s, s || "any status"]), model.get("status"));
+  status.addEventListener("change", () => setTrait(model, "status", status.value));
+  const agent = make("select", "wbr-agent-filter");
+  const tool = make("select", "wbr-tool-filter");
+  const fill = () => {
+    for (const [node, name, all] of [[agent, "agents", "any agent"], [tool, "tools", "any tool"]]) {
+      const current = model.get(name === "agents" ? "agent" : "tool");
+      node.replaceChildren();
+      for (const value of ["", ...model.get(name)]) {
+        const option = make("option", "", value || all);
+        option.value = value;
+        node.append(option);
+      }
+      node.value = current;
+    }
+  };
+  fill();
+  agent.addEventListener("change", () => setTrait(model, "agent", agent.value));
+  tool.addEventListener("change", () => setTrait(model, "tool", tool.value));
+  const errors = make("input", "wbr-errors-only");
+  errors.type = "checkbox";
+  errors.checked = model.get("errors_only");
+  errors.addEventListener("change", () => setTrait(model, "errors_only", errors.checked));
+  const errorsLabel = make("label", "", " with errors ");
+  errorsLabel.prepend(errors);
+  const since = select("wbr-since", SINCE, model.get("since"));
+  since.addEventListener("change", () => setTrait(model, "since", since.value));
+  const rollup = make("input", "wbr-rollup");
+  rollup.type = "checkbox";
+  rollup.checked = model.get("rollup");
+  rollup.addEventListener("change", () => setTrait(model, "rollup", rollup.checked));
+  const rollupLabel = make("label", "", " sub-runs under their run ");
+  rollupLabel.prepend(rollup);
+  bar.append(search, status, agent, tool, errorsLabel, since, rollupLabel);
+  const sync = () => {
+    search.value = model.get("query");
+    status.value = model.get("status");
+    agent.value = model.get("agent");
+    tool.value = model.get("tool");
+    errors.checked = model.get("errors_only");
+    rollup.checked = model.get("rollup");
+  };
+  return { bar, fill, sync };
+}
+
+function cell(row, cls) {
+  const td = make("td", cls);
+  switch (cls) {
+    case "wbr-id":
+      td.textContent = row.id;
+      break;
+    case "wbr-agent":
+      td.textContent = (row.depth ? `${"  ".repeat(row.depth)}└ ` : "") + row.agent;
+      if (row.subruns) td.append(make("span", "wbr-subruns", ` +${row.subruns} sub-run${row.subruns > 1 ? "s" : ""}`));
+      break;
+    case "wbr-status":
+      td.append(make("span", `wbr-badge wbr-${row.status}`, row.status));
+      if (row.stop && row.stop !== row.status) td.append(make("span", "wbr-stop", ` ${row.stop}`));
+      break;
+    case "wbr-errors":
+      if (row.errors > 0) {
+        td.append(make("span", "wbr-error-count", String(row.errors)));
+        const first = make("span", "wbr-first-error", ` ${row.first_error}`);
+        first.title = row.first_error;
+        td.append(first);
+      } else {
+        td.textContent = row.errors < 0 ? "?" : "";
+      }
+      break;
+    case "wbr-tools":
+      td.textContent = row.tools;
+      td.title = row.tools;
+      break;
+    case "wbr-started":
+      td.textContent = row.started;
+      break;
+    default:
+      break;
+  }
+  return td;
+}
+
+function numbers(row) {
+  return [String(row.steps), row.tokens.toLocaleString(), row.cost, row.duration];
+}
+
+function render({ model, el }) {
+  const root = make("div", "wbr");
+  const { bar, fill, sync } = toolbar(model);
+  const table = make("table", "wbr-table");
+  const head = make("tr", "wbr-head");
+  const body = make("tbody");
+  table.append(make("thead"), body);
+  table.tHead.append(head);
+  const footer = make("div", "wbr-footer");
+  const first = make("button", "wbr-first", "«");
+  const prev = make("button", "wbr-prev", "‹ previous");
+  const next = make("button", "wbr-next", "next ›");
+  const count = make("span", "wbr-count");
+  const compare = make("button", "wbr-compare", "Compare the two ticked");
+  const note = make("span", "wbr-note");
+  footer.append(first, prev, count, next, compare, note);
+  root.append(bar, make("div", "wbr-source"), table, footer);
+  el.append(root);
+
+  function drawHead() {
+    const sort = model.get("sort");
+    head.replaceChildren(...COLUMNS.map(([label, key, cls]) => {
+      const th = make("th", cls, label);
+      if (key) {
+        th.classList.add("wbr-sortable");
+        th.dataset.sort = key;
+        if (key === sort) th.textContent = `${label} ${model.get("descending") ? "▼" : "▲"}`;
+      }
+      return th;
+    }));
+  }
+
+  function drawRows() {
+    const picked = new Set(model.get("picked"));
+    const opened = model.get("opened");
+    body.replaceChildren(...model.get("rows").map((row) => {
+      const tr = make("tr", "wbr-row");
+      tr.dataset.id = row.id;
+      if (row.id === opened) tr.classList.add("wbr-opened");
+      if (row.errors > 0 || row.status === "failed") tr.classList.add("wbr-has-error");
+      const pick = make("td", "wbr-pick");
+      const box = make("input", "wbr-tick");
+      box.type = "checkbox";
+      box.checked = picked.has(row.id);
+      box.title = "tick two runs to compare them";
+      pick.append(box);
+      tr.append(pick);
+      for (const [, , cls] of COLUMNS.slice(1, 6)) tr.append(cell(row, cls));
+      for (const text of numbers(row)) tr.append(make("td", "wbr-num", text));
+      tr.append(cell(row, "wbr-started"));
+      return tr;
+    }));
+    const total = model.get("total");
+    const offset = model.get("offset");
+    const shown = model.get("rows").length;
+    count.textContent = total
+      ? `${(offset + 1).toLocaleString()}–${(offset + shown).toLocaleString()} of ${total.toLocaleString()} runs`
+      : "no runs";
+    first.disabled = prev.disabled = offset === 0;
+    next.disabled = offset + shown >= total;
+    compare.disabled = model.get("picked").length !== 2;
+  }
+
+  head.addEventListener("click", (event) => {
+    const th = event.target.closest("th");
+    if (th && th.dataset.sort) model.send({ type: "sort", column: th.dataset.sort });
+  });
+  body.addEventListener("click", (event) => {
+    const tr = event.target.closest(".wbr-row");
+    if (!tr) return;
+    if (event.target.classList.contains("wbr-tick")) {
+      const picked = model.get("picked").filter((id) => id !== tr.dataset.id);
+      if (event.target.checked) picked.push(tr.dataset.id);
+      setTrait(model, "picked", picked.slice(-2));
+    } else if (!event.target.closest(".wbr-pick")) {
+      setTrait(model, "opened", tr.dataset.id);
+    }
+  });
+  const turn = (offset) => setTrait(model, "offset", Math.max(0, offset));
+  first.addEventListener("click", () => turn(0));
+  prev.addEventListener("click", () => turn(model.get("offset") - model.get("page_size")));
+  next.addEventListener("click", () => turn(model.get("offset") + model.get("page_size")));
+  compare.addEventListener("click", () => model.send({ type: "compare" }));
+
+  const source = root.querySelector(".wbr-source");
+  const drawSource = () => { source.textContent = model.get("source"); };
+  const drawNote = () => { note.textContent = model.get("note"); };
+  model.on("change:rows", drawRows);
+  model.on("change:total", drawRows);
+  model.on("change:picked", drawRows);
+  model.on("change:opened", drawRows);
+  model.on("change:sort", drawHead);
+  model.on("change:descending", drawHead);
+  model.on("change:agents", fill);
+  model.on("change:tools", fill);
+  model.on("change:note", drawNote);
+  for (const name of ["query", "status", "agent", "tool", "errors_only", "rollup"]) model.on(`change:${name}`, sync);
+  drawSource();
+  drawHead();
+  drawRows();
+  drawNote();
+}
+
+export default { render };
