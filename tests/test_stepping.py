@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -274,7 +275,7 @@ def test_an_approval_inside_a_sub_run_stepped_into_pauses_the_parent_and_resumes
 
 
 async def test_cancelling_the_driver_inside_a_sub_run_aborts_the_tree() -> None:
-    asked = asyncio.Event()
+    asked = threading.Event()  # set on the workbench's loop, where a stepped phase runs
 
     async def hangs_first(messages: list[wb.Message], info: object) -> str:
         if messages[-1].text == "first":
@@ -305,7 +306,7 @@ async def test_cancelling_the_driver_inside_a_sub_run_aborts_the_tree() -> None:
     inner = run.subrun
     assert inner is not None
     driver = asyncio.ensure_future(run.anext_phase(into=True))  # its model call hangs
-    await asyncio.wait_for(asked.wait(), 10)
+    assert await asyncio.to_thread(asked.wait, 10)
     driver.cancel()
     with pytest.raises(asyncio.CancelledError):
         await driver

@@ -128,11 +128,9 @@ def test_stepper_buttons_drive_a_whole_run_with_an_approval(kernel: Kernel) -> N
     assert before["timeline_traces"] == []
     assert "appears when the first step ends" in before["timeline_note"]  # no empty chart
 
-    # Next phase: PREPARE of step 1. The click only schedules the work on the kernel's loop.
-    shown, updates = kernel.shown(
-        "stepper.next_phase_button.click()\nscheduled = stepper.busy\nawait stepper.wait()\n"
-        "assert scheduled, 'the click should run as a task on the kernel loop'"
-    )
+    # Next phase: PREPARE of step 1. The click only schedules the work (on the workbench's loop:
+    # the slow model's test below shows the kernel answering while it runs).
+    shown, updates = kernel.shown("stepper.next_phase_button.click()\nawait stepper.wait()")
     assert shown["status"] == "running" and shown["step"] == 1
     assert shown["next_phase"] == "inference" and not shown["busy"]
     assert "step <b>1</b>" in last_value(updates, ids["status"])

@@ -8,6 +8,7 @@ connection pool or a stepped run's pending generator, valid from one call to the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -53,9 +54,44 @@ async def on_portal(coro: Coroutine[Any, Any, T]) -> T:
     """Await ``coro`` on the portal loop, from any loop.
 
     For things that must outlive the caller's loop and never wait on a blocked one, such as an MCP
-    connection: a Jupyter kernel's loop is blocked while a sync call runs, the portal never is.
+    connection or a phase stepped into: a Jupyter kernel's loop is blocked while a sync call runs,
+    the portal never is. Cancelling the caller cancels ``coro`` and waits until it has ended, so
+    what its cancellation does (a run ended as ABORTED) is done when the caller sees it.
     """
     loop = portal()
-    if asyncio.get_running_loop() is loop:
+    here = asyncio.get_running_loop()
+    if here is loop:
         return await coro
-    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+    ended: asyncio.Future[T] = here.create_future()
+    tasks: list[asyncio.Task[T]] = []
+
+    def start() -> None:
+        task = loop.create_task(coro)
+        tasks.append(task)
+        task.add_done_callback(lambda done: _tell(here, done, ended))
+
+    loop.call_soon_threadsafe(start)
+    try:
+        return await asyncio.shield(ended)
+    except asyncio.CancelledError:
+        loop.call_soon_threadsafe(lambda: tasks[0].cancel())  # after `start`: one queue, in order
+        with contextlib.suppress(asyncio.CancelledError):  # cancelled again: stop waiting
+            await asyncio.wait({ended})
+        raise
+
+
+def _tell(loop: asyncio.AbstractEventLoop, task: asyncio.Task[T], ended: asyncio.Future[T]) -> None:
+    """Copy how ``task`` (on the portal) ended onto ``ended`` (on ``loop``, the caller's)."""
+
+    def copy() -> None:
+        if ended.done():
+            return
+        if task.cancelled():
+            ended.cancel()
+        elif (error := task.exception()) is not None:
+            ended.set_exception(error)
+        else:
+            ended.set_result(task.result())
+
+    with contextlib.suppress(RuntimeError):  # the caller's loop has closed: nobody waits
+        loop.call_soon_threadsafe(copy)
