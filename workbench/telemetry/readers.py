@@ -64,16 +64,28 @@ def spans_from_document(document: Any) -> list[SpanData]:
 def spans_from_otlp(document: Mapping[str, Any]) -> list[SpanData]:
     """Spans of an OTLP/JSON ``ExportTraceServiceRequest`` (camelCase or snake_case keys)."""
     spans = []
-    for resource_spans in _list(document, "resourceSpans", "resource_spans"):
-        resource = _attributes(_field(resource_spans, "resource", default={}).get("attributes"))
-        scopes = _list(resource_spans, "scopeSpans", "scope_spans")
-        scopes += _list(
-            resource_spans, "instrumentationLibrarySpans", "instrumentation_library_spans"
-        )
-        for scope_spans in scopes:
-            scope = _field(scope_spans, "scope", "instrumentationLibrary", default={}) or {}
-            for span in _list(scope_spans, "spans"):
-                spans.append(_otlp_span(span, resource, str(scope.get("name", "")), _keep))
+    for i, resource_spans in enumerate(_list(document, "resourceSpans", "resource_spans")):
+        where = f"resourceSpans[{i}]"
+        try:
+            resource = _attributes(_field(_object(resource_spans, "resource"), "attributes"))
+            scopes = _list(resource_spans, "scopeSpans", "scope_spans")
+            scopes += _list(
+                resource_spans, "instrumentationLibrarySpans", "instrumentation_library_spans"
+            )
+        except TraceLoadError as exc:
+            raise _placed(exc, where) from None
+        for j, scope_spans in enumerate(scopes):
+            try:
+                scope_of = _object(scope_spans, "scope", "instrumentationLibrary")
+                scope = str(_field(scope_of, "name") or "")
+                listed = _list(scope_spans, "spans")
+            except TraceLoadError as exc:
+                raise _placed(exc, f"{where}.scopeSpans[{j}]") from None
+            for k, span in enumerate(listed):
+                try:
+                    spans.append(_otlp_span(span, resource, scope, _keep))
+                except TraceLoadError as exc:
+                    raise _placed(exc, f"{where}.scopeSpans[{j}].spans[{k}]", span) from None
     return spans
 
 
@@ -83,7 +95,37 @@ def phoenix_spans(spans: list[Any]) -> list[SpanData]:
     OTLP spans without a resource or scope, whose lists Phoenix flattened into ``key.0``,
     ``key.1`` (folded back, `_refold`).
     """
-    return [_otlp_span(s, {}, "", _refold) for s in spans]
+    read = []
+    for k, span in enumerate(spans):
+        try:
+            read.append(_otlp_span(span, {}, "", _refold))
+        except TraceLoadError as exc:
+            raise _placed(exc, f"data[{k}]", span) from None
+    return read
+
+
+def _placed(exc: TraceLoadError, where: str, span: Any = None) -> TraceLoadError:
+    """``exc`` saying where in the document it happened (and which span, when it has an id).
+
+    Each loop adds its place around what the inner ones said, so the message reads outside in:
+    ``resourceSpans[0].scopeSpans[1].spans[3] (span 'b7ad6b7169203331'): ...``.
+    """
+    named = ""
+    if type(span) is dict:
+        span_id = span.get("spanId", span.get("span_id", span.get("spanID")))
+        if type(span_id) is str:
+            named = f" (span {span_id[:40]!r})"
+    return TraceLoadError(f"{where}{named}: {exc}")
+
+
+def _object(mapping: Any, *names: str) -> dict[str, Any]:
+    """A field that must be an object (``{}`` when absent or null): a resource, a scope."""
+    value = _field(mapping, *names)
+    if value is None:
+        return {}
+    if type(value) is not dict:
+        raise TraceLoadError(f"{names[0]} should be an object, found {type(value).__name__}")
+    return value
 
 
 def _field(mapping: Any, *names: str, default: Any = None) -> Any:
@@ -159,8 +201,8 @@ def _otlp_span(
         parent_id=_id(parent, 8, "parent span") if parent else None,
         name=str(name or ""),
         kind=_otlp_kind(kind or 0),
-        start_ns=ns(start),
-        end_ns=ns(max(start, _int(end or start))),
+        start_ns=_time(ns, start),
+        end_ns=_time(ns, max(start, _int(end or start))),
         attributes=shape(_attributes(attributes)),
         events=tuple(_otlp_event(e, start, ns, shape) for e in _checked_list(events, "events")),
         links=tuple(_otlp_link(link) for link in _checked_list(links, "links")),
@@ -179,7 +221,7 @@ def _otlp_event(
 ) -> SpanEvent:
     return SpanEvent(
         name=str(_field(event, "name", default="")),
-        time_ns=ns(_int(_field(event, "timeUnixNano", default=start) or start)),
+        time_ns=_time(ns, _int(_field(event, "timeUnixNano", default=start) or start)),
         attributes=shape(_attributes(_field(event, "attributes"))),
     )
 
@@ -249,19 +291,33 @@ def _to_ns(start: int) -> Callable[[int], int]:
     return _scaled(factor, divide=False)
 
 
+def _time(ns: Callable[[int], int], time: int) -> int:
+    """A time in epoch nanoseconds, refused outside what OTLP can hold (unsigned 64 bits)."""
+    value = ns(time)
+    if not 0 <= value < 2**64:
+        raise TraceLoadError(f"the time {time} is out of range (0 to 2**64 ns since the epoch)")
+    return value
+
+
 def _int(value: Any) -> int:
     try:
         return int(value)
-    except (TypeError, ValueError):
-        raise TraceLoadError(f"{value!r} is not an integer time") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e999 is read as infinity
+        raise TraceLoadError(f"{_shown(value)} is not an integer time") from None
 
 
 def _integer(value: Any) -> int:
     """An integer attribute value (big ones come as text)."""
     try:
         return int(value)
-    except (TypeError, ValueError):
-        raise TraceLoadError(f"{value!r} is not an integer") from None
+    except (TypeError, ValueError, OverflowError):
+        raise TraceLoadError(f"{_shown(value)} is not an integer") from None
+
+
+def _shown(value: Any) -> str:
+    """A value quoted in an error: its start, not a whole document."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "…"
 
 
 def _otlp_kind(value: Any) -> str:
@@ -407,20 +463,30 @@ def _refold(attributes: dict[str, Any]) -> dict[str, Any]:
 def spans_from_jaeger(document: Mapping[str, Any]) -> list[SpanData]:
     """Spans of a Jaeger JSON document (the UI's upload format, query API v1/v2)."""
     spans = []
-    for trace in document["data"]:
-        processes = _field(trace, "processes", default={}) or {}
-        for span in _list(trace, "spans"):
-            spans.append(_jaeger_span(span, processes))
+    for i, trace in enumerate(document["data"]):
+        try:
+            processes = _object(trace, "processes")
+            listed = _list(trace, "spans")
+        except TraceLoadError as exc:
+            raise _placed(exc, f"data[{i}]") from None
+        for k, span in enumerate(listed):
+            try:
+                spans.append(_jaeger_span(span, processes))
+            except TraceLoadError as exc:
+                raise _placed(exc, f"data[{i}].spans[{k}]", span) from None
     return spans
 
 
 def _jaeger_span(span: Any, processes: Mapping[str, Any]) -> SpanData:
     trace_id = _id(_jaeger_hex(_field(span, "traceID"), 32), 16, "trace")
     tags = _jaeger_tags(_field(span, "tags"))
-    process = processes.get(str(_field(span, "processID", default="")), {}) or {}
+    process_id = str(_field(span, "processID", default=""))
+    process = processes.get(process_id) or {}
+    if type(process) is not dict:
+        raise TraceLoadError(f"process {process_id!r} should be an object")
     resource = _jaeger_tags(process.get("tags"))
     if "serviceName" in process:
-        resource.setdefault("service.name", process["serviceName"])
+        resource.setdefault("service.name", _text_value(process["serviceName"]))
     parent, links = None, []
     for ref in _list(span, "references"):
         ref_trace = _id(_jaeger_hex(_field(ref, "traceID"), 32), 16, "reference trace")
@@ -440,8 +506,8 @@ def _jaeger_span(span: Any, processes: Mapping[str, Any]) -> SpanData:
         parent_id=parent,
         name=str(_field(span, "operationName", default="")),
         kind=_otlp_kind(str(tags.get("span.kind", "internal"))),
-        start_ns=ns(start),
-        end_ns=ns(start + _int(_field(span, "duration", default=0)) * 1000),
+        start_ns=_time(ns, start),
+        end_ns=_time(ns, start + _int(_field(span, "duration", default=0)) * 1000),
         attributes={k: v for k, v in tags.items() if k not in _JAEGER_SPECIAL},
         events=tuple(_jaeger_log(log, ns) for log in _list(span, "logs")),
         links=tuple(links),
@@ -481,5 +547,5 @@ def _jaeger_value(tag: Mapping[str, Any]) -> Any:
 def _jaeger_log(log: Any, ns: Callable[[int], int]) -> SpanEvent:
     fields = _jaeger_tags(_field(log, "fields"))
     name = str(fields.pop("event", "log"))
-    time = ns(_int(_field(log, "timestamp", default=0)) * 1000)
+    time = _time(ns, _int(_field(log, "timestamp", default=0)) * 1000)
     return SpanEvent(name=name, time_ns=time, attributes=fields)
