@@ -1,21 +1,24 @@
-"""Client overhead per request: workbench's OpenAIModel against the `openai` SDK, same requests.
+"""Client overhead per request: each workbench client against its official SDK, same requests.
 
     .venv/bin/python bench/client_overhead.py [--requests 400] [--real http://127.0.0.1:8088/v1]
 
-What is measured: both clients send the same chat completion (a short conversation and one tool)
-to the same server and turn the answer into objects: our `ModelResponse`, the SDK's
-`ChatCompletion` (for a stream, the SDK's chunks with the text and tool-call pieces gathered, which
-is what a caller has to do with it). Two servers:
+Three wires, each with its pair: `OpenAIModel` and the ``openai`` SDK's Chat Completions,
+`AnthropicModel` and the ``anthropic`` SDK's Messages, `OpenAIResponsesModel` and the ``openai``
+SDK's Responses (stateless: ``store: false``, the whole input each call). What is measured: both
+clients of a pair send the same request (a short conversation with a tool call and its result,
+and one tool) to the same server and turn the answer into objects: our `ModelResponse`, the SDK's
+own (for a stream, the SDK's events with the text and tool-call pieces gathered, which is what a
+caller has to do with them). Two servers:
 
-- a fake OpenAI server on loopback, in its own process, that answers instantly with a canned
-  completion (JSON, or an SSE stream of 40 chunks). What remains is the client: building the
+- a fake server on loopback, in its own process, that answers each route instantly with a canned
+  answer (JSON, or an SSE stream of 40 text pieces). What remains is the client: building the
   request, HTTP, parsing. Reported per request: wall time and the client process's CPU time.
-- optionally (``--real``) a real OpenAI-compatible server, e.g. ``scripts/llm-server start``:
-  there the model's own time dominates and the ratio should be close to 1.
+- optionally (``--real``) a real server that speaks all three, e.g. ``scripts/llm-server start``
+  (llama.cpp): there the model's own time dominates and the ratio should be close to 1.
 
-Each client runs with its defaults (both retry connection errors). They take turns in small
+Each client runs with its defaults (all retry connection errors). They take turns in small
 rounds (ours, theirs, ours, ...) so that load from anything else on the machine falls on both
-alike; medians are reported, with the ratio ours / openai.
+alike; medians are reported, with the ratio ours / theirs. The aim is at most 1.0x.
 """
 
 from __future__ import annotations
@@ -35,10 +38,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import anthropic
 import openai
 
 from workbench.messages import Message
-from workbench.models import ModelRequest, OpenAIModel
+from workbench.models import AnthropicModel, ModelRequest, OpenAIModel, OpenAIResponsesModel
 from workbench.tools import ToolDefinition
 
 MODEL = "gpt-4o-mini"
@@ -87,46 +91,160 @@ SDK_TOOLS: list[Any] = [
         },
     }
 ]
+ANTHROPIC_SYSTEM = "You add numbers with the add tool."
+ANTHROPIC_MESSAGES: list[Any] = [
+    {"role": "user", "content": [{"type": "text", "text": "What is 2 + 3?"}]},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "c1", "name": "add", "input": {"a": 2, "b": 3}}],
+    },
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "5"}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "2 + 3 = 5"}]},
+    {"role": "user", "content": [{"type": "text", "text": "What is 17 + 25?"}]},
+]
+ANTHROPIC_TOOLS: list[Any] = [
+    {"name": ADD.name, "description": ADD.description, "input_schema": ADD.parameters}
+]
+RESPONSES_INPUT: list[Any] = [
+    {"type": "message", "role": "system", "content": "You add numbers with the add tool."},
+    {"type": "message", "role": "user", "content": "What is 2 + 3?"},
+    {"type": "function_call", "call_id": "c1", "name": "add", "arguments": '{"a": 2, "b": 3}'},
+    {"type": "function_call_output", "call_id": "c1", "output": "5"},
+    {"type": "message", "role": "assistant", "content": "2 + 3 = 5"},
+    {"type": "message", "role": "user", "content": "What is 17 + 25?"},
+]
+RESPONSES_TOOLS: list[Any] = [
+    {
+        "type": "function",
+        "name": ADD.name,
+        "description": ADD.description,
+        "parameters": ADD.parameters,
+        "strict": False,
+    }
+]
+
 
 # --- the fake server ------------------------------------------------------------------------------
 
+PIECES = 40
+"""Text pieces in each canned stream."""
 
-def _completion() -> bytes:
+
+def _sse(events: list[dict[str, Any]], named: bool) -> bytes:
+    """Events as SSE; ``named`` writes the ``event:`` line Anthropic and Responses send."""
+    lines = [
+        (f"event: {e['type']}\n" if named else "") + f"data: {json.dumps(e)}\n\n" for e in events
+    ]
+    return "".join(lines).encode()
+
+
+def _chat() -> tuple[bytes, bytes]:
     call = {"id": "call_1", "type": "function"}
     call["function"] = {"name": "add", "arguments": '{"a": 17, "b": 25}'}  # type: ignore[assignment]
     message = {"role": "assistant", "content": "Let me add.", "tool_calls": [call]}
-    return json.dumps(
-        {
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 1,
-            "model": MODEL,
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-            "usage": {"prompt_tokens": 80, "completion_tokens": 20, "total_tokens": 100},
-        }
-    ).encode()
+    top = {"id": "chatcmpl-1", "created": 1, "model": MODEL}
+    whole = {
+        **top,
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 80, "completion_tokens": 20, "total_tokens": 100},
+    }
 
-
-def _stream(chunks: int = 40) -> bytes:
-    def event(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
         choices = [{"index": 0, "delta": delta, "finish_reason": finish}] if delta or finish else []
-        body = {
-            "id": "chatcmpl-1",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": MODEL,
-            "choices": choices,
-            **extra,
-        }
-        return f"data: {json.dumps(body)}\n\n"
+        return {**top, "object": "chat.completion.chunk", "choices": choices, **extra}
 
-    events = [event({"role": "assistant", "content": ""})]
-    events += [event({"content": f"word{i} "}) for i in range(chunks)]
-    events.append(event({}, "stop"))
-    usage = {"prompt_tokens": 80, "completion_tokens": chunks, "total_tokens": 80 + chunks}
-    events.append(event({}, None, usage=usage))
-    events.append("data: [DONE]\n\n")
-    return "".join(events).encode()
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": f"word{i} "}) for i in range(PIECES)]
+    usage = {"prompt_tokens": 80, "completion_tokens": PIECES, "total_tokens": 80 + PIECES}
+    events += [chunk({}, "stop"), chunk({}, None, usage=usage)]
+    return json.dumps(whole).encode(), _sse(events, named=False) + b"data: [DONE]\n\n"
+
+
+def _anthropic() -> tuple[bytes, bytes]:
+    use = {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 17, "b": 25}}
+    whole = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "Let me add."}, use],
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 80, "output_tokens": 20},
+    }
+    start = {**whole, "content": [], "stop_reason": None}
+    block = {"type": "text", "text": ""}
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": start},
+        {"type": "content_block_start", "index": 0, "content_block": block},
+    ]
+    events += [
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": f"word{i} "},
+        }
+        for i in range(PIECES)
+    ]
+    events += [
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": PIECES},
+        },
+        {"type": "message_stop"},
+    ]
+    return json.dumps(whole).encode(), _sse(events, named=True)
+
+
+def _responses() -> tuple[bytes, bytes]:
+    said = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "Let me add.", "annotations": []}],
+    }
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "add",
+        "arguments": '{"a": 17, "b": 25}',
+        "status": "completed",
+    }
+    usage = {
+        "input_tokens": 80,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 20,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 100,
+    }
+    top = {"id": "resp_1", "object": "response", "created_at": 1, "model": MODEL}
+    whole = {**top, "status": "completed", "output": [said, call], "usage": usage}
+    text = "".join(f"word{i} " for i in range(PIECES))
+    streamed = {**said, "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {**top, "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**said, "content": []}},
+    ]
+    events += [
+        {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": f"word{i} ",
+        }
+        for i in range(PIECES)
+    ]
+    events += [
+        {"type": "response.output_item.done", "output_index": 0, "item": streamed},
+        {"type": "response.completed", "response": {**whole, "output": [streamed]}},
+    ]
+    return json.dumps(whole).encode(), _sse(events, named=True)
 
 
 def _response(body: bytes, content_type: str) -> bytes:
@@ -137,18 +255,32 @@ def _response(body: bytes, content_type: str) -> bytes:
     return head.encode() + body
 
 
+def _answers() -> dict[bytes, tuple[bytes, bytes]]:
+    """Each route's two answers, whole and streamed, as whole HTTP responses."""
+    routes = {
+        b"/v1/chat/completions": _chat(),
+        b"/v1/messages": _anthropic(),
+        b"/v1/responses": _responses(),
+    }
+    return {
+        path: (_response(whole, "application/json"), _response(stream, "text/event-stream"))
+        for path, (whole, stream) in routes.items()
+    }
+
+
 async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    json_answer = _response(_completion(), "application/json")
-    sse_answer = _response(_stream(), "text/event-stream")
+    answers = _answers()
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
+            path = head.split(b" ", 2)[1]
             length = 0
             for line in head.split(b"\r\n"):
                 if line.lower().startswith(b"content-length:"):
                     length = int(line.split(b":", 1)[1])
             body = await reader.readexactly(length)
-            writer.write(sse_answer if b'"stream":true' in body.replace(b" ", b"") else json_answer)
+            whole, stream = answers[path]
+            writer.write(stream if b'"stream":true' in body.replace(b" ", b"") else whole)
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         writer.close()
@@ -184,14 +316,15 @@ def start_fake_server() -> tuple[str, multiprocessing.Process]:
     raise RuntimeError("the fake server did not start")
 
 
-# --- the two clients --------------------------------------------------------------------------
+# --- the clients, in pairs --------------------------------------------------------------------
 
 
 Call = Callable[[], Awaitable[object]]
+Pair = Callable[[str, str, bool, dict[str, Any]], tuple[Call, Call]]
+"""``(base_url, model, stream, settings)`` to the two calls: ours, then the SDK's."""
 
 
-def ours(base_url: str, model: str, stream: bool, settings: dict[str, Any]) -> Call:
-    client = OpenAIModel(model, base_url=base_url, api_key="sk-bench")
+def _ours(client: Any, stream: bool, settings: dict[str, Any]) -> Call:
     request = ModelRequest(
         messages=MESSAGES,
         tools=[ADD],
@@ -204,10 +337,11 @@ def ours(base_url: str, model: str, stream: bool, settings: dict[str, Any]) -> C
     return call
 
 
-def theirs(base_url: str, model: str, stream: bool, settings: dict[str, Any]) -> Call:
+def chat(base_url: str, model: str, stream: bool, settings: dict[str, Any]) -> tuple[Call, Call]:
+    ours = _ours(OpenAIModel(model, base_url=base_url, api_key="sk-bench"), stream, settings)
     client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-bench")
 
-    async def call() -> object:
+    async def theirs() -> object:
         if not stream:
             return await client.chat.completions.create(
                 model=model, messages=SDK_MESSAGES, tools=SDK_TOOLS, **settings
@@ -229,7 +363,78 @@ def theirs(base_url: str, model: str, stream: bool, settings: dict[str, Any]) ->
                     calls.setdefault(piece.index, []).append(piece.function.arguments or "")  # type: ignore[union-attr]
         return "".join(text), calls
 
-    return call
+    return ours, theirs
+
+
+def messages(
+    base_url: str, model: str, stream: bool, settings: dict[str, Any]
+) -> tuple[Call, Call]:
+    root = base_url.removesuffix("/v1")
+    ours = _ours(AnthropicModel(model, base_url=root, api_key="sk-bench"), stream, settings)
+    client = anthropic.AsyncAnthropic(base_url=root, api_key="sk-bench")
+    options = {
+        "model": model,
+        "max_tokens": settings.get("max_tokens", 4096),
+        "system": ANTHROPIC_SYSTEM,
+        "messages": ANTHROPIC_MESSAGES,
+        "tools": ANTHROPIC_TOOLS,
+        **{k: v for k, v in settings.items() if k != "max_tokens"},
+    }
+
+    async def theirs() -> object:
+        if not stream:
+            return await client.messages.create(**options)
+        events = await client.messages.create(**options, stream=True)
+        pieces: dict[int, list[str]] = {}
+        async for event in events:
+            if event.type == "content_block_delta":
+                delta = event.delta
+                text = getattr(delta, "text", None) or getattr(delta, "partial_json", "")
+                pieces.setdefault(event.index, []).append(text)
+        return pieces
+
+    return ours, theirs
+
+
+def responses(
+    base_url: str, model: str, stream: bool, settings: dict[str, Any]
+) -> tuple[Call, Call]:
+    model_ = OpenAIResponsesModel(model, base_url=base_url, api_key="sk-bench")
+    ours = _ours(model_, stream, settings)
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-bench")
+    options = {
+        "model": model,
+        "input": RESPONSES_INPUT,
+        "tools": RESPONSES_TOOLS,
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+    }
+    if "max_tokens" in settings:
+        options["max_output_tokens"] = settings["max_tokens"]
+    if "temperature" in settings:
+        options["temperature"] = settings["temperature"]
+
+    async def theirs() -> object:
+        if not stream:
+            return await client.responses.create(**options)
+        events = await client.responses.create(**options, stream=True)
+        text: list[str] = []
+        arguments: list[str] = []
+        async for event in events:
+            if event.type == "response.output_text.delta":
+                text.append(event.delta)
+            elif event.type == "response.function_call_arguments.delta":
+                arguments.append(event.delta)
+        return "".join(text), arguments
+
+    return ours, theirs
+
+
+PAIRS: dict[str, tuple[str, Pair]] = {
+    "chat completions": ("openai", chat),
+    "anthropic messages": ("anthropic", messages),
+    "responses": ("openai", responses),
+}
 
 
 # --- measuring ------------------------------------------------------------------------------------
@@ -259,44 +464,43 @@ async def compare(clients: dict[str, Call], requests: int, round_size: int = 10)
 
 
 def report(title: str, result: dict[str, Any], n: int) -> None:
-    a, b = result["workbench"], result["openai"]
+    (ours_name, a), (theirs_name, b) = result.items()
     print(f"\n{title} ({n} requests each, medians)")
     print(f"  {'client':<10} {'wall µs':>10} {'cpu µs':>10}")
     for name, figures in result.items():
         print(f"  {name:<10} {figures['wall'] * 1e6:>10.0f} {figures['cpu'] * 1e6:>10.0f}")
     wall, cpu = a["wall"] / b["wall"], a["cpu"] / b["cpu"]
-    print(f"  ratio workbench/openai: wall {wall:.2f}x, cpu {cpu:.2f}x")
+    print(f"  ratio {ours_name}/{theirs_name}: wall {wall:.2f}x, cpu {cpu:.2f}x")
 
 
 async def bench(
     base_url: str, model: str, requests: int, settings: dict[str, Any], label: str, rounds: int
 ) -> None:
-    for stream in (False, True):
-        clients = {
-            "workbench": ours(base_url, model, stream, settings),
-            "openai": theirs(base_url, model, stream, settings),
-        }
-        result = await compare(clients, requests, rounds)
-        kind = "SSE stream" if stream else "JSON"
-        report(f"{label}, {kind}", result, requests)
+    for wire, (sdk, pair) in PAIRS.items():
+        for stream in (False, True):
+            ours, theirs = pair(base_url, model, stream, settings)
+            result = await compare({"workbench": ours, sdk: theirs}, requests, rounds)
+            kind = "SSE stream" if stream else "JSON"
+            report(f"{wire}, {label}, {kind}", result, requests)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=400, help="per client and mode")
+    parser.add_argument("--requests", type=int, default=400, help="per client, wire and mode")
     parser.add_argument("--real", metavar="BASE_URL", help="also against this real server")
     parser.add_argument("--real-model", default="gemma-3-270m")
     parser.add_argument("--real-requests", type=int, default=40)
     args = parser.parse_args()
 
-    print(f"python {sys.version.split()[0]}, openai {openai.__version__}, pid {os.getpid()}")
+    versions = f"openai {openai.__version__}, anthropic {anthropic.__version__}"
+    print(f"python {sys.version.split()[0]}, {versions}, pid {os.getpid()}")
     base_url, server = start_fake_server()
     try:
         asyncio.run(bench(base_url, MODEL, args.requests, {}, "fake server on loopback", 10))
     finally:
         server.terminate()
     if args.real:
-        settings = {"temperature": 0, "seed": 1, "max_tokens": 8}
+        settings = {"temperature": 0, "max_tokens": 8}
         label = f"real server {args.real} ({args.real_model}, max_tokens 8)"
         # one request each in turn: the model's speed swings with the machine's load
         asyncio.run(bench(args.real, args.real_model, args.real_requests, settings, label, 1))

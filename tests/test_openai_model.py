@@ -733,7 +733,7 @@ def test_the_recordings_hold_the_faults_they_are_for() -> None:
 
 @pytest.mark.parametrize("end", ["\n", "\r", "\r\n"])
 def test_server_sent_events_read_alike_by_line_and_by_piece(end: str) -> None:
-    """The proxy reads a stream piece by piece as the client reads one arriving line by line.
+    """A stream reads alike however its text is cut into pieces, by the proxy or the client.
 
     However the text is cut into two pieces: mid-line, between the CR and LF of a line end.
     """
@@ -750,9 +750,9 @@ def test_server_sent_events_read_alike_by_line_and_by_piece(end: str) -> None:
     whole = SseReader()
     assert [*whole.feed(text + end), *whole.close()] == expected  # a line end at the very end
 
-    async def arriving() -> AsyncIterator[str]:
-        for line in text.split(end):
-            yield line
+    async def arriving() -> AsyncIterator[str]:  # as a client reads it: pieces of any size
+        for start in range(0, len(text), 3):
+            yield text[start : start + 3]
 
     async def read() -> list[tuple[str, str]]:
         return [event async for event in sse_events(arriving())]

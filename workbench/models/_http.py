@@ -502,7 +502,7 @@ class HTTPModel(ABC):
         `_attempt`, which says it timed out.
         """
         try:
-            async for event in sse_events(response.aiter_lines()):
+            async for event in sse_events(response.aiter_text()):
                 yield event
         except httpx.TimeoutException:
             raise

@@ -39,9 +39,9 @@ def snippet(raw: bytes | str, redact: Redact) -> str:
 class SseReader:
     """Server-sent events: ``(event, data)``, data lines joined, comments skipped.
 
-    An ``error:`` line (older llama.cpp) is taken as the data of an ``error`` event. `sse_events`
-    drives it line by line for a client reading a stream; the proxy `feed`s it the text of each
-    piece it relays, lines split across pieces and all, then `close`s it.
+    An ``error:`` line (older llama.cpp) is taken as the data of an ``error`` event. A client
+    reading a stream (`sse_events`) and the proxy relaying one both `feed` it the text of each
+    piece as it arrives, lines split across pieces and all, then `close` it.
     """
 
     def __init__(self) -> None:
@@ -88,13 +88,17 @@ class SseReader:
         return events if ended is None else [*events, ended]
 
 
-async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
-    """The events of a stream, each as soon as its lines have arrived."""
+async def sse_events(pieces: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+    """The events of a stream, each as soon as the pieces of text that hold it have arrived.
+
+    Read by pieces, not by lines: a stream of many small events costs one step of the reader per
+    piece the network delivered, not an async step per line.
+    """
     reader = SseReader()
-    async for line in lines:
-        if (event := reader.line(line)) is not None:
+    async for piece in pieces:
+        for event in reader.feed(piece):
             yield event
-    if (event := reader.end()) is not None:
+    for event in reader.close():
         yield event
 
 

@@ -86,9 +86,9 @@ class OpenAIModel(HTTPModel):
         assembler = StreamAssembler(started=started, on_text_delta=request.on_text_delta)
         done = False
         async for event, data in self._events(response):
-            if data.strip() == "[DONE]":
+            if done or data.strip() == "[DONE]":  # read to the end: the connection is reused
                 done = True
-                break
+                continue
             if event == "error":
                 raise ServerError(f"the server's stream failed: {self.redact(data)[:500]}")
             chunk = parse_chunk(data, self.redact)
