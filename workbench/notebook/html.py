@@ -68,6 +68,11 @@ _PRE = (
     "margin:2px 0;white-space:pre-wrap;word-break:break-word;max-height:16em;overflow:auto;"
     "font-family:ui-monospace,monospace;font-size:12px"
 )
+_TRACEBACK = (  # not wrapped: the carets under a line point at the part that failed
+    "margin:2px 0;white-space:pre;overflow:auto;max-height:24em;font-size:11px;"
+    "font-family:ui-monospace,monospace;background:#fff5f5;padding:4px 6px;"
+    f"border-left:3px solid {FAILED_COLOUR}"
+)
 _BOX = (
     "border-left:4px solid {border};background:{bg};padding:4px 8px;margin:4px 0;border-radius:3px"
 )
@@ -195,9 +200,10 @@ def outcomes_html(outcomes: Sequence[ToolOutcome]) -> str:
         f'<td><code style="font-size:11px">{escape(_json(o.arguments))}</code></td>'
         f"<td>{_badge(o.status, _STATUS_COLOURS.get(o.status, '#555'))}"
         f"{_badge('replayed', '#6a1b9a') if o.replayed else ''}</td>"
-        f'<td><pre style="{_PRE}">{escape(o.content)}</pre>'
-        f"{traceback_html(o.traceback) if o.traceback else ''}</td>"
+        f'<td><pre style="{_PRE}">{escape(o.content)}</pre></td>'
         f"<td style='text-align:right'>{o.duration * 1e3:.2f} ms</td></tr>"
+        # the traceback under its call, the table's whole width: it needs the room
+        + (f'<tr><td colspan="5">{traceback_html(o.traceback)}</td></tr>' if o.traceback else "")
         for o in outcomes
     )
     return (
@@ -324,8 +330,7 @@ def traceback_html(text: str, *, open_: bool = False) -> str:
     return (
         f'<details class="wb-traceback"{" open" if open_ else ""}>'
         f'<summary style="cursor:pointer;color:{FAILED_COLOUR};font-size:11px">traceback</summary>'
-        f'<pre style="{_PRE};max-height:24em;background:#fff5f5;padding:4px 6px;'
-        f'border-left:3px solid {FAILED_COLOUR}">{body}</pre></details>'
+        f'<pre style="{_TRACEBACK}">{body}</pre></details>'
     )
 
 

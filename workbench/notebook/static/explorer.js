@@ -5,6 +5,8 @@
 // Everything from the trace is set as text (textContent); only `detail` is HTML, built escaped.
 
 const ROW = 22;
+const INDENT = 12;
+const TICK_SPACE = 72; // px a tick's label needs, so labels never overlap however narrow the page
 const COLOURS = {
   agent: "#6c5ce7", step: "#a4b0be", phase: "#dfe4ea", model: "#0984e3",
   tool: "#e17055", hook: "#00b894", other: "#636e72",
@@ -80,13 +82,15 @@ function render({ model, el }) {
   function drawAxis() {
     axis.replaceChildren(make("div", "wbx-axis-name", "span"));
     const track = make("div", "wbx-axis-track");
+    axis.append(track);
     const length = model.get("axis_ms") || 1;
-    for (const f of [0, 0.25, 0.5, 0.75, 1]) {
-      const tick = make("span", "wbx-tick", ms(length * f));
-      tick.style.left = `${f * 100}%`;
+    const width = track.clientWidth || 4 * TICK_SPACE;
+    const gaps = Math.max(1, Math.min(4, Math.floor(width / TICK_SPACE)));
+    for (let i = 0; i <= gaps; i++) {
+      const tick = make("span", "wbx-tick", ms((length * i) / gaps));
+      tick.style.left = `${(i / gaps) * 100}%`;
       track.append(tick);
     }
-    axis.append(track);
   }
 
   function drawRows() {
@@ -104,7 +108,8 @@ function render({ model, el }) {
       line.dataset.id = row.id;
       line.style.top = `${(offset + i) * ROW}px`;
       const name = make("div", "wbx-name");
-      name.style.paddingLeft = `${row.depth * 14 + 4}px`;
+      name.style.paddingLeft = `${row.depth * INDENT + 4}px`;
+      name.title = row.name;
       const fold = make("span", "wbx-fold", row.children ? (row.folded ? "▸" : "▾") : "");
       if (row.children) fold.title = `${row.folded ? "open" : "fold"} (${row.children} below)`;
       const dot = make("span", "wbx-dot");
@@ -167,6 +172,7 @@ function render({ model, el }) {
   model.on("change:selected", drawRows);
   model.on("change:detail", drawDetail);
   model.on("change:axis_ms", drawAxis);
+  new ResizeObserver(drawAxis).observe(axis); // fewer ticks on a narrow page
   drawAxis();
   drawRows();
   drawDetail();
