@@ -9,7 +9,13 @@ from __future__ import annotations
 import workbench as wb
 import workbench.notebook
 from tests._failing_team import team
-from workbench.notebook.html import FAILED_COLOUR, errors_html, step_html, traceback_html
+from workbench.notebook.html import (
+    FAILED_COLOUR,
+    errors_html,
+    status_html,
+    step_html,
+    traceback_html,
+)
 
 R = wb.ModelResponse
 MARKUP = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
@@ -67,3 +73,22 @@ def test_many_errors_show_the_first_ten_and_a_count() -> None:
     html = errors_html(result.errors)
     assert html.count('class="wb-error-item"') == 10 and "and 2 more" in html
     assert html.count('<details class="wb-traceback" open>') == 1
+
+
+def test_the_step_view_shows_what_a_hook_and_a_breakpoint_predicate_raised() -> None:
+    def audit(data: wb.HookInput) -> None:
+        raise ValueError("audit log is full")
+
+    def when(view: wb.RunView) -> bool:
+        return view.state.metadata["missing"] == 1  # type: ignore[no-any-return]
+
+    agent = wb.Agent(model=wb.ScriptedModel(["hi"]), hooks=[wb.Hook("Stop", audit)], store=False)
+    run = agent.start("x", breakpoints=[wb.Break.when(when)])
+    event = run.run_to_breakpoint()
+    assert event is not None and event.breakpoint is not None
+    status = status_html(run.state, run.next_phase_name, None, traceback=event.breakpoint.traceback)
+    assert "in when</b>" in status and '<details class="wb-traceback" open>' in status
+    result = run.run_to_end()
+    html = step_html(result.steps[0], result.steps)
+    assert "breakpoint error" in html and "the predicate raised KeyError" in html
+    assert "in when</b>" in html and "in audit</b>" in html  # both tracebacks, folded

@@ -397,6 +397,7 @@ def step_html(step: StepRecord, steps: Sequence[StepRecord] = ()) -> str:
         ]
     sections.append(_tools_html(step))
     sections.append(_hooks_html(step))
+    sections.append(_breakpoint_errors_html(step))
     if step.messages_in:
         previous = _previous_model_step(step, steps)
         title = (
@@ -442,6 +443,17 @@ def _hooks_html(step: StepRecord) -> str:
     return f"<h4 style='margin:6px 0 2px'>Hooks</h4><ul class='wb-hooks'>{''.join(items)}</ul>"
 
 
+def _breakpoint_errors_html(step: StepRecord) -> str:
+    """Breakpoint predicates that raised during the step (each stopped the run there)."""
+    items = "".join(
+        f"<li style='color:{FAILED_COLOUR}'>{_badge('breakpoint error', FAILED_COLOUR)}"
+        f"the predicate raised {escape(e.type)}: {escape(e.message)}"
+        f"{traceback_html(e.traceback) if e.traceback else ''}</li>"
+        for e in step.breakpoint_errors
+    )
+    return f"<h4 style='margin:6px 0 2px'>Breakpoints</h4><ul>{items}</ul>" if items else ""
+
+
 def pending_html(pending: Sequence[PendingCall]) -> str:
     """The calls a paused run waits on: tool, arguments and why."""
     if not pending:
@@ -470,9 +482,17 @@ def _budget_text(budget: Budget | None) -> str:
 
 
 def status_html(
-    state: AgentState, next_phase: Phase | None, budget: Budget | None, *, note: str = ""
+    state: AgentState,
+    next_phase: Phase | None,
+    budget: Budget | None,
+    *,
+    note: str = "",
+    traceback: str | None = None,
 ) -> str:
-    """The Stepper's status line: status, stop reason, step, next phase, budget left, errors."""
+    """The Stepper's status line: status, stop reason, step, next phase, budget left, errors.
+
+    ``traceback`` goes under the note: a breakpoint whose predicate raised (`Break.traceback`).
+    """
     colour = {
         "completed": "#2e7d32",
         "failed": "#c62828",
@@ -489,6 +509,7 @@ def status_html(
     ]
     error = error_html(state.error) if state.error is not None else ""
     extra = f'<div style="color:#555">{escape(note)}</div>' if note else ""
+    extra += traceback_html(traceback, open_=True) if traceback else ""
     return f'<div class="wb-status">{" · ".join(parts)}{error}{extra}</div>'
 
 
