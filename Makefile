@@ -34,6 +34,7 @@ unit: $(VENV)/.dev-installed
 # when scripts/llm-server can build and start it; otherwise they skip and say why.
 test: lint typecheck
 	scripts/install-browser || echo "chromium could not be installed: browser tests will be skipped"
+	scripts/install-postgres || echo "PostgreSQL could not be installed: Phoenix-on-PostgreSQL tests will be skipped"
 	scripts/llm-server start || echo "llm-server did not start: live tests will be skipped"
 	$(PY) -m pytest; status=$$?; scripts/llm-server stop; exit $$status
 

@@ -87,6 +87,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "workbench.recheck",
             "workbench.pytest_plugin",
             "workbench.runlist",
+            "workbench.backends",
         ),
     ),
     ("public API", ("workbench",)),

@@ -48,7 +48,7 @@ def _phoenix_command() -> list[str]:
 class Phoenix:
     """A ``phoenix serve`` subprocess; ``url`` is its HTTP root."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, env: dict[str, str] | None = None) -> None:
         port = _free_port()
         self.url = f"http://127.0.0.1:{port}"
         env = {
@@ -59,6 +59,7 @@ class Phoenix:
             "PHOENIX_WORKING_DIR": str(workdir),
             "PHOENIX_TELEMETRY_ENABLED": "false",
             "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false",
+            **(env or {}),  # PHOENIX_SQL_DATABASE_URL for PostgreSQL (test_runs_backends.py)
         }
         self.log = workdir / "phoenix.log"
         self.ready = threading.Event()

@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import Field, field_validator
 
@@ -24,7 +24,7 @@ from workbench._record import Record
 from workbench.messages import JsonValue
 from workbench.state import ExecutionStatus
 
-__all__ = ["RunFilter", "TimeSpec", "when"]
+__all__ = ["Choices", "RunFilter", "TimeSpec", "when"]
 
 TimeSpec = datetime | timedelta | float | int | str
 """What ``since=`` and ``until=`` accept (see the module's docstring)."""
@@ -127,3 +127,10 @@ class RunFilter(Record):
     def active(self) -> bool:
         """Whether the filter leaves any run out."""
         return self.model_dump(exclude={"rollup"}) != RunFilter().model_dump(exclude={"rollup"})
+
+
+class Choices(NamedTuple):
+    """What a list's runs can be filtered to: the agents and tools it has seen (bounded)."""
+
+    agents: tuple[str, ...]
+    tools: tuple[str, ...]

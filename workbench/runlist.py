@@ -10,11 +10,13 @@ SQL over its summary table, so 100,000 runs filter in well under a second.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+import warnings
+from typing import TYPE_CHECKING, Any, Protocol
 
+from workbench.backends import backend_runs
 from workbench.errors import UsageError
 from workbench.records import RunResult
-from workbench.runfilter import RunFilter
+from workbench.runfilter import Choices, RunFilter
 from workbench.store import RunStore, RunSummary
 from workbench.store._query import Sort
 
@@ -23,14 +25,16 @@ if TYPE_CHECKING:
 
     from workbench.telemetry.trace import Trace
 
-__all__ = ["COLUMNS", "Choices", "RunSource", "StoreRuns", "open_store", "runs", "source_of"]
-
-
-class Choices(NamedTuple):
-    """What a source's runs can be filtered to: the agents and tools it has seen (bounded)."""
-
-    agents: tuple[str, ...]
-    tools: tuple[str, ...]
+__all__ = [
+    "COLUMNS",
+    "Choices",
+    "RunSource",
+    "Source",
+    "StoreRuns",
+    "open_store",
+    "runs",
+    "source_of",
+]
 
 
 class RunSource(Protocol):
@@ -45,7 +49,10 @@ class RunSource(Protocol):
         """What the source is, for a person (a path, a URL)."""
 
     def count(self, spec: RunFilter) -> int:
-        """How many runs ``spec`` keeps."""
+        """How many runs ``spec`` keeps (of those listed, when the list is not `complete`)."""
+
+    def complete(self, spec: RunFilter) -> bool:
+        """Whether `count` is every run ``spec`` keeps (a backend lists within bounds)."""
 
     def find(
         self, spec: RunFilter, *, sort: Sort, descending: bool, offset: int, limit: int
@@ -80,6 +87,10 @@ class StoreRuns:
     def count(self, spec: RunFilter) -> int:
         """How many runs ``spec`` keeps."""
         return self.store.count(spec)
+
+    def complete(self, spec: RunFilter) -> bool:
+        """Always: a store counts every run."""
+        return True
 
     def find(
         self, spec: RunFilter, *, sort: Sort, descending: bool, offset: int, limit: int
@@ -138,9 +149,19 @@ def open_store(store: RunStore | str | os.PathLike[str] | None) -> RunStore:
     return default
 
 
-def source_of(source: RunSource | RunStore | str | os.PathLike[str] | None) -> RunSource:
-    """The `RunSource` a run list reads: a store (given, at a path, or the default one)."""
-    if isinstance(source, (RunStore, str, os.PathLike)) or source is None:
+Source = RunSource | RunStore | str | os.PathLike[str] | None
+"""What a run list can read: a store, a path to one, a backend's URL, None (the default store)."""
+
+
+def source_of(source: Source) -> RunSource:
+    """The `RunSource` a run list reads: a store, or a backend (``"jaeger+http://..."``).
+
+    A store is given, at a path, or the default one; a backend is ``"jaeger+http://..."`` or
+    ``"phoenix+http://..."`` (`workbench.backends`).
+    """
+    if isinstance(source, str) and "://" in source:  # a URL: a backend's, or a clear error
+        return backend_runs(source)
+    if isinstance(source, RunStore | str | os.PathLike) or source is None:
         return StoreRuns(open_store(source))
     return source
 
@@ -148,11 +169,16 @@ def source_of(source: RunSource | RunStore | str | os.PathLike[str] | None) -> R
 def runs(
     store: RunStore | str | os.PathLike[str] | None = None,
     *,
+    source: Source = None,
     sort: Sort = "started",
     descending: bool = False,
     **filters: Any,
 ) -> pd.DataFrame:
     """The runs of ``store`` (the default store if None) as a DataFrame, one row per run.
+
+    ``source`` reads a trace backend instead (``"jaeger+http://host:16686[/SERVICE]"``,
+    ``"phoenix+http://host:6006[/PROJECT]"``): one row per trace, with the columns its spans
+    have, within the backend listing's bounds (a `UserWarning` says when it stopped short).
 
     ``filters`` are `RunFilter`'s: ``status``, ``agent``, ``tool``, ``errors``, ``since``,
     ``until``, ``metadata``, ``text`` and ``rollup`` (one row per run tree, its sub-runs'
@@ -169,7 +195,28 @@ def runs(
     0  agent  completed      1       0
     """
     spec = RunFilter(**filters)
-    frame = open_store(store).list_runs(spec, sort=sort, descending=descending)
+    if source is None or isinstance(source, RunStore):
+        frame = open_store(source or store).list_runs(spec, sort=sort, descending=descending)
+    else:
+        frame = _listed(source_of(source), spec, sort, descending)
     frame["tokens"] = frame["input_tokens"] + frame["output_tokens"]
     columns = {**COLUMNS, "subruns": "subruns"} if spec.rollup else COLUMNS
     return frame[list(columns)].rename(columns=columns)
+
+
+def _listed(source: RunSource, spec: RunFilter, sort: Sort, descending: bool) -> pd.DataFrame:
+    """A source's whole listing as the frame `RunStore.list_runs` makes (for backends)."""
+    import pandas as pd
+
+    rows = source.find(spec, sort=sort, descending=descending, offset=0, limit=source.count(spec))
+    if not source.complete(spec):
+        warnings.warn(
+            f"{source.label}: listed the first {len(rows):,} runs the filter keeps and stopped "
+            "(a bound on the listing); narrow it with since=, until= or other filters",
+            stacklevel=3,
+        )
+    frame = pd.DataFrame([row.model_dump() for row in rows], columns=list(RunSummary.model_fields))
+    frame["created_at"] = pd.to_datetime(frame["created_at"], unit="s")
+    for column in ("errors", "tool_calls", "rerun_of_step"):
+        frame[column] = frame[column].astype("Int64")
+    return frame

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from html import escape
 from typing import Any
 
 import anywidget
@@ -48,6 +49,7 @@ class RunsTable(anywidget.AnyWidget):
 
     rows: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     total = traitlets.Int(0).tag(sync=True)
+    complete = traitlets.Bool(True).tag(sync=True)
     offset = traitlets.Int(0).tag(sync=True)
     page_size = traitlets.Int(25).tag(sync=True)
     sort = traitlets.Unicode("started").tag(sync=True)
@@ -92,6 +94,8 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.view = RunsView(source_of(source), page_size=page_size)
         self.agent = agent
         self.opened_run: RunResult | Trace | None = None
+        self.rerun_result: RunResult | None = None
+        """The run the last re-run from a backend's trace made."""
         self.explorer: TraceExplorer | None = None
         self.table = RunsTable(page_size=page_size, source=self.view.source.label)
         self.pane = widgets.VBox()
@@ -145,6 +149,7 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                 return
             with self.table.hold_sync():
                 self.table.rows, self.table.total = page.rows, page.total
+                self.table.complete = page.complete
                 self.table.offset = self.view.offset
                 self.table.sort, self.table.descending = self.view.sort, self.view.descending
                 if found is not None:
@@ -232,7 +237,7 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     def _opened_children(self, opened: RunResult | Trace, explorer: TraceExplorer) -> list[Any]:
         if not isinstance(opened, RunResult):
-            return [explorer]
+            return [*self._trace_rerun(opened), explorer]
         children: list[Any] = [widgets.HTML(run_result_html(opened)), explorer]
         if self.agent is not None and opened.snapshots:
             button = widgets.Button(description="Re-run from a step…", icon="code-fork")
@@ -243,6 +248,35 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     def _rerun_panel(self, opened: RunResult) -> None:
         assert self.agent is not None
         self.pane.children = [*self.pane.children, RerunPanel(opened, self.agent)]
+
+    def _trace_rerun(self, trace: Trace) -> list[Any]:
+        """A step picker and a button that re-run the agent from a step of a backend's trace.
+
+        Only with an agent, and only for a trace that captured its content (the messages of a
+        step come from its model call's span: `Agent.rerun_from_trace`).
+        """
+        steps = len(trace.chat_spans())
+        if self.agent is None or not steps or not trace.messages(step=1):
+            return []
+        picker = widgets.Dropdown(
+            description="From step", options=[(f"step {i}", i) for i in range(1, steps + 1)]
+        )
+        button = widgets.Button(description="Re-run from this step", icon="code-fork")
+        result = widgets.HTML()
+
+        def rerun(_: Any) -> None:
+            assert self.agent is not None
+            try:
+                done = self.agent.rerun_from_trace_sync(trace, step=picker.value)
+            except Exception as exc:  # a trace whose step cannot be rebuilt, a model that fails
+                said = escape(f"{type(exc).__name__}: {exc}")
+                result.value = f"<span class='wbr-note'>{said}</span>"
+                return
+            self.rerun_result = done
+            result.value = run_result_html(done)
+
+        button.on_click(rerun)
+        return [widgets.HBox([picker, button]), result]
 
     def _compare_picked(self) -> None:
         picked = list(self.table.picked)

@@ -85,6 +85,8 @@ class RunsPage(NamedTuple):
 
     rows: list[dict[str, Any]]
     total: int
+    complete: bool = True
+    """Whether ``total`` is every run the filter keeps (a backend lists within bounds)."""
 
 
 class RunsView:
@@ -136,7 +138,7 @@ class RunsView:
             offset=self.offset,
             limit=self.page_size,
         )
-        return RunsPage([row_cells(r) for r in found], total)
+        return RunsPage([row_cells(r) for r in found], total, self.source.complete(self.spec))
 
 
 # -- two runs side by side ------------------------------------------------------------------------

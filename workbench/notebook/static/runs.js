@@ -197,7 +197,7 @@ function render({ model, el }) {
     const offset = model.get("offset");
     const shown = model.get("rows").length;
     count.textContent = total
-      ? `${(offset + 1).toLocaleString()}–${(offset + shown).toLocaleString()} of ${total.toLocaleString()} runs`
+      ? `${(offset + 1).toLocaleString()}–${(offset + shown).toLocaleString()} of ${total.toLocaleString()}${model.get("complete") ? "" : "+"} runs`
       : "no runs";
     first.disabled = prev.disabled = offset === 0;
     next.disabled = offset + shown >= total;
@@ -230,6 +230,7 @@ function render({ model, el }) {
   const drawNote = () => { note.textContent = model.get("note"); };
   model.on("change:rows", drawRows);
   model.on("change:total", drawRows);
+  model.on("change:complete", drawRows);
   model.on("change:picked", drawRows);
   model.on("change:opened", drawRows);
   model.on("change:sort", drawHead);
