@@ -4,7 +4,7 @@ Runs are real: a `FunctionModel` that asks for two tool calls per step (so a ste
 step, prepare, chat, two execute_tool, continuation) until the step count is reached, with
 in-memory `wb.Telemetry`. Then, for traces of about 100, 1,000 and 10,000 spans:
 
-- **figures**: `trace_figures(run_view_data(result, telemetry=...))`: the span table of this run
+- **figures**: `trace_figures(wb.trace_of(result, telemetry=...))`: the span table of this run
   from ``spans_df()``, the step table, the waterfall, the timing breakdown and tokens per step;
 - **figures, no telemetry**: the same from the step records alone (spans rebuilt from timings);
 - **widget**: the whole `TraceView` (the figures plus their JSON for the page).
@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import workbench as wb
-from workbench.notebook import TraceExplorer, TraceView, run_view_data, trace_figures
+from workbench.notebook import TraceExplorer, TraceView, trace_figures
 from workbench.notebook._output import figure_output
 from workbench.notebook.spans import waterfall_figure
 
@@ -131,10 +131,8 @@ def _view_row(steps: int, label: str, repeat: int) -> dict[str, Any]:
         "run": label,
         "steps": steps,
         "spans": len(telemetry.spans),
-        "figures_s": timed(
-            lambda: trace_figures(run_view_data(result, telemetry=telemetry)), repeat
-        ),
-        "figures_no_telemetry_s": timed(lambda: trace_figures(run_view_data(result)), repeat),
+        "figures_s": timed(lambda: trace_figures(wb.trace_of(result, telemetry=telemetry)), repeat),
+        "figures_no_telemetry_s": timed(lambda: trace_figures(wb.trace_of(result)), repeat),
         "widget_s": timed(lambda: TraceView(result, telemetry=telemetry), repeat),
     }
 
@@ -173,7 +171,7 @@ def _answer(widget: _CountingExplorer, state: dict[str, Any]) -> tuple[float, in
 def _explorer_row(steps: int, repeat: int) -> dict[str, Any]:
     telemetry = wb.Telemetry(capture_content=True)
     result = make_run(steps, telemetry)
-    spans = telemetry.spans_df()
+    trace = wb.trace_of(result, telemetry=telemetry)
     open_s = timed(lambda: _CountingExplorer(result, telemetry=telemetry), repeat)
     widget = _CountingExplorer(result, telemetry=telemetry)
     open_bytes = len(json.dumps(widget.get_state()))
@@ -183,8 +181,8 @@ def _explorer_row(steps: int, repeat: int) -> dict[str, Any]:
     searches = [
         _answer(widget, {"query": q}) for q in ("add", "execute_tool", "nothing-like-it", "")
     ]
-    figure_s = timed(lambda: waterfall_figure(spans), max(repeat - 1, 1))
-    figure = waterfall_figure(spans)
+    figure_s = timed(lambda: waterfall_figure(trace), max(repeat - 1, 1))
+    figure = waterfall_figure(trace)
     return {
         "spans": len(ids),
         "open_s": open_s,

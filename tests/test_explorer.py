@@ -1,14 +1,12 @@
 """The trace explorer's builders and widget, without a browser.
 
 Traces come from real runs (the demo agent, with and without telemetry) and from small
-``wb.Trace``-shaped objects made here: the explorer reads any object with a ``spans`` sequence of
-spans carrying the ``SpanData`` attribute names, so these stand in for the loader's records.
+`wb.Trace`s of another tracer's spans made here.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -19,77 +17,68 @@ from workbench.demo import DEMO_PROMPT, demo_agent
 from workbench.notebook import (
     ExplorerView,
     SpanFilter,
-    SpanTree,
     TraceExplorer,
     explorer_page_html,
-    explorer_spans,
     genai_messages_html,
 )
 from workbench.notebook.explorer_data import visible_positions
+from workbench.telemetry.tree import SpanTree
 
 
-@dataclass(frozen=True)
-class Event:
-    name: str
-    time_ns: int
-    attributes: dict[str, Any] = field(default_factory=dict)
+def span(
+    span_id: str,
+    parent_id: str | None,
+    name: str,
+    start_ns: int,
+    end_ns: int,
+    attributes: dict[str, Any] | None = None,
+    **fields: Any,
+) -> wb.SpanData:
+    """A span of another tracer's (its own resource and scope), in trace ``t1``."""
+    return wb.SpanData(
+        trace_id="t1",
+        span_id=span_id,
+        parent_id=parent_id,
+        name=name,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        attributes=attributes or {},
+        resource={"service.name": "other"},
+        scope="someone-else",
+        **fields,
+    )
 
 
-@dataclass(frozen=True)
-class Link:
-    trace_id: str
-    span_id: str
-    attributes: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class SpanData:
-    span_id: str
-    parent_id: str | None
-    name: str
-    start_ns: int
-    end_ns: int
-    attributes: dict[str, Any] = field(default_factory=dict)
-    events: tuple[Event, ...] = ()
-    links: tuple[Link, ...] = ()
-    status: str = "unset"
-    status_message: str = ""
-    trace_id: str = "t1"
-    kind: str = "INTERNAL"
-    resource: dict[str, Any] = field(default_factory=lambda: {"service.name": "other"})
-    scope: str = "someone-else"
-
-
-@dataclass(frozen=True)
-class Trace:
-    trace_id: str
-    spans: tuple[SpanData, ...]
-
-
-def small_trace() -> Trace:
+def small_trace() -> wb.Trace:
     """agent → two steps → a chat and a tool each; the second tool failed."""
     ms = 1_000_000
     spans = [
-        SpanData("a", None, "invoke_agent lead", 0, 100 * ms),
-        SpanData("s1", "a", "workbench.step 1", 0, 40 * ms),
-        SpanData("c1", "s1", "chat gpt", 1 * ms, 30 * ms, {"gen_ai.usage.input_tokens": 10}),
-        SpanData("t1", "s1", "execute_tool search", 31 * ms, 39 * ms, {"q": "needle"}),
-        SpanData("s2", "a", "workbench.step 2", 40 * ms, 100 * ms),
-        SpanData("c2", "s2", "chat gpt", 41 * ms, 60 * ms),
-        SpanData(
+        span("a", None, "invoke_agent lead", 0, 100 * ms),
+        span("s1", "a", "workbench.step 1", 0, 40 * ms),
+        span("c1", "s1", "chat gpt", 1 * ms, 30 * ms, {"gen_ai.usage.input_tokens": 10}),
+        span("t1", "s1", "execute_tool search", 31 * ms, 39 * ms, {"q": "needle"}),
+        span("s2", "a", "workbench.step 2", 40 * ms, 100 * ms),
+        span("c2", "s2", "chat gpt", 41 * ms, 60 * ms),
+        span(
             "t2",
             "s2",
             "execute_tool delete",
             61 * ms,
             99 * ms,
             {"error.type": "tool_error"},
-            events=(Event("exception", 62 * ms, {"exception.message": "disk full"}),),
-            links=(Link("t0", "x0", {"workbench.link.reason": "resume"}),),
+            events=(wb.SpanEvent(name="exception", time_ns=62 * ms,
+                                 attributes={"exception.message": "disk full"}),),
+            links=(wb.SpanLink(trace_id="t0", span_id="x0",
+                               attributes={"workbench.link.reason": "resume"}),),
             status="error",
             status_message="boom",
         ),
-    ]
-    return Trace("t1", tuple(reversed(spans)))  # any order in, tree order out
+    ]  # fmt: skip
+    return wb.Trace.of(reversed(spans))  # any order in, tree order out
+
+
+def view_of(*spans: wb.SpanData) -> ExplorerView:
+    return ExplorerView(wb.Trace.of(spans))
 
 
 def names(view: ExplorerView, rows: int = 100) -> list[str]:
@@ -97,7 +86,7 @@ def names(view: ExplorerView, rows: int = 100) -> list[str]:
 
 
 def test_tree_is_depth_first_with_children_by_start_and_subtree_ends() -> None:
-    tree = SpanTree.of(explorer_spans(small_trace()))
+    tree = small_trace().tree
     order = [tree.span_at(p).span_id for p in range(len(tree.order))]
     assert order == ["a", "s1", "c1", "t1", "s2", "c2", "t2"]
     assert list(tree.depths) == [0, 1, 2, 2, 1, 2, 2]
@@ -107,18 +96,18 @@ def test_tree_is_depth_first_with_children_by_start_and_subtree_ends() -> None:
 
 def test_orphans_and_parent_cycles_still_show_every_span() -> None:
     spans = [
-        SpanData("x", "missing", "orphan", 5, 6),
-        SpanData("p", "q", "loop one", 1, 2),
-        SpanData("q", "p", "loop two", 2, 3),
+        span("x", "missing", "orphan", 5, 6),
+        span("p", "q", "loop one", 1, 2),
+        span("q", "p", "loop two", 2, 3),
     ]
-    tree = SpanTree.of(explorer_spans(Trace("t", tuple(spans))))
+    tree = SpanTree.of(spans)
     assert sorted(tree.positions) == ["p", "q", "x"]
     assert len(tree.order) == 3
     assert tree.ancestors(tree.positions["q"]) == [tree.positions["p"]]  # no endless walk
 
 
 def test_folding_hides_a_subtree_and_opening_brings_it_back() -> None:
-    view = ExplorerView.of(explorer_spans(small_trace()))
+    view = ExplorerView(small_trace())
     view.toggle("s1")
     assert names(view) == ["a", "s1", "s2", "c2", "t2"]
     row = next(r for r in view.rows(0, 10) if r["id"] == "s1")
@@ -130,7 +119,7 @@ def test_folding_hides_a_subtree_and_opening_brings_it_back() -> None:
 
 
 def test_search_matches_attribute_values_and_keeps_ancestors() -> None:
-    view = ExplorerView.of(explorer_spans(small_trace()))
+    view = ExplorerView(small_trace())
     view.set_filter(SpanFilter(query="NEEDLE"))
     assert names(view) == ["a", "s1", "t1"]
     assert [r["match"] for r in view.rows(0, 10)] == [False, False, True]
@@ -147,7 +136,7 @@ def test_search_matches_attribute_values_and_keeps_ancestors() -> None:
     ],
 )
 def test_filters_by_status_errors_and_slowest(spec: SpanFilter, shown: list[str]) -> None:
-    view = ExplorerView.of(explorer_spans(small_trace()))
+    view = ExplorerView(small_trace())
     view.set_filter(spec)
     assert names(view) == shown
     view.set_filter(SpanFilter())
@@ -155,14 +144,14 @@ def test_filters_by_status_errors_and_slowest(spec: SpanFilter, shown: list[str]
 
 
 def test_a_fold_inside_a_filter_still_folds() -> None:
-    tree = SpanTree.of(explorer_spans(small_trace()))
+    tree = small_trace().tree
     matches = {tree.positions["t2"], tree.positions["c2"]}
     shown = visible_positions(tree, {"s2"}, matches)
     assert [tree.span_at(p).span_id for p in shown] == ["a", "s2"]
 
 
 def test_rows_are_a_window_with_times_from_the_trace_start() -> None:
-    view = ExplorerView.of(explorer_spans(small_trace()))
+    view = ExplorerView(small_trace())
     rows = view.rows(2, 3)
     assert [r["id"] for r in rows] == ["c1", "t1", "s2"]
     assert rows[0]["start"] == 1.0 and rows[0]["duration"] == 29.0
@@ -171,7 +160,7 @@ def test_rows_are_a_window_with_times_from_the_trace_start() -> None:
 
 
 def test_detail_has_every_attribute_event_link_status_and_resource() -> None:
-    view = ExplorerView.of(explorer_spans(small_trace()))
+    view = ExplorerView(small_trace())
     html = view.detail("t2")
     for text in ("execute_tool delete", "error.type", "tool_error", "exception", "disk full",
                  "x0", "resume", "boom", "service.name", "someone-else", "61.000 ms"):  # fmt: skip
@@ -190,8 +179,8 @@ def test_message_content_is_whole_rendered_as_messages_and_escaped() -> None:
         },
         {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "3"}]},
     ]
-    span = SpanData("c", None, "chat m", 0, 1, {"gen_ai.input.messages": json.dumps(messages)})
-    html = ExplorerView.of(explorer_spans(Trace("t", (span,)))).detail("c")
+    chat = span("c", None, "chat m", 0, 1, {"gen_ai.input.messages": json.dumps(messages)})
+    html = view_of(chat).detail("c")
     assert html.count("word ") == 5_000  # never cut
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
     assert "\x1b" not in html
@@ -227,7 +216,7 @@ def test_live_run_spans_come_from_the_telemetry_with_content_from_the_records() 
     assert "Sent to the model" in explorer.detail and "wb-retry" in explorer.detail  # as such
 
 
-def test_a_run_without_telemetry_and_a_span_frame_open_too() -> None:
+def test_a_run_without_telemetry_and_a_telemetry_open_too() -> None:
     telemetry = wb.Telemetry(capture_content=True)
     result = demo_agent(telemetry=telemetry, store=False).run_sync(DEMO_PROMPT)
     rebuilt = TraceExplorer(result)
@@ -235,16 +224,18 @@ def test_a_run_without_telemetry_and_a_span_frame_open_too() -> None:
     step = next(r for r in rebuilt.rows if r["name"].startswith("workbench.step"))
     rebuilt.selected = step["id"]
     assert "wb-step" in rebuilt.detail  # the step record drawn whole
-    frame = TraceExplorer(telemetry.spans_df())
-    assert frame.span_count == len(telemetry.spans)
-    assert any(r["status"] == "error" for r in frame.view.rows(0, 100))
-    dicts = TraceExplorer([{"span_id": "1", "name": "root", "start": 0.0, "end": 1.0}])
-    assert dicts.rows[0]["name"] == "root"
+    whole = TraceExplorer(telemetry)
+    assert whole.span_count == len(telemetry.spans)
+    assert any(r["status"] == "error" for r in whole.view.rows(0, 100))
+    spans = TraceExplorer(telemetry.spans)  # the SDK's spans as they are
+    assert spans.span_count == len(telemetry.spans)
 
 
-def test_unknown_span_objects_are_refused_with_what_is_needed() -> None:
-    with pytest.raises(TypeError, match="span_id, parent_id"):
-        explorer_spans([object()])
+def test_unknown_sources_are_refused_with_what_is_read() -> None:
+    with pytest.raises(TypeError, match="trace_of reads a run"):
+        wb.trace_of(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="OpenTelemetry SDK spans; the sequence holds a object"):
+        wb.trace_of([object()])  # type: ignore[list-item]
 
 
 def test_widget_select_filters_keys_and_folds() -> None:
@@ -274,12 +265,12 @@ def test_widget_select_filters_keys_and_folds() -> None:
 
 def test_ten_thousand_spans_open_with_one_window_sent() -> None:
     ms = 1_000_000
-    spans = [SpanData("root", None, "invoke_agent big", 0, 10_000 * ms)]
+    spans = [span("root", None, "invoke_agent big", 0, 10_000 * ms)]
     spans += [
-        SpanData(f"s{i}", "root", f"workbench.step {i}", i * ms, (i + 1) * ms, {"i": i})
+        span(f"s{i}", "root", f"workbench.step {i}", i * ms, (i + 1) * ms, {"i": i})
         for i in range(10_000)
     ]
-    explorer = TraceExplorer(Trace("t", tuple(spans)))
+    explorer = TraceExplorer(wb.Trace.of(spans))
     state = json.dumps(explorer.get_state(), default=str)
     assert explorer.span_count == 10_001 and len(explorer.rows) == 40
     assert len(state) < 50_000
@@ -288,8 +279,7 @@ def test_ten_thousand_spans_open_with_one_window_sent() -> None:
 
 
 def test_the_page_fragment_inlines_data_that_cannot_close_its_script() -> None:
-    spans = (SpanData("r", None, "</script><script>alert(1)</script>", 0, 5),)
-    html = explorer_page_html(ExplorerView.of(explorer_spans(Trace("t", spans))))
+    html = explorer_page_html(view_of(span("r", None, "</script><script>alert(1)</script>", 0, 5)))
     assert html.count("</script>") == 2  # the data's and the module's own closing tags
     assert "\\u003c/script>\\u003cscript>alert(1)" in html
     assert "function staticModel" in html and "export default" not in html
@@ -327,21 +317,8 @@ def test_a_sub_run_is_nested_under_the_tool_call_that_ran_it() -> None:
     assert chat.attributes["workbench.run.id"] != result.run_id
 
 
-def test_rows_out_of_order_keep_their_own_status_and_trace() -> None:
-    rows = [
-        {"span_id": "late", "name": "b", "start": 5.0, "end": 6.0, "status": "ERROR",
-         "trace_id": "t2"},
-        {"span_id": "early", "name": "a", "start": 1.0, "end": 2.0, "status": "OK",
-         "trace_id": "t1"},
-    ]  # fmt: skip
-    spans = {s.span_id: s for s in explorer_spans(rows)}
-    assert (spans["late"].status, spans["late"].trace_id) == ("error", "t2")
-    assert (spans["early"].status, spans["early"].trace_id) == ("ok", "t1")
-    assert explorer_spans([]) == []
-
-
 def test_an_empty_trace_opens_empty() -> None:
-    explorer = TraceExplorer(Trace("t", ()))
+    explorer = TraceExplorer(wb.Trace.of([]))
     assert (explorer.span_count, explorer.total, explorer.rows, explorer.axis_ms) == (0, 0, [], 0.0)
     explorer._on_message(explorer, {"type": "move", "by": 1}, None)
     explorer.query = "x"
@@ -352,7 +329,7 @@ def test_an_empty_trace_opens_empty() -> None:
 def test_building_a_view_leaves_the_collector_as_it_was(enabled: bool) -> None:
     import gc
 
-    from workbench.notebook.explorer_view import collector_paused
+    from workbench._record import collector_paused
 
     was = gc.isenabled()
     (gc.enable if enabled else gc.disable)()
@@ -363,7 +340,7 @@ def test_building_a_view_leaves_the_collector_as_it_was(enabled: bool) -> None:
         with pytest.raises(RuntimeError), collector_paused():
             raise RuntimeError("a bad source")
         assert gc.isenabled() is enabled
-        ExplorerView.from_source(small_trace())
+        wb.trace_of(lead_with_researcher(wb.Telemetry(), ["x"]).run_sync("go"))
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
@@ -409,9 +386,7 @@ def test_the_page_details_joined_from_their_shared_parts_are_the_views_details()
     telemetry = wb.Telemetry(capture_content=True)
     result = lead_with_researcher(telemetry, ["look", "look again"]).run_sync("go <b>")
     runs = TraceExplorer(result, telemetry=telemetry).view
-    foreign = ExplorerView.from_source(
-        wb.load_trace(json.dumps(foreign_trace(["Hello", "<b>x</b>", "bye"])))
-    )
+    foreign = ExplorerView(wb.load_trace(json.dumps(foreign_trace(["Hello", "<b>x</b>", "bye"]))))
     for view in (runs, foreign):
         data = page_data(explorer_page_html(view))
         ids = [view.tree.span_at(p).span_id for p in range(len(view.tree.order))]

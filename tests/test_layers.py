@@ -20,7 +20,8 @@ the ones below, never one above:
  8  observers        the run store and telemetry: they watch records, they never drive a run
  9  agent            the facade that ties a loop to its observers; sessions of its runs;
                     the recording proxy, which ties an agent written elsewhere to them
-10  analysis         what reads or replays finished runs: diff, expect, cassettes, recheck
+10  analysis         what reads or replays runs: diff, expect, cassettes, recheck, and the
+                    one door from any run or trace to the trace model the views read
 11  public API       ``workbench/__init__.py``, the re-exports (exact module only)
 12  views            the notebook, the HTML report and the demo: users of the public API
 13  command line     ``workbench/cli``: the top; nothing imports it
@@ -88,6 +89,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "workbench.pytest_plugin",
             "workbench.runlist",
             "workbench.backends",
+            "workbench.traces",
         ),
     ),
     ("public API", ("workbench",)),

@@ -64,11 +64,11 @@ def test_our_otlp_file_round_trips(live: Any, tmp_path: Path) -> None:
     assert loaded.spans_df().equals(telemetry.spans_df())
     assert loaded.steps_df().equals(telemetry.steps_df())
     assert loaded.timing_df().equals(telemetry.timing_df())
-    from workbench.notebook.data import run_view_data, trace_figures
+    from workbench.notebook import TraceView
 
-    view = run_view_data(loaded)  # what TraceView draws, from a loaded trace
+    view = TraceView(loaded)  # what TraceView draws, from a loaded trace
     assert len(view.table) == len(paused.steps) + len(done.steps)
-    assert set(trace_figures(view)) >= {"waterfall"}
+    assert set(view.figures) >= {"waterfall"}
 
 
 def test_our_jaeger_file_round_trips(live: Any, tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 
 import workbench as wb
@@ -20,20 +19,14 @@ from workbench.cli import main
 from workbench.demo import DEMO_PROMPT, demo_agent, run_demo
 from workbench.notebook import (
     MessageFormatError,
-    as_result,
-    combine_results,
     message_html,
     messages_diff_html,
     messages_from_json,
     messages_from_text,
     messages_to_json,
     messages_to_text,
-    normalize_spans,
-    run_span_rows,
-    run_view_data,
     status_html,
     step_html,
-    step_table,
     timing_breakdown,
     timing_figure,
     tokens_figure,
@@ -41,11 +34,15 @@ from workbench.notebook import (
     waterfall_figure,
 )
 from workbench.notebook import edit as edit_module
-from workbench.notebook import spans as spans_module
 from workbench.notebook import tables as tables_module
+from workbench.notebook import trace_view as trace_view_module
 from workbench.notebook.edit import keep_provenance
-from workbench.notebook.tables import STEP_COLUMNS, TIMING_PARTS
+from workbench.notebook.tables import TIMING_PARTS
 from workbench.report import report_html
+from workbench.telemetry import derive as derive_module
+from workbench.telemetry import spandata as spandata_module
+from workbench.telemetry.frames import STEP_COLUMNS
+from workbench.traces import combine_results
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +58,9 @@ def traced() -> tuple[wb.RunResult, wb.Telemetry]:
     return combine_results(run_demo(demo_agent(store=False, telemetry=telemetry))), telemetry
 
 
-@pytest.mark.parametrize("module", [spans_module, tables_module, edit_module])
+@pytest.mark.parametrize(
+    "module", [tables_module, edit_module, trace_view_module, derive_module, spandata_module]
+)
 def test_docstring_examples_run(module: object) -> None:
     failures, tried = doctest.testmod(module, raise_on_error=False)  # type: ignore[arg-type]
     assert tried > 0 and failures == 0
@@ -70,21 +69,24 @@ def test_docstring_examples_run(module: object) -> None:
 # -- step table, timing, tokens -------------------------------------------------------------------
 
 
-def test_step_table_has_a_row_per_record_with_resumed_label(demo: wb.RunResult) -> None:
-    table = step_table(demo.steps)
+def test_the_step_table_has_a_row_per_record_with_resumed_label(demo: wb.RunResult) -> None:
+    table = wb.trace_of(demo).steps_df()
     assert tuple(table.columns) == STEP_COLUMNS
     assert list(table["label"]) == ["1", "2", "3", "3 (resumed)", "4"]
     assert list(table["status"]) == ["running", "running", "paused", "running", "completed"]
-    assert table["tool_calls"].iloc[0] == "add:retry"
-    assert table["tool_calls"].iloc[2] == "multiply:ok, save_result:pending"
+    assert table["tools"].iloc[0] == "add:retry" and table["errors"].iloc[0] == 1
+    assert table["tools"].iloc[2] == "multiply:ok, save_result:pending"
+    assert list(table["tool_calls"]) == [1, 1, 2, 1, 0]
     assert table["stop_reason"].iloc[-1] == "completed"
     assert list(table["input_tokens"]) == [s.usage.input_tokens for s in demo.steps]
-    totals = [s.timing.total * 1e3 for s in demo.steps]
-    assert table["total_ms"].tolist() == pytest.approx(totals)
+    for part in ("prepare", "inference", "tools", "continuation"):
+        recorded = [getattr(s.timing, part) * 1e3 for s in demo.steps]
+        assert table[f"{part}_ms"].tolist() == pytest.approx(recorded)
+    assert set(table["agent"]) == {"calculator"} and not table["in_progress"].any()
 
 
 def test_timing_breakdown_adds_up_to_each_steps_time(demo: wb.RunResult) -> None:
-    frame = timing_breakdown(demo.steps)
+    frame = timing_breakdown(wb.trace_of(demo))
     assert list(frame.columns) == list(TIMING_PARTS)
     assert frame.sum(axis=1).tolist() == pytest.approx([s.timing.total * 1e3 for s in demo.steps])
 
@@ -103,31 +105,16 @@ def test_hook_time_is_taken_out_of_the_phase_it_ran_in(demo: wb.RunResult) -> No
     step = _with_hooks(
         demo.steps[1], ("PreToolUse", 0.001), ("Stop", 0.0005), ("SessionStart", 0.002)
     )
-    row = timing_breakdown([step]).iloc[0]
+    run = demo.model_copy(update={"steps": (step,)})
+    row = timing_breakdown(wb.trace_of(run)).iloc[0]
     assert row["tools"] == pytest.approx(3.0)
     assert row["continuation"] == pytest.approx(1.5)
-    assert row["hooks"] == pytest.approx(3.5)  # the SessionStart hook ran outside the phases
+    assert row["hooks"] == pytest.approx(1.5)  # SessionStart runs before the step, on the run
     assert row["prepare"] == pytest.approx(step.timing.prepare * 1e3)
 
 
-def test_timing_breakdown_from_a_step_table_takes_hooks_out_of_tools() -> None:
-    table = pd.DataFrame(
-        {
-            "step": [1, 2],
-            "prepare_ms": [1.0, 1.0],
-            "inference_ms": [10.0, 20.0],
-            "tools_ms": [5.0, 0.5],
-            "hooks_ms": [2.0, 1.0],
-            "continuation_ms": [1.0, 1.0],
-        }
-    )
-    frame = timing_breakdown(table)
-    assert frame.loc["1"].tolist() == pytest.approx([1.0, 10.0, 3.0, 2.0, 1.0])
-    assert frame.loc["2"].tolist() == pytest.approx([1.0, 20.0, 0.0, 1.0, 0.5])
-
-
 def test_timing_figure_stacks_the_parts(demo: wb.RunResult) -> None:
-    fig = timing_figure(demo.steps)
+    fig = timing_figure(wb.trace_of(demo))
     assert [t.name for t in fig.data] == list(TIMING_PARTS)
     assert fig.layout.barmode == "stack"
     inference = next(t for t in fig.data if t.name == "inference")
@@ -138,7 +125,7 @@ def test_timing_figure_stacks_the_parts(demo: wb.RunResult) -> None:
 def test_tokens_figure_has_tokens_and_a_cost_line_only_when_there_is_a_cost(
     demo: wb.RunResult,
 ) -> None:
-    free = tokens_figure(demo.steps)
+    free = tokens_figure(wb.trace_of(demo))
     assert [t.name for t in free.data] == ["input tokens", "output tokens"]
     assert list(free.data[1].y) == [s.usage.output_tokens for s in demo.steps]
     priced = [
@@ -148,61 +135,13 @@ def test_tokens_figure_has_tokens_and_a_cost_line_only_when_there_is_a_cost(
     priced[2] = priced[2].model_copy(
         update={"usage": priced[2].usage.model_copy(update={"cost": None})}
     )
-    fig = tokens_figure(priced)
+    fig = tokens_figure(wb.trace_of(demo.model_copy(update={"steps": tuple(priced)})))
     cost = fig.data[2]
     assert cost.name == "cost so far (USD)"
     assert list(cost.y) == [pytest.approx(0.01), pytest.approx(0.02), None]
 
 
 # -- spans and the waterfall ----------------------------------------------------------------------
-
-
-def test_normalize_spans_accepts_aliases_nanoseconds_and_durations() -> None:
-    spans = [
-        {
-            "id": "b",
-            "parent": "a",
-            "name": "chat m",
-            "start_time": 2_000_000_000_000_000_100,
-            "end_time": 2_000_000_000_500_000_100,
-        },
-        {
-            "id": "a",
-            "parent": None,
-            "name": "invoke_agent x",
-            "start_time": 2_000_000_000_000_000_000,
-            "end_time": 2_000_000_001_000_000_000,
-            "attributes": {"k": 1},
-        },
-    ]
-    frame = normalize_spans(spans)
-    assert list(frame["span_id"]) == ["a", "b"]  # sorted by start
-    assert list(frame["category"]) == ["agent", "model"]
-    assert frame["duration"].tolist() == pytest.approx([1.0, 0.5])
-    assert frame["parent_id"].tolist() == [None, "a"]
-    assert frame["attributes"].iloc[0] == {"k": 1}
-    with_durations = normalize_spans(
-        pd.DataFrame({"name": ["x", "y"], "start": [5.0, 6.0], "duration": [1.0, 2.0]})
-    )
-    assert with_durations["end"].tolist() == pytest.approx([1.0, 3.0])
-
-
-def test_normalize_spans_reads_timestamps() -> None:
-    start = pd.to_datetime(["2026-01-01T00:00:00", "2026-01-01T00:00:01"], utc=True)
-    frame = normalize_spans(
-        pd.DataFrame(
-            {
-                "span_id": ["1", "2"],
-                "parent_span_id": [None, "1"],
-                "name": ["a", "b"],
-                "start": start,
-                "end": start + pd.Timedelta(milliseconds=250),
-            }
-        )
-    )
-    assert frame["start"].tolist() == pytest.approx([0.0, 1.0])
-    assert frame["duration"].tolist() == pytest.approx([0.25, 0.25])
-    assert normalize_spans([]).empty
 
 
 def _step(n: int, *below: str) -> dict[str, list[str]]:
@@ -232,44 +171,50 @@ DEMO_TREE = [
 """The demo's trace: paused at step 3 for the save, resumed in a second execution."""
 
 
-def _fold_rows(rows: list[dict[str, Any]]) -> list[Any]:
-    """The rows' tree by parent id as nested {name: [children]}, children by start."""
-    known = {r["span_id"] for r in rows}
-    children: dict[str | None, list[dict[str, Any]]] = {}
-    for row in sorted(rows, key=lambda r: r["start"]):
-        children.setdefault(row["parent_id"] if row["parent_id"] in known else None, []).append(row)
+def fold(trace: wb.Trace) -> list[Any]:
+    """The trace's tree as nested {name: [children]}, children by start."""
+    tree = trace.tree
 
-    def node(row: dict[str, Any]) -> Any:
-        below = children.get(row["span_id"], [])
-        return {row["name"]: [node(c) for c in below]} if below else row["name"]
+    def node(position: int) -> Any:
+        below = []
+        child = position + 1
+        while child < tree.ends[position]:
+            below.append(node(child))
+            child = tree.ends[child]
+        name = tree.span_at(position).name
+        return {name: below} if below else name
 
-    return [node(r) for r in children.get(None, [])]
+    roots, position = [], 0
+    while position < len(tree):
+        roots.append(node(position))
+        position = tree.ends[position]
+    return roots
 
 
-def test_run_span_rows_are_the_exact_spans_of_a_paused_and_resumed_run(
+def test_a_run_without_telemetry_has_the_exact_spans_of_a_paused_and_resumed_run(
     demo: wb.RunResult,
 ) -> None:
-    rows = run_span_rows(demo)
-    assert _fold_rows(rows) == DEMO_TREE
-    by_id = {r["span_id"]: r for r in rows}
-    runs = [r for r in rows if r["parent_id"] is None]
-    assert [r["attributes"]["workbench.run.status"] for r in runs] == ["paused", "completed"]
-    assert len({r["trace_id"] for r in runs}) == 2  # each execution is a trace of its own
-    saves = [r for r in rows if r["name"] == "execute_tool save_result"]
-    assert [s["attributes"]["workbench.tool.status"] for s in saves] == ["pending", "ok"]
-    retry = next(r for r in rows if r["name"] == "execute_tool add")
-    assert retry["attributes"]["error.type"] == "tool_retry" and retry["status"] == "ERROR"
-    for row in rows:
-        assert "workbench.synthesized" not in row["attributes"]  # nothing is made up any more
-        assert row["end"] >= row["start"]
-        if row["parent_id"] is not None:
-            assert by_id[row["parent_id"]]["start"] <= row["start"]
+    trace = wb.trace_of(demo)
+    assert fold(trace) == DEMO_TREE
+    assert trace.steps == demo.steps
+    runs = [s for s in trace.spans if s.parent_id is None]
+    assert [r.attributes["workbench.run.status"] for r in runs] == ["paused", "completed"]
+    assert len({r.trace_id for r in runs}) == 2  # each execution is a trace of its own
+    saves = [s for s in trace.spans if s.name == "execute_tool save_result"]
+    assert [s.attributes["workbench.tool.status"] for s in saves] == ["pending", "ok"]
+    retry = next(s for s in trace.spans if s.name == "execute_tool add")
+    assert retry.attributes["error.type"] == "tool_retry" and retry.is_error
+    by_id = {s.span_id: s for s in trace.spans}
+    for span in trace.spans:
+        assert span.end_ns >= span.start_ns and not span.in_progress
+        if span.parent_id is not None:
+            assert by_id[span.parent_id].start_ns <= span.start_ns
 
 
 def test_waterfall_orders_children_under_parents_and_colours_by_category(
     demo: wb.RunResult,
 ) -> None:
-    fig = waterfall_figure(run_span_rows(demo), title="demo")
+    fig = waterfall_figure(wb.trace_of(demo), title="demo")
     assert fig.layout.title.text == "demo"
     names = {t.name for t in fig.data}
     assert names == {"agent", "step", "phase", "model", "tool"}
@@ -280,20 +225,18 @@ def test_waterfall_orders_children_under_parents_and_colours_by_category(
     tool = next(t for t in fig.data if t.name == "tool")
     assert any("gen_ai.tool.call.id" in h for h in tool.hovertext)
     assert all(w == 0.75 for w in [tool.width])
+    assert 2 in tool.marker.line.width  # the retried call is drawn as failed
+    assert any("· failed" in h for h in tool.hovertext)
 
 
 def test_waterfall_of_a_big_trace_drops_row_labels() -> None:
     spans = [
-        {
-            "span_id": str(i),
-            "parent_id": None,
-            "name": f"execute_tool t{i}",
-            "start": float(i),
-            "end": i + 0.5,
-        }
+        wb.SpanData(
+            trace_id="t", span_id=str(i), name=f"execute_tool t{i}", start_ns=i, end_ns=i + 1
+        )
         for i in range(400)
     ]
-    fig = waterfall_figure(spans)
+    fig = waterfall_figure(wb.Trace.of(spans))
     assert fig.layout.yaxis.showticklabels is False
     assert fig.layout.yaxis.title.text == "400 spans"
     assert len(fig.data[0].y) == 400
@@ -301,38 +244,29 @@ def test_waterfall_of_a_big_trace_drops_row_labels() -> None:
 
 def test_waterfall_draws_telemetry_spans(traced: tuple[wb.RunResult, wb.Telemetry]) -> None:
     result, telemetry = traced
-    data = run_view_data(result, telemetry=telemetry)
-    assert not data.synthesized
-    frame = normalize_spans(data.spans)
-    categories = set(frame["category"])
-    assert {"agent", "step", "model", "tool", "phase"} <= categories
-    ids = dict(zip(frame["span_id"], frame["name"], strict=True))
-    chat_parents = [
-        ids[p] for p, c in zip(frame["parent_id"], frame["category"], strict=True) if c == "model"
-    ]
+    trace = wb.trace_of(result, telemetry=telemetry)
+    recorded = {f"{s.context.span_id:016x}" for s in telemetry.spans if s.context}
+    assert {s.span_id for s in trace.spans} == recorded  # the recorded spans, not rebuilt ones
+    assert {"agent", "step", "model", "tool", "phase"} <= {s.category for s in trace.spans}
+    by_id = {s.span_id: s for s in trace.spans}
+    chat_parents = [by_id[s.parent_id].name for s in trace.model_calls() if s.parent_id]
     assert chat_parents and all(p.startswith("workbench.step") for p in chat_parents)
-    figures = trace_figures(data)
-    assert set(figures) == {"waterfall", "timing", "tokens"}
-    assert "rebuilt" not in figures["waterfall"].layout.title.text
+    assert set(trace_figures(trace)) == {"waterfall", "timing", "tokens"}
 
 
-def test_run_view_data_from_a_telemetry_alone(traced: tuple[wb.RunResult, wb.Telemetry]) -> None:
+def test_a_telemetry_alone_is_a_trace(traced: tuple[wb.RunResult, wb.Telemetry]) -> None:
     _, telemetry = traced
-    data = run_view_data(telemetry)
-    assert data.steps == ()
-    figures = trace_figures(data)
-    bars = figures["timing"].data[0]
+    trace = wb.trace_of(telemetry)
+    assert trace.steps == ()
+    bars = trace_figures(trace)["timing"].data[0]
     assert len(bars.x) == len(telemetry.steps_df())
+    with pytest.raises(wb.UsageError, match="a Telemetry has its own spans"):
+        wb.trace_of(telemetry, telemetry=telemetry)
 
 
-def test_run_view_data_refuses_what_it_cannot_read() -> None:
-    with pytest.raises(TypeError, match="TraceView needs"):
-        run_view_data([1, 2, 3])  # type: ignore[list-item]
-
-
-def test_as_result_combines_executions() -> None:
+def test_combine_results_joins_executions() -> None:
     results = run_demo(demo_agent(store=False))
-    combined = as_result(results)
+    combined = combine_results(results)
     assert combined.state == results[-1].state
     assert len(combined.steps) == sum(len(r.steps) for r in results)
     with pytest.raises(ValueError, match="no results"):
@@ -532,7 +466,7 @@ def test_steps_text_counts_steps_and_says_when_one_resumed(demo: wb.RunResult) -
 
 def test_report_says_steps_and_links_the_resumed_part_by_its_label(demo: wb.RunResult) -> None:
     html = report_html(demo)
-    assert "4 steps (5 records: 1 resumed after a pause)" in html
+    assert "4 steps (1 resumed after a pause)" in html
     assert '<a href="#step-3">3 (resumed)</a>' in html
     assert '<div class="wb-table">' in html  # the wide step table scrolls in its own box
     assert html.count("Time per step") == 1  # one heading, no figure title under it
@@ -545,9 +479,9 @@ def test_a_failed_model_call_is_on_the_timeline() -> None:
 
     result = wb.Agent(model=wb.FunctionModel(down, name="m"), store=False).run_sync("hi")
     assert result.status.value == "failed" and result.steps[0].timing.inference > 0
-    chats = [s for s in run_span_rows(result) if s["name"] == "chat m"]
-    assert len(chats) == 1 and chats[0]["status"] == "ERROR"
-    assert chats[0]["attributes"]["error.type"] == "RuntimeError"  # what the model raised
+    chats = [s for s in wb.trace_of(result).spans if s.name == "chat m"]
+    assert len(chats) == 1 and chats[0].status == "error"
+    assert chats[0].attributes["error.type"] == "RuntimeError"  # what the model raised
 
 
 def test_tokens_figure_without_tokens_starts_at_zero_and_says_why() -> None:
@@ -556,7 +490,7 @@ def test_tokens_figure_without_tokens_starts_at_zero_and_says_why() -> None:
 
     result = wb.Agent(model=wb.FunctionModel(quiet, name="m"), store=False).run_sync("hello")
     assert result.usage.total_tokens == 0
-    figure = tokens_figure(result.steps)
+    figure = tokens_figure(wb.trace_of(result))
     assert figure.layout.yaxis.range == (0, 1)
     assert "reported no tokens" in figure.layout.title.text
     assert figure.layout.legend.y < 0  # under the plot, clear of the title
@@ -582,8 +516,8 @@ def test_stacked_bars_scale_to_the_largest_and_escape_labels() -> None:
 def test_timing_and_token_bars_of_a_run(demo: wb.RunResult) -> None:
     from workbench.notebook.bars import timing_bars_html, tokens_bars_html
 
-    timing = timing_bars_html(demo.steps)
+    timing = timing_bars_html(wb.trace_of(demo))
     assert "step 3 (resumed)" in timing and "inference" in timing
-    tokens = tokens_bars_html(demo.steps)
+    tokens = tokens_bars_html(wb.trace_of(demo))
     assert f"{demo.steps[0].usage.total_tokens} tokens" in tokens
-    assert "no steps yet" in timing_bars_html([])
+    assert "no steps yet" in timing_bars_html(wb.Trace.of([]))

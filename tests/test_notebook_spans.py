@@ -1,10 +1,10 @@
 """The views' spans of a run without telemetry are the exact spans its records make.
 
-`run_span_rows` (TraceView, the report, the Stepper's timeline) and `explorer_spans` (the trace
-explorer) both read `workbench.telemetry.spans_from_run`: the writer the live run uses. These
-tests lock what that means for the views: a sub-run paused and resumed with its parent sits under
-the ``execute_tool`` span of each execution that ran it, a tool span starts when its tool did,
-a run still under way is drawn from its closed steps, and nothing needs (or reaches) an exporter.
+The door (`workbench.trace_of`), which every view calls, reads a run without telemetry through
+`workbench.telemetry.spans_from_run`: the writer the live run uses. These tests lock what that
+means for the views: a sub-run paused and resumed with its parent sits under the
+``execute_tool`` span of each execution that ran it, a tool span starts when its tool did, a run
+still under way is drawn from its steps so far, and nothing needs (or reaches) an exporter.
 """
 
 from __future__ import annotations
@@ -12,15 +12,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterable
 from typing import Any
 
 import pytest
 
 import workbench as wb
-from workbench.notebook import explorer_spans, run_span_rows, run_view_data
-from workbench.notebook.explorer_data import ExplorerSpan
-from workbench.notebook.stepper import timeline_spans
 from workbench.telemetry.writer import ns
 
 R = wb.ModelResponse
@@ -60,27 +56,19 @@ def _lead(store: wb.RunStore) -> wb.Agent:
     )
 
 
-def _fold(rows: Iterable[tuple[str, str | None, str, float]]) -> list[Any]:
-    """(span id, parent id, name, start) as nested {name: [children]}, children by start."""
-    items = sorted(rows, key=lambda r: r[3])
-    known = {r[0] for r in items}
-    children: dict[str | None, list[tuple[str, str | None, str, float]]] = {}
+def _fold(trace: wb.Trace) -> list[Any]:
+    """The trace's spans as nested {name: [children]}, children by start."""
+    items = sorted(trace.spans, key=lambda s: s.start_ns)
+    known = {s.span_id for s in items}
+    children: dict[str | None, list[wb.SpanData]] = {}
     for item in items:
-        children.setdefault(item[1] if item[1] in known else None, []).append(item)
+        children.setdefault(item.parent_id if item.parent_id in known else None, []).append(item)
 
-    def node(item: tuple[str, str | None, str, float]) -> Any:
-        below = children.get(item[0], [])
-        return {item[2]: [node(c) for c in below]} if below else item[2]
+    def node(item: wb.SpanData) -> Any:
+        below = children.get(item.span_id, [])
+        return {item.name: [node(c) for c in below]} if below else item.name
 
     return [node(item) for item in children.get(None, [])]
-
-
-def _fold_rows(rows: list[dict[str, Any]]) -> list[Any]:
-    return _fold((r["span_id"], r["parent_id"], r["name"], r["start"]) for r in rows)
-
-
-def _fold_explorer(spans: list[ExplorerSpan]) -> list[Any]:
-    return _fold((s.span_id, s.parent_id, s.name, s.start_ns) for s in spans)
 
 
 def _step(n: int, *below: Any) -> dict[str, list[Any]]:
@@ -144,29 +132,26 @@ def test_a_resumed_sub_run_sits_under_the_call_of_each_execution_that_ran_it(
 ) -> None:
     result, store = paused_tree
     for run in (result, store.load(result.run_id)):
-        assert _fold_rows(run_span_rows(run)) == PAUSED_SUBRUN
-        view = run_view_data(run)
-        assert view.synthesized and isinstance(view.spans, list)
-        assert _fold_rows(view.spans) == PAUSED_SUBRUN
-        assert _fold_explorer(explorer_spans(run)) == PAUSED_SUBRUN
+        assert _fold(wb.trace_of(run)) == PAUSED_SUBRUN
 
 
 def test_a_sub_runs_spans_are_in_the_trace_of_its_call_and_name_their_runs(
     paused_tree: tuple[wb.RunResult, wb.RunStore],
 ) -> None:
     result, _ = paused_tree
-    rows = run_span_rows(result)
-    by_id = {r["span_id"]: r for r in rows}
+    spans = wb.trace_of(result).spans
+    by_id = {s.span_id: s for s in spans}
     cleaner = result.children[0]
-    subruns = [r for r in rows if r["name"] == "invoke_agent cleaner"]
+    subruns = [s for s in spans if s.name == "invoke_agent cleaner"]
     assert len(subruns) == 2
     for subrun in subruns:
-        call = by_id[subrun["parent_id"]]
-        assert call["trace_id"] == subrun["trace_id"]
-        assert call["attributes"]["workbench.run.id"] == result.run_id
-        assert subrun["attributes"]["workbench.run.id"] == cleaner.run_id
-        assert subrun["attributes"]["workbench.parent_run.id"] == result.run_id
-    assert [r["attributes"]["workbench.run.status"] for r in subruns] == ["paused", "completed"]
+        assert subrun.parent_id is not None
+        call = by_id[subrun.parent_id]
+        assert call.trace_id == subrun.trace_id
+        assert call.attributes["workbench.run.id"] == result.run_id
+        assert subrun.attributes["workbench.run.id"] == cleaner.run_id
+        assert subrun.attributes["workbench.parent_run.id"] == result.run_id
+    assert [s.attributes["workbench.run.status"] for s in subruns] == ["paused", "completed"]
 
 
 def test_a_tool_span_starts_when_its_tool_did_not_when_tools_began() -> None:
@@ -181,7 +166,7 @@ def test_a_tool_span_starts_when_its_tool_did_not_when_tools_began() -> None:
     step = result.steps[0]
     tools_began = dict(step.phase_starts)[wb.Phase.TOOLS]
     outcomes = {o.call_id: o for o in step.tool_outcomes}
-    spans = {s.attributes.get("gen_ai.tool.call.id"): s for s in explorer_spans(result)}
+    spans = {s.attributes.get("gen_ai.tool.call.id"): s for s in wb.trace_of(result).spans}
     for call_id, outcome in outcomes.items():
         assert outcome.started_at is not None
         assert spans[call_id].start_ns == ns(outcome.started_at)
@@ -191,33 +176,32 @@ def test_a_tool_span_starts_when_its_tool_did_not_when_tools_began() -> None:
     assert spans["b"].start_ns > ns(tools_began)
 
 
-def test_the_timeline_of_a_run_under_way_draws_its_closed_steps_under_a_running_run() -> None:
+def test_the_trace_of_a_run_under_way_has_its_closed_steps_under_a_running_run() -> None:
     agent = wb.Agent(
         model=wb.ScriptedModel([R.tool_call("first", {"x": 1}, call_id="a"), "ok"]),
         tools=[first],
         store=False,
     )
     run = agent.start("go")
-    assert timeline_spans(run) == []  # nothing recorded yet
+    assert wb.trace_of(run).spans == ()  # nothing recorded yet
     while len(run.steps) < 1:
         run.next_phase()
-    run.next_phase()  # step 2's PREPARE: the step is open, its record is not written yet
     assert run.state.status is wb.ExecutionStatus.RUNNING and len(run.steps) == 1
-    rows = timeline_spans(run)
-    assert _fold_rows(rows) == [
+    trace = wb.trace_of(run)
+    assert _fold(trace) == [
         {
             "invoke_agent agent": [
                 _step(1, PREPARE, "chat scripted", "execute_tool first", CONTINUATION)
             ]
         }
     ]
-    root = next(r for r in rows if r["parent_id"] is None)
-    assert root["attributes"]["workbench.run.status"] == "running"
-    step = next(r for r in rows if r["name"] == "workbench.step 1")
-    assert root["end"] == pytest.approx(step["end"])  # the run span ends with its last record
+    root = trace.tree.span_at(0)
+    assert root.attributes["workbench.run.status"] == "running" and root.in_progress
+    step = next(s for s in trace.spans if s.name == "workbench.step 1")
+    assert root.end_ns == step.end_ns and not step.in_progress  # the run so far: its last record
     run.run_to_end()
-    done = next(r for r in timeline_spans(run) if r["parent_id"] is None)
-    assert done["attributes"]["workbench.run.status"] == "completed"
+    done = wb.trace_of(run).tree.span_at(0)
+    assert done.attributes["workbench.run.status"] == "completed" and not done.in_progress
 
 
 def test_the_views_of_a_run_need_no_exporter_and_send_nothing() -> None:
@@ -227,10 +211,10 @@ def test_the_views_of_a_run_need_no_exporter_and_send_nothing() -> None:
         import sys
         sys.modules["opentelemetry.exporter"] = None  # not installed: importing it fails
         import workbench as wb
-        from workbench.notebook import explorer_spans, run_view_data
+        from workbench.notebook import TraceExplorer, TraceView
         from workbench.report import report_html
         result = wb.Agent(model=wb.ScriptedModel(["hi"]), store=False).run_sync("hello")
-        print(len(run_view_data(result).spans), len(explorer_spans(result)))
+        print(len(TraceView(result).trace.spans), TraceExplorer(result).span_count)
         print("invoke_agent agent" in report_html(result))
         """
     )
@@ -251,11 +235,11 @@ def test_the_stepper_draws_its_timeline_once_a_press_ends_not_at_every_step(
 
     drawn: list[int] = []
 
-    def counted(run: Any) -> list[dict[str, Any]]:
+    def counted(run: Any) -> wb.Trace:
         drawn.append(len(run.steps))
-        return timeline_spans(run)
+        return wb.trace_of(run)
 
-    monkeypatch.setattr(stepper_module, "timeline_spans", counted)
+    monkeypatch.setattr(stepper_module, "trace_of", counted)
     script: list[R | str] = [R.tool_call("first", {"x": i}) for i in range(6)]
     agent = wb.Agent(model=wb.ScriptedModel([*script, "ok"]), tools=[first], store=False)
     stepper = stepper_module.Stepper(agent, "go")
@@ -263,5 +247,5 @@ def test_the_stepper_draws_its_timeline_once_a_press_ends_not_at_every_step(
     assert drawn == [1]
     stepper.run_button.click()
     assert drawn == [1, 7]  # one drawing for the six steps the press ran, with all of them
-    steps = {r["name"] for r in stepper_module.timeline_spans(stepper.run)}
+    steps = {s.name for s in wb.trace_of(stepper.run).spans}
     assert {f"workbench.step {i}" for i in range(1, 8)} <= steps

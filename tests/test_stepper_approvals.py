@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import workbench as wb
 from workbench.notebook import Stepper
-from workbench.notebook.stepper import timeline_spans
 
 R = wb.ModelResponse
 
@@ -149,10 +148,10 @@ def test_the_timeline_draws_the_sub_runs_under_the_calls_that_started_them() -> 
     run.next_step()  # the lead's step 1: both sub-agents run, the cleaner's wipe waits
     run.resume(approvals={"w1": True})
     run.run_to_end()
-    spans = timeline_spans(run)
-    names = {s["span_id"]: s["name"] for s in spans}
+    spans = wb.trace_of(run).spans  # what the Stepper's timeline draws
+    names = {s.span_id: s.name for s in spans}
     under = {
-        s["name"]: names.get(s["parent_id"]) for s in spans if s["name"].startswith("invoke_agent")
+        s.name: names.get(s.parent_id or "") for s in spans if s.name.startswith("invoke_agent")
     }
     assert under == {
         "invoke_agent lead": None,

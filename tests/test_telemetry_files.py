@@ -190,11 +190,12 @@ def test_spans_df_keeps_its_rows_columns_and_dtypes() -> None:
     frame = telemetry.spans_df()
     assert {c: str(t) for c, t in frame.dtypes.items()} == {
         "trace_id": "str", "span_id": "str", "parent_span_id": "str", "name": "str",
-        "kind": "str", "operation": "str", "start": "datetime64[ns, UTC]",
-        "end": "datetime64[ns, UTC]", "duration_ms": "float64", "status": "str",
-        "error_type": "str", "run_id": "str", "execution_id": "str", "step": "float64",
-        "snapshot_id": "str", "model": "str", "tool": "str", "input_tokens": "float64",
-        "output_tokens": "float64", "attributes": "object",
+        "kind": "str", "category": "str", "operation": "str", "agent": "str",
+        "start": "datetime64[ns, UTC]", "end": "datetime64[ns, UTC]", "duration_ms": "float64",
+        "status": "str", "error_type": "str", "run_id": "str", "execution_id": "str",
+        "step": "float64", "snapshot_id": "str", "model": "str", "tool": "str",
+        "input_tokens": "float64", "output_tokens": "float64", "in_progress": "bool",
+        "attributes": "object",
     }  # fmt: skip
     spans = {s.name: s for s in telemetry.spans}
     trace_id, other_trace = (f"{spans[k].context.trace_id:032x}" for k in ("chat m", "llm"))
@@ -206,23 +207,24 @@ def test_spans_df_keeps_its_rows_columns_and_dtypes() -> None:
     t0 = pd.Timestamp(1_700_000_000_000_000_000, unit="ns", tz="UTC")
     ms = pd.Timedelta(milliseconds=1)
     assert rows == [
-        [other_trace, span_id["llm"], None, "llm", "INTERNAL", None, t0, t0 + 2 * ms, 2.0,
-         "UNSET", None, None, None, None, None, "oi-model", None, 7.0, 3.0],
-        [trace_id, span_id["invoke_agent a"], None, "invoke_agent a", "INTERNAL", "invoke_agent",
-         t0, t0 + 5 * ms, 5.0, "OK", None, "run_1", "exe_1", None, "snap_1", None, None, None,
-         None],
+        [other_trace, span_id["llm"], None, "llm", "INTERNAL", "other", None, "", t0,
+         t0 + 2 * ms, 2.0, "UNSET", None, None, None, None, None, "oi-model", None, 7.0, 3.0,
+         False],
+        [trace_id, span_id["invoke_agent a"], None, "invoke_agent a", "INTERNAL", "agent",
+         "invoke_agent", "", t0, t0 + 5 * ms, 5.0, "OK", None, "run_1", "exe_1", None, "snap_1",
+         None, None, None, None, False],
         [trace_id, span_id["workbench.step 1"], span_id["invoke_agent a"], "workbench.step 1",
-         "INTERNAL", None, t0, t0 + 4 * ms, 4.0, "UNSET", None, "run_1", "exe_1", 1.0, "snap_1",
-         None, None, None, None],
+         "INTERNAL", "step", None, "", t0, t0 + 4 * ms, 4.0, "UNSET", None, "run_1", "exe_1", 1.0,
+         "snap_1", None, None, None, None, False],
         [trace_id, span_id["workbench.prepare"], span_id["workbench.step 1"], "workbench.prepare",
-         "INTERNAL", None, t0, t0 + 1 * ms, 1.0, "UNSET", None, None, None, None, None, None,
-         None, None, None],
-        [trace_id, span_id["chat m"], span_id["workbench.step 1"], "chat m", "INTERNAL", "chat",
-         t0 + 1.5 * ms, t0 + 2.5 * ms, 1.0, "UNSET", None, "run_1", "exe_1", 1.0, "snap_1",
-         "m-1", None, 10.0, 2.0],
+         "INTERNAL", "phase", None, "", t0, t0 + 1 * ms, 1.0, "UNSET", None, None, None, None,
+         None, None, None, None, None, False],
+        [trace_id, span_id["chat m"], span_id["workbench.step 1"], "chat m", "INTERNAL", "model",
+         "chat", "", t0 + 1.5 * ms, t0 + 2.5 * ms, 1.0, "UNSET", None, "run_1", "exe_1", 1.0,
+         "snap_1", "m-1", None, 10.0, 2.0, False],
         [trace_id, span_id["execute_tool add"], span_id["workbench.step 1"], "execute_tool add",
-         "INTERNAL", "execute_tool", t0 + 3 * ms, t0 + 3.25 * ms, 0.25, "ERROR", "ValueError",
-         "run_1", "exe_1", None, "snap_1", None, "add", None, None],
+         "INTERNAL", "tool", "execute_tool", "", t0 + 3 * ms, t0 + 3.25 * ms, 0.25, "ERROR",
+         "ValueError", "run_1", "exe_1", None, "snap_1", None, "add", None, None, False],
     ]  # fmt: skip
     assert list(frame["attributes"]) == [
         dict(spans[name].attributes or {}) for name in frame["name"]

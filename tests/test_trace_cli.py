@@ -89,7 +89,7 @@ def test_our_trace_shows_its_steps_and_conversation_and_writes_a_report(
     assert f"assistant: text {done.output!r}" in out  # the last model call's conversation
     assert f"wrote {report}" in out
     html = report.read_text()
-    assert html.count('class="wb-step-section"') == 4  # one per model call
+    assert html.count('class="wb-step-section"') == 5  # one per step, the resumed step too
     assert "Trace explorer" in html and done.output in html
 
 
@@ -114,7 +114,7 @@ def test_another_frameworks_trace_is_read_from_its_model_calls(tmp_path: Path) -
     ]
     html = (tmp_path / "r.html").read_text()
     assert html.count('class="wb-step-section"') == 2
-    second = html.split("model call 2")[1]  # only what the second call added
+    second = html.split("<b>step 2</b>")[1]  # only what the second call added
     assert "More?" in second and "Be brief." not in second
 
 
@@ -155,7 +155,8 @@ def test_several_unrelated_traces_ask_for_one(tmp_path: Path) -> None:
     shown = cli("trace", str(merged), "-o", str(report))
     assert shown.returncode == 0, shown.stderr
     assert "traces: " in shown.stdout and " and 1 more" in shown.stdout  # four traces
-    assert "load one with load_trace(source, trace_id=...)" in report.read_text()
+    html = report.read_text()  # each run's steps apart, by run: one conversation each
+    assert "step 1 (run 1)" in html and "step 1 (run 2)" in html
     one = wb.load_trace(merged).spans[0].trace_id
     kept = cli("trace", str(merged), "--trace-id", one, "--messages")
     assert kept.returncode == 0, kept.stderr
@@ -206,6 +207,6 @@ def test_a_reader_that_leaves_early_stops_the_command_quietly(tmp_path: Path) ->
 
 def test_a_trace_is_its_own_spans() -> None:
     trace = wb.load_trace(json.dumps(foreign_trace(["Hello"])))
-    with pytest.raises(TypeError, match="a trace is its own spans"):
-        report_html(trace, spans=[])
+    with pytest.raises(wb.UsageError, match="a Trace has its own spans"):
+        report_html(trace, telemetry=wb.Telemetry())
     assert "Trace " + TRACE_ID in report_html(trace)

@@ -8,7 +8,7 @@ report's timing bars failed on them.
 from __future__ import annotations
 
 import workbench as wb
-from workbench.notebook import TraceView, step_table
+from workbench.notebook import TraceView
 from workbench.notebook.bars import timing_bars_html
 from workbench.notebook.tables import step_labels
 from workbench.report import report_html
@@ -51,15 +51,26 @@ def _paused_twice() -> wb.RunResult:
 def test_a_step_with_three_records_has_three_labels_and_a_report() -> None:
     result = _paused_twice()
     assert result.output == "done"
-    labels = ["1", "1 (resumed)", "1 (resumed 2)", "2"]
-    assert step_labels(result.steps) == labels
-    assert step_table(result.steps)["label"].tolist() == labels
-    bars = timing_bars_html(result.steps)
+    assert step_labels(result.steps) == ["1", "1 (resumed)", "1 (resumed 2)", "2"]
+    trace = wb.trace_of(result)
+    labels = [  # the step table has every agent's steps, in the order they started
+        "1 · lead",
+        "1 · cleaner",
+        "1 · lead (resumed)",
+        "1 · cleaner (resumed)",
+        "2 · cleaner",
+        "1 · lead (resumed 2)",
+        "2 · cleaner (resumed)",
+        "3 · cleaner",
+        "2 · lead",
+    ]
+    assert trace.steps_df()["label"].tolist() == labels
+    bars = timing_bars_html(trace)
     assert all(f"step {label}<" in bars for label in labels)
     html = report_html(result)
-    assert '<a href="#step-2">1 (resumed 2)</a>' in html
+    assert '<a href="#step-5">1 · lead (resumed 2)</a>' in html
     assert "invoke_agent cleaner" in html  # the sub-run is in the report's explorer
-    assert len(TraceView(result).figures["timing"].data[0].x) == 4
+    assert TraceView(result).figures["timing"].data[0].x.tolist() == labels
 
 
 def test_a_sessions_executions_are_labelled_by_run() -> None:
@@ -71,5 +82,6 @@ def test_a_sessions_executions_are_labelled_by_run() -> None:
     steps = [step for run in executions for step in run.steps]
     assert len({step.run_id for step in steps}) == 2
     assert step_labels(steps) == ["1 (run 1)", "1 (run 2)"]
+    assert wb.trace_of(executions).steps_df()["label"].tolist() == ["1 (run 1)", "1 (run 2)"]
     html = report_html(executions)
     assert "step 1 (run 1)<" in html and "step 1 (run 2)<" in html

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import workbench as wb
-from workbench.notebook import TraceExplorer, TraceView, normalize_spans
+from workbench.notebook import TraceExplorer, TraceView
 from workbench.report import report_html
 
 R = wb.ModelResponse
@@ -92,15 +92,12 @@ def _fold(rows: Iterable[tuple[str, str | None, str]]) -> list[Any]:
     return [node(item) for item in children.get(None, [])]
 
 
-def _fold_frame(spans: Any) -> list[Any]:
-    frame = normalize_spans(spans)
-    return _fold(zip(frame["span_id"], frame["parent_id"], frame["name"], strict=True))
+def _fold_trace(trace: wb.Trace) -> list[Any]:
+    return _fold((s.span_id, s.parent_id, s.name) for s in trace.tree.in_order())
 
 
 def _fold_explorer(explorer: TraceExplorer) -> list[Any]:
-    tree = explorer.view.tree
-    spans = [tree.span_at(p) for p in range(len(tree.order))]
-    return _fold((s.span_id, s.parent_id, s.name) for s in spans)
+    return _fold_trace(explorer.trace)
 
 
 def _run(name: str, *steps: Any) -> dict[str, Any]:
@@ -178,7 +175,7 @@ def test_views_without_telemetry_nest_each_sub_run_under_its_call(
 ) -> None:
     result, store = plain
     for run in (result, store.load(result.run_id)):
-        assert _fold_frame(TraceView(run).data.spans) == GOLDEN
+        assert _fold_trace(TraceView(run).trace) == GOLDEN
         assert _fold_explorer(TraceExplorer(run)) == GOLDEN
 
 
@@ -186,15 +183,14 @@ def test_a_rebuilt_sub_run_span_says_which_run_and_agent(
     plain: tuple[wb.RunResult, wb.RunStore],
 ) -> None:
     result, _ = plain
-    spans = TraceView(result).data.spans
-    assert isinstance(spans, list)
-    digger = next(s for s in spans if s["name"] == "invoke_agent digger")
+    spans = TraceView(result).trace.spans
+    digger = next(s for s in spans if s.name == "invoke_agent digger")
     researcher = result.children[0]
-    assert digger["attributes"]["workbench.run.id"] == researcher.children[0].run_id
-    assert digger["attributes"]["workbench.parent_run.id"] == researcher.run_id
-    call = next(s for s in spans if s["span_id"] == digger["parent_id"])
-    assert call["name"] == "execute_tool dig"
-    assert call["attributes"]["workbench.run.id"] == researcher.run_id
+    assert digger.attributes["workbench.run.id"] == researcher.children[0].run_id
+    assert digger.attributes["workbench.parent_run.id"] == researcher.run_id
+    call = next(s for s in spans if s.span_id == digger.parent_id)
+    assert call.name == "execute_tool dig"
+    assert call.attributes["workbench.run.id"] == researcher.run_id
 
 
 def test_the_report_of_a_stored_run_shows_the_sub_runs(
@@ -212,8 +208,7 @@ def test_trace_view_with_telemetry_shows_the_tree_the_explorer_shows(
 ) -> None:
     result, telemetry, _ = live
     view = TraceView(result, telemetry=telemetry)
-    assert not view.data.synthesized
-    assert _fold_frame(view.data.spans) == GOLDEN
+    assert _fold_trace(view.trace) == GOLDEN
     labels = list(view.figures["waterfall"].layout.yaxis.ticktext)
     assert "······ invoke_agent digger" in labels
 

@@ -145,7 +145,7 @@ from workbench.store import RunStore, RunSummary
 from workbench.subagent import SubagentContext, SubagentLimits
 from workbench.telemetry import Telemetry, TelemetryExportWarning
 from workbench.telemetry.load import load_trace
-from workbench.telemetry.trace import SpanData, SpanEvent, SpanLink, Trace
+from workbench.telemetry.trace import SpanData, SpanError, SpanEvent, SpanLink, Trace
 from workbench.tools import (
     Tool,
     ToolContext,
@@ -154,6 +154,7 @@ from workbench.tools import (
     tool,
 )
 from workbench.toolsets import Resolved, ToolFilter, Toolset, ToolSource
+from workbench.traces import trace_of
 
 __all__ = [
     "PRICES",
@@ -259,6 +260,7 @@ __all__ = [
     "SessionStartInput",
     "SessionState",
     "SpanData",
+    "SpanError",
     "SpanEvent",
     "SpanLink",
     "StateFormatError",
@@ -319,4 +321,5 @@ __all__ = [
     "recheck",
     "runs",
     "tool",
+    "trace_of",
 ]

@@ -1,33 +1,36 @@
-"""A run or a loaded trace as one standalone HTML file: steps, explorer, time, tokens, messages.
+"""A run or a trace as one standalone HTML file: summary, steps, explorer, time, tokens, messages.
 
 The summary, the step table (and what each agent took, for a run tree), the trace explorer,
 time and tokens per step, and each step's messages. Everything is in the file (the explorer's
 script and its data, the charts as plain HTML bars), so it opens anywhere with no network, and
 stays small: no plotting library is inlined. The content is built by the notebook builders
-(`workbench.notebook`), so the report shows what the notebook views show. Needs the
-``notebook`` extra (pandas).
-
-A `Trace` (`load_trace`: a file or a backend, ours or another framework's) has no step records:
-its report is built from its spans alone (the step table of ``steps_df()``, the messages its
-model calls captured), so a trace from Jaeger or Phoenix opens the same way without a store.
+(`workbench.notebook`) from the one `Trace` the door (`workbench.trace_of`) makes of the source,
+so the report shows what the notebook views show, for a run (live or stored, with or without
+telemetry) and for a loaded trace (a file or a backend, ours or another framework's) alike. A
+step's messages come from its record when the trace came from a run, else from the content its
+model call captured. Needs the ``notebook`` extra (pandas).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.errors import TraceLoadError
-from workbench.telemetry.trace import Trace, conversation_chats
+from workbench.telemetry import names as n
+from workbench.telemetry.derive import number
+from workbench.telemetry.trace import Trace
+from workbench.traces import TraceSource, trace_of
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from workbench.agent import AgentRun, RunResult
     from workbench.messages import Message
-    from workbench.notebook.data import Spans, SpanSource
+    from workbench.records import StepRecord
+    from workbench.telemetry.core import Telemetry
+    from workbench.telemetry.spandata import SpanData
 
 __all__ = ["report_html", "trace_summary", "write_report"]
 
@@ -43,58 +46,36 @@ section.wb-step-section { border: 1px solid #e0e0e0; border-radius: 6px; padding
 nav a { margin-right: 8px; }
 div.wb-table { overflow-x: auto; max-width: 100%; }
 """
+_HIDDEN_COLUMNS = ["trace_id", "span_id", "snapshot_id", "start"]
+"""Step table columns the report leaves out: ids and times a reader has in the explorer."""
 
 
 def report_html(
-    source: RunResult | AgentRun | Sequence[RunResult] | Trace,
-    *,
-    telemetry: SpanSource | None = None,
-    spans: Spans | None = None,
-    title: str | None = None,
+    source: TraceSource, *, telemetry: Telemetry | None = None, title: str | None = None
 ) -> str:
     """The report as an HTML string (see the module docstring).
 
-    ``telemetry`` and ``spans`` give a run's spans; a `Trace` is its own spans.
+    ``source`` is anything `workbench.trace_of` reads; ``telemetry`` gives a run's recorded
+    spans.
     """
-    if isinstance(source, Trace):
-        if telemetry is not None or spans is not None:
-            raise TypeError("a trace is its own spans: telemetry= and spans= are for runs")
-        return _trace_report_html(source, title or f"Trace {source.trace_id}")
     from workbench.notebook.bars import timing_bars_html, tokens_bars_html
-    from workbench.notebook.data import as_result, run_view_data
-    from workbench.notebook.explorer_data import RunRecords
     from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
-    from workbench.notebook.html import step_html
-    from workbench.notebook.tables import step_labels
 
-    result = as_result(source)
-    data = run_view_data(result, telemetry=telemetry, spans=spans)
-    tree_steps = RunRecords(result.steps, result.children).tree_steps()  # sub-runs' too
-    if spans is not None:
-        explorer = ExplorerView.from_source(spans, steps=tree_steps)
-    else:
-        explorer = ExplorerView.from_source(result, telemetry=telemetry, steps=tree_steps)
-    rebuilt = " (spans rebuilt from the step records)" if data.synthesized else ""
-    charts = (
-        f'<h2 id="explorer">Trace explorer{rebuilt}</h2>{explorer_page_html(explorer)}'
-        f'<h2 id="timing">Time per step</h2>{timing_bars_html(data.steps)}'
-        f'<h2 id="tokens">Tokens per step</h2>{tokens_bars_html(data.steps)}'
+    trace = trace_of(source, telemetry=telemetry)
+    table = trace.steps_df()
+    shown = table.drop(columns=_HIDDEN_COLUMNS).dropna(axis=1, how="all")
+    body = f'<h2 id="steps">Steps</h2>{_table_html(shown)}'
+    agents = trace.agents()
+    if len(agents) > 1:  # a run tree: what each agent took
+        body += f'<h2 id="agents">Per agent</h2>{_table_html(agents)}'
+    nav, sections = _steps_html(trace)
+    body += (
+        f'<h2 id="explorer">Trace explorer</h2>{explorer_page_html(ExplorerView(trace))}'
+        f'<h2 id="timing">Time per step</h2>{timing_bars_html(trace)}'
+        f'<h2 id="tokens">Tokens per step</h2>{tokens_bars_html(trace)}'
+        f'<h2 id="messages">Messages, step by step</h2><nav>steps: {nav}</nav>{sections}'
     )
-    steps = "".join(
-        f'<section class="wb-step-section" id="step-{i}">{step_html(step, data.steps)}</section>'
-        for i, step in enumerate(data.steps)
-    )
-    labels = step_labels(data.steps)
-    nav = " · ".join(f'<a href="#step-{i}">{escape(label)}</a>' for i, label in enumerate(labels))
-    table = _table_html(data.table)
-    if data.agents is not None:  # a run tree: what each agent took
-        table += f'<h2 id="agents">Per agent</h2>{_table_html(data.agents)}'
-    return _page(
-        title or f"Run {result.run_id}",
-        _summary(result),
-        f'<h2 id="steps">Steps</h2>{table}{charts}'
-        f'<h2 id="messages">Messages, step by step</h2><nav>steps: {nav}</nav>{steps}',
-    )
+    return _page(title or _title(trace), _summary_html(trace), body)
 
 
 def _page(title: str, summary: str, body: str) -> str:
@@ -105,77 +86,160 @@ def _page(title: str, summary: str, body: str) -> str:
     )
 
 
-def _trace_report_html(trace: Trace, title: str) -> str:
-    """A loaded trace's report: its spans' step table, explorer, time, tokens and messages."""
-    from workbench.notebook.bars import timing_bars_html, tokens_bars_html
-    from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
+def _roots(trace: Trace) -> list[SpanData]:
+    """The run spans of the trace's top run, one per execution (ours only), in start order."""
+    agents = [s for s in trace.spans if s.category == "agent" and n.RUN_ID in s.attributes]
+    top = [s for s in agents if n.PARENT_RUN_ID not in s.attributes]
+    return top or agents[:1]
 
-    table = trace.steps_df()
-    shown = table.drop(columns=["trace_id", "snapshot_id"]).dropna(axis=1, how="all")
-    body = (  # the columns another framework's trace has no values for are left out
-        f'<h2 id="steps">Steps</h2>{_table_html(shown)}'
-        f'<h2 id="explorer">Trace explorer</h2>'
-        f"{explorer_page_html(ExplorerView.from_source(trace))}"
-        f'<h2 id="timing">Time per step</h2>{timing_bars_html(table)}'
-        f'<h2 id="tokens">Tokens per step</h2>{tokens_bars_html(table)}'
-        f'<h2 id="messages">Messages, model call by model call</h2>{_trace_messages_html(trace)}'
-    )
-    return _page(title, _rows_html(trace_summary(trace)), body)
+
+def _title(trace: Trace) -> str:
+    roots = _roots(trace)
+    if roots:
+        return f"Run {roots[0].attributes[n.RUN_ID]}"
+    return f"Trace {trace.trace_id}"
 
 
 def trace_summary(trace: Trace) -> dict[str, str]:
-    """What a loaded trace holds, in a few lines: ids, spans, model calls, time, tokens, errors."""
-    from workbench.telemetry.names import AGENT_NAME, tokens_of
+    """What a trace holds, in a few lines: the run, its status, steps, time, tokens, errors."""
+    from workbench.notebook.trace_view import trace_heading
 
     spans = trace.spans
-    chats = trace.chat_spans()
-    tokens = [tokens_of(c.attributes) for c in chats]
-    inputs, outputs = (sum(int(t[i] or 0) for t in tokens) for i in (0, 1))
-    seconds = (max(s.end_ns for s in spans) - min(s.start_ns for s in spans)) / 1e9
-    traces = dict.fromkeys(s.trace_id for s in spans)
-    agents = dict.fromkeys(
-        str(s.attributes[AGENT_NAME]) for s in spans if AGENT_NAME in s.attributes
+    rows: dict[str, str] = {}
+    traces = list(dict.fromkeys(s.trace_id for s in spans))
+    rows["traces" if len(traces) > 1 else "trace"] = ", ".join(traces[:3]) + (
+        f" and {len(traces) - 3} more" if len(traces) > 3 else ""
     )
-    errors = sum(s.status == "error" for s in spans)
-    return {
-        "traces" if len(traces) > 1 else "trace": ", ".join(list(traces)[:3])
-        + (f" and {len(traces) - 3} more" if len(traces) > 3 else ""),
-        "spans": f"{len(spans):,}" + (f", {errors} with an error" if errors else ""),
-        "agents": ", ".join(agents) or "—",
-        "model calls": str(len(chats)),
-        "time": f"{seconds:.3f} s from the first span's start to the last one's end",
-        "tokens": f"{inputs:,} in / {outputs:,} out",
-    }
+    roots = _roots(trace)
+    if roots:
+        last = roots[-1].attributes
+        rows["run"] = str(last[n.RUN_ID])
+        rows["status"] = str(last.get(n.RUN_STATUS, "running"))
+        rows["stop reason"] = str(last.get(n.RUN_STOP_REASON, "—"))
+        if n.RERUN_OF in last:
+            rows["re-run of"] = f"{last[n.RERUN_OF]} from step {last.get(n.RERUN_STEP)}"
+    agents = list(dict.fromkeys(a for a in trace.agent_at if a))
+    rows["agents" if len(agents) > 1 else "agent"] = ", ".join(agents) or "—"
+    rows["steps"] = trace_heading(trace)
+    errors = sum(s.is_error for s in spans)
+    rows["spans"] = f"{len(spans):,}" + (f", {errors} with an error" if errors else "")
+    rows["model calls"] = str(len(trace.model_calls()))
+    seconds = (trace.tree.end_ns - trace.tree.start_ns) / 1e9
+    rows["time"] = f"{seconds:.3f} s from the first span's start to the last one's end"
+    rows["tokens"] = _tokens(trace)
+    output = _output(trace)
+    if output is not None:
+        rows["output"] = output
+    return rows
 
 
-def _trace_messages_html(trace: Trace) -> str:
-    """Each model call's messages: the first call's in full, then what each call added."""
+def _tokens(trace: Trace) -> str:
+    """Tokens of every model call, and their cost when every step's is known."""
+    inputs = outputs = 0
+    for call in trace.model_calls():
+        tokens = [number(v) for v in n.tokens_of(call.attributes)]
+        inputs += int(tokens[0] or 0) if tokens[0] == tokens[0] else 0  # NaN: not a number
+        outputs += int(tokens[1] or 0) if tokens[1] == tokens[1] else 0
+    costs = [row.get("cost") for row in trace.step_rows()]
+    known = [float(c) for c in costs if c is not None and c == c]
+    cost = f" (${sum(known):.6f})" if known and len(known) == len(costs) else ""
+    return f"{inputs:,} in / {outputs:,} out{cost}"
+
+
+def _output(trace: Trace) -> str | None:
+    """The top run's last answer: from its records when the trace has them."""
+    roots = _roots(trace)
+    if not roots or not trace.steps:
+        return None
+    run_id = roots[0].attributes[n.RUN_ID]
+    for step in reversed(trace.steps):
+        if step.run_id == run_id and step.response is not None:
+            return step.response.text_content or "—"
+    return "—"
+
+
+def _summary_html(trace: Trace) -> str:
+    """The summary's rows (text, escaped here), and the top run's error drawn as an error."""
+    from workbench.notebook.html import error_html
+    from workbench.state import ErrorInfo
+
+    cells = "".join(
+        f"<tr><td><b>{escape(k)}</b></td><td>{escape(v)}</td></tr>"
+        for k, v in trace_summary(trace).items()
+    )
+    roots = _roots(trace)
+    raised = [e for e in roots[-1].events if e.name == n.EVENT_EXCEPTION] if roots else []
+    if raised:  # a replay divergence shows its recorded / sent lines as a diff
+        event = raised[-1].attributes
+        error = ErrorInfo(
+            type=str(event.get(n.EXCEPTION_TYPE, "error")),
+            message=str(event.get(n.EXCEPTION_MESSAGE, "")),
+        )
+        cells += f"<tr><td><b>error</b></td><td>{error_html(error)}</td></tr>"
+    return f'<table class="wb-summary">{cells}</table>'
+
+
+def _steps_html(trace: Trace) -> tuple[str, str]:
+    """The steps' navigation links and one section per step, with its messages.
+
+    A step's record draws it when the trace came from a run; otherwise its model call's
+    captured content does: the first call's messages in full, then what each call added.
+    """
+    rows = trace.step_rows()
+    records = {(s.run_id, s.execution_id, s.index): s for s in trace.steps}
+    by_run: dict[str, list[StepRecord]] = {}
+    for each in trace.steps:
+        by_run.setdefault(each.run_id, []).append(each)
+    content = _model_content(trace)
+    links, sections = [], []
+    for i, row in enumerate(rows):
+        record = records.get((row["run_id"], row["execution_id"], row["step"]))
+        if record is not None:
+            body = _step_record_html(record, by_run[record.run_id])
+        else:
+            body = content.get(row["model_span_id"], "<p>no model call in this step</p>")
+        label = escape(str(row["label"]))
+        links.append(f'<a href="#step-{i}">{label}</a>')
+        sections.append(
+            f'<section class="wb-step-section" id="step-{i}"><b>step {label}</b>{body}</section>'
+        )
+    if rows and not trace.steps and not content:
+        sections.insert(
+            0,
+            "<p>The trace has no message content: it was recorded without it (a workbench run "
+            "keeps it with <code>Telemetry(capture_content=True)</code>).</p>",
+        )
+    return " · ".join(links), "".join(sections)
+
+
+def _step_record_html(record: StepRecord, steps: Sequence[StepRecord]) -> str:
+    from workbench.notebook.html import step_html
+
+    return step_html(record, steps)
+
+
+def _model_content(trace: Trace) -> Mapping[str, str]:
+    """Each model call's captured messages by span id: what it added to its agent's last call."""
     from workbench.notebook.html import messages_html
-    from workbench.telemetry.names import STEP_INDEX
     from workbench.telemetry.recover import messages_of_chat
 
-    try:
-        chats = conversation_chats(trace)
-    except TraceLoadError as exc:  # the model calls of unrelated runs: no one conversation
-        return f"<p>{escape(str(exc))}</p>"
-    conversations = [messages_of_chat(chat.attributes) for chat in chats]
-    if not any(conversations):
-        return (
-            "<p>The trace has no message content: it was recorded without it (a workbench "
-            "run keeps it with <code>Telemetry(capture_content=True)</code>).</p>"
-        )
-    sections: list[str] = []
-    before: tuple[Message, ...] = ()
-    for number, (chat, messages) in enumerate(zip(chats, conversations, strict=True), start=1):
-        new = messages[len(before) :] if messages[: len(before)] == before else messages
-        before = messages
-        step = chat.attributes.get(STEP_INDEX)
-        label = f"model call {number}" + (f" (step {step})" if step is not None else "")
-        sections.append(
-            f'<section class="wb-step-section"><b>{escape(label)}</b> · {escape(chat.name)}'
-            f"{messages_html(new, empty='no messages captured')}</section>"
-        )
-    return "".join(sections)
+    out: dict[str, str] = {}
+    before: dict[str, tuple[Message, ...]] = {}
+    agent_of = dict(zip((s.span_id for s in trace.tree.in_order()), trace.agent_at, strict=True))
+    for call in trace.model_calls():
+        try:
+            messages = messages_of_chat(call.attributes)
+        except TraceLoadError as exc:  # content a tracer wrote in a shape that is not messages
+            out[call.span_id] = f"<p class='wb-problem'>{escape(str(exc))}</p>"
+            continue
+        if not messages:
+            continue
+        agent = agent_of.get(call.span_id, "")
+        earlier = before.get(agent, ())
+        new = messages[len(earlier) :] if messages[: len(earlier)] == earlier else messages
+        before[agent] = messages
+        out[call.span_id] = f" · {escape(call.name)}{messages_html(new, empty='no new messages')}"
+    return out
 
 
 def _table_html(frame: pd.DataFrame) -> str:
@@ -184,50 +248,16 @@ def _table_html(frame: pd.DataFrame) -> str:
     return f'<div class="wb-table">{html}</div>'
 
 
-def _summary(result: RunResult) -> str:
-    from workbench.notebook.tables import steps_text
-
-    state = result.state
-    usage = result.usage
-    cost = "unknown" if usage.cost is None else f"${usage.cost:.6f}"
-    rows = {
-        "agent": state.agent_name,
-        "run": state.run_id,
-        "status": state.status.value,
-        "stop reason": state.stop_reason.value if state.stop_reason else "—",
-        "steps": steps_text(result.steps),
-        "tokens": f"{usage.input_tokens:,} in / {usage.output_tokens:,} out ({cost})",
-        "output": result.output or "—",
-    }
-    if state.rerun_of is not None:
-        rows["re-run of"] = f"{state.rerun_of.run_id} from step {state.rerun_of.step}"
-    error = None
-    if state.error is not None:  # a replay divergence shows its recorded / sent lines as a diff
-        from workbench.notebook.html import error_html
-
-        error = error_html(state.error)
-    return _rows_html(rows, error)
-
-
-def _rows_html(rows: dict[str, str], error: str | None = None) -> str:
-    """The summary's rows (text, escaped here), and an error row already in HTML."""
-    cells = "".join(f"<tr><td><b>{k}</b></td><td>{escape(v)}</td></tr>" for k, v in rows.items())
-    if error is not None:
-        cells += f"<tr><td><b>error</b></td><td>{error}</td></tr>"
-    return f'<table class="wb-summary">{cells}</table>'
-
-
 def write_report(
-    source: RunResult | AgentRun | Sequence[RunResult] | Trace,
+    source: TraceSource,
     path: str | Path,
     *,
-    telemetry: SpanSource | None = None,
-    spans: Spans | None = None,
+    telemetry: Telemetry | None = None,
     title: str | None = None,
 ) -> Path:
     """Write the report to ``path`` (folders are made); returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    html = report_html(source, telemetry=telemetry, spans=spans, title=title)
+    html = report_html(source, telemetry=telemetry, title=title)
     target.write_text(html, encoding="utf-8")
     return target

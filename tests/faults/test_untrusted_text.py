@@ -17,7 +17,7 @@ import pytest
 
 import workbench as wb
 from tests.test_browser import browser_context
-from workbench.notebook.data import run_view_data, trace_figures
+from workbench.notebook import trace_figures
 from workbench.report import write_report
 
 __all__ = ["browser_context"]  # the module-scoped fixture, used by name below
@@ -59,7 +59,7 @@ def figure_texts(figure: Any) -> list[str]:
 def test_no_figure_renders_run_data_as_markup(with_telemetry: bool) -> None:
     telemetry = wb.Telemetry(capture_content=True) if with_telemetry else None
     result = a_run(telemetry)
-    figures = trace_figures(run_view_data(result, telemetry=telemetry))
+    figures = trace_figures(wb.trace_of(result, telemetry=telemetry))
     texts = [t for f in figures.values() for t in figure_texts(f)]
     assert any("evil.example" in t for t in texts), "the run's data should be in the hovers"
     live = [t for t in texts if "<a" in t or "<b>fake" in t]

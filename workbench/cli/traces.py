@@ -23,12 +23,15 @@ from workbench.cli._common import (
     store_option,
     text_table,
 )
+from workbench.errors import TraceLoadError
 from workbench.report import trace_summary, write_report
 from workbench.telemetry import otlp_traces_endpoint, rebuild_telemetry
 from workbench.telemetry.load import load_trace
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from workbench.telemetry.trace import Trace
 
 __all__ = ["run_export", "run_push", "run_trace", "setup_export", "setup_push", "setup_trace"]
 
@@ -115,28 +118,45 @@ def run_trace(args: argparse.Namespace) -> int:
     table = trace.steps_df()
     echo()
     echo(_step_rows(table) if len(table) else "(no steps and no model calls)")
+    problems = trace.problems()
+    if problems:  # shown as missing above; say which values they were
+        echo(f"\n{len(problems)} value(s) could not be read:")
+        for line in problems[:20]:
+            echo(f"  {line}")
     if args.messages:
         echo()
-        messages = trace.messages()
-        for i, message in enumerate(messages):
-            echo(message_line(i, message))
-        if not messages:
-            echo("(no message content in the trace)")
+        _print_messages(trace)
     if args.output:
         path = write_report(trace, args.output)
         echo(f"\nwrote {path} ({path.stat().st_size / 1e6:.1f} MB, opens offline)")
     return 0
 
 
+def _print_messages(trace: Trace) -> None:
+    try:
+        messages = trace.messages()
+    except TraceLoadError as exc:  # content a tracer wrote in a shape that is not messages
+        echo(f"(the last model call's messages cannot be read: {exc})")
+        return
+    for i, message in enumerate(messages):
+        echo(message_line(i, message))
+    if not messages:
+        echo("(no message content in the trace)")
+
+
 def _step_rows(table: pd.DataFrame) -> str:
-    """The steps of a trace's ``steps_df()`` as `step_table` prints a stored run's."""
+    """The steps of a trace's ``steps_df()`` as `step_table` prints a stored run's.
+
+    The step column is the table's label (which says the agent in a trace of several), and the
+    calls column names each tool call with its outcome.
+    """
     rows: list[Sequence[str]] = [STEP_HEADER]
     for row in table.itertuples(index=False):
         rows.append(
             (
-                str(row.step),
+                str(row.label),
                 *(_ms(getattr(row, f"{p}_ms")) for p in ("prepare", "inference", "tools", "hooks")),
-                _count(row.tool_calls),
+                row.tools or "-",
                 f"{_count(row.input_tokens)}/{_count(row.output_tokens)}",
                 _text(row.status),
                 _text(row.stop_reason),

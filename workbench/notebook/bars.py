@@ -1,9 +1,10 @@
 """Per-step bar charts as plain HTML: time and tokens per step for the standalone report.
 
 The notebook draws these with plotly (`timing_figure`, `tokens_figure`); the report draws the
-same numbers (`timing_breakdown`, `step_table`) as rows of stacked ``div`` bars, because inlining
-plotly.js made every report 4.8 MB for two small charts. A bar's parts carry their value in a
-tooltip and the total is written beside it, so nothing needs a script.
+same numbers of the same `Trace` (`timing_breakdown`, `token_columns`) as rows of stacked
+``div`` bars, because inlining plotly.js made every report 4.8 MB for two small charts. A
+bar's parts carry their value in a tooltip and the total is written beside it, so nothing
+needs a script.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from workbench.notebook.tables import TIMING_PARTS, StepsOrFrame, timing_breakdown, token_columns
+from workbench.notebook.tables import TIMING_PARTS, timing_breakdown, token_columns
+from workbench.telemetry.trace import Trace
 
 __all__ = ["stacked_bars_html", "timing_bars_html", "tokens_bars_html"]
 
@@ -60,12 +62,9 @@ def stacked_bars_html(
     )
 
 
-def timing_bars_html(steps: StepsOrFrame) -> str:
-    """Where each step's time went (ms): prepare, inference, tools, hooks, continuation.
-
-    ``steps`` are step records, or a step table (a loaded trace's ``steps_df()``).
-    """
-    frame = timing_breakdown(steps)
+def timing_bars_html(trace: Trace) -> str:
+    """Where each step's time went (ms): prepare, inference, tools, hooks, continuation."""
+    frame = timing_breakdown(trace)
     rows = [  # by position: the labels are unique, but a row is read where it is
         (f"step {label}", dict(zip(TIMING_PARTS, map(float, values), strict=True)), "")
         for label, values in zip(frame.index, frame[list(TIMING_PARTS)].to_numpy(), strict=True)
@@ -73,14 +72,11 @@ def timing_bars_html(steps: StepsOrFrame) -> str:
     return stacked_bars_html(rows, TIMING_PARTS, unit="ms", empty="no steps yet")
 
 
-def tokens_bars_html(steps: StepsOrFrame) -> str:
-    """Input and output tokens per step, with the cost so far when the model has a price.
-
-    ``steps`` are step records, or a step table (a loaded trace's ``steps_df()``).
-    """
+def tokens_bars_html(trace: Trace) -> str:
+    """Input and output tokens per step, with the cost so far when the model has a price."""
     rows = []
     total: float | None = 0.0
-    for label, inputs, outputs, cost in zip(*token_columns(steps), strict=True):
+    for label, inputs, outputs, cost in zip(*token_columns(trace), strict=True):
         total = None if total is None or cost is None else total + cost
         note = f" · ${total:.6f} so far" if total else ""
         parts = {"input tokens": float(inputs), "output tokens": float(outputs)}

@@ -9,7 +9,6 @@ answered with the new window. The same ES module draws the standalone report's e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import anywidget
@@ -17,7 +16,9 @@ import traitlets
 
 from workbench.notebook.explorer_data import SpanFilter, SpanStatus
 from workbench.notebook.explorer_view import STATIC, ExplorerView
-from workbench.records import StepRecord
+from workbench.telemetry.core import Telemetry
+from workbench.telemetry.trace import Trace
+from workbench.traces import TraceSource, trace_of
 
 __all__ = ["TraceExplorer"]
 
@@ -28,11 +29,12 @@ _STATUSES: dict[str, SpanStatus] = {"ok": "ok", "error": "error", "unset": "unse
 class TraceExplorer(anywidget.AnyWidget):
     """Explore one trace: fold, search, filter, click a span for all of it.
 
-    ``TraceExplorer(result, telemetry=agent.telemetry)`` shows a live run's real spans;
-    ``TraceExplorer(result)`` a run without telemetry (spans rebuilt from its step records);
-    ``TraceExplorer(trace)`` a `wb.Trace`, OpenTelemetry spans, a span DataFrame or a list of
-    span dicts. ``select(span_id)`` and ``selected`` drive and read the selection from Python;
-    ``view`` is the `ExplorerView` behind it.
+    It shows whatever `workbench.trace_of` reads: ``TraceExplorer(result,
+    telemetry=agent.telemetry)`` a run's recorded spans; ``TraceExplorer(result)`` a run without
+    telemetry (the spans its records make); ``TraceExplorer(run)`` a run stopped anywhere (its
+    spans so far); ``TraceExplorer(trace)`` a `wb.Trace`, a file, a backend URL, a `Telemetry`
+    or OpenTelemetry spans. ``select(span_id)`` and ``selected`` drive and read the selection
+    from Python; ``view`` is the `ExplorerView` behind it, ``trace`` the trace.
     """
 
     _esm = STATIC / "explorer.js"
@@ -54,14 +56,9 @@ class TraceExplorer(anywidget.AnyWidget):
     slowest = traitlets.Int(0).tag(sync=True)
 
     def __init__(
-        self,
-        source: Any,
-        *,
-        telemetry: Any = None,
-        steps: Sequence[StepRecord] | None = None,
-        page_size: int = 40,
+        self, source: TraceSource, *, telemetry: Telemetry | None = None, page_size: int = 40
     ) -> None:
-        self.view = ExplorerView.from_source(source, telemetry=telemetry, steps=steps)
+        self.view = ExplorerView(trace_of(source, telemetry=telemetry))
         tree = self.view.tree
         super().__init__(
             page_size=page_size,
@@ -71,6 +68,11 @@ class TraceExplorer(anywidget.AnyWidget):
             rows=self.view.rows(0, page_size),
         )
         self.on_msg(self._on_message)
+
+    @property
+    def trace(self) -> Trace:
+        """The trace shown."""
+        return self.view.trace
 
     def select(self, span_id: str) -> None:
         """Select a span: open what hides it, scroll to it and show its detail."""

@@ -28,7 +28,6 @@ from typing import Any
 
 from workbench._json import loads
 from workbench.messages import Message, ThinkingPart
-from workbench.notebook.explorer_data import ExplorerSpan, SpanTree
 from workbench.notebook.html import (
     ROLE_COLOURS,
     _badge,
@@ -38,8 +37,9 @@ from workbench.notebook.html import (
     step_html,
     thinking_html,
 )
-from workbench.notebook.spans import span_category
 from workbench.records import StepRecord
+from workbench.telemetry.spandata import SpanData
+from workbench.telemetry.trace import Trace
 
 __all__ = [
     "CONTENT_ATTRIBUTES",
@@ -139,7 +139,7 @@ def _genai_part(part: Any) -> str:
         return (
             f'<div class="wb-tool-result">{_badge("result", "#fb8c00")}'
             f'<code style="font-size:11px;color:#666">{safe_text(part.get("id", ""))}</code>'
-            f"{_pre(_pretty(part.get('response', '')))}</div>"
+            f"{_pre(_pretty(part.get('response', part.get('result', ''))))}</div>"
         )
     return f"{_badge(str(kind or 'part'), '#636e72')}{_pre(_pretty(dict(part)))}"
 
@@ -183,7 +183,7 @@ def genai_message_boxes(value: object) -> list[str]:
     return out
 
 
-def _step_for(span: ExplorerSpan, steps: Sequence[StepRecord]) -> StepRecord | None:
+def _step_for(span: SpanData, steps: Sequence[StepRecord]) -> StepRecord | None:
     """The record of the span's step: same index, and same run and execution where it says.
 
     The records may be a whole run tree's, whose runs all have a step 1.
@@ -230,13 +230,13 @@ def _sent(messages: Sequence[Message], draw: Callable[[Message], str]) -> Detail
 
 
 def _record_content(
-    span: ExplorerSpan, steps: Sequence[StepRecord], draw: Callable[[Message], str]
+    span: SpanData, steps: Sequence[StepRecord], draw: Callable[[Message], str]
 ) -> list[DetailPiece]:
     """The span's content from its step record, or none when there is none to draw from."""
     step = _step_for(span, steps)
     if step is None:
         return []
-    category = span_category(span.name)
+    category = span.category
     if category == "step":
         return [step_html(step, steps)]
     if category == "model":
@@ -293,40 +293,39 @@ def _value(key: str, value: object) -> str:
     return f'<span style="white-space:pre-wrap;word-break:break-word">{safe_text(value)}</span>'
 
 
-def span_detail_html(tree: SpanTree, span: ExplorerSpan, steps: Sequence[StepRecord] = ()) -> str:
+def span_detail_html(trace: Trace, span: SpanData) -> str:
     """Everything about one span: header, content as messages, attributes, events, links.
 
-    The content comes from the span's step record when ``steps`` has it, else from the span's
+    The content comes from the span's step record when the trace has it, else from the span's
     content attributes: one of them, never both, the same messages twice would be noise.
     """
-    return joined_html(span_detail_pieces(tree, span, steps))
+    return joined_html(span_detail_pieces(trace, span))
 
 
 def span_detail_pieces(
-    tree: SpanTree,
-    span: ExplorerSpan,
-    steps: Sequence[StepRecord] = (),
-    draw: Callable[[Message], str] = message_html,
+    trace: Trace, span: SpanData, draw: Callable[[Message], str] = message_html
 ) -> list[DetailPiece]:
     """The pieces of `span_detail_html`, what other details repeat apart (see `Shared`).
 
     ``draw`` draws a message sent to the model: a `MessageBoxes` when building many details.
     """
-    origin = tree.start_ns
+    origin = trace.tree.start_ns
     colour = {"error": "#c62828", "ok": "#2e7d32"}.get(span.status, "#636e72")
     status = _badge(span.status, colour) + (
         f" {safe_text(span.status_message)}" if span.status_message else ""
     )
+    if span.in_progress:  # a stopped run's span still open: its end is when the trace was taken
+        status += _badge("in progress", "#e67e22")
     head = (
         f'<div class="wb-detail-head"><b>{safe_text(span.name)}</b> '
-        f"{_badge(span_category(span.name), '#6c5ce7')}{status}<br>"
+        f"{_badge(span.category, '#6c5ce7')}{status}<br>"
         f"<span style='font-size:12px;color:#555'>start {(span.start_ns - origin) / 1e6:.3f} ms"
         f" · {span.duration_ns / 1e6:.3f} ms · span <code>{safe_text(span.span_id)}</code>"
         f" · parent <code>{safe_text(span.parent_id or '—')}</code>"
         f"{' · ' + safe_text(span.kind) if span.kind else ''}"
         f"{' · scope ' + safe_text(span.scope) if span.scope else ''}</span></div>"
     )
-    content = _record_content(span, steps, draw) or _attribute_content(span.attributes)
+    content = _record_content(span, trace.steps, draw) or _attribute_content(span.attributes)
     events = "".join(
         f"<li><b>{safe_text(e.name)}</b> at {(e.time_ns - origin) / 1e6:.3f} ms"
         f"{_table(e.attributes, css='wb-event-attributes') if e.attributes else ''}</li>"

@@ -8,85 +8,40 @@ window; only a new filter or fold walks the tree again.
 
 from __future__ import annotations
 
-import gc
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench._record import collector_paused
 from workbench.notebook.explorer_data import (
-    ExplorerSpan,
     SpanFilter,
-    SpanTree,
-    explorer_spans,
     matching_positions,
     page_rows,
-    run_records,
     search_text,
     visible_positions,
 )
 from workbench.notebook.explorer_html import MessageBoxes, span_detail_html, span_detail_pieces
-from workbench.records import StepRecord
+from workbench.telemetry.trace import Trace
 
-__all__ = ["STATIC", "ExplorerView", "collector_paused", "explorer_page_html"]
+__all__ = ["STATIC", "ExplorerView", "explorer_page_html"]
 
 STATIC = Path(__file__).parent / "static"
 """The page side: ``explorer.js``, ``explorer.css``, and the report's ``explorer_static.js``."""
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for a block, leaving it as it was after."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 class ExplorerView:
-    """The explorer's state over one `SpanTree`: folds, filter, and the visible rows."""
+    """The explorer's state over one `Trace`: folds, filter, and the visible rows."""
 
-    def __init__(self, tree: SpanTree, steps: Sequence[StepRecord] = ()) -> None:
-        self.tree = tree
-        self.steps = tuple(steps)
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        with collector_paused():
+            self.tree = trace.tree
         self.collapsed: set[str] = set()
         self.filter = SpanFilter()
         self.matches: set[int] | None = None
         self._texts: list[str] | None = None
-        self.visible = visible_positions(tree)
-
-    @classmethod
-    def of(cls, spans: Sequence[ExplorerSpan], steps: Sequence[StepRecord] = ()) -> ExplorerView:
-        """A view of ``spans``, everything open and nothing filtered."""
-        return cls(SpanTree.of(spans), steps)
-
-    @classmethod
-    def from_source(
-        cls,
-        source: Any,
-        *,
-        telemetry: Any = None,
-        steps: Sequence[StepRecord] | None = None,
-    ) -> ExplorerView:
-        """A view of any source `explorer_spans` reads, with its step records when it has them.
-
-        A run's records are those of its whole tree, so a sub-run's spans show its messages.
-
-        The cyclic collector is paused while the records are built. They are tens of thousands
-        of small containers that cannot form a cycle, yet making them starts a full collection,
-        which walks the whole session's heap: at 50,000 spans after a long run that pass was
-        more than half of the time to open (`bench/view_build.py`).
-        """
-        with collector_paused():
-            spans = explorer_spans(source, telemetry=telemetry)
-            if steps is None:
-                records = run_records(source)
-                steps = records.tree_steps() if records is not None else ()
-            return cls.of(spans, steps)
+        self.visible = visible_positions(self.tree)
 
     def _refresh(self) -> None:
         self.visible = visible_positions(self.tree, self.collapsed, self.matches)
@@ -154,7 +109,7 @@ class ExplorerView:
         position = self.tree.positions.get(span_id)
         if position is None:
             return ""
-        return span_detail_html(self.tree, self.tree.span_at(position), self.steps)
+        return span_detail_html(self.trace, self.tree.span_at(position))
 
 
 def _page_span(view: ExplorerView, position: int) -> dict[str, Any]:
@@ -196,7 +151,7 @@ def _page_details(view: ExplorerView) -> tuple[list[str], dict[str, list[str | l
     for position in range(len(view.tree.order)):
         span = view.tree.span_at(position)
         items: list[str | list[int]] = []
-        for piece in span_detail_pieces(view.tree, span, view.steps, draw):
+        for piece in span_detail_pieces(view.trace, span, draw):
             if isinstance(piece, str):
                 items.append(piece)
             else:

@@ -18,7 +18,6 @@ from workbench.diff import RunDiff, diff
 from workbench.messages import Message
 from workbench.models.base import Model
 from workbench.notebook._output import finished, schedule, show, table_output
-from workbench.notebook.data import as_result, combine_results
 from workbench.notebook.edit import (
     MessageFormatError,
     keep_provenance,
@@ -31,6 +30,7 @@ from workbench.notebook.html import messages_html
 from workbench.notebook.stepper import ApprovalRow, Stepper
 from workbench.records import StepContext
 from workbench.state import ExecutionStatus, PendingCall
+from workbench.traces import combine_results
 
 __all__ = ["RerunPanel"]
 
@@ -68,7 +68,7 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         if agent is None:
             raise TypeError("RerunPanel needs the agent that made the run: RerunPanel(run, agent)")
         self.agent = agent
-        self.original = as_result(run)
+        self.original = _as_result(run)
         if not self.original.snapshots:
             raise ValueError("the run has no snapshots: it never started a step")
         self.fork: RunResult | None = None
@@ -268,3 +268,12 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
 def _error_html(text: str) -> str:
     return f'<div class="wb-error" style="color:#c62828">{escape(text)}</div>'
+
+
+def _as_result(run: RunSource) -> RunResult:
+    """One `RunResult` for a result, a stepped run, a Stepper or the results of each execution."""
+    if isinstance(run, RunResult):
+        return run
+    if isinstance(run, (AgentRun, Stepper)):
+        return run.result
+    return combine_results(list(run))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from html import escape
-from typing import Any, Literal
+from typing import Literal
 
 import ipywidgets as widgets
 
@@ -31,11 +31,12 @@ from workbench.notebook.html import (
     step_html,
     subrun_html,
 )
-from workbench.notebook.spans import run_span_rows, waterfall_figure
+from workbench.notebook.spans import waterfall_figure
 from workbench.notebook.tables import step_labels, steps_text
 from workbench.records import PhaseEvent
 from workbench.session import Session
 from workbench.state import PendingCall, Phase
+from workbench.traces import trace_of
 
 __all__ = ["ApprovalRow", "Stepper"]
 
@@ -392,7 +393,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                 self.timeline, html_output("<i>The timeline appears when the first step ends.</i>")
             )
             return
-        figure = waterfall_figure(timeline_spans(run), title=f"Timeline: {steps_text(steps)}")
+        figure = waterfall_figure(trace_of(run), title=f"Timeline: {steps_text(steps)}")
         show(self.timeline, figure_output(figure))
 
     def _follow(self) -> None:
@@ -448,18 +449,3 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             head = "<b>The run has not started</b>: its first messages"
         waiting = calls_html(self.run.pending_calls)
         self.messages.value = head + messages_html(live, empty="no new messages yet") + waiting
-
-
-def timeline_spans(run: AgentRun) -> list[dict[str, Any]]:
-    """The spans of the steps on the Stepper's timeline, with the sub-runs their calls started.
-
-    The run so far rebuilt as a stored run is (`run_span_rows`): the spans of its closed steps,
-    under a run span that says RUNNING while it goes on. A sub-run started by the step still
-    open is left out until that step closes: the ``execute_tool`` span it belongs under is
-    written with the step's record.
-    """
-    steps = run.steps
-    calls = {o.call_id for step in steps for o in step.tool_outcomes}
-    children = tuple(c for c in run.result.children if c.parent_call_id in calls)
-    so_far = RunResult(state=run.state, steps=steps, snapshots=run.snapshots, children=children)
-    return run_span_rows(so_far)

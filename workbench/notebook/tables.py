@@ -1,58 +1,36 @@
-"""Tables and per-step charts from step records: step table, timing breakdown, tokens, cost.
+"""Per-step charts of a trace: where each step's time went, and its tokens and cost.
 
-Plain functions of `StepRecord` sequences, so they work on any run (with or without telemetry, live
-or loaded from a store) and are tested without a browser.
+Plain functions of a `Trace` (`workbench.trace_of` makes one of any run or trace), reading its
+one step table (``trace.steps_df()``), so they draw any run (with or without telemetry, live or
+loaded from a store) and any loaded trace the same way, and are tested without a browser.
+`steps_text` and `step_labels` say how many step records a run has and label them, for the
+Stepper's step picker and a result's display.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
-from workbench.notebook.spans import hook_phase
 from workbench.records import StepRecord, step_labels
+from workbench.telemetry.trace import Trace
+from workbench.traces import RunSource, trace_of
 
 __all__ = [
-    "STEP_COLUMNS",
     "TIMING_PARTS",
-    "StepsOrFrame",
+    "agents_table",
+    "hook_phase",
     "step_labels",
-    "step_table",
     "steps_text",
     "timing_breakdown",
     "timing_figure",
     "token_columns",
     "tokens_figure",
 ]
-
-STEP_COLUMNS = (
-    "step",
-    "label",
-    "execution_id",
-    "status",
-    "stop_reason",
-    "prepare_ms",
-    "inference_ms",
-    "tools_ms",
-    "hooks_ms",
-    "continuation_ms",
-    "telemetry_ms",
-    "total_ms",
-    "ttft_ms",
-    "input_tokens",
-    "output_tokens",
-    "cost",
-    "tool_calls",
-    "messages_in",
-    "new_messages",
-    "hook_errors",
-)
-"""Columns of `step_table`, in order. Times are milliseconds as measured by the loop."""
 
 TIMING_PARTS: dict[str, str] = {
     "prepare": "#a4b0be",
@@ -62,6 +40,30 @@ TIMING_PARTS: dict[str, str] = {
     "continuation": "#ced6e0",
 }
 """The stacked parts of `timing_breakdown` and their colours."""
+
+_HOOK_PHASES = {
+    "PreToolUse": "tools",
+    "PostToolUse": "tools",
+    "PostToolUseFailure": "tools",
+    "Notification": "tools",
+    "SubagentStart": "tools",
+    "SubagentStop": "tools",
+    "PermissionRequest": "tools",
+    "PermissionDenied": "tools",
+    "Stop": "continuation",
+    "PreCompact": "prepare",
+}
+
+
+def hook_phase(event: str) -> str:
+    """The phase whose time includes a hook event's: prepare, tools, continuation or outside.
+
+    SessionStart, UserPromptSubmit and SessionEnd run between phases ("outside").
+
+    >>> hook_phase("PreToolUse"), hook_phase("SessionEnd")
+    ('tools', 'outside')
+    """
+    return _HOOK_PHASES.get(event, "outside")
 
 
 def steps_text(steps: Sequence[StepRecord]) -> str:
@@ -80,98 +82,60 @@ def steps_text(steps: Sequence[StepRecord]) -> str:
     return f"{count} {word} ({len(steps)} records: {resumed} resumed after a pause)"
 
 
-def step_table(steps: Sequence[StepRecord]) -> pd.DataFrame:
-    """One row per step record with its status, timing (ms), tokens, cost and tool calls."""
-    rows = []
-    for step, label in zip(steps, step_labels(steps), strict=True):
-        t = step.timing
-        rows.append(
-            (
-                step.index,
-                label,
-                step.execution_id,
-                step.status.value,
-                step.stop_reason.value if step.stop_reason is not None else None,
-                t.prepare * 1e3,
-                t.inference * 1e3,
-                t.tools * 1e3,
-                t.hooks * 1e3,
-                t.continuation * 1e3,
-                t.telemetry * 1e3,
-                t.total * 1e3,
-                t.time_to_first_token * 1e3 if t.time_to_first_token is not None else np.nan,
-                step.usage.input_tokens,
-                step.usage.output_tokens,
-                step.usage.cost if step.usage.cost is not None else np.nan,
-                ", ".join(f"{o.name}:{o.status}" for o in step.tool_outcomes),
-                len(step.messages_in),
-                len(step.new_messages),
-                len(step.hook_errors),
-            )
-        )
-    return pd.DataFrame(rows, columns=list(STEP_COLUMNS))
+def _hooks_by_phase(trace: Trace) -> dict[str, dict[str, float]]:
+    """For each step span, the milliseconds its hooks took inside each phase."""
+    tree = trace.tree
+    out: dict[str, dict[str, float]] = {}
+    for position in range(len(tree)):
+        span = tree.span_at(position)
+        parent = tree.parent_of(position)
+        if span.category != "hook" or parent is None:
+            continue
+        step = tree.span_at(parent)
+        if step.category != "step":
+            continue
+        phase = hook_phase(span.name.partition(" ")[2])
+        parts = out.setdefault(step.span_id, {})
+        parts[phase] = parts.get(phase, 0.0) + span.duration_ns / 1e6
+    return out
 
 
-StepsOrFrame: TypeAlias = Sequence[StepRecord] | pd.DataFrame
-"""Step records, or a step table with ``*_ms`` columns (`step_table`, ``Telemetry.steps_df()``)."""
-
-
-def timing_breakdown(steps: StepsOrFrame) -> pd.DataFrame:
+def timing_breakdown(trace: Trace) -> pd.DataFrame:
     """Where each step's time went, in ms, as parts that add up to the step's wall time.
 
     Hooks run inside a phase (PreToolUse inside TOOLS, Stop inside CONTINUATION, ...), so their
-    time is taken out of that phase and shown as its own part; nothing is counted twice. From
-    step records the phase of each hook is known; a step table only has the hooks' total, which
-    is taken out of tools, then continuation, then prepare. Indexed by step label.
+    time is taken out of that phase and shown as its own part; nothing is counted twice. Another
+    framework's step is its model call (inference) and the tool calls after it. Indexed by the
+    step table's labels.
     """
-    if isinstance(steps, pd.DataFrame):
-        return _breakdown_from_table(steps)
+    table = trace.steps_df()
+    hooks = _hooks_by_phase(trace)
     rows = []
-    for step in steps:
-        t = step.timing
+    for row in table.itertuples(index=False):
         parts = {
-            "prepare": t.prepare,
-            "inference": t.inference,
-            "tools": t.tools,
-            "continuation": t.continuation,
-            "hooks": 0.0,
+            part: _ms(getattr(row, f"{part}_ms")) for part in ("prepare", "inference", "tools")
         }
-        for hook in t.per_hook:
-            phase = hook_phase(hook.event)
-            if phase == "outside":  # between phases: its own time, on top of theirs
-                parts["hooks"] += hook.duration
-                continue
-            taken = min(hook.duration, parts[phase])
-            parts[phase] -= taken
+        parts["continuation"] = _ms(row.continuation_ms)
+        parts["hooks"] = 0.0
+        for phase, spent in hooks.get(row.span_id, {}).items():
+            taken = spent if phase == "outside" else min(spent, parts[phase])
+            if phase != "outside":
+                parts[phase] -= taken
             parts["hooks"] += taken
-        rows.append({part: parts[part] * 1e3 for part in TIMING_PARTS})
+        rows.append({part: parts[part] for part in TIMING_PARTS})
     frame = pd.DataFrame(rows, columns=list(TIMING_PARTS), dtype=float)
-    frame.index = pd.Index(step_labels(steps), name="step")
+    frame.index = pd.Index([str(label) for label in table["label"]], name="step")
     return frame
 
 
-def _breakdown_from_table(table: pd.DataFrame) -> pd.DataFrame:
-    frame = pd.DataFrame(
-        {part: table[f"{part}_ms"].fillna(0.0).astype(float).to_numpy() for part in TIMING_PARTS}
-    )
-    hooks = frame["hooks"].to_numpy().copy()
-    for phase in ("tools", "continuation", "prepare"):
-        taken = pd.Series(hooks).clip(upper=frame[phase]).to_numpy()
-        frame[phase] -= taken
-        hooks -= taken
-    frame.index = pd.Index(_table_labels(table), name="step")
-    return frame
+def _ms(value: float | None) -> float:
+    """A duration from the step table (NaN where the trace has none) as a number of ms."""
+    return 0.0 if value is None or pd.isna(value) else float(value)
 
 
-def _table_labels(table: pd.DataFrame) -> list[str]:
-    if "label" in table.columns:
-        return [str(label) for label in table["label"]]
-    return [str(step) for step in table["step"]]
-
-
-def timing_figure(steps: StepsOrFrame, *, title: str = "Time per step") -> go.Figure:
+def timing_figure(trace: Trace, *, title: str = "Time per step") -> go.Figure:
     """A stacked bar per step: prepare, inference, tools, hooks, continuation (ms)."""
-    frame = timing_breakdown(steps)
+    frame = timing_breakdown(trace)
     labels = np.array(frame.index, dtype=object)  # arrays: plotly checks lists item by item
     traces = [
         go.Bar(
@@ -201,33 +165,24 @@ _LAYOUT = {  # the legend under the plot: above it, a long title and the legend 
 }
 
 
-def token_columns(
-    steps: StepsOrFrame,
-) -> tuple[list[str], list[int], list[int], list[float | None]]:
+def token_columns(trace: Trace) -> tuple[list[str], list[int], list[int], list[float | None]]:
     """Per step: its label, input tokens, output tokens and cost (None where unknown)."""
-    if isinstance(steps, pd.DataFrame):
-        costs = steps["cost"].tolist() if "cost" in steps.columns else [None] * len(steps)
-        return (
-            _table_labels(steps),
-            [int(v) for v in steps["input_tokens"].fillna(0)],
-            [int(v) for v in steps["output_tokens"].fillna(0)],
-            [None if c is None or pd.isna(c) else float(c) for c in costs],
-        )
+    table = trace.steps_df()
     return (
-        step_labels(steps),
-        [s.usage.input_tokens for s in steps],
-        [s.usage.output_tokens for s in steps],
-        [s.usage.cost for s in steps],
+        [str(label) for label in table["label"]],
+        [int(v) for v in table["input_tokens"].fillna(0)],
+        [int(v) for v in table["output_tokens"].fillna(0)],
+        [None if pd.isna(c) else float(c) for c in table["cost"]],
     )
 
 
-def tokens_figure(steps: StepsOrFrame, *, title: str = "Tokens per step") -> go.Figure:
+def tokens_figure(trace: Trace, *, title: str = "Tokens per step") -> go.Figure:
     """Stacked input/output tokens per step, with the cumulative cost (USD) on a second axis.
 
     A step whose cost is unknown (no price for the model) breaks the cost line from there on,
     rather than pretending it was free; with no cost at all the line is left out.
     """
-    labels, inputs, outputs, costs = token_columns(steps)
+    labels, inputs, outputs, costs = token_columns(trace)
     x = np.array(labels, dtype=object)  # arrays: plotly checks lists item by item
     traces = [
         go.Bar(name="input tokens", x=x, y=np.array(inputs), marker={"color": "#74b9ff"}),
@@ -259,3 +214,11 @@ def tokens_figure(steps: StepsOrFrame, *, title: str = "Tokens per step") -> go.
         **_LAYOUT,
     )
     return go.Figure(data=traces, layout=layout)
+
+
+def agents_table(run: RunSource) -> pd.DataFrame:
+    """One row per agent of a run tree: its runs, steps, own tokens and cost, where time went.
+
+    The trace's agents table (`Trace.agents`), for a run.
+    """
+    return trace_of(run).agents()

@@ -1,40 +1,78 @@
-"""`TraceView`: one run's step table, span waterfall, timing breakdown and tokens.
+"""`TraceView`: a run or trace at a glance: its steps, span waterfall, time and tokens per step.
 
-The figures come from `workbench.notebook.data.trace_figures`; the widget only lays them out.
+The widget calls the one door (`workbench.trace_of`) once and lays out what the builders draw
+from that `Trace` (`trace_figures`, its step table and, for a run tree, its agents).
 """
 
 from __future__ import annotations
 
+from html import escape
+
 import ipywidgets as widgets
+import plotly.graph_objects as go
 
 from workbench.notebook._output import figure_output, show, table_output
-from workbench.notebook.data import Source, Spans, SpanSource, run_view_data, trace_figures
-from workbench.notebook.tables import steps_text
+from workbench.notebook.spans import waterfall_figure
+from workbench.notebook.stepper import Stepper
+from workbench.notebook.tables import timing_figure, tokens_figure
+from workbench.telemetry.core import Telemetry
+from workbench.telemetry.trace import Trace
+from workbench.traces import TraceSource, trace_of
 
-__all__ = ["TraceView"]
+__all__ = ["TraceView", "trace_figures", "trace_heading"]
+
+
+def trace_figures(trace: Trace) -> dict[str, go.Figure]:
+    """The waterfall, the timing breakdown and the tokens per step, by name."""
+    return {
+        "waterfall": waterfall_figure(trace),
+        "timing": timing_figure(trace),
+        "tokens": tokens_figure(trace),
+    }
+
+
+def trace_heading(trace: Trace) -> str:
+    """How many steps (and agents) the trace has, and what could not be read of it.
+
+    >>> trace_heading(Trace.of([]))
+    'no steps yet'
+    """
+    rows = trace.step_rows()
+    if not rows:
+        return "no steps yet"
+    agents = {row["agent"] for row in rows}
+    count = len({(row["agent"], row["run_id"], row["step"]) for row in rows})
+    text = f"{count} step{'s' if count != 1 else ''}"
+    if len(agents) > 1:
+        text += f" of {len(agents)} agents"
+    resumed = len(rows) - count
+    if resumed:
+        text += f" ({resumed} resumed after a pause)"
+    problems = trace.problems()
+    if problems:
+        text += f"; {len(problems)} value{'s' if len(problems) > 1 else ''} could not be read"
+    return text
 
 
 class TraceView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
-    """A run at a glance: the step table, a span waterfall, time and tokens per step.
+    """A run or trace at a glance: the step table, a span waterfall, time and tokens per step.
 
-    ``TraceView(result)`` works for any run; without ``telemetry=agent.telemetry`` its spans are
-    rebuilt from its step records, as ``workbench export`` writes them. ``table`` and
-    ``figures`` are the DataFrame and plotly figures shown, for further use; a run with
-    sub-agents also shows
-    ``agents``, one row per agent of the tree (`agents_table`), under the step table.
+    ``TraceView(result)`` works for any run, ``TraceView(trace)`` for a loaded trace; with
+    ``telemetry=agent.telemetry`` a run's recorded spans are shown, without it the spans its
+    records make (the same spans, as ``workbench export`` writes them). ``trace`` is what it
+    shows; ``table`` and ``figures`` are the DataFrame and plotly figures, for further use; a
+    trace of several agents also shows ``agents``, one row per agent, under the step table.
     """
 
     def __init__(
-        self,
-        source: Source,
-        *,
-        telemetry: SpanSource | None = None,
-        spans: Spans | None = None,
+        self, source: TraceSource | Stepper, *, telemetry: Telemetry | None = None
     ) -> None:
-        self.data = run_view_data(source, telemetry=telemetry, spans=spans)
-        self.table = self.data.table
-        self.figures = trace_figures(self.data)
-        self.agents = self.data.agents
+        run = source.run if isinstance(source, Stepper) else source
+        self.trace = trace_of(run, telemetry=telemetry)
+        self.table = self.trace.steps_df()
+        self.figures = trace_figures(self.trace)
+        agents = self.trace.agents()
+        self.agents = agents if len(agents) > 1 else None
         tables = {"table": self.table}
         if self.agents is not None:  # a run tree: what each agent took, under the step table
             tables["agents"] = self.agents
@@ -43,5 +81,9 @@ class TraceView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             show(self.outputs[name], table_output(frame))
         for name, figure in self.figures.items():
             show(self.outputs[name], figure_output(figure))
-        heading = widgets.HTML(f"<b>{steps_text(self.data.steps)}</b>" if self.data.steps else "")
+        problems = "".join(f"<li>{escape(p)}</li>" for p in self.trace.problems()[:20])
+        heading = widgets.HTML(
+            f"<b>{escape(trace_heading(self.trace))}</b>"
+            + (f"<ul class='wb-problems'>{problems}</ul>" if problems else "")
+        )
         super().__init__([heading, *self.outputs.values()])

@@ -230,22 +230,22 @@ class Telemetry:
         return write_otlp_json(self._select(trace_id), path, self.redactor)
 
     def spans_df(self) -> pd.DataFrame:
-        """One row per span; columns in `workbench.telemetry.frames.SPAN_COLUMNS`."""
-        from workbench.telemetry.frames import spans_frame
-
-        return spans_frame(self.spans)
+        """One row per span collected (`Trace.spans_df` of every span: ``frames.SPAN_COLUMNS``)."""
+        return self._whole().spans_df()
 
     def steps_df(self) -> pd.DataFrame:
-        """One row per step span; columns in `workbench.telemetry.frames.STEP_COLUMNS`."""
-        from workbench.telemetry.frames import steps_frame
-
-        return steps_frame(self.spans)
+        """One row per step (`Trace.steps_df` of every span: ``frames.STEP_COLUMNS``)."""
+        return self._whole().steps_df()
 
     def timing_df(self) -> pd.DataFrame:
-        """Where the time went, one row per timed part; columns in `frames.TIMING_COLUMNS`."""
-        from workbench.telemetry.frames import timing_frame
+        """Where the time went (`Trace.timing_df` of every span: ``frames.TIMING_COLUMNS``)."""
+        return self._whole().timing_df()
 
-        return timing_frame(self.spans)
+    def _whole(self) -> Trace:
+        """Every span collected, as one `Trace` (empty when there are none yet)."""
+        from workbench.telemetry.trace import Trace
+
+        return Trace.from_spans(self.spans)
 
     # -- delivery -------------------------------------------------------------------------------
 

@@ -1,42 +1,45 @@
-"""pandas DataFrames of collected spans: spans, steps, and where the time went.
+"""pandas DataFrames of a trace: spans, steps, and where the time went.
 
-Columns (times are UTC ``datetime64``; durations are milliseconds):
+`Trace.spans_df`, `steps_df` and `timing_df` build these (and `Telemetry`'s are the same
+tables of its trace); the rows come from `workbench.telemetry.derive`. Times are UTC
+datetimes, to the nanosecond (to the microsecond in a trace whose times nanoseconds cannot
+hold: a clock set to the year 2500 still shows); durations are milliseconds; a number a tracer
+wrote as something else is NaN (`Trace.problems` names it).
 
-``spans_df``  (`SPAN_COLUMNS`)
-    trace_id, span_id, parent_span_id, name, kind, operation (``gen_ai.operation.name``),
-    start, end, duration_ms, status (UNSET / OK / ERROR), error_type, run_id, execution_id,
-    step, snapshot_id, model, tool, input_tokens, output_tokens, attributes (dict of all);
-    model and tokens also from OpenInference's ``llm.model_name`` and ``llm.token_count.*``.
-``steps_df``  (`STEP_COLUMNS`), one row per ``workbench.step`` span (per model call without any)
-    trace_id, run_id, execution_id, step, snapshot_id, status, stop_reason, start, duration_ms,
-    prepare_ms, inference_ms, tools_ms, hooks_ms, continuation_ms, telemetry_ms, ttft_ms,
-    input_tokens, output_tokens, tool_calls.
+``spans_df``  (`SPAN_COLUMNS`), one row per span in start order
+    trace_id, span_id, parent_span_id, name, kind, category, operation
+    (``gen_ai.operation.name``), agent, start, end, duration_ms, status (UNSET / OK / ERROR),
+    error_type, run_id, execution_id, step, snapshot_id, model, tool, input_tokens,
+    output_tokens, in_progress, attributes (dict of all); model, tool and tokens under any of
+    the names tracers write them (the conventions', their older ones, OpenInference's).
+``steps_df``  (`STEP_COLUMNS`), one row per step (per model call in another framework's trace)
+    trace_id, span_id (the step's span), run_id, agent, execution_id, step, label (unique: the
+    step, and whose, which run, resumed), snapshot_id, status, stop_reason, start,
+    duration_ms, prepare_ms, inference_ms, tools_ms, hooks_ms, continuation_ms, telemetry_ms,
+    ttft_ms, input_tokens, output_tokens, cost, tool_calls (how many), tools
+    (``name:status, ...``), errors (failed spans in the step), in_progress.
 ``timing_df`` (`TIMING_COLUMNS`), one row per timed part of a step, ready to stack
-    trace_id, run_id, execution_id, step, component (prepare / inference / tool / hook /
+    trace_id, run_id, agent, execution_id, step, component (prepare / inference / tool / hook /
     continuation / telemetry), name (span name, or ``telemetry``), start, duration_ms.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import groupby
-from operator import attrgetter
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workbench.telemetry import names as n
-from workbench.telemetry.spandata import SpanData, span_outline
+from workbench.telemetry.derive import TimingRow, number
+from workbench.telemetry.spandata import SpanData
 
 if TYPE_CHECKING:
     import pandas as pd
-    from opentelemetry.sdk.trace import ReadableSpan
 
 
 __all__ = [
     "SPAN_COLUMNS",
     "STEP_COLUMNS",
     "TIMING_COLUMNS",
-    "in_start_order",
-    "model_calls",
     "spans_frame",
     "steps_frame",
     "timing_frame",
@@ -48,7 +51,9 @@ SPAN_COLUMNS = (
     "parent_span_id",
     "name",
     "kind",
+    "category",
     "operation",
+    "agent",
     "start",
     "end",
     "duration_ms",
@@ -62,13 +67,17 @@ SPAN_COLUMNS = (
     "tool",
     "input_tokens",
     "output_tokens",
+    "in_progress",
     "attributes",
 )
 STEP_COLUMNS = (
     "trace_id",
+    "span_id",
     "run_id",
+    "agent",
     "execution_id",
     "step",
+    "label",
     "snapshot_id",
     "status",
     "stop_reason",
@@ -83,11 +92,16 @@ STEP_COLUMNS = (
     "ttft_ms",
     "input_tokens",
     "output_tokens",
+    "cost",
     "tool_calls",
+    "tools",
+    "errors",
+    "in_progress",
 )
 TIMING_COLUMNS = (
     "trace_id",
     "run_id",
+    "agent",
     "execution_id",
     "step",
     "component",
@@ -95,13 +109,15 @@ TIMING_COLUMNS = (
     "start",
     "duration_ms",
 )
-_COMPONENTS = {
-    n.SPAN_PREPARE: "prepare",
-    n.SPAN_CHAT: "inference",
-    n.SPAN_TOOL: "tool",
-    n.SPAN_HOOK: "hook",
-    n.SPAN_CONTINUATION: "continuation",
-}
+_NUMBERS = (
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    *(c for c in STEP_COLUMNS if c.endswith("_ms")),
+)
+"""Columns of numbers: a value a tracer wrote as something else is NaN there."""
+_NS_LIMIT = 2**63 - 1
+"""The largest time in nanoseconds a ``datetime64[ns]`` holds (April 2262)."""
 
 
 def _pandas() -> Any:
@@ -112,101 +128,53 @@ def _pandas() -> Any:
     return pandas
 
 
-def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+def _times(values: Sequence[int]) -> Any:
+    """Epoch nanoseconds as UTC datetimes: nanoseconds when they fit, else microseconds."""
     pandas = _pandas()
-    frame = pandas.DataFrame(rows, columns=list(columns))
-    for column in ("start", "end"):
-        if column in frame:
-            frame[column] = pandas.to_datetime(frame[column], unit="ns", utc=True)
+    if all(-_NS_LIMIT <= v <= _NS_LIMIT for v in values):
+        return pandas.to_datetime(pandas.Series(values, dtype="int64"), unit="ns", utc=True)
+    micro = pandas.Series([v // 1000 for v in values], dtype="int64")
+    return micro.astype("datetime64[us]").dt.tz_localize("UTC")
+
+
+def _frame(columns: Mapping[str, Sequence[Any]], order: Sequence[str]) -> pd.DataFrame:
+    pandas = _pandas()
+    frame = pandas.DataFrame({name: columns[name] for name in order}, columns=list(order))
+    for name in ("start", "end"):
+        if name in frame:
+            frame[name] = _times(list(columns[name]))
+    for name in _NUMBERS:
+        if name in frame:
+            frame[name] = pandas.to_numeric(frame[name], errors="coerce")
     return frame
 
 
-def _ms(ns: int) -> float:
-    return ns / 1e6
-
-
-def _seconds_ms(value: Any) -> float | None:
-    return None if value is None else float(value) * 1e3
-
-
-def _common(span: SpanData) -> dict[str, Any]:
-    attributes = span.attributes
-    return {
-        "trace_id": span.trace_id,
-        "run_id": attributes.get(n.RUN_ID),
-        "execution_id": attributes.get(n.EXECUTION_ID),
-        "step": attributes.get(n.STEP_INDEX),
-    }
-
-
-Spans = Sequence["ReadableSpan"] | Sequence["SpanData"]
-"""SDK spans (a `Telemetry`'s) or `SpanData` (a `Trace`'s): every frame reads either."""
-
-
-def _data(spans: Spans) -> list[SpanData]:
-    """The spans as `SpanData`; SDK spans in outline, since no frame shows events or resources."""
-    return [s if isinstance(s, SpanData) else span_outline(s) for s in spans]
-
-
-def in_start_order(spans: Sequence[SpanData]) -> list[SpanData]:
-    """The spans by start time, a parent before the children that start at the same instant.
-
-    A run, its first step and the step's first phase often start within the clock's
-    resolution, and spans are finished (so exported) children first: by time alone a run's
-    first span would be its innermost phase.
-    """
-    ordered = sorted(spans, key=attrgetter("start_ns"))
-    starts = [s.start_ns for s in ordered]
-    if len(set(starts)) == len(starts):  # no two start together: nothing to reorder
-        return ordered
-    grouped = groupby(ordered, key=attrgetter("start_ns"))
-    return [s for _, group in grouped for s in _parents_first(list(group))]
-
-
-def _parents_first(group: list[SpanData]) -> list[SpanData]:
-    """Spans starting together, each after its ancestors among them.
-
-    A loop of parents (a damaged file) stops the walk up at a span it has seen.
-    """
-    if len(group) == 1:
-        return group
-    parent = {s.span_id: s.parent_id for s in group}
-
-    def depth(span_id: str) -> int:
-        seen = {span_id}
-        while (up := parent.get(span_id)) is not None and up in parent and up not in seen:
-            seen.add(up)
-            span_id = up
-        return len(seen)
-
-    return sorted(group, key=lambda s: depth(s.span_id))
-
-
-def spans_frame(spans: Spans) -> pd.DataFrame:
-    """One row per span, in start order (SDK spans, or `SpanData` of a loaded trace).
+def spans_frame(spans: Sequence[SpanData], agents: Sequence[str]) -> pd.DataFrame:
+    """One row per span, in the order given (``agents[i]``: the agent of ``spans[i]``).
 
     Built column by column (one list per column, filled in one pass) rather than from a dict per
-    row: pandas makes a frame from lists several times faster, which is what keeps 100,000 spans
-    within a notebook's patience.
+    row: pandas makes a frame from lists several times faster.
     """
-    ordered = in_start_order(_data(spans))
     columns: dict[str, list[Any]] = {name: [] for name in SPAN_COLUMNS}
-    (trace_ids, span_ids, parent_ids, names, kinds, operations, starts, ends, durations, statuses,
-     error_types, run_ids, execution_ids, steps, snapshot_ids, models, tools, input_tokens,
-     output_tokens, attribute_dicts) = columns.values()  # fmt: skip
-    for span in ordered:
-        attributes = dict(span.attributes)
+    (trace_ids, span_ids, parent_ids, names, kinds, categories, operations, agent_names, starts,
+     ends, durations, statuses, error_types, run_ids, execution_ids, steps, snapshot_ids, models,
+     tools, input_tokens, output_tokens, in_progress, attribute_dicts,
+     ) = columns.values()  # fmt: skip
+    for span, agent in zip(spans, agents, strict=True):
+        attributes = span.attributes
         get = attributes.get
-        start, end = span.start_ns, span.end_ns
+        category = span.category
         trace_ids.append(span.trace_id)
         span_ids.append(span.span_id)
         parent_ids.append(span.parent_id)
         names.append(span.name)
         kinds.append(span.kind)
+        categories.append(category)
         operations.append(get(n.OPERATION))
-        starts.append(start)
-        ends.append(end)
-        durations.append((end - start) / 1e6)
+        agent_names.append(agent)
+        starts.append(span.start_ns)
+        ends.append(span.end_ns)
+        durations.append(span.duration_ns / 1e6)
         statuses.append(span.status.upper())
         error_types.append(get(n.ERROR_TYPE))
         run_ids.append(get(n.RUN_ID))
@@ -214,101 +182,37 @@ def spans_frame(spans: Spans) -> pd.DataFrame:
         steps.append(get(n.STEP_INDEX))
         snapshot_ids.append(get(n.SNAPSHOT_ID))
         models.append(get(n.RESPONSE_MODEL) or get(n.REQUEST_MODEL) or get(n.OI_MODEL))
-        tools.append(get(n.TOOL_NAME))
+        tools.append(get(n.TOOL_NAME, get(n.OI_TOOL_NAME)) if category == "tool" else None)
         tokens_in, tokens_out = n.tokens_of(attributes)
-        input_tokens.append(tokens_in)
-        output_tokens.append(tokens_out)
-        attribute_dicts.append(attributes)
-    pandas = _pandas()
-    frame = pandas.DataFrame(columns)
-    for column in ("start", "end"):
-        frame[column] = pandas.to_datetime(frame[column], unit="ns", utc=True)
-    return frame
+        input_tokens.append(number(tokens_in))
+        output_tokens.append(number(tokens_out))
+        in_progress.append(span.in_progress)
+        attribute_dicts.append(dict(attributes))
+    return _frame(columns, SPAN_COLUMNS)
 
 
-def _is_step(span: SpanData) -> bool:
-    return span.name.startswith(n.SPAN_STEP + " ")
+def steps_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """The step table of `derive.step_rows`' rows."""
+    columns = {name: [row.get(name) for row in rows] for name in STEP_COLUMNS}
+    return _frame(columns, STEP_COLUMNS)
 
 
-def _step_row(span: SpanData) -> dict[str, Any]:
-    a = span.attributes
-    start, end = span.start_ns, span.end_ns
-    return {
-        **_common(span),
-        "snapshot_id": a.get(n.SNAPSHOT_ID),
-        "status": a.get(n.STEP_STATUS),
-        "stop_reason": a.get(n.STEP_STOP_REASON),
-        "start": start,
-        "duration_ms": _ms(end - start),
-        "prepare_ms": _seconds_ms(a.get(n.TIMING_PREPARE)),
-        "inference_ms": _seconds_ms(a.get(n.TIMING_INFERENCE)),
-        "tools_ms": _seconds_ms(a.get(n.TIMING_TOOLS)),
-        "hooks_ms": _seconds_ms(a.get(n.TIMING_HOOKS)),
-        "continuation_ms": _seconds_ms(a.get(n.TIMING_CONTINUATION)),
-        "telemetry_ms": _seconds_ms(a.get(n.TIMING_TELEMETRY)),
-        "ttft_ms": _seconds_ms(a.get(n.TIMING_TTFT)),
-        "input_tokens": a.get(n.STEP_INPUT_TOKENS),
-        "output_tokens": a.get(n.STEP_OUTPUT_TOKENS),
-        "tool_calls": a.get(n.STEP_TOOL_CALLS),
-    }
-
-
-def model_calls(spans: Sequence[SpanData]) -> list[SpanData]:
-    """The model call spans, in the order given.
-
-    Spans with ``gen_ai.operation.name`` = ``chat`` (the conventions), or OpenInference's
-    ``openinference.span.kind`` = ``LLM`` for a trace with no GenAI operation names.
-    """
-    chats = [s for s in spans if s.attributes.get(n.OPERATION) == n.OP_CHAT]
-    if chats:
-        return chats
-    return [s for s in spans if s.attributes.get(n.OI_SPAN_KIND) == "LLM"]
-
-
-def _model_call_row(span: SpanData, number: int) -> dict[str, Any]:
-    tokens_in, tokens_out = n.tokens_of(span.attributes)
-    duration = _ms(span.end_ns - span.start_ns)
-    return {
-        **{column: None for column in STEP_COLUMNS},
-        **_common(span),
-        "step": number,
-        "start": span.start_ns,
-        "duration_ms": duration,
-        "inference_ms": duration,
-        "input_tokens": tokens_in,
-        "output_tokens": tokens_out,
-    }
-
-
-def steps_frame(spans: Spans) -> pd.DataFrame:
-    """One row per step span, in start order, with the step's timing breakdown.
-
-    A trace with no step spans (another framework's) has a row per model call, numbered as
-    `Trace.messages` and `Agent.rerun_from_trace` number its steps.
-    """
-    ordered = in_start_order(_data(spans))
-    rows = [_step_row(s) for s in ordered if _is_step(s)]
-    if not rows:
-        rows = [_model_call_row(c, i) for i, c in enumerate(model_calls(ordered), start=1)]
-    return _frame(rows, STEP_COLUMNS)
-
-
-def _timing_rows(span: SpanData) -> list[dict[str, Any]]:
-    start, end = span.start_ns, span.end_ns
-    if _is_step(span):
-        overhead = span.attributes.get(n.TIMING_TELEMETRY)
-        if overhead is None:
-            return []
-        row = {"component": "telemetry", "name": "telemetry", "start": start}
-        return [{**_common(span), **row, "duration_ms": _seconds_ms(overhead)}]
-    component = _COMPONENTS.get(span.name.split(" ", 1)[0])
-    if component is None:
-        return []
-    row = {"component": component, "name": span.name, "start": start}
-    return [{**_common(span), **row, "duration_ms": _ms(end - start)}]
-
-
-def timing_frame(spans: Spans) -> pd.DataFrame:
-    """The timed parts of every step (phases, model calls, tools, hooks, telemetry overhead)."""
-    rows = [r for s in in_start_order(_data(spans)) for r in _timing_rows(s)]
-    return _frame(rows, TIMING_COLUMNS)
+def timing_frame(rows: Sequence[TimingRow]) -> pd.DataFrame:
+    """The timing table of `derive.timing_rows`' rows."""
+    columns: dict[str, list[Any]] = {name: [] for name in TIMING_COLUMNS}
+    for row in rows:
+        get = row.span.attributes.get
+        values = (
+            row.span.trace_id,
+            get(n.RUN_ID),
+            row.agent,
+            get(n.EXECUTION_ID),
+            get(n.STEP_INDEX),
+            row.component,
+            row.name,
+            row.start_ns,
+            row.duration_ms,
+        )
+        for name, value in zip(TIMING_COLUMNS, values, strict=True):
+            columns[name].append(value)
+    return _frame(columns, TIMING_COLUMNS)

@@ -21,16 +21,14 @@ that is none of these, ids of the wrong length, a backend that is down, slow, or
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import re
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from workbench._record import collector_paused
 from workbench.errors import TraceLoadError
 from workbench.redact import redacted
 from workbench.telemetry._fetch import Fetch
@@ -67,7 +65,7 @@ def _load(source: str | Path, trace_id: str | None, timeout: float) -> Trace:
         with Fetch(timeout=timeout, read=_json_values) as fetch:
             spans = read(base, rest, fetch)
     else:
-        with _bulk():
+        with collector_paused():
             spans = spans_from_document(_document(source))
     if trace_id is not None:
         spans = [s for s in spans if s.trace_id == trace_id.lower()]
@@ -79,23 +77,6 @@ def _load(source: str | Path, trace_id: str | None, timeout: float) -> Trace:
 
 
 # -- reading the source ------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _bulk() -> Iterator[None]:
-    """No cyclic garbage collection while a document is read into spans.
-
-    Reading makes hundreds of thousands of objects that all stay alive; every collection of the
-    oldest generation would walk all of them again (quadratic in the trace). Nothing read makes
-    a reference cycle, so the collector has nothing to find until the reading is done.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _name(source: str | Path) -> str:

@@ -86,10 +86,12 @@ ERROR_TYPE: Final = "error.type"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
 
+OLDER_INPUT_TOKENS: Final = "gen_ai.usage.prompt_tokens"
+OLDER_OUTPUT_TOKENS: Final = "gen_ai.usage.completion_tokens"
 OLDER_NAMES: Final = {
     PROVIDER: "gen_ai.system",
-    USAGE_INPUT_TOKENS: "gen_ai.usage.prompt_tokens",
-    USAGE_OUTPUT_TOKENS: "gen_ai.usage.completion_tokens",
+    USAGE_INPUT_TOKENS: OLDER_INPUT_TOKENS,
+    USAGE_OUTPUT_TOKENS: OLDER_OUTPUT_TOKENS,
 }
 """The names these attributes had before (``gen_ai.system`` until 1.37; ``prompt_tokens`` and
 ``completion_tokens`` until 1.27), for ``Telemetry(conventions="older" | "both")``."""
@@ -99,16 +101,28 @@ OI_SPAN_KIND: Final = "openinference.span.kind"
 OI_MODEL: Final = "llm.model_name"
 OI_INPUT_TOKENS: Final = "llm.token_count.prompt"
 OI_OUTPUT_TOKENS: Final = "llm.token_count.completion"
+OI_TOOL_NAME: Final = "tool.name"
 """OpenInference's names for what the conventions call ``gen_ai.response.model`` and
 ``gen_ai.usage.{input,output}_tokens`` (a Phoenix trace has only these)."""
+LLM_REQUEST_TYPE: Final = "llm.request.type"
+"""OpenLLMetry's ``chat`` / ``completion`` on a model call (its mid-2025 spans have no
+``gen_ai.operation.name``)."""
 
 
 def tokens_of(attributes: Mapping[str, Any]) -> tuple[Any, Any]:
-    """A model span's input and output tokens, under the conventions' names or OpenInference's."""
+    """A model span's input and output tokens, under whichever name its tracer wrote them.
+
+    The conventions' current names, their older ones (``prompt_tokens`` / ``completion_tokens``,
+    which OpenLLMetry and ``Telemetry(conventions="older")`` write), or OpenInference's.
+    """
     return (
-        attributes.get(USAGE_INPUT_TOKENS, attributes.get(OI_INPUT_TOKENS)),
-        attributes.get(USAGE_OUTPUT_TOKENS, attributes.get(OI_OUTPUT_TOKENS)),
+        _first(attributes, USAGE_INPUT_TOKENS, OLDER_INPUT_TOKENS, OI_INPUT_TOKENS),
+        _first(attributes, USAGE_OUTPUT_TOKENS, OLDER_OUTPUT_TOKENS, OI_OUTPUT_TOKENS),
     )
+
+
+def _first(attributes: Mapping[str, Any], *keys: str) -> Any:
+    return next((attributes[k] for k in keys if k in attributes), None)
 
 
 def renamed(attributes: dict[str, Any], conventions: Conventions) -> dict[str, Any]:
@@ -154,6 +168,8 @@ STEP_STOP_REASON: Final = "workbench.step.stop_reason"
 STEP_INPUT_TOKENS: Final = "workbench.step.input_tokens"
 STEP_OUTPUT_TOKENS: Final = "workbench.step.output_tokens"
 STEP_TOOL_CALLS: Final = "workbench.step.tool_calls"
+STEP_COST: Final = "workbench.step.cost_usd"
+"""The step's model call's cost in USD, when the model has a price."""
 STEP_MESSAGE_COUNT: Final = "workbench.step.message_count"
 STEP_RESUMED: Final = "workbench.step.resumed"
 TOOLS_OFFERED: Final = "workbench.tools.offered"

@@ -108,8 +108,10 @@ def _json(attributes: Mapping[str, Any], key: str, default: Any) -> Any:
     value = attributes.get(key)
     if value is None:
         return default
+    if isinstance(value, (list, tuple)):  # a reader that kept the structure
+        return list(value)
     if not isinstance(value, str):
-        return value
+        raise TraceLoadError(f"{key} is not messages: {_excerpt(repr(value))}")
     try:
         decoded = read_json(value)
     except ValueError:

@@ -1,13 +1,14 @@
-"""`Trace` and `SpanData`: a trace as plain frozen data, whatever it came from.
+"""`Trace`: the one trace model every view draws from, whatever the trace came from.
 
-A live run's in-memory spans (`Trace.from_spans`), an OTLP or Jaeger JSON file and a trace pulled
-from a backend (`workbench.telemetry.load.load_trace`) all become the same value, which the
-DataFrame helpers, `TraceView` and the trace explorer read. It needs neither OpenTelemetry nor
-pandas until a DataFrame is asked for.
+A live run's spans, a stored run's (written from its records), a run stopped anywhere (its
+spans so far), an OTLP or Jaeger file and a trace pulled from a backend all become a `Trace`
+(through `workbench.trace_of`, the one door): its `SpanData` in start order, and, when it came
+from a run, the run tree's step records (the richer source of what a step sent and got). What
+the views read is derived from it once, here: the span tree (`tree`), the step table, the
+timing table, the model calls, the errors, the agents. TraceView, the trace explorer, the
+Stepper's timeline, the report, ``workbench trace`` and the DataFrames read nothing else.
 
-Ids are lowercase hex (32 digits for a trace, 16 for a span), times integer nanoseconds since
-the epoch, ``kind`` the OTel span kind's name (``INTERNAL``, ``CLIENT``, ``SERVER``, ``PRODUCER``,
-``CONSUMER``), ``status`` one of ``unset``, ``ok``, ``error``.
+It needs neither OpenTelemetry nor pandas until SDK spans are read or a DataFrame is asked for.
 """
 
 from __future__ import annotations
@@ -16,75 +17,199 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import PrivateAttr
+
 from workbench._record import Record
 from workbench.errors import StepNotInTrace, TraceLoadError
 from workbench.messages import Message
+from workbench.records import StepRecord
 from workbench.telemetry import names as n
-from workbench.telemetry.frames import (
-    in_start_order,
-    model_calls,
-    spans_frame,
-    steps_frame,
-    timing_frame,
+from workbench.telemetry.derive import (
+    SpanError,
+    agents_by_position,
+    error_of,
+    problems,
+    step_rows,
+    timing_rows,
 )
 from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.spandata import SpanData, SpanEvent, SpanLink, span_data
+from workbench.telemetry.tree import SpanTree, in_start_order, nest_subruns
 
 if TYPE_CHECKING:
     import pandas as pd
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["SpanData", "SpanEvent", "SpanLink", "Trace", "conversation_chats", "no_step"]
+__all__ = [
+    "AGENT_COLUMNS",
+    "SpanData",
+    "SpanError",
+    "SpanEvent",
+    "SpanLink",
+    "Trace",
+    "conversation_chats",
+    "no_step",
+]
+
+AGENT_COLUMNS = (
+    "agent",
+    "runs",
+    "steps",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "inference_ms",
+    "tools_ms",
+    "hooks_ms",
+)
+"""Columns of `Trace.agents`; an agent's tokens and cost are its own model calls', not those it
+charged from its sub-runs, so the column sums are the tree's."""
 
 
 class Trace(Record):
     """The spans of one trace (a file holding several keeps them all; ``trace_id`` is the first's).
 
-    ``spans`` are in start order.
+    ``spans`` are in start order. ``steps`` are the step records of the run tree the trace was
+    made from (none for a loaded trace): the explorer and the report draw a step's messages
+    from them.
     """
 
     trace_id: str
     spans: tuple[SpanData, ...]
+    steps: tuple[StepRecord, ...] = ()
+    _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
+    """What is derived from ``spans``, built on first use (with the spans it was built from)."""
 
     def __repr__(self) -> str:
         return f"Trace(trace_id={self.trace_id!r}, spans={len(self.spans)})"
 
     @classmethod
-    def of(cls, spans: Iterable[SpanData]) -> Trace:
-        """A trace of these spans, in start order (a parent before children starting with it).
+    def of(
+        cls, spans: Iterable[SpanData], *, steps: Sequence[StepRecord] = (), trace_id: str = ""
+    ) -> Trace:
+        """A trace of these spans, in start order, each sub-run under the call that made it.
 
-        Its id is the earliest root's trace id.
+        Its id is ``trace_id``, else the earliest root's trace id ("" for no spans at all).
         """
-        ordered = tuple(in_start_order(list(spans)))
-        if not ordered:
-            raise ValueError("a trace needs at least one span")
-        roots = [s for s in ordered if s.parent_id is None] or list(ordered)
-        return cls(trace_id=roots[0].trace_id, spans=ordered)
+        ordered = tuple(in_start_order(nest_subruns(list(spans))))
+        if not trace_id and ordered:
+            roots = [s for s in ordered if s.parent_id is None] or list(ordered)
+            trace_id = roots[0].trace_id
+        return cls(trace_id=trace_id, spans=ordered, steps=tuple(steps))
 
     @classmethod
-    def from_spans(cls, spans: Sequence[ReadableSpan]) -> Trace:
+    def from_spans(
+        cls, spans: Sequence[ReadableSpan], *, steps: Sequence[StepRecord] = ()
+    ) -> Trace:
         """A trace of OpenTelemetry SDK spans (what `Telemetry.spans` holds)."""
-        return cls.of(span_data(s) for s in spans)
+        resources: dict[int, dict[str, Any]] = {}
+        return cls.of((span_data(s, resources) for s in spans), steps=steps)
+
+    def _get(self, name: str, build: Any) -> Any:
+        """A derived value, built once per ``spans`` (a copy with other spans builds its own)."""
+        found = self._derived.get(name)
+        if found is None or found[0] is not self.spans:
+            found = self._derived[name] = (self.spans, build())
+        return found[1]
+
+    @property
+    def tree(self) -> SpanTree:
+        """The spans in depth-first order, with depths and subtree ends (`SpanTree`)."""
+        tree: SpanTree = self._get("tree", lambda: SpanTree.of(self.spans))
+        return tree
+
+    @property
+    def agent_at(self) -> list[str]:
+        """The agent of each position of `tree` (``gen_ai.agent.name`` at or above it)."""
+        agents: list[str] = self._get("agents", lambda: agents_by_position(self.tree))
+        return agents
+
+    def _agents_in_start_order(self) -> list[str]:
+        tree, at = self.tree, self.agent_at
+        by_index = [""] * len(self.spans)
+        for position, index in enumerate(tree.order):
+            by_index[index] = at[position]
+        return by_index
+
+    # -- tables ---------------------------------------------------------------------------------
 
     def spans_df(self) -> pd.DataFrame:
-        """One row per span, the columns of `Telemetry.spans_df` (``frames.SPAN_COLUMNS``)."""
-        return spans_frame(self.spans)
+        """One row per span, in start order (``frames.SPAN_COLUMNS``)."""
+        from workbench.telemetry.frames import spans_frame
+
+        return spans_frame(self.spans, self._agents_in_start_order())
+
+    def step_rows(self) -> list[dict[str, Any]]:
+        """The step table as rows (``frames.STEP_COLUMNS``): one per step, in start order.
+
+        A step of ours is a ``workbench.step`` span; in a trace with none (another framework's)
+        each model call is a step, with the tool calls its agent made after it.
+        """
+        rows: list[dict[str, Any]] = self._get("steps", lambda: step_rows(self.tree, self.agent_at))
+        return rows
 
     def steps_df(self) -> pd.DataFrame:
-        """One row per ``workbench.step`` span (``frames.STEP_COLUMNS``), as in `Telemetry`."""
-        return steps_frame(self.spans)
+        """One row per step (``frames.STEP_COLUMNS``), the table every view shows."""
+        from workbench.telemetry.frames import steps_frame
+
+        return steps_frame(self.step_rows())
 
     def timing_df(self) -> pd.DataFrame:
-        """Where the time went (``frames.TIMING_COLUMNS``), as `Telemetry.timing_df`."""
-        return timing_frame(self.spans)
+        """Where the time went, one row per timed part of a step (``frames.TIMING_COLUMNS``)."""
+        from workbench.telemetry.frames import timing_frame
+
+        return timing_frame(timing_rows(self.tree, self.agent_at, self.spans))
+
+    def agents(self) -> pd.DataFrame:
+        """One row per agent (`AGENT_COLUMNS`): its runs, steps, own tokens and cost, its time.
+
+        An unknown cost (a model without a price) makes the agent's cost unknown (NaN).
+        """
+        import pandas
+
+        steps = self.steps_df()
+        steps["key"] = list(zip(steps["run_id"], steps["step"], strict=True))
+        grouped = steps.groupby("agent", sort=False)
+        table = grouped.agg(
+            runs=("run_id", "nunique"),
+            steps=("key", "nunique"),
+            input_tokens=("input_tokens", "sum"),
+            output_tokens=("output_tokens", "sum"),
+            inference_ms=("inference_ms", "sum"),
+            tools_ms=("tools_ms", "sum"),
+            hooks_ms=("hooks_ms", "sum"),
+        )
+        table["cost"] = grouped["cost"].apply(lambda c: c.sum(skipna=False))
+        table["runs"] = table["runs"].where(table["runs"] > 0, 1)
+        out: pd.DataFrame = table.reset_index().reindex(columns=list(AGENT_COLUMNS))
+        return out if len(out) else pandas.DataFrame(columns=list(AGENT_COLUMNS))
+
+    # -- what happened --------------------------------------------------------------------------
+
+    def model_calls(self) -> list[SpanData]:
+        """The model calls, in start order (``chat`` spans, OpenInference's LLM spans, ...)."""
+        calls: list[SpanData] = self._get(
+            "model_calls", lambda: [s for s in self.spans if s.category == "model"]
+        )
+        return calls
 
     def chat_spans(self) -> list[SpanData]:
-        """The model calls, in start order.
+        """The model calls, in start order (`model_calls`)."""
+        return self.model_calls()
 
-        Spans with ``gen_ai.operation.name`` = ``chat`` (the conventions), or OpenInference's
-        ``openinference.span.kind`` = ``LLM`` for a trace with no GenAI operation names.
+    def errors(self) -> tuple[SpanError, ...]:
+        """What failed, in tree order: each failed span with its agent, run, step and call."""
+        tree, at = self.tree, self.agent_at
+        found = (error_of(tree.span_at(p), at[p]) for p in range(len(tree)))
+        return tuple(e for e in found if e is not None)
+
+    def problems(self) -> list[str]:
+        """Values the views could not read (a number that is not one, content that is not JSON).
+
+        The views show the trace anyway, these values as missing, and list these lines.
         """
-        return model_calls(self.spans)
+        found: list[str] = self._get("problems", lambda: problems(self.spans))
+        return found
 
     def messages(self, step: int | None = None) -> tuple[Message, ...]:
         """The conversation recovered from captured content, at ``step``.
@@ -114,7 +239,7 @@ def conversation_chats(trace: Trace) -> list[SpanData]:
     one conversation, and another framework's model calls (each often a trace of its own) are
     numbered across the file.
     """
-    chats = trace.chat_spans()
+    chats = trace.model_calls()
     if not any(n.STEP_INDEX in c.attributes for c in chats):
         return chats
     runs: dict[str, set[Any]] = {}

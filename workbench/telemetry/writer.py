@@ -569,6 +569,8 @@ def _step_attributes(record: StepRecord, snapshot: StepContext | None) -> Attrib
     )
     if timing.time_to_first_token is not None:
         attributes[n.TIMING_TTFT] = timing.time_to_first_token
+    if record.usage.cost is not None:
+        attributes[n.STEP_COST] = record.usage.cost
     attributes[n.TOOLS_OFFERED] = record.tools_offered
     if record.tools_hidden:  # which tools a toolset hid this step, and why
         attributes[n.TOOLS_FILTERED] = tuple(f"{name}: {why}" for name, why in record.tools_hidden)

@@ -1,0 +1,422 @@
+"""What every view reads of a trace, derived from its span tree: steps, timing, errors, agents.
+
+Plain functions of a `SpanTree` returning plain rows (`workbench.telemetry.frames` makes the
+DataFrames of them, `Trace` calls both), so the step table of TraceView, the report, ``workbench
+trace`` and ``Trace.steps_df()`` is one table, read one way, for our traces and other
+frameworks' alike:
+
+- a step of ours is a ``workbench.step`` span, with its model call, tool calls and hooks among
+  its children;
+- a step of another framework's trace is a model call, with the tool calls that started after
+  it (before the agent's next model call).
+
+A value a tracer wrote with the wrong type (tokens as ``"many"``, a duration as text) is read
+as missing, never raised (`number`), and named by `problems`, so every view still shows the
+trace and says what it could not read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workbench._record import Record
+from workbench.telemetry import names as n
+from workbench.telemetry.spandata import SpanData
+from workbench.telemetry.tree import SpanTree
+
+__all__ = [
+    "SpanError",
+    "TimingRow",
+    "agents_by_position",
+    "error_of",
+    "number",
+    "problems",
+    "step_rows",
+    "timing_rows",
+]
+
+NUMERIC = frozenset(
+    {
+        n.USAGE_INPUT_TOKENS,
+        n.USAGE_OUTPUT_TOKENS,
+        n.OI_INPUT_TOKENS,
+        n.OI_OUTPUT_TOKENS,
+        n.OLDER_INPUT_TOKENS,
+        n.OLDER_OUTPUT_TOKENS,
+        n.STEP_INPUT_TOKENS,
+        n.STEP_OUTPUT_TOKENS,
+        n.STEP_TOOL_CALLS,
+        n.STEP_COST,
+        n.TIMING_PREPARE,
+        n.TIMING_INFERENCE,
+        n.TIMING_TOOLS,
+        n.TIMING_HOOKS,
+        n.TIMING_CONTINUATION,
+        n.TIMING_TELEMETRY,
+        n.TIMING_TTFT,
+        n.USAGE_TOTAL_INPUT,
+        n.USAGE_TOTAL_OUTPUT,
+        n.USAGE_TOTAL_COST,
+    }
+)
+"""Attributes every table reads as numbers."""
+CONTENT = (n.INPUT_MESSAGES, n.OUTPUT_MESSAGES, n.SYSTEM_INSTRUCTIONS)
+"""Attributes read as JSON messages."""
+
+
+def number(value: Any) -> float | None:
+    """A numeric attribute as a number: None when absent, NaN when it is not a number.
+
+    Text holding a number (a tracer that writes every value as a string) is read as one.
+
+    >>> number(3), number("2.5"), number(None), number("many")
+    (3, 2.5, None, nan)
+    """
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+def problems(spans: Sequence[SpanData]) -> list[str]:
+    """What could not be read, one line per value: numbers that are not, content that is not.
+
+    >>> problems([SpanData(trace_id="1", span_id="2", name="chat", start_ns=0, end_ns=1,
+    ...                    attributes={"gen_ai.usage.input_tokens": "many"})])
+    ["span 2 (chat): gen_ai.usage.input_tokens is 'many', not a number"]
+    """
+    out = []
+    for span in spans:
+        for key, value in span.attributes.items():
+            if key in NUMERIC and _bad_number(value):
+                out.append(
+                    f"span {span.span_id} ({span.name}): {key} is {_shown(value)}, not a number"
+                )
+            elif key in CONTENT and not _json_list(value):
+                out.append(
+                    f"span {span.span_id} ({span.name}): {key} is {_shown(value)}, not messages"
+                )
+    return out
+
+
+def _bad_number(value: Any) -> bool:
+    found = number(value)
+    return found is not None and isinstance(found, float) and math.isnan(found)
+
+
+def _json_list(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return True
+    if not isinstance(value, str):
+        return False
+    try:
+        return isinstance(json.loads(value), list)
+    except ValueError:
+        return False
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…'"
+
+
+def agents_by_position(tree: SpanTree) -> list[str]:
+    """The agent of each position: the nearest ``gen_ai.agent.name`` at or above the span."""
+    agents: list[str] = []
+    for position in range(len(tree)):
+        own = tree.span_at(position).attributes.get(n.AGENT_NAME)
+        if own is not None:
+            agents.append(str(own))
+            continue
+        parent = tree.parent_of(position)
+        agents.append(agents[parent] if parent is not None else "")
+    return agents
+
+
+def _children(tree: SpanTree, position: int) -> Iterator[int]:
+    """Positions of the span's direct children."""
+    child, end = position + 1, tree.ends[position]
+    while child < end:
+        yield child
+        child = tree.ends[child]
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A step of the trace: the span that stands for it and what happened in it."""
+
+    position: int
+    number: Any
+    model: SpanData | None
+    tools: tuple[SpanData, ...]
+    hooks: tuple[SpanData, ...]
+    failed: int
+
+
+def _our_steps(tree: SpanTree) -> list[_Step]:
+    steps = []
+    for position in range(len(tree)):
+        span = tree.span_at(position)
+        if span.category != "step":
+            continue
+        inside = [tree.span_at(c) for c in _children(tree, position)]
+        steps.append(
+            _Step(
+                position=position,
+                number=span.attributes.get(n.STEP_INDEX),
+                model=next((s for s in inside if s.category == "model"), None),
+                tools=tuple(s for s in inside if s.category == "tool"),
+                hooks=tuple(s for s in inside if s.category == "hook"),
+                failed=sum(s.is_error for s in (span, *inside)),
+            )
+        )
+    return steps
+
+
+def _foreign_steps(tree: SpanTree, agents: Sequence[str]) -> list[_Step]:
+    """Another framework's steps: each model call, and the tool calls after it by the agent."""
+    calls: dict[int, list[SpanData]] = {}
+    last: dict[str, int] = {}
+    for position in sorted(range(len(tree)), key=lambda p: tree.span_at(p).start_ns):
+        category = tree.span_at(position).category
+        if category == "model":
+            calls[position] = []
+            last[agents[position]] = position
+        elif category == "tool" and agents[position] in last:
+            calls[last[agents[position]]].append(tree.span_at(position))
+    steps = []
+    for number, (position, tools) in enumerate(sorted(calls.items(), key=_started(tree)), 1):
+        model = tree.span_at(position)
+        steps.append(
+            _Step(
+                position=position,
+                number=number,
+                model=model,
+                tools=tuple(tools),
+                hooks=(),
+                failed=model.is_error + sum(t.is_error for t in tools),
+            )
+        )
+    return steps
+
+
+def _started(tree: SpanTree) -> Any:
+    return lambda item: tree.span_at(item[0]).start_ns
+
+
+def step_rows(tree: SpanTree, agents: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per step, in start order (the columns of `frames.STEP_COLUMNS`)."""
+    ours = _our_steps(tree)
+    steps = ours or _foreign_steps(tree, agents)
+    steps.sort(key=lambda s: tree.span_at(s.position).start_ns)
+    rows = [_step_row(tree.span_at(s.position), s, agents[s.position], bool(ours)) for s in steps]
+    for row, label in zip(rows, _labels(rows), strict=True):
+        row["label"] = label
+    return rows
+
+
+def _seconds_ms(value: Any) -> float | None:
+    found = number(value)
+    return None if found is None else found * 1e3
+
+
+def _tools_text(tools: Sequence[SpanData]) -> str:
+    return ", ".join(
+        f"{_tool_name(t)}:{t.attributes.get(n.TOOL_STATUS) or ('error' if t.is_error else 'ok')}"
+        for t in tools
+    )
+
+
+def _tool_name(span: SpanData) -> str:
+    name = span.attributes.get(n.TOOL_NAME, span.attributes.get(n.OI_TOOL_NAME))
+    return str(name) if name is not None else span.name
+
+
+def _step_row(span: SpanData, step: _Step, agent: str, ours: bool) -> dict[str, Any]:
+    a = span.attributes
+    model = step.model
+    tokens = n.tokens_of(model.attributes) if model is not None else (None, None)
+    row: dict[str, Any] = {
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+        "run_id": a.get(n.RUN_ID),
+        "agent": agent,
+        "execution_id": a.get(n.EXECUTION_ID),
+        "step": step.number,
+        "snapshot_id": a.get(n.SNAPSHOT_ID),
+        "status": a.get(n.STEP_STATUS),
+        "stop_reason": a.get(n.STEP_STOP_REASON),
+        "start": span.start_ns,
+        "duration_ms": span.duration_ns / 1e6,
+        "model_span_id": model.span_id if model is not None else None,
+        "tool_calls": len(step.tools),
+        "tools": _tools_text(step.tools),
+        "errors": step.failed,
+        "in_progress": span.in_progress,
+    }
+    if ours:
+        row.update(
+            {
+                "prepare_ms": _seconds_ms(a.get(n.TIMING_PREPARE)),
+                "inference_ms": _seconds_ms(a.get(n.TIMING_INFERENCE)),
+                "tools_ms": _seconds_ms(a.get(n.TIMING_TOOLS)),
+                "hooks_ms": _seconds_ms(a.get(n.TIMING_HOOKS)),
+                "continuation_ms": _seconds_ms(a.get(n.TIMING_CONTINUATION)),
+                "telemetry_ms": _seconds_ms(a.get(n.TIMING_TELEMETRY)),
+                "ttft_ms": _seconds_ms(a.get(n.TIMING_TTFT)),
+                "input_tokens": number(a.get(n.STEP_INPUT_TOKENS, tokens[0])),
+                "output_tokens": number(a.get(n.STEP_OUTPUT_TOKENS, tokens[1])),
+                "cost": number(a.get(n.STEP_COST)),
+            }
+        )
+        return row
+    row.update(
+        {
+            "inference_ms": span.duration_ns / 1e6,
+            "tools_ms": _extent_ms(step.tools),
+            "input_tokens": number(tokens[0]),
+            "output_tokens": number(tokens[1]),
+        }
+    )
+    return row
+
+
+def _extent_ms(spans: Sequence[SpanData]) -> float | None:
+    """From the first span's start to the last one's end (parallel calls counted once)."""
+    if not spans:
+        return None
+    return (max(s.end_ns for s in spans) - min(s.start_ns for s in spans)) / 1e6
+
+
+def _labels(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A label per step row, unique: the number, and which agent, run or execution part.
+
+    A step that paused for approval has a span per execution (same number): the second is
+    ``(resumed)``; steps of several agents say whose (``2 · researcher``); several runs of one
+    agent (a session's executions) say which run (``1 (run 2)``).
+    """
+    agents = {str(r["agent"]) for r in rows}
+    runs_of: dict[str, dict[Any, int]] = {}
+    for row in rows:
+        runs = runs_of.setdefault(str(row["agent"]), {})
+        runs.setdefault(row["run_id"], len(runs) + 1)
+    seen: dict[tuple[Any, ...], int] = {}
+    labels = []
+    for row in rows:
+        key = (row["agent"], row["run_id"], row["step"])
+        resumed = seen.get(key, 0)
+        seen[key] = resumed + 1
+        runs = runs_of[str(row["agent"])]
+        notes = [f"run {runs[row['run_id']]}"] if len(runs) > 1 else []
+        if resumed:
+            notes.append("resumed" if resumed == 1 else f"resumed {resumed}")
+        label = str(row["step"]) + (f" · {row['agent']}" if len(agents) > 1 else "")
+        labels.append(f"{label} ({', '.join(notes)})" if notes else label)
+    return labels
+
+
+@dataclass(frozen=True)
+class TimingRow:
+    """One timed part of a step: a phase, a model call, a tool call, a hook, or telemetry."""
+
+    span: SpanData
+    agent: str
+    component: str
+    name: str
+    start_ns: int
+    duration_ms: float | None
+
+
+_COMPONENTS = {"model": "inference", "tool": "tool", "hook": "hook"}
+_PHASES = {n.SPAN_PREPARE: "prepare", n.SPAN_CONTINUATION: "continuation"}
+
+
+def timing_rows(
+    tree: SpanTree, agents: Sequence[str], spans: Sequence[SpanData]
+) -> list[TimingRow]:
+    """The timed parts of every step, in start order (``spans``), with each one's agent."""
+    agent_of = {tree.span_at(p).span_id: agents[p] for p in range(len(tree))}
+    rows = []
+    for span in spans:
+        category = span.category
+        agent = agent_of.get(span.span_id, "")
+        if category == "step":
+            overhead = _seconds_ms(span.attributes.get(n.TIMING_TELEMETRY))
+            if overhead is not None:
+                rows.append(
+                    TimingRow(span, agent, "telemetry", "telemetry", span.start_ns, overhead)
+                )
+            continue
+        component = _PHASES.get(span.name) if category == "phase" else _COMPONENTS.get(category)
+        if component is not None:
+            rows.append(
+                TimingRow(span, agent, component, span.name, span.start_ns, span.duration_ns / 1e6)
+            )
+    return rows
+
+
+class SpanError(Record):
+    """One thing that failed in a trace: the span, where it is in the run tree, what, and why.
+
+    A failed tool call, a hook's error, a model call or a run that raised, or any span another
+    framework marked as an error. ``traceback`` is the exception event's stack trace, when the
+    span has one.
+    """
+
+    span_id: str
+    name: str
+    category: str
+    agent: str = ""
+    run_id: str | None = None
+    step: int | None = None
+    call_id: str | None = None
+    tool: str | None = None
+    error_type: str = "error"
+    message: str = ""
+    traceback: str | None = None
+
+
+def error_of(span: SpanData, agent: str) -> SpanError | None:
+    """What failed in ``span`` (None when it did not fail)."""
+    if not span.is_error:
+        return None
+    a = span.attributes
+    exception = next((e.attributes for e in span.events if e.name == n.EVENT_EXCEPTION), {})
+    failure = next((e.attributes for e in span.events if e.name == n.EVENT_FAILURE), {})
+    error_type = a.get(n.ERROR_TYPE, exception.get(n.EXCEPTION_TYPE, "error"))
+    message = (
+        failure.get(n.FAILURE_MESSAGE)
+        or exception.get(n.EXCEPTION_MESSAGE)
+        or span.status_message
+        or str(error_type)
+    )
+    step = a.get(n.STEP_INDEX)
+    tool = a.get(n.TOOL_NAME, a.get(n.OI_TOOL_NAME)) if span.category == "tool" else None
+    stacktrace = exception.get(n.EXCEPTION_STACKTRACE)
+    return SpanError(
+        span_id=span.span_id,
+        name=span.name,
+        category=span.category,
+        agent=agent,
+        run_id=_text(a.get(n.RUN_ID)),
+        step=step if isinstance(step, int) and not isinstance(step, bool) else None,
+        call_id=_text(a.get(n.TOOL_CALL_ID)),
+        tool=_text(tool),
+        error_type=str(error_type),
+        message=str(message),
+        traceback=_text(stacktrace),
+    )
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,179 @@
+"""`trace_of`: the one door from anything that has a trace to the `Trace` every view reads.
+
+TraceView, the trace explorer, the Stepper's timeline, the report, ``workbench trace`` and the
+DataFrame helpers each call it once, at their entry, and read only the `Trace` it returns. The
+sources, by type:
+
+- a `Trace` is itself;
+- a file path, a JSON text or a backend URL is read by `load_trace`;
+- a `Telemetry` is every span it collected;
+- OpenTelemetry SDK spans (``telemetry.spans``, a processor's) are read as they are;
+- a run (a `RunResult`, live or loaded from a store; the results of its executions, paused and
+  resumed, or a session's; an `AgentRun`, stopped anywhere) is its run tree: with
+  ``telemetry=``, the spans that telemetry recorded of it; without, the spans its records make,
+  written by the telemetry's own `SpanWriter` (`spans_from_run`), which are the same spans.
+  Its step records come along, for the views that draw a step's messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
+
+from workbench._record import collector_paused
+from workbench.agent_run import AgentRun
+from workbench.errors import UsageError
+from workbench.records import RunResult, StepRecord
+from workbench.telemetry import names as n
+from workbench.telemetry.core import Telemetry
+from workbench.telemetry.load import load_trace
+from workbench.telemetry.rebuild import spans_from_run
+from workbench.telemetry.trace import Trace
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+__all__ = ["RunSource", "TraceSource", "combine_results", "run_tree", "trace_of"]
+
+RunSource: TypeAlias = RunResult | AgentRun | Sequence[RunResult]
+"""A run: a result (live or stored), a stepped run, or the results of several executions."""
+TraceSource: TypeAlias = "RunSource | Trace | Telemetry | Sequence[ReadableSpan] | str | Path"
+"""Everything `trace_of` reads."""
+
+
+def trace_of(source: TraceSource, *, telemetry: Telemetry | None = None) -> Trace:
+    """The `Trace` of ``source`` (see the module docstring for what each source gives).
+
+    ``telemetry`` is for a run: the spans it recorded of that run tree (a long session collects
+    many runs in one telemetry); a run it has no spans of gets the spans its records make.
+    """
+    runs = _runs(source)
+    if runs is None:
+        if telemetry is not None:
+            raise UsageError(
+                f"telemetry= picks a run's spans out of a telemetry; a {type(source).__name__} "
+                "has its own spans"
+            )
+        with collector_paused():
+            return _spans_source(source)
+    steps = tuple(step for run in runs for _, tree_run in run_tree(run) for step in tree_run.steps)
+    with collector_paused():
+        recorded = _recorded(telemetry, runs) if telemetry is not None else []
+        if recorded:
+            return Trace.from_spans(recorded, steps=steps)
+        rebuilt = Trace.from_spans([s for run in runs for s in spans_from_run(run)], steps=steps)
+        return _marked(rebuilt)
+
+
+def _marked(trace: Trace) -> Trace:
+    """The trace with the spans of what is still under way marked `SpanData.in_progress`.
+
+    The run span of an execution still running was written up to the moment the trace was
+    taken (its last record's end): it is open, not ended.
+    """
+    open_runs = [
+        i
+        for i, s in enumerate(trace.spans)
+        if s.category == "agent" and s.attributes.get(n.RUN_STATUS) == "running"
+    ]
+    if not open_runs:
+        return trace
+    spans = list(trace.spans)
+    for i in open_runs:
+        spans[i] = spans[i].model_copy(update={"in_progress": True})
+    return trace.model_copy(update={"spans": tuple(spans)})
+
+
+def _runs(source: TraceSource) -> list[RunResult] | None:
+    """The runs of a run source, each execution of a run combined; None for other sources."""
+    match source:
+        case RunResult():
+            return [source]
+        case AgentRun():
+            return [source.result]
+        case str() | Path() | Trace() | Telemetry():
+            return None
+        case Sequence() if source and all(isinstance(item, RunResult) for item in source):
+            results = [item for item in source if isinstance(item, RunResult)]
+            by_run: dict[str, list[RunResult]] = {}
+            for result in results:
+                by_run.setdefault(result.run_id, []).append(result)
+            return [combine_results(group) for group in by_run.values()]
+    return None
+
+
+def _spans_source(source: TraceSource) -> Trace:
+    match source:
+        case Trace():
+            return source
+        case str() | Path():
+            return load_trace(source)
+        case Telemetry():
+            return Trace.from_spans(source.spans)
+        case Sequence():
+            return Trace.from_spans(_sdk_spans(source))
+    raise TypeError(
+        "trace_of reads a run (RunResult, AgentRun, the results of its executions), a Trace, "
+        f"a Telemetry, OpenTelemetry spans, or a trace file or backend URL; got "
+        f"{type(source).__name__}"
+    )
+
+
+def _sdk_spans(items: Sequence[object]) -> list[ReadableSpan]:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    spans = [item for item in items if isinstance(item, ReadableSpan)]
+    if len(spans) != len(items):
+        odd = next(type(item).__name__ for item in items if not isinstance(item, ReadableSpan))
+        raise TypeError(f"trace_of reads OpenTelemetry SDK spans; the sequence holds a {odd}")
+    return spans
+
+
+def run_tree(run: RunResult) -> list[tuple[int, RunResult]]:
+    """The run and every sub-run below it, depth first in call order, with their depth."""
+    out: list[tuple[int, RunResult]] = []
+    stack = [(0, run)]
+    while stack:
+        depth, current = stack.pop()
+        out.append((depth, current))
+        stack.extend((depth + 1, child) for child in reversed(current.children))
+    return out
+
+
+def _recorded(telemetry: Telemetry, runs: Sequence[RunResult]) -> list[ReadableSpan]:
+    """The telemetry's spans of the runs' trees: their runs, and sub-runs found by their spans.
+
+    The selection is made before any span is converted: a long session collects many runs in
+    one telemetry, and only this tree's are read.
+    """
+    spans = telemetry.spans
+    attributes = [s.attributes or {} for s in spans]
+    wanted = {tree_run.run_id for run in runs for _, tree_run in run_tree(run)}
+    while True:  # sub-runs the records do not hold (yet): their spans name their parent run
+        below = {str(a.get(n.RUN_ID)) for a in attributes if a.get(n.PARENT_RUN_ID) in wanted}
+        if below <= wanted:
+            break
+        wanted |= below
+    return [s for s, a in zip(spans, attributes, strict=True) if a.get(n.RUN_ID) in wanted]
+
+
+def combine_results(results: Sequence[RunResult]) -> RunResult:
+    """One result for a run made of several executions (paused, then resumed).
+
+    A resumed result already holds the steps before the pause when the store had them; each
+    step record and snapshot is kept once, and each sub-run as it was last seen.
+    """
+    if not results:
+        raise ValueError("no results to combine")
+    steps: dict[tuple[str, int, float], StepRecord] = {
+        (s.execution_id, s.index, s.started_at): s for r in results for s in r.steps
+    }
+    snapshots = {s.id: s for r in results for s in r.snapshots}
+    children = {c.run_id: c for r in results for c in r.children}
+    return RunResult(
+        state=results[-1].state,
+        steps=tuple(steps.values()),
+        snapshots=tuple(snapshots.values()),
+        children=tuple(children.values()),
+    )
