@@ -380,3 +380,18 @@ def test_a_jaeger_row_opens_as_its_trace(jaeger: tuple[str, Eval]) -> None:
     fresh = JaegerRuns(url)  # no listing yet: the trace is loaded by its id (/api/v3/traces/ID)
     trace = fresh.open(runs.results[0].trace_id)
     assert len(trace.spans) == len(runs.telemetry.trace(runs.results[0].trace_id).spans)
+
+
+def test_the_first_page_asks_phoenix_for_the_pages_it_needs_only(
+    phoenix: tuple[str, Eval], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = phoenix
+    monkeypatch.setattr("workbench.backends.ROOTS", 10)  # 10 traces a page of Phoenix's
+    browser = RunsBrowser(f"phoenix+{url}", live=False)
+    try:
+        table = browser.table  # newest first: three pages of ten give the 25 shown, and 1 more
+        assert (table.total, table.complete, len(table.rows)) == (30, False, 25)
+        browser._on_message(None, {"type": "sort", "column": "tokens"}, None)  # needs them all
+        assert (table.total, table.complete) == (RUNS, True)
+    finally:
+        browser.close()

@@ -34,7 +34,16 @@ from workbench.telemetry.load import load_trace
 from workbench.telemetry.readers import phoenix_spans, spans_from_document
 from workbench.telemetry.trace import SpanData, Trace
 
-__all__ = ["BACKEND", "BackendRuns", "JaegerRuns", "PhoenixRuns", "backend_runs", "trace_summary"]
+__all__ = [
+    "BACKEND",
+    "BackendRuns",
+    "JaegerRuns",
+    "Listing",
+    "Page",
+    "PhoenixRuns",
+    "backend_runs",
+    "trace_summary",
+]
 
 BACKEND = re.compile(r"(jaeger|phoenix)\+(https?://[^/]+)(?:/([^/]*))?/?")
 """A backend source: ``jaeger+http://host:16686[/SERVICE]``, ``phoenix+http://host[/PROJECT]``."""
@@ -164,12 +173,36 @@ def matches(row: RunSummary, trace: Trace, spec: RunFilter) -> bool:
 # -- a listing, bounded -----------------------------------------------------------------------
 
 
-class Listing(NamedTuple):
-    """The traces a filter keeps, newest first, and whether that is all of them."""
+class Page(NamedTuple):
+    """One page of a backend's candidate traces, newest first, and whether it is the last."""
 
-    rows: list[RunSummary]
-    traces: dict[str, Trace]
-    complete: bool
+    traces: list[Trace]
+    last: bool
+
+
+class Listing:
+    """A listing under way: the traces found so far, newest first, and where the pages stand.
+
+    ``pages`` yields the backend's candidate traces a page at a time, newest first, asking for
+    a page only when the one before is used; a listing pulls pages until it has the rows it was
+    asked for, so the first page of a browser costs a page of the backend, not the listing.
+    """
+
+    def __init__(self) -> None:
+        self.rows: list[RunSummary] = []
+        self.traces: dict[str, Trace] = {}
+        self.pages: Iterator[Page] | None = None
+        self.fetch: Fetch | None = None
+        """The requests of the current pull: one deadline and page budget for each."""
+        self.done = False
+        """No more candidates (all were read, or a bound stopped the listing)."""
+        self.stopped = False
+        """A bound stopped it: the backend holds more than the rows say."""
+
+    def get(self, url: str, params: dict[str, Any] | None = None) -> Any:
+        """One request, within the current pull's bounds."""
+        assert self.fetch is not None, "a listing asks the backend only while it is pulled"
+        return self.fetch.get(url, params)
 
 
 _SORT_KEYS: dict[str, Callable[[RunSummary], Any]] = {
@@ -213,30 +246,82 @@ class BackendRuns:
         """The backend's URL."""
         return f"{self.scheme}+{self.base}"
 
-    def listing(self, spec: RunFilter) -> Listing:
-        """The traces ``spec`` keeps (asked for once per filter, then kept)."""
-        key = spec.model_dump_json()
-        if key not in self._listings:
-            self._listings[key] = self._list(spec)
-        return self._listings[key]
+    def listing(self, spec: RunFilter, want: int | None = None) -> Listing:
+        """The traces ``spec`` keeps: at least ``want`` of them when there are (all if None).
+
+        The listing is kept per filter and grows as more is asked for; the backend is asked
+        only for the pages the rows need.
+        """
+        key = spec.model_dump_json()  # a filter holds a dict: it has no hash, its JSON has
+        listing = self._listings.get(key)
+        if listing is None:
+            listing = self._listings[key] = Listing()
+            listing.pages = self._candidates(listing, spec)
+        if not listing.done and (want is None or len(listing.rows) < want):
+            try:
+                self._pull(listing, spec, want)
+            except TraceLoadError:
+                del self._listings[key]  # nothing to show: the next ask asks again
+                raise
+        return listing
+
+    def _pull(self, listing: Listing, spec: RunFilter, want: int | None) -> None:
+        """Read pages into the listing until it has ``want`` rows, or no page is left."""
+        assert listing.pages is not None
+        with Fetch(timeout=self.timeout, pages=self.pages) as fetch:
+            listing.fetch = fetch
+            try:
+                for page in listing.pages:
+                    self._keep(listing, spec, page.traces)
+                    listing.done = page.last or listing.stopped
+                    if listing.done or (want is not None and len(listing.rows) >= want):
+                        return  # the pages stay where they are, for the next pull
+                listing.done = True
+            except TraceLoadError:
+                if not listing.rows and fetch.requests <= 1:
+                    raise  # the backend is down or refused the question: say so
+                listing.done = listing.stopped = True  # a bound, with rows to show: show them
+            finally:
+                listing.fetch = None
+
+    def _keep(self, listing: Listing, spec: RunFilter, traces: list[Trace]) -> None:
+        """Add the traces the filter keeps, up to the listing's ``limit``."""
+        for trace in traces:
+            row = trace_summary(trace)
+            if matches(row, trace, spec):
+                if len(listing.rows) == self.limit:
+                    listing.stopped = True
+                    return
+                listing.rows.append(row)
+                listing.traces[trace.trace_id] = trace
 
     def refresh(self) -> None:
         """Forget the listings: the next one asks the backend again."""
         self._listings.clear()
 
     def count(self, spec: RunFilter) -> int:
-        """How many traces the listing found (all of them when `complete`)."""
-        return len(self.listing(spec).rows)
+        """How many traces the listing has found so far (all of them when `complete`).
+
+        A listing not begun reads its first page for this.
+        """
+        return len(self.listing(spec, want=1).rows)
 
     def complete(self, spec: RunFilter) -> bool:
-        """Whether the listing holds every trace ``spec`` keeps (no bound was reached)."""
-        return self.listing(spec).complete
+        """Whether the listing holds every trace ``spec`` keeps (it read every page)."""
+        listing = self.listing(spec, want=1)
+        return listing.done and not listing.stopped
 
     def find(
         self, spec: RunFilter, *, sort: str, descending: bool, offset: int, limit: int
     ) -> list[RunSummary]:
-        """One page of the listing, sorted."""
-        rows = sorted(self.listing(spec).rows, key=_SORT_KEYS[sort], reverse=descending)
+        """One page of the listing, sorted.
+
+        Newest first is the backend's own order, so that page needs the rows up to it (and
+        one more, to know there is a next page); any other order needs the whole listing.
+        """
+        newest_first = sort == "started" and descending
+        listing = self.listing(spec, want=offset + limit + 1 if newest_first else None)
+        rows = sorted(listing.rows, key=_SORT_KEYS[sort], reverse=descending)
         return rows[offset : offset + limit]
 
     def choices(self) -> Choices:
@@ -262,34 +347,16 @@ class BackendRuns:
                 return listing.traces[trace_id]
         return load_trace(self._trace_url(trace_id), timeout=self.timeout)
 
-    def _list(self, spec: RunFilter) -> Listing:
-        rows: list[RunSummary] = []
-        traces: dict[str, Trace] = {}
-        complete = True
-        with Fetch(timeout=self.timeout, pages=self.pages) as fetch:
-            candidates = self._candidates(fetch, spec)
-            try:
-                for trace in candidates:
-                    row = trace_summary(trace)
-                    if matches(row, trace, spec):
-                        if len(rows) == self.limit:
-                            complete = False
-                            break
-                        rows.append(row)
-                        traces[trace.trace_id] = trace
-            except TraceLoadError:
-                if not rows and fetch.requests <= 1:
-                    raise  # the backend is down or refused the question: say so
-                complete = False  # a bound was reached with rows to show: show them
-        return Listing(rows, traces, complete)
-
-    def _candidates(self, fetch: Fetch, spec: RunFilter) -> Iterator[Trace]:
+    def _candidates(self, listing: Listing, spec: RunFilter) -> Iterator[Page]:
+        """The backend's traces for ``spec``, newest first, asked for page by page."""
         raise NotImplementedError
 
     def _newest(self) -> object:
+        """The newest trace's id (None: the backend cannot say cheaply)."""
         raise NotImplementedError
 
     def _trace_url(self, trace_id: str) -> str:
+        """The `load_trace` source of one trace."""
         raise NotImplementedError
 
 
@@ -308,6 +375,9 @@ def _iso(epoch: float) -> str:
 
 # -- Phoenix -----------------------------------------------------------------------------------
 
+ROOTS = 50
+"""Root spans (traces) asked of Phoenix per page: a browser's first page needs one page."""
+
 
 class PhoenixRuns(BackendRuns):
     """Phoenix's traces (one project) through its REST API: root spans, then their traces."""
@@ -325,7 +395,7 @@ class PhoenixRuns(BackendRuns):
         return f"{super().label}/{self.project}"
 
     def _root_params(self, spec: RunFilter) -> dict[str, Any]:
-        params: dict[str, Any] = {"parent_id": "null", "limit": 100}
+        params: dict[str, Any] = {"parent_id": "null", "limit": ROOTS}
         if spec.since is not None:
             params["start_time"] = _iso(spec.since)
         if spec.until is not None:
@@ -336,25 +406,25 @@ class PhoenixRuns(BackendRuns):
             params["attribute"] = f"{n.AGENT_NAME}:{spec.agent[0]}"
         return params
 
-    def _candidates(self, fetch: Fetch, spec: RunFilter) -> Iterator[Trace]:
-        """The traces of the project's root spans, newest first, a page (100) at a time."""
+    def _candidates(self, listing: Listing, spec: RunFilter) -> Iterator[Page]:
+        """The traces of the project's root spans, newest first, a page of roots at a time."""
         params = self._root_params(spec)
         while True:
-            page = _page(fetch.get(self._spans, params), self._spans)
+            page = _page(listing.get(self._spans, params), self._spans)
             roots = phoenix_spans(page["data"])
-            yield from _traces(self._spans_of(fetch, [r.trace_id for r in roots]))
             cursor = page.get("next_cursor")
+            yield Page(_traces(self._spans_of(listing, [r.trace_id for r in roots])), not cursor)
             if not cursor:
                 return
             params = {**params, "cursor": cursor}
 
-    def _spans_of(self, fetch: Fetch, trace_ids: list[str]) -> list[SpanData]:
+    def _spans_of(self, listing: Listing, trace_ids: list[str]) -> list[SpanData]:
         if not trace_ids:
             return []
         spans: list[SpanData] = []
         params: dict[str, Any] = {"trace_id": trace_ids, "limit": 1000}
         while True:
-            page = _page(fetch.get(self._spans, params), self._spans)
+            page = _page(listing.get(self._spans, params), self._spans)
             spans += phoenix_spans(page["data"])
             if not page.get("next_cursor"):
                 return spans
@@ -394,10 +464,10 @@ class JaegerRuns(BackendRuns):
         """The backend's URL (and service)."""
         return f"{super().label}/{self.service}" if self.service else super().label
 
-    def _services(self, fetch: Fetch) -> list[str]:
+    def _services(self, listing: Listing) -> list[str]:
         if self.service:
             return [self.service]
-        answer = fetch.get(f"{self.base}/api/v3/services")
+        answer = listing.get(f"{self.base}/api/v3/services")
         services = answer.get("services") if isinstance(answer, dict) else None
         if not isinstance(services, list) or not all(isinstance(s, str) for s in services):
             raise TraceLoadError(f"{self.base}/api/v3/services answered in an unknown shape")
@@ -417,19 +487,21 @@ class JaegerRuns(BackendRuns):
             params["query.attributes"] = json.dumps({n.RUN_STATUS: spec.status[0]})
         return params
 
-    def _candidates(self, fetch: Fetch, spec: RunFilter) -> Iterator[Trace]:
+    def _candidates(self, listing: Listing, spec: RunFilter) -> Iterator[Page]:
         """Each service's traces, newest first, the window moved back a search at a time."""
         seen: set[str] = set()
-        for service in self._services(fetch):
+        services = self._services(listing)
+        for number, service in enumerate(services, 1):
             newest = spec.until if spec.until is not None else time.time() + 60
             while True:
                 params = self._params(service, spec, newest)
-                document = fetch.get(f"{self.base}/api/v3/traces", params)
+                document = listing.get(f"{self.base}/api/v3/traces", params)
                 found = _traces(spans_from_document(document)) if document else []
                 fresh = [t for t in found if t.trace_id not in seen]
                 seen.update(t.trace_id for t in fresh)
-                yield from fresh
-                if len(found) < self.depth or not fresh:
+                more = len(found) == self.depth and bool(fresh)
+                yield Page(fresh, not more and number == len(services))
+                if not more:
                     break
                 # the next search ends where this one's oldest trace started
                 newest = found[-1].spans[0].start_ns / 1e9 + 1e-6

@@ -10,6 +10,7 @@ SQL over its summary table, so 100,000 runs filter in well under a second.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -208,7 +209,7 @@ def _listed(source: RunSource, spec: RunFilter, sort: Sort, descending: bool) ->
     """A source's whole listing as the frame `RunStore.list_runs` makes (for backends)."""
     import pandas as pd
 
-    rows = source.find(spec, sort=sort, descending=descending, offset=0, limit=source.count(spec))
+    rows = source.find(spec, sort=sort, descending=descending, offset=0, limit=sys.maxsize)
     if not source.complete(spec):
         warnings.warn(
             f"{source.label}: listed the first {len(rows):,} runs the filter keeps and stopped "

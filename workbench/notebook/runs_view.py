@@ -128,17 +128,21 @@ class RunsView:
 
     def page(self) -> RunsPage:
         """The rows of the current page, and the count of all the filter keeps."""
-        total = self.source.count(self.spec)
-        if self.offset >= total > 0:  # runs went away (deleted, a narrower live count)
+        found = self._find()
+        total = self.source.count(self.spec)  # after the page: a backend lists as it is read
+        if not found and self.offset and total:  # runs went away: show the last page there is
             self.turn(self.offset, total)
-        found = self.source.find(
+            found = self._find()
+        return RunsPage([row_cells(r) for r in found], total, self.source.complete(self.spec))
+
+    def _find(self) -> list[RunSummary]:
+        return self.source.find(
             self.spec,
             sort=self.sort,
             descending=self.descending,
             offset=self.offset,
             limit=self.page_size,
         )
-        return RunsPage([row_cells(r) for r in found], total, self.source.complete(self.spec))
 
 
 # -- two runs side by side ------------------------------------------------------------------------
