@@ -16,137 +16,39 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+
+from tests.journeys.harness import TIMEOUT_MS, chromium, ensure_chromium, jupyter_server
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-TIMEOUT_MS = 90_000
-
-
-def _chromium() -> Path:
-    """The system chromium, installed by scripts/install-browser if it is missing."""
-    if not CHROMIUM.exists():
-        done = subprocess.run(
-            [str(ROOT / "scripts" / "install-browser")],
-            capture_output=True,
-            text=True,
-            timeout=540,
-            check=False,
-        )
-        if not CHROMIUM.exists():
-            why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            pytest.skip(f"chromium could not be installed by scripts/install-browser: {why[0]}")
-    return CHROMIUM
 
 
 @pytest.fixture(scope="module")
 def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A headless chromium with an empty profile, driven by Playwright."""
-    executable = _chromium()
-    from playwright.sync_api import sync_playwright
-
+    ensure_chromium()
     ARTIFACTS.mkdir(exist_ok=True)
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(profile),
-            executable_path=str(executable),
-            headless=True,
-            args=FLAGS,
-            viewport={"width": 1400, "height": 1000},
-        )
-        context.set_default_timeout(TIMEOUT_MS)
-        try:
-            yield context
-        finally:
-            context.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
+        yield context
 
 
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """JupyterLab on loopback serving copies of the notebooks; yields 01_quickstart's URL."""
-    home = tmp_path_factory.mktemp("jupyterlab")
-    for name in ("01_quickstart.ipynb", "08_trace_explorer.ipynb"):
-        shutil.copy(ROOT / "notebooks" / name, home)
-    settings = home / ".settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)  # no "get Jupyter news?" toast over the page (and no fetching)
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(home / ".config"),
-        "JUPYTER_RUNTIME_DIR": str(home / ".runtime"),
-        "WORKBENCH_STORE": "off",
-    }
-    command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
-        "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={home}", "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        f"--LabApp.user_settings_dir={home / '.settings'}",
-        f"--LabApp.workspaces_dir={home / '.workspaces'}",
-        "--LabApp.expose_app_in_browser=True", "--LabApp.extension_manager=readonly",
-        "--allow-root",  # CI and the dev machines run as root
-    ]  # fmt: skip
-    log = (home / "jupyterlab.log").open("w")
-    server = subprocess.Popen(command, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_up(f"{base}/api/status?token={token}", server, home / "jupyterlab.log")
-        yield f"{base}/lab/tree/01_quickstart.ipynb?token={token}"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
-
-
-def _wait_until_up(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
-    """Poll the server's status (bounded) until it answers."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            tail = "\n".join(log.read_text().splitlines()[-5:])
-            raise RuntimeError(f"JupyterLab exited with {server.returncode}:\n{tail}")
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.25)  # a bounded poll for a server to come up, not synchronisation
-    raise TimeoutError(f"JupyterLab did not answer {url} within 60 s")
+    with jupyter_server(tmp_path_factory.mktemp("jupyterlab")) as server:
+        for name in ("01_quickstart.ipynb", "08_trace_explorer.ipynb"):
+            shutil.copy(ROOT / "notebooks" / name, server.root)
+        yield server.url("lab/tree/01_quickstart.ipynb")
 
 
 def test_quickstart_in_jupyterlab(browser_context: Any, jupyterlab: str) -> None:
