@@ -49,8 +49,8 @@ clicked = []  # the thread each click arrived on
 def note_thread(_):
     clicked.append(threading.current_thread().name)
 
-BUTTONS = ("continue_button", "step_into_button", "next_phase_button", "next_step_button",
-           "run_button", "stop_button")
+BUTTONS = ("continue_button", "step_into_button", "step_out_button", "next_phase_button",
+           "next_step_button", "run_button", "stop_button")
 for name in BUTTONS:
     getattr(stepper, name).on_click(note_thread)
 
@@ -133,15 +133,21 @@ def test_every_button_works_after_continue_stopped_inside_a_sub_agent(front: Fro
     front.click("continue_button", on_subshell=False)  # the first click: on the main shell
     stopped = front.shown()
     assert stopped["errors"] == [] and stopped["inside"] == "digger"
+    assert stopped["last"] == ["digger", 2, "inference"]
     assert "stopped at breakpoint on tool &#x27;search&#x27; in digger" in stopped["status_html"]
 
-    seen = [stopped["events"]]
-    for button in ("step_into_button", "next_phase_button", "next_step_button"):
-        front.click(button)  # sent on the subshell, as the page sends it
+    presses = [  # each a later click, sent on the subshell as the page sends it
+        ("step_into_button", ["digger", 2, "tools"], "digger"),  # search is a plain tool
+        ("next_phase_button", ["digger", 2, "continuation"], "digger"),  # step over, at depth 2
+        ("next_step_button", ["digger", 2, "continuation"], "digger"),  # its step 2: it ends
+        ("step_out_button", ["researcher", 1, "tools"], "researcher"),  # its dig call returned
+        ("step_out_button", ["lead", 0, "tools"], None),
+    ]
+    for button, last, inside in presses:
+        front.click(button)
         after = front.shown()
         assert after["errors"] == [], button
-        assert after["events"] > seen[-1], f"{button} did not move the run"
-        seen.append(after["events"])
+        assert (after["last"], after["inside"]) == (last, inside), button
     front.click("run_button")
     done = front.shown()
     assert done["errors"] == [] and done["status"] == "completed"
@@ -192,3 +198,16 @@ def test_stop_clicked_while_a_tool_runs_ends_the_run_after_that_tool(front: Fron
     after = front.shown()
     assert after["status"] == "aborted" and after["errors"] == []
     assert after["phases"] == ["prepare", "inference", "tools"]  # the tool finished, no more
+
+
+def test_the_stepper_shows_what_code_in_a_later_cell_does_to_its_run(front: Front) -> None:
+    front.start(TREE)
+    front.click("continue_button")
+    assert front.shown()["inside"] == "digger"
+    _, updates = front.kernel.run("stepper.run.step_out()")  # code, not a button
+    sent = [u["value"] for u in updates if "value" in u and "wb-status" in str(u["value"])]
+    assert sent and "ran researcher (depth 1) tools of step 1" in sent[-1]
+    _, updates = front.kernel.run("stepper.run.run_to_end()")
+    sent = [u["value"] for u in updates if "value" in u and "wb-status" in str(u["value"])]
+    assert sent and "completed" in sent[-1] and "step <b>2</b>" in sent[-1]
+    assert front.shown()["errors"] == []

@@ -83,7 +83,7 @@ def test_stepping_into_a_two_level_tree_shows_every_phase_of_every_run_in_order(
     assert run.subrun is None and run_sync(_tasks()) == set()
 
 
-def test_stepping_over_is_todays_sequence_and_finishes_a_sub_run_stepped_into() -> None:
+def test_stepping_over_is_todays_sequence_and_stays_at_the_level_of_a_sub_run() -> None:
     run = _tree().start("go")
     seen = [_seen(e) for e in iter(run.next_phase, None)]
     assert seen == [*_step("lead", 0, 1), *_step("lead", 0, 2)]
@@ -97,11 +97,79 @@ def test_stepping_over_is_todays_sequence_and_finishes_a_sub_run_stepped_into() 
     subrun = run.subrun
     assert subrun is not None and subrun.state.agent_name == "researcher"
     assert run.pending_calls == ()  # the lead's call is under way, not pending
-    over = run.next_phase()  # step over: the sub-runs finish, then the lead's TOOLS phase
-    assert over is not None and _seen(over) == ("lead", 0, "tools", 1)
-    assert run.subrun is None
-    assert subrun.done and subrun.result.output == "it is"
+    # Step over, inside the researcher: its phases one by one, its dig call's digger run
+    # through inside its TOOLS phase; once it has ended, the lead finishes its TOOLS phase.
+    seen = [_seen(e) for e in iter(run.next_phase, None)]
+    assert seen == [
+        *_step("researcher", 1, 1)[1:],
+        *_step("researcher", 1, 2),
+        *_step("lead", 0, 1)[2:],
+        *_step("lead", 0, 2),
+    ]
+    assert subrun.done and subrun.result.output == "it is" and run.subrun is None
+    assert run.result.output == "done"
+
+
+def _stopped_in_the_digger() -> wb.AgentRun:
+    """The tree's run, stopped by Continue before the digger's search runs (depth 2)."""
+    run = _tree().start("go", breakpoints=[wb.Break.on_tool("search")])
+    event = run.run_to_breakpoint()
+    assert event is not None and _seen(event) == ("digger", 2, "inference", 1)
+    return run
+
+
+def test_step_over_after_continue_steps_over_at_the_depth_2_sub_runs_level() -> None:
+    run = _stopped_in_the_digger()
+    seen = [_seen(e) for e in iter(run.next_phase, None)]
+    assert seen == [
+        *_step("digger", 2, 1)[2:],  # the search runs: no breakpoint stops a step over
+        *_step("digger", 2, 2),
+        *_step("researcher", 1, 1)[2:],  # the digger ended: its parent finishes its phase
+        *_step("researcher", 1, 2),
+        *_step("lead", 0, 1)[2:],
+        *_step("lead", 0, 2),
+    ]
+
+
+def test_step_out_finishes_the_sub_run_and_stops_in_its_parent_level_by_level() -> None:
+    run = _stopped_in_the_digger()
+    out = run.step_out()  # the digger finishes; the researcher's TOOLS phase (its dig) ends
+    assert out is not None and _seen(out) == ("researcher", 1, "tools", 1)
+    researcher = run.subrun
+    assert researcher is not None and researcher.state.agent_name == "researcher"
+    (digger,) = researcher.result.children
+    assert digger.output == "dug" and digger.steps[0].tool_outcomes[0].content == "found deep"
+    assert _seen(run.next_phase()) == ("researcher", 1, "continuation", 1)  # at its level
+    out = run.step_out()
+    assert out is not None and _seen(out) == ("lead", 0, "tools", 1) and run.subrun is None
+    with pytest.raises(wb.UsageError, match="not stopped inside a sub-run"):
+        run.step_out()
+    assert _seen(run.next_phase()) == ("lead", 0, "continuation", 1)
     assert run.run_to_end().output == "done"
+
+
+def test_next_step_inside_a_sub_run_is_that_sub_runs_step() -> None:
+    run = _stopped_in_the_digger()
+    assert _seen(run.next_step()) == ("digger", 2, "continuation", 1)
+    assert _seen(run.next_step()) == ("digger", 2, "continuation", 2)  # the digger ended
+    assert _seen(run.next_step()) == ("researcher", 1, "continuation", 1)
+    assert _seen(run.next_step()) == ("researcher", 1, "continuation", 2)
+    assert _seen(run.next_step()) == ("lead", 0, "continuation", 1)
+
+
+async def test_every_way_to_go_on_works_after_continue_from_another_loop_each_time() -> None:
+    """Continue, then each way on, each from another loop or thread than the one before."""
+    run = _tree().start("go", breakpoints=[wb.Break.on_tool("search")])
+    event = await asyncio.to_thread(run.run_to_breakpoint)
+    assert event is not None and event.state.agent_name == "digger"
+    assert _seen(await run.anext_phase(into=True)) == ("digger", 2, "tools", 1)
+    assert _seen(await asyncio.to_thread(run.next_phase)) == ("digger", 2, "continuation", 1)
+    ahead = await asyncio.to_thread(asyncio.run, run.anext_step())
+    assert _seen(ahead) == ("digger", 2, "continuation", 2)
+    # The digger has ended: stepping out of it stops in the researcher, where its call returned
+    assert _seen(await run.astep_out()) == ("researcher", 1, "tools", 1)
+    assert _seen(await asyncio.to_thread(run.step_out)) == ("lead", 0, "tools", 1)
+    assert (await asyncio.to_thread(run.run_to_end)).output == "done"
 
 
 def test_parallel_sub_agent_calls_are_stepped_one_after_the_other() -> None:
@@ -333,9 +401,14 @@ def test_the_stepper_steps_into_a_sub_run_shows_its_messages_and_steps_over_it()
     assert "Sub-run researcher (depth 1), step 1 so far" in stepper.messages.value
     assert "dig it" in stepper.messages.value  # the researcher's call, not the lead's
     assert "ran researcher (depth 1) inference of step 1" in stepper.status.value
-    stepper.next_phase_button.click()  # step over: the sub-runs finish, then the lead's TOOLS
+    assert not stepper.step_out_button.disabled
+    stepper.next_phase_button.click()  # step over, at the researcher's level: its dig runs
+    assert _seen(stepper.events[-1]) == ("researcher", 1, "tools", 1)
+    assert "ran researcher (depth 1) tools of step 1" in stepper.status.value
+    stepper.step_out_button.click()  # the researcher finishes, then the lead's TOOLS phase
     assert stepper.run.subrun is None and stepper.next_phase_button.description == "Next phase"
     assert stepper.events[-1].depth == 0 and stepper.events[-1].phase is P.TOOLS
+    assert stepper.step_out_button.disabled  # not inside a sub-run any more
     stepper.run_button.click()
     assert stepper.run.result.output == "done" and stepper.errors == []
 

@@ -3,24 +3,33 @@
 It holds the loop (`Execution.phases`) as one generator and drives it: a phase, a step, to a
 breakpoint, to the end; between phases the pending calls can be edited or dropped, and
 ``next_phase(into=True)`` steps into the sub-runs a TOOLS phase starts (`workbench.stepping`).
+Stopped inside a sub-run, ``next_phase()`` and ``next_step()`` step over at that sub-run's level
+and ``step_out()`` finishes it and stops in its parent, as a debugger's step over and step out.
 `Agent.start` makes one; `Agent.run` is `start` then `arun_to_end`.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from workbench._sync import run_sync
 from workbench.breakpoints import Break, first_hit
 from workbench.conditions import RunView
 from workbench.engine import Execution
+from workbench.errors import UsageError
 from workbench.messages import JsonValue, ToolCall
 from workbench.records import PhaseEvent, RunResult, StepContext, StepRecord
 from workbench.state import AgentState, Phase
-from workbench.stepping import Mode, Stepping, call_dropped, call_edited
+from workbench.stepping import Stepping, call_dropped, call_edited
 from workbench.toolcalls import resume_state
 
 __all__ = ["AgentRun"]
+
+_log = logging.getLogger(__name__)
 
 
 class AgentRun:
@@ -40,6 +49,9 @@ class AgentRun:
         self.earlier: RunResult | None = None
         """The executions of this run before this one (a resumed run): part of `result`."""
         self._stepping = Stepping()
+        self._driver: asyncio.Task[Any] | None = None
+        """The task of the driving call under way (see `_driving`)."""
+        self._watchers: list[Callable[[PhaseEvent | None], None]] = []
 
     @property
     def subrun(self) -> AgentRun | None:
@@ -102,27 +114,54 @@ class AgentRun:
 
         ``into``: step into the sub-runs the phase starts (sub-agents): the event is then the
         next phase of a sub-run (its ``state`` is the sub-run's, ``depth`` > 0) until the
-        phase ends. Without it, a phase stopped inside a sub-run is finished ("step over").
+        phase ends. Without it ("step over"), the phase's sub-runs run to their end; stopped
+        inside a sub-run, that sub-run runs its next phase (its own sub-runs run through), or,
+        once it has ended, its parent finishes the phase it is in.
         """
-        if into or self._stepping.under_way:
-            mode: Mode = "into" if into else "over"
-            return await self._stepping.advance(mode, self._anext_own, self.breakpoints)
-        return await self._anext_own()
+        async with self._driving():
+            stepping = self._stepping
+            if into:
+                event = await stepping.advance("into", self._anext_own, self.breakpoints)
+            elif stepping.under_way:
+                level = stepping.focus
+                event = await stepping.advance("over", self._anext_own, self.breakpoints, level)
+            else:
+                event = await self._anext_own()
+            return self._told(event)
+
+    async def astep_out(self) -> PhaseEvent | None:
+        """Finish the sub-run stepping stopped in, and stop in its parent: at the parent's next
+        event (the end of its TOOLS phase, which the sub-run was part of).
+
+        Everything under the parent runs through on the way, breakpoints included, as a
+        debugger's step out. Only inside a sub-run: at the top, use `arun_to_end`.
+        """
+        async with self._driving():
+            stepping = self._stepping
+            if not stepping.under_way:
+                raise UsageError(
+                    "step out: the run is not stopped inside a sub-run (Step into one, or "
+                    "Continue to a breakpoint in one, first); to finish the run, run it to the end"
+                )
+            level = stepping.where[:-1]
+            event = await stepping.advance("over", self._anext_own, self.breakpoints, level)
+            return self._told(event)
 
     async def anext_checked(self) -> PhaseEvent | None:
         """Run one phase, or until a sub-run it starts stops at a breakpoint of scope "tree".
 
         The event has ``breakpoint`` set when one fired after it (here or in the sub-run).
         """
-        tree = any(b.scope == "tree" for b in self.breakpoints)
-        if not (tree or self._stepping.under_way):
-            event = await self._anext_own()
-        else:
-            event = await self._stepping.advance("break", self._anext_own, self.breakpoints)
-        if event is None or event.breakpoint is not None:
-            return event
-        hit = self.breakpoint_after(event)
-        return event if hit is None else event.model_copy(update={"breakpoint": hit})
+        async with self._driving():
+            tree = any(b.scope == "tree" for b in self.breakpoints)
+            if not (tree or self._stepping.under_way):
+                event = await self._anext_own()
+            else:
+                event = await self._stepping.advance("break", self._anext_own, self.breakpoints)
+            if event is not None and event.breakpoint is None:
+                hit = self.breakpoint_after(event)
+                event = event if hit is None else event.model_copy(update={"breakpoint": hit})
+            return self._told(event)
 
     async def _anext_own(self) -> PhaseEvent | None:
         """Run one phase of this run's own loop.
@@ -140,19 +179,30 @@ class AgentRun:
         return event
 
     async def anext_step(self) -> PhaseEvent | None:
-        """Run phases up to the end of the current step (or of the run)."""
-        last = None
-        while (event := await self.anext_phase()) is not None:
-            last = event
-            if event.phase is Phase.CONTINUATION:
-                break
-        return last
+        """Run phases up to the end of the current step (or of the run).
+
+        Stopped inside a sub-run, the step is that sub-run's: it ends with its CONTINUATION,
+        or where it pauses or ends (then its parent's step goes on from the next call).
+        """
+        async with self._driving():
+            stepping = self._stepping
+            key = stepping.focus if stepping.under_way else ()
+            depth = stepping.gate.runs[key].state.depth if key else self.state.depth
+            last = None
+            while (event := await self.anext_phase()) is not None:
+                last = event
+                if event.depth <= depth and (
+                    event.phase is Phase.CONTINUATION or event.state.done
+                ):
+                    break
+            return last
 
     async def arun_to_end(self) -> RunResult:
         """Run until the run ends or pauses."""
-        async for _ in self.events():
-            pass
-        return self.result
+        async with self._driving():
+            while await self.anext_phase() is not None:
+                pass
+            return self.result
 
     async def arun_to_breakpoint(self) -> PhaseEvent | None:
         """Run until a breakpoint fires (its event says which) or the run is done (None).
@@ -160,10 +210,84 @@ class AgentRun:
         A breakpoint of scope "tree" stops inside a sub-run: the event is the sub-run's, and
         `subrun` is that run; the next call goes on with it, then with this run.
         """
-        while (event := await self.anext_checked()) is not None:
-            if event.breakpoint is not None:
-                return event
-        return None
+        async with self._driving():
+            while (event := await self.anext_checked()) is not None:
+                if event.breakpoint is not None:
+                    return event
+            return None
+
+    async def asettle(self) -> PhaseEvent | None:
+        """Take the events still owed once a sub-run's phase paused or ended this run; the last.
+
+        Stepping into a sub-run whose phase pauses (an approval) or ends the tree, the driver
+        returns that sub-run's event first: the run is then paused or ended (`state.done`) but
+        not yet `done`, and the events of the runs above come with the next calls. A view that
+        shows the run settled after each press (the Stepper) takes them at once. None when
+        nothing is owed.
+        """
+        async with self._driving():
+            last = None
+            while self.state.done and not self.done:
+                last = await self.anext_phase(into=True)  # queued events only: nothing runs
+            return last
+
+    async def aabort(self) -> RunResult:
+        """`abort`, then let the run end: the phase under way, if one is, ends first.
+
+        Stopped inside a sub-run, its sub-runs end as ABORTED at their next phase, then the
+        phase they are part of. Returns the run's result, ABORTED.
+        """
+        self.abort()
+        return await self.arun_to_end()
+
+    @property
+    def driving(self) -> bool:
+        """True while a call is driving the run (a phase, a step, to the end...)."""
+        return self._driver is not None
+
+    def watch(self, callback: Callable[[PhaseEvent | None], None]) -> None:
+        """Call ``callback`` with each event the run's driving returns, whoever drives it.
+
+        Also with None when a driving call ends, and when the run changes between phases (a
+        resume, an abort, an edited or dropped call): a view of the run (the Stepper) stays true
+        to it when code drives it. Callbacks run on the thread that drives; one that raises is
+        logged, never breaks the run.
+        """
+        self._watchers.append(callback)
+
+    @contextlib.asynccontextmanager
+    async def _driving(self) -> AsyncIterator[None]:
+        """One driving call at a time; the watchers hear when the outermost one ends.
+
+        Two drivers at once (a click while a cell's call runs) would take the loop's one
+        generator from each other; the second gets a clear error instead.
+        """
+        task = asyncio.current_task()
+        if self._driver is not None and self._driver is not task:
+            raise UsageError(
+                "this run is being driven by another call (a button's work or another cell): "
+                "wait for it to finish, or Stop it"
+            )
+        outermost = self._driver is None
+        self._driver = task
+        try:
+            yield
+        finally:
+            if outermost:
+                self._driver = None
+                self._tell(None)
+
+    def _told(self, event: PhaseEvent | None) -> PhaseEvent | None:
+        if event is not None:
+            self._tell(event)
+        return event
+
+    def _tell(self, event: PhaseEvent | None) -> None:
+        for watcher in self._watchers:
+            try:
+                watcher(event)
+            except Exception:  # a broken view must not break the run it shows
+                _log.exception("a watcher of run %s raised", self.state.run_id)
 
     def breakpoint_after(
         self, event: PhaseEvent, breakpoints: Sequence[Break] | None = None
@@ -198,6 +322,10 @@ class AgentRun:
         """Sync `anext_step`."""
         return run_sync(self.anext_step())
 
+    def step_out(self) -> PhaseEvent | None:
+        """Sync `astep_out`."""
+        return run_sync(self.astep_out())
+
     def run_to_end(self) -> RunResult:
         """Sync `arun_to_end`."""
         return run_sync(self.arun_to_end())
@@ -209,6 +337,7 @@ class AgentRun:
         """
         self._execution.request_abort()
         self._stepping.abort()
+        self._tell(None)
 
     def resume(
         self,
@@ -217,6 +346,7 @@ class AgentRun:
     ) -> None:
         """Answer the pending calls of a paused run; stepping then goes on from TOOLS."""
         self._execution.replace_state(resume_state(self.state, approvals, results))
+        self._tell(None)
 
     @property
     def pending_calls(self) -> tuple[ToolCall, ...]:
@@ -232,11 +362,13 @@ class AgentRun:
         """
         run = self._holding(call_id)
         run._execution.replace_state(call_edited(run.state, call_id, arguments))
+        self._tell(None)
 
     def drop_call(self, call_id: str, reason: str = "dropped by the user") -> None:
         """Do not run a call; the model is told why."""
         run = self._holding(call_id)
         run._execution.replace_state(call_dropped(run.state, call_id, reason))
+        self._tell(None)
 
     def _holding(self, call_id: str) -> AgentRun:
         """The run with ``call_id`` pending: this one, or the sub-run stepping stopped in."""

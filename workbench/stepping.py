@@ -12,8 +12,10 @@ doing:
 - running to a breakpoint (``run_to_breakpoint``): sub-runs run freely and check the parent's
   breakpoints of scope ``"tree"`` after each phase; one that fires stops that sub-run, and its
   event (with ``.breakpoint``) is what the driver returns.
-- stepping over (``next_phase()``, ``run_to_end``): sub-runs run freely until the parent's phase
-  ends, and the driver returns the parent's event, as without a gate.
+- stepping over (``next_phase()`` inside a sub-run, ``step_out``): at one level of the tree, the
+  run stopped in (or its parent, to step out): that run goes one phase (or, if its phase is
+  under way, to the end of it) while the runs under it run freely; the driver returns that
+  run's event. At the stepped run's own level this is the end of its phase, as without a gate.
 
 Between two calls of the driver every sub-run waits before its next phase, so nothing moves
 while the user looks at one, and the one looked at can be changed (edit or drop a pending call).
@@ -40,7 +42,7 @@ import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from workbench._sync import on_portal, portal
 from workbench.breakpoints import Break
@@ -62,7 +64,18 @@ Mode = Literal["into", "break", "over"]
 """What the driver is doing: stepping into sub-runs, running to a breakpoint, stepping over."""
 Key = tuple[int, ...]
 """A sub-run's place in the tree under the stepped phase: its parent's key and its own number.
-Keys sort depth first, so the smaller key is the sub-run to step first."""
+Keys sort depth first, so the smaller key is the sub-run to step first. The stepped run itself
+is ``()``."""
+
+
+def _under(key: Key, level: Key) -> bool:
+    """True when ``key`` is a sub-run (at any depth) of the run at ``level``."""
+    return len(key) > len(level) and key[: len(level)] == level
+
+
+def _at_or_above(key: Key, level: Key) -> bool:
+    """True when ``key`` is the run at ``level`` or one it runs inside of (an ancestor)."""
+    return key == level or _under(level, key)
 
 
 class SubRun(Protocol):
@@ -102,6 +115,14 @@ async def drive(run: SubRun) -> RunResult:
     return await gate.drive(run)
 
 
+class Stop(NamedTuple):
+    """A sub-run's event for the driver: which sub-run (its key and run) and what it ran."""
+
+    key: Key
+    run: SubRun
+    event: PhaseEvent
+
+
 class StepGate:
     """Where the sub-runs of one stepped phase wait for the driver, and what they tell it."""
 
@@ -111,12 +132,16 @@ class StepGate:
         scope "tree"."""
         self.mode: Mode | None = None
         """What the driver does now; None between its calls (every sub-run then waits)."""
+        self.level: Key = ()
+        """Stepping over: the run whose next event the driver waits for (its sub-runs run)."""
+        self.runs: dict[Key, SubRun] = {}
+        """Every sub-run that came to the gate, by key."""
         self.aborted = False
         self._waiting: dict[Key, asyncio.Future[None]] = {}
         """Sub-runs waiting before their next phase."""
         self._running: set[Key] = set()
         """Sub-runs with a phase under way."""
-        self._stops: deque[tuple[SubRun, PhaseEvent]] = deque()
+        self._stops: deque[Stop] = deque()
         """Sub-run events for the driver, oldest first."""
         self._wake: asyncio.Future[None] | None = None
         self._numbers = itertools.count()
@@ -124,6 +149,7 @@ class StepGate:
     async def drive(self, run: SubRun) -> RunResult:
         """Run ``run`` phase by phase, each phase when the gate lets it."""
         key = (*_place.get(), next(self._numbers))
+        self.runs[key] = run
         place = _place.set(key)  # its own sub-runs are placed under it
         try:
             while not run.done:
@@ -145,20 +171,25 @@ class StepGate:
         return await run.arun_to_end()  # nothing is left to run: this closes its loop
 
     async def next_stop(
-        self, mode: Mode, phase: asyncio.Future[Any]
-    ) -> tuple[SubRun, PhaseEvent] | None:
-        """Let the sub-runs go on as ``mode`` says until one stops (its event) or ``phase`` ends."""
-        self.mode = mode
+        self, mode: Mode, phase: asyncio.Future[Any], level: Key = ()
+    ) -> Stop | None:
+        """Let the sub-runs go on as ``mode`` says until one stops (its event) or ``phase`` ends.
+
+        Stepping over, ``level`` is the run whose next event ends it (``()``: the phase).
+        """
+        self.mode, self.level = mode, level
         try:
             while True:
                 stop = self._first(mode)  # a stop not yet returned goes first: nothing moves
-                if stop is not None and self._settled(stop[0], phase):
+                if stop is not None and self._settled(stop.run, phase):
                     return self._stops.popleft()
                 if stop is None:
                     if phase.done():
                         return None
                     if mode == "into":
                         self._grant()
+                    elif mode == "over":
+                        self._release_under(level)
                     else:
                         self._release_all()
                 self._wake = wake = asyncio.get_running_loop().create_future()
@@ -176,7 +207,8 @@ class StepGate:
 
     async def _turn(self, key: Key) -> None:
         """Wait until ``key`` may run its next phase."""
-        if self.aborted or (self.mode in ("break", "over") and not self._stops):
+        free = self.mode == "break" or (self.mode == "over" and _under(key, self.level))
+        if self.aborted or (free and not self._stops):
             self._running.add(key)
             return
         self._waiting[key] = waiting = asyncio.get_running_loop().create_future()
@@ -187,22 +219,31 @@ class StepGate:
         """A sub-run ran a phase: a stop for the driver if it steps into or a breakpoint fired."""
         self._running.discard(key)
         if self.mode == "over":
+            # The run stepped over at ends the step; once it has ended, the runs above it go on
+            # and their events are the next steps over at their levels: kept, not dropped.
+            if _at_or_above(key, self.level):
+                self._stops.append(Stop(key, run, event))
+                self._notify()
             return
         tree = [b for b in self.breakpoints if b.scope == "tree"]
         hit = run.breakpoint_after(event, tree) if tree else None
         if hit is not None:
             event = event.model_copy(update={"breakpoint": hit})
         if self.mode == "into" or hit is not None:
-            self._stops.append((run, event))
+            self._stops.append(Stop(key, run, event))
             self._notify()
 
     # -- the driver's side ----------------------------------------------------------------------
 
-    def _first(self, mode: Mode) -> tuple[SubRun, PhaseEvent] | None:
-        """The next stop the driver returns in ``mode``, left queued (stepping over has none)."""
+    def _first(self, mode: Mode) -> Stop | None:
+        """The next stop the driver returns in ``mode``, left queued; others are dropped."""
         while self._stops:
             stop = self._stops[0]
-            if mode == "into" or (mode == "break" and stop[1].breakpoint is not None):
+            if (
+                mode == "into"
+                or (mode == "break" and stop.event.breakpoint is not None)
+                or (mode == "over" and _at_or_above(stop.key, self.level))
+            ):
                 return stop
             self._stops.popleft()
         return None
@@ -240,6 +281,12 @@ class StepGate:
             self._running.add(key)
             _let_go(self._waiting.pop(key))
 
+    def _release_under(self, level: Key) -> None:
+        """Stepping over at ``level``: its sub-runs run freely; it runs one phase if it waits."""
+        for key in [k for k in self._waiting if _under(k, level) or k == level]:
+            self._running.add(key)
+            _let_go(self._waiting.pop(key))
+
     def _release_all(self) -> None:
         for key, waiting in self._waiting.items():
             self._running.add(key)
@@ -258,6 +305,8 @@ class Stepping:
         self.gate = StepGate()
         self.subrun: SubRun | None = None
         """The sub-run whose event the driver returned last; None after the run's own event."""
+        self.where: Key = ()
+        """That sub-run's key (``()``: the run's own event came last)."""
         self._phase: asyncio.Task[PhaseEvent | None] | None = None
 
     @property
@@ -265,11 +314,24 @@ class Stepping:
         """True while a phase of the run is under way (stopped inside one of its sub-runs)."""
         return self._phase is not None
 
+    @property
+    def focus(self) -> Key:
+        """Where stepping over acts: the sub-run stopped in, or its nearest unfinished ancestor.
+
+        A sub-run whose last phase was shown has ended; stepping over then finishes its parent's
+        phase, as a debugger's step over at a function's last line returns to its caller.
+        """
+        key = self.where
+        while key and self.gate.runs[key].done:
+            key = key[:-1]
+        return key
+
     async def advance(
         self,
         mode: Mode,
         run_phase: Callable[[], Awaitable[PhaseEvent | None]],
         breakpoints: Sequence[Break] = (),
+        level: Key = (),
     ) -> PhaseEvent | None:
         """The next event: a sub-run's stop, or the run's own phase (``run_phase``) ended.
 
@@ -279,7 +341,7 @@ class Stepping:
         delivers on another thread), and the portal is the one loop nothing blocks.
         """
         if asyncio.get_running_loop() is not portal():
-            return await on_portal(self.advance(mode, run_phase, breakpoints))
+            return await on_portal(self.advance(mode, run_phase, breakpoints, level))
         if self._phase is None:
             self.gate = StepGate()  # each phase has its own (numbers, stops, an abort)
             self._phase = asyncio.ensure_future(self._gated(run_phase))
@@ -287,17 +349,22 @@ class Stepping:
         phase = self._phase
         self.gate.breakpoints = breakpoints
         try:
-            stop = await self.gate.next_stop(mode, phase)
+            stop = await self.gate.next_stop(mode, phase, level)
         except asyncio.CancelledError:  # Ctrl+C: the phase is cancelled, the run ends ABORTED
             phase.cancel()
             await asyncio.wait({phase})
-            self._phase = self.subrun = None
+            self._ended()
             raise
         if stop is not None:
-            self.subrun, event = stop
-            return event
-        self._phase = self.subrun = None
+            self.subrun, self.where = stop.run, stop.key
+            return stop.event
+        self._ended()
         return phase.result()
+
+    def _ended(self) -> None:
+        """The phase under way has ended: the run's own event comes (came) last."""
+        self._phase = self.subrun = None
+        self.where = ()
 
     def abort(self, wait: float | None = None) -> None:
         """Let the sub-runs of the phase under way end as ABORTED, so none is left waiting.
@@ -316,7 +383,7 @@ class Stepping:
         except RuntimeError:
             here = None
         if sys.is_finalizing() or loop.is_closed():  # nothing runs the phase again
-            self._phase = self.subrun = None
+            self._ended()
             return
         if here is loop or not loop.is_running():  # the phase ends when its loop runs it next
             self.gate.abort()
@@ -331,7 +398,7 @@ class Stepping:
         except BaseException:  # Ctrl+C, or the wait ran out, while a sub-run's phase takes long
             loop.call_soon_threadsafe(phase.cancel)
             raise
-        self._phase = self.subrun = None
+        self._ended()
 
     async def _gated(
         self, run_phase: Callable[[], Awaitable[PhaseEvent | None]]

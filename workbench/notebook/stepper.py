@@ -10,13 +10,14 @@ later click or cell.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from html import escape
 from typing import Literal
 
 import ipywidgets as widgets
 
+from workbench._sync import portal
 from workbench.agent import Agent, AgentRun, RunResult
 from workbench.breakpoints import Break, parse_break
 from workbench.messages import Message
@@ -40,7 +41,17 @@ from workbench.traces import trace_of
 
 __all__ = ["ApprovalRow", "Stepper"]
 
-Action = Literal["phase", "into", "step", "continue", "end"]
+Action = Literal["phase", "into", "out", "step", "continue", "end", "abort"]
+_PRESSES: dict[Action, Callable[[AgentRun], Awaitable[object]]] = {
+    "phase": lambda run: run.anext_phase(),
+    "into": lambda run: run.anext_phase(into=True),
+    "out": lambda run: run.astep_out(),
+    "step": lambda run: run.anext_step(),
+    "continue": lambda run: run.arun_to_breakpoint(),
+    "end": lambda run: run.arun_to_end(),
+    "abort": lambda run: run.aabort(),
+}
+"""What each button asks of the run: the widget only presses, the run drives itself."""
 LIVE = -1
 """The step picker's value for the step under way."""
 
@@ -97,11 +108,13 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     Step into runs the next phase of a sub-run the parent's TOOLS phase starts (a sub-agent), with
     its phases listed under the parent's and its own messages shown; Next phase then reads Step
-    over and finishes the sub-runs and the parent's phase. Continue stops at breakpoints inside
+    over and runs that sub-run's next phase (its own sub-runs run through), Next step its step,
+    and Step out finishes it and stops in its parent. Continue stops at breakpoints inside
     sub-runs too (scope "tree"). Closing the Stepper inside a sub-run aborts the run, so no
     sub-run is left waiting.
 
-    The run itself is `run` (an `AgentRun`): anything the buttons do can also be done on it.
+    The run itself is `run` (an `AgentRun`): anything the buttons do can also be done on it, and
+    the widget shows it (`AgentRun.watch`); while code drives it, the buttons wait.
     Given a `Session` instead of an agent, it steps the session's next execution (boundary marker
     included), which the session takes in once it ends.
     Button work runs on the workbench's portal loop, off the kernel's threads;
@@ -130,6 +143,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                 prompt, history=history, settings=settings, on_text_delta=self._on_delta
             )
         self.run.breakpoints.extend(breakpoints)
+        self.run.watch(self._watched)
         self.events: list[PhaseEvent] = []
         self.streamed = ""
         """The text streamed by the model call of the current step so far."""
@@ -150,6 +164,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.next_phase_button = widgets.Button(description="Next phase", icon="step-forward")
         self.step_into_button = widgets.Button(description="Step into", icon="level-down")
         self.step_into_button.on_click(lambda _: self._start("into"))
+        self.step_out_button = widgets.Button(description="Step out", icon="level-up")
+        self.step_out_button.on_click(lambda _: self._start("out"))
         self.next_step_button = widgets.Button(description="Next step", icon="forward")
         self.run_button = widgets.Button(description="Run to end", icon="fast-forward")
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
@@ -178,6 +194,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             [
                 self.next_phase_button,
                 self.step_into_button,
+                self.step_out_button,
                 self.next_step_button,
                 self.continue_button,
                 self.run_button,
@@ -211,26 +228,27 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     @property
     def busy(self) -> bool:
-        """True while button work is under way."""
-        return self._busy
+        """True while the run is being driven: by a button's work, or by code (a cell)."""
+        return self._busy or self.run.driving
 
     async def wait(self) -> None:
         """Wait until the work started by the last button is finished (errors are shown)."""
         await finished(self.task)
 
     def stop(self) -> None:
-        """End the run as ABORTED: now when idle, after the current phase when busy."""
+        """End the run as ABORTED: now when idle, after the current phase when busy.
+
+        A phase under way is never cut short: a tool's side effects happen or they don't. A run
+        stopped inside a sub-run ends once its sub-runs have ended as ABORTED.
+        """
         if self.busy:
             self._stop_requested = True
             self._note = "stopping after the current phase…"
+            portal().call_soon_threadsafe(self.run.abort)  # where the phase runs, not waiting
             self.refresh()
             return
-        self.run.abort()  # a paused run ends too; its waiting calls are dropped
         self._note = "stopped"
-        if not self.run.done:  # stopped in a sub-run, on this loop: collect the aborted phase
-            self._start("phase")
-            return
-        self.refresh()
+        self._start("abort")
 
     def close(self) -> None:
         """Close the widget; a run stopped inside a sub-run is aborted, so none is left waiting."""
@@ -259,59 +277,41 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.refresh()
 
     def _start(self, action: Action) -> None:
-        if self._busy:
+        if self.busy:
             return
-        if self.run.done:  # nothing to run: the press shows the run as it is (paused, ended)
+        if self.run.done and action != "abort":  # the press shows the run as it is
             self.refresh()
             return
-        self._busy = True
+        self._busy, self._stop_requested = True, False
         self._set_buttons()
         self.task = schedule(lambda: self._drive(action), self._failed)
 
     async def _drive(self, action: Action) -> None:
+        """One press: the run's own method for it (`AgentRun`), then what it owes (`asettle`).
+
+        The events reach the widget through `AgentRun.watch`, as they do when code drives.
+        """
         run = self.run
         try:
-            while (event := await self._next(action)) is not None:
-                self._phase_done(event)
-                if self._stop_requested:
-                    self._stop_requested = False
-                    run.abort()
-                    self._note = "stopped"
-                    break
-                if self._one_done(action, event):
-                    break
-                if action == "continue" and event.breakpoint is not None:
-                    owed = await self.run.anext_phase() if self._parent_owes_event else None
-                    if owed is not None:  # the sub-run's pause paused the parent: show its rows
-                        self._phase_done(owed)
-                    self.stopped_at = event.breakpoint
-                    where = f" in {event.state.agent_name}" if event.depth else ""
-                    self._note = f"stopped at breakpoint {event.breakpoint}{where}"
-                    break
+            event = await _PRESSES[action](run)
+            await run.asettle()  # a sub-run's pause paused the run: the press shows its rows
+            if self._stop_requested:  # aborted mid-phase: the run ends as the phase does
+                await run.arun_to_end()
+                self._note = "stopped"
+            elif action == "continue" and isinstance(event, PhaseEvent) and event.breakpoint:
+                self.stopped_at = event.breakpoint
+                where = f" in {event.state.agent_name}" if event.depth else ""
+                self._note = f"stopped at breakpoint {event.breakpoint}{where}"
         finally:
             self._busy = False
             self.refresh()
 
-    def _one_done(self, action: Action, event: PhaseEvent) -> bool:
-        """True when ``action`` has run its one phase or step with ``event``.
-
-        A sub-run's last phase that paused or ended the parent's phase is followed by the
-        parent's own event in the same press, so the press leaves the run paused (approval rows
-        shown), not waiting for a press to say so.
-        """
-        if action in ("phase", "into"):
-            return not self._parent_owes_event
-        return action == "step" and event.phase is Phase.CONTINUATION and not event.depth
-
-    @property
-    def _parent_owes_event(self) -> bool:
-        """The run paused or ended inside a sub-run's phase; its own event is still to come."""
-        return self.run.state.done and not self.run.done
-
-    async def _next(self, action: Action) -> PhaseEvent | None:
-        if action == "continue":
-            return await self.run.anext_checked()
-        return await self.run.anext_phase(into=action == "into")
+    def _watched(self, event: PhaseEvent | None) -> None:
+        """The run moved (a press, or code driving it): show it."""
+        if event is None:
+            self.refresh()
+        else:
+            self._phase_done(event)
 
     def _phase_done(self, event: PhaseEvent) -> None:
         self.events.append(event)
@@ -365,7 +365,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._show_approvals()
         if len(run.steps) != self._shown_records:
             self._records_changed()
-        if len(run.steps) != self._drawn_records and not self._busy:
+        if len(run.steps) != self._drawn_records and not self.busy:
             self._draw_timeline()
         self._follow()
         self._show_messages()
@@ -406,8 +406,9 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.step_picker.value = self._auto_picked
 
     def _set_buttons(self) -> None:
-        blocked = self._busy or self.run.done
-        self.next_phase_button.description = "Step over" if self.run.subrun else "Next phase"
+        blocked = self.busy or self.run.done
+        inside = self.run.subrun is not None
+        self.next_phase_button.description = "Step over" if inside else "Next phase"
         for button in (
             self.next_phase_button,
             self.step_into_button,
@@ -416,6 +417,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self.run_button,
         ):
             button.disabled = blocked
+        self.step_out_button.disabled = blocked or not inside
         self.break_list.options = [str(b) for b in self.run.breakpoints]
         self.stop_button.disabled = self.run.state.status.is_terminal
 
