@@ -130,11 +130,11 @@ class AgentRun:
             return self._told(event)
 
     async def astep_out(self) -> PhaseEvent | None:
-        """Finish the sub-run stepping stopped in, and stop in its parent: at the parent's next
-        event (the end of its TOOLS phase, which the sub-run was part of).
+        """Finish the sub-run stepping stopped in, and stop in its parent at its next event.
 
-        Everything under the parent runs through on the way, breakpoints included, as a
-        debugger's step out. Only inside a sub-run: at the top, use `arun_to_end`.
+        That is the end of the parent's TOOLS phase, which the sub-run was part of. Everything
+        under the parent runs through on the way without stopping (at breakpoints neither), as
+        a debugger's step out. Only inside a sub-run: at the top, use `arun_to_end`.
         """
         async with self._driving():
             stepping = self._stepping
