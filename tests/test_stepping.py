@@ -121,14 +121,17 @@ def _stopped_in_the_digger() -> wb.AgentRun:
 def test_step_over_after_continue_steps_over_at_the_depth_2_sub_runs_level() -> None:
     run = _stopped_in_the_digger()
     seen = [_seen(e) for e in iter(run.next_phase, None)]
-    assert seen == [
-        *_step("digger", 2, 1)[2:],  # the search runs: no breakpoint stops a step over
-        *_step("digger", 2, 2),
-        *_step("researcher", 1, 1)[2:],  # the digger ended: its parent finishes its phase
-        *_step("researcher", 1, 2),
-        *_step("lead", 0, 1)[2:],
-        *_step("lead", 0, 2),
-    ]
+    assert (
+        seen
+        == [
+            *_step("digger", 2, 1)[2:],  # the search runs: no breakpoint stops a step over
+            *_step("digger", 2, 2),
+            *_step("researcher", 1, 1)[2:],  # the digger ended: its parent finishes its phase
+            *_step("researcher", 1, 2),
+            *_step("lead", 0, 1)[2:],
+            *_step("lead", 0, 2),
+        ]
+    )
 
 
 def test_step_out_finishes_the_sub_run_and_stops_in_its_parent_level_by_level() -> None:

@@ -191,9 +191,7 @@ class AgentRun:
             last = None
             while (event := await self.anext_phase()) is not None:
                 last = event
-                if event.depth <= depth and (
-                    event.phase is Phase.CONTINUATION or event.state.done
-                ):
+                if event.depth <= depth and (event.phase is Phase.CONTINUATION or event.state.done):
                     break
             return last
 
