@@ -88,6 +88,8 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
         assert "        digger step 1 tools" in text and "    scout step 2 continuation" in text
         assert "PhaseEvent(agent='scout', depth=1, phase=prepare, step=1" in text
         assert "stopped in: scout" in text and "PhaseEvent(phase=tools, step=1" in text
+        assert "PhaseEvent(agent='scout', depth=1, phase=inference, step=1" in text
+        assert "scout tools" in text  # the Stepper's Step out, from the digger
         assert "on tool 'search' in digger at depth 2" in text
         assert "[('s1', {'query': 'tide tables'})]" in text
         assert "found: tide tables for Saturday is at noon | Swim at noon." in text
