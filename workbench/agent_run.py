@@ -159,7 +159,7 @@ class AgentRun:
             else:
                 event = await self._stepping.advance("break", self._anext_own, self.breakpoints)
             if event is not None and event.breakpoint is None:
-                hit = self.breakpoint_after(event)
+                hit = await self.breakpoint_after(event)
                 event = event if hit is None else event.model_copy(update={"breakpoint": hit})
             return self._told(event)
 
@@ -287,7 +287,7 @@ class AgentRun:
             except Exception:  # a broken view must not break the run it shows
                 _log.exception("a watcher of run %s raised", self.state.run_id)
 
-    def breakpoint_after(
+    async def breakpoint_after(
         self, event: PhaseEvent, breakpoints: Sequence[Break] | None = None
     ) -> Break | None:
         """The first of ``breakpoints`` (default: `breakpoints`) that fires after ``event``."""
@@ -298,7 +298,7 @@ class AgentRun:
         )
         among = self.breakpoints if breakpoints is None else breakpoints
         execution = self._execution
-        hit = first_hit(among, view, event.phase, following, execution.config.redactor.text)
+        hit = await first_hit(among, view, event.phase, following, execution.config.redactor.text)
         if hit is not None and hit.exception is not None:
             execution.keep_breakpoint_error(hit.exception)
         return hit

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from workbench._record import Record
+from workbench._sync import call_user
 from workbench.conditions import RunView
 from workbench.redact import redacted
 from workbench.state import ErrorInfo, Phase
@@ -92,8 +93,12 @@ class Break(Record):
         name = label or getattr(predicate, "__name__", "predicate")
         return cls(kind="when", predicate=predicate, label=f"when {name}", scope=scope)
 
-    def hits(self, view: RunView, ran: Phase, following: Phase | None) -> bool:
-        """Whether this breakpoint fires after phase ``ran``, with ``following`` next."""
+    async def hits(self, view: RunView, ran: Phase, following: Phase | None) -> bool:
+        """Whether this breakpoint fires after phase ``ran``, with ``following`` next.
+
+        A predicate is the user's code: it runs in a worker thread (`call_user`), so one that
+        blocks holds up only the run it watches, never the loop every other run is on.
+        """
         state = view.state
         match self.kind:
             case "tool":
@@ -105,7 +110,7 @@ class Break(Record):
                 return following is self.phase
             case "when":
                 assert self.predicate is not None
-                return bool(self.predicate(view))
+                return bool(await call_user(self.predicate, view))
 
 
 def parse_break(text: str) -> Break:
@@ -138,7 +143,7 @@ def parse_break(text: str) -> Break:
     raise ValueError(f"not a breakpoint: {text!r} (write tool:NAME, step:N or before:PHASE)")
 
 
-def first_hit(
+async def first_hit(
     breakpoints: Sequence[Break],
     view: RunView,
     ran: Phase,
@@ -151,7 +156,7 @@ def first_hit(
     """
     for breakpoint in breakpoints:
         try:
-            if breakpoint.hits(view, ran, following):
+            if await breakpoint.hits(view, ran, following):
                 return breakpoint
         except Exception as exc:  # a predicate that raises stops the run, recorded
             kept = ErrorInfo.of(exc, phase=ran, step=view.state.step, redact=redact)

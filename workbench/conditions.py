@@ -102,6 +102,16 @@ class StopCondition(ABC):
         """The hard limits this condition implies (none by default)."""
         return Limits()
 
+    @property
+    def inline(self) -> bool:
+        """Whether `check` may run on the event loop: true for the built-ins, pure and quick.
+
+        A condition of the user's (a class written elsewhere, a subclass of a built-in too) is
+        checked in a worker thread, so one that blocks holds up its own run only, never the loop
+        every other run is on.
+        """
+        return type(self).__module__ == __name__
+
     def __or__(self, other: StopCondition) -> AnyOf:
         return AnyOf(*_flatten(AnyOf, self, other))
 
@@ -130,6 +140,11 @@ class AnyOf(StopCondition):
         """The most important reason among those that fire."""
         return StopReason.pick(c.check(view) for c in self.conditions)
 
+    @property
+    def inline(self) -> bool:
+        """On the loop only when every condition is."""
+        return all(c.inline for c in self.conditions)
+
     def limits(self) -> Limits:
         """The tightest limit of each kind."""
         return _combine([c.limits() for c in self.conditions], tightest=True)
@@ -148,6 +163,11 @@ class AllOf(StopCondition):
         """The most important reason, if every condition fires."""
         reasons = [c.check(view) for c in self.conditions]
         return StopReason.pick(reasons) if all(reasons) else None
+
+    @property
+    def inline(self) -> bool:
+        """On the loop only when every condition is."""
+        return all(c.inline for c in self.conditions)
 
     def limits(self) -> Limits:
         """The loosest limit of each kind: all must be reached before the run stops."""

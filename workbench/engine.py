@@ -17,10 +17,12 @@ import time
 import weakref
 from collections.abc import AsyncGenerator, Mapping, Sequence
 
+from workbench._sync import call_user
 from workbench.conditions import Budget, RunView
 from workbench.config import LoopConfig
 from workbench.drafts import StepDraft
 from workbench.errors import ResponseRetriesExceeded, ToolRetriesExceeded
+from workbench.history import shaped
 from workbench.hooks.loop import LoopHooks, with_arguments
 from workbench.hooks.runner import HookReport
 from workbench.messages import (
@@ -191,7 +193,7 @@ class Execution:
     async def _prepare(self) -> Phase | None:
         """Check the budget, choose the tools, take the snapshot and shape the messages."""
         view = self._view(self.state.step)
-        if self._end_at_limit(view):
+        if await self._end_at_limit(view):
             return None
         await self._choose_tools(view, self.state.step + 1)
         self._hide_refused_subagents()
@@ -207,8 +209,8 @@ class Execution:
         if last_step and self.config.wrap_up_message and self._step_tools:
             self._append(self._message("user", TextPart(text=self.config.wrap_up_message)))
         messages: Sequence[Message] = self.state.messages
-        for process in self.config.history_processors:
-            messages = process(messages)
+        if self.config.history_processors:  # the user's code: in a worker, never on the loop
+            messages = await call_user(shaped, self.config.history_processors, messages)
         if len(messages) < len(self.state.messages):
             await self._hooks.pre_compact(len(self.state.messages), len(messages))
         self._open_step(
@@ -283,7 +285,7 @@ class Execution:
         if not calls:
             return Phase.CONTINUATION
         view = self._view(self.state.step - 1)  # the step under way does not count as used yet
-        if self._end_at_limit(view):
+        if await self._end_at_limit(view):
             return None
         if self._draft is None:  # resumed mid-step: the tools are chosen again
             await self._choose_tools(view, self.state.step)
@@ -307,7 +309,7 @@ class Execution:
 
     async def _continuation(self) -> Phase | None:
         """Decide: another step, one grace turn, or the end (and why)."""
-        reason = self.config.stop.check(self._view(self.state.step))
+        reason = await self._stop_reason(self._view(self.state.step))
         if self.state.messages[-1].role == "assistant":  # a final answer
             reason = StopReason.pick([reason, StopReason.COMPLETED])
         if self.state.grace_turn:  # the grace turn decides: completion tool called or not
@@ -431,14 +433,19 @@ class Execution:
             self._update(stop_reason=reason)  # the run ended in this phase for a lesser reason
         return None  # ended, or paused: nothing follows in this execution
 
-    def _end_at_limit(self, view: RunView) -> bool:
+    async def _end_at_limit(self, view: RunView) -> bool:
         """End the run if a stop condition fires (never in the grace turn); True if it ended."""
         if self.state.grace_turn:
             return False
-        reason = self.config.stop.check(view)
+        reason = await self._stop_reason(view)
         if reason is not None:
             self._end(reason)
         return reason is not None
+
+    async def _stop_reason(self, view: RunView) -> StopReason | None:
+        """Why the stop conditions would end the run now; a user's condition runs off the loop."""
+        stop = self.config.stop
+        return stop.check(view) if stop.inline else await call_user(stop.check, view)
 
     def _end(self, reason: StopReason, **changes: object) -> None:
         self.state = self.state.moved(reason.transition, stop_reason=reason, **changes)

@@ -8,11 +8,11 @@ reason; the exception itself comes back too, for its traceback.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 
 from workbench._record import Record
+from workbench._sync import call_user
 from workbench.messages import ToolCall
 from workbench.redact import error_text
 from workbench.tools import ToolContext
@@ -71,9 +71,7 @@ async def check_guards(
 async def _ask(guard: ToolGuard, call: ToolCall, ctx: ToolContext) -> GuardAnswer:
     name = getattr(guard, "__name__", type(guard).__name__)
     try:
-        answer = guard(call, ctx)
-        if inspect.isawaitable(answer):
-            answer = await answer
+        answer = await call_user(guard, call, ctx)  # a sync guard in a worker: never the loop
     except Exception as exc:  # the reason is read by the model and stored: no secret in it
         why = f"guard {name} failed: {error_text(exc)}"
         return GuardAnswer(permission=ToolPermission.DENY, reason=why, raised=exc)

@@ -1,7 +1,8 @@
 """History processors: shape the messages sent to the model, without changing the run's history.
 
-A processor is any callable ``(messages) -> messages``; they run in order in PREPARE. The shipped
-ones never separate a tool result from the call it answers and always keep system messages.
+A processor is any callable ``(messages) -> messages``; they run in order in PREPARE (`shaped`,
+in a worker thread: the user's code never runs on the loop). The shipped ones never separate a
+tool result from the call it answers and always keep system messages.
 """
 
 from __future__ import annotations
@@ -10,9 +11,18 @@ from collections.abc import Callable, Sequence
 
 from workbench.messages import Message, RetryPrompt, TextPart, ThinkingPart, ToolCall, ToolResult
 
-__all__ = ["HistoryProcessor", "KeepLast", "TokenWindow", "approx_tokens"]
+__all__ = ["HistoryProcessor", "KeepLast", "TokenWindow", "approx_tokens", "shaped"]
 
 HistoryProcessor = Callable[[Sequence[Message]], Sequence[Message]]
+
+
+def shaped(
+    processors: Sequence[HistoryProcessor], messages: Sequence[Message]
+) -> Sequence[Message]:
+    """``messages`` through each processor in turn: what the model is sent."""
+    for process in processors:
+        messages = process(messages)
+    return messages
 
 
 def approx_tokens(message: Message) -> int:

@@ -94,7 +94,7 @@ class SubRun(Protocol):
 
     async def arun_to_end(self) -> RunResult: ...
 
-    def breakpoint_after(
+    async def breakpoint_after(
         self, event: PhaseEvent, breakpoints: Sequence[Break] | None = None
     ) -> Break | None: ...
 
@@ -160,7 +160,7 @@ class StepGate:
                 event = await run.anext_phase()
                 if event is None:
                     break
-                self._ran(key, run, event)
+                await self._ran(key, run, event)
         except asyncio.CancelledError:  # the stepped phase was cancelled (Ctrl+C)
             run.abort()  # one waiting at the gate ends too (one in a phase has ended already)
             raise
@@ -215,8 +215,14 @@ class StepGate:
         self._notify()
         await waiting  # `_grant` or `_release_all` marks it running
 
-    def _ran(self, key: Key, run: SubRun, event: PhaseEvent) -> None:
-        """A sub-run ran a phase: a stop for the driver if it steps into or a breakpoint fired."""
+    async def _ran(self, key: Key, run: SubRun, event: PhaseEvent) -> None:
+        """A sub-run ran a phase: a stop for the driver if it steps into or a breakpoint fired.
+
+        The sub-run counts as running until its breakpoints are checked (a predicate runs in a
+        worker thread), so the driver never takes its phase for over before then.
+        """
+        tree = [b for b in self.breakpoints if b.scope == "tree"] if self.mode != "over" else []
+        hit = await run.breakpoint_after(event, tree) if tree else None
         self._running.discard(key)
         if self.mode == "over":
             # The run stepped over at ends the step; once it has ended, the runs above it go on
@@ -225,8 +231,6 @@ class StepGate:
                 self._stops.append(Stop(key, run, event))
                 self._notify()
             return
-        tree = [b for b in self.breakpoints if b.scope == "tree"]
-        hit = run.breakpoint_after(event, tree) if tree else None
         if hit is not None:
             event = event.model_copy(update={"breakpoint": hit})
         if self.mode == "into" or hit is not None:

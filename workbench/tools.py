@@ -23,6 +23,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from workbench._record import Record
+from workbench._sync import in_worker
 from workbench.conditions import Budget, Limits, RunView
 from workbench.errors import (
     ArgumentError,
@@ -241,7 +242,7 @@ class Tool:
     def _call(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
         if self._is_async:
             return self.function(**kwargs)  # type: ignore[no-any-return]
-        return asyncio.to_thread(self.function, **kwargs)
+        return in_worker(functools.partial(self.function, **kwargs))  # never on the loop
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly (handy in tests and notebooks)."""

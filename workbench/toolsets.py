@@ -17,6 +17,7 @@ layers come after it.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import functools
 import inspect
@@ -26,7 +27,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from workbench._record import Record
-from workbench._sync import run_sync
+from workbench._sync import call_user, run_sync
 from workbench.conditions import RunView
 from workbench.errors import MCPServerError, ToolRateLimited, UsageError
 from workbench.messages import JsonValue, ToolDefinition
@@ -221,8 +222,12 @@ class Toolset:
         """
         offered: list[Tool] = []
         hidden: list[tuple[str, str]] = []
-        for entry in await self._entries():
-            reason = await _hidden_by(entry, view)
+        entries = await self._entries()
+        reasons: list[str | None] = [None] * len(entries)
+        if any(entry.checks for entry in entries):  # the user's filters: in a worker, all at once
+            loop = asyncio.get_running_loop()
+            reasons = await call_user(lambda: [_hidden_by(e, view, loop) for e in entries])
+        for entry, reason in zip(entries, reasons, strict=True):
             if reason is None:
                 offered.append(entry.tool)
             else:
@@ -416,14 +421,18 @@ class _Named:
             )
 
 
-async def _hidden_by(entry: _Entry, view: RunView) -> str | None:
-    """Why the first filter that hides ``entry`` hides it, or None when every filter offers it."""
+def _hidden_by(entry: _Entry, view: RunView, loop: asyncio.AbstractEventLoop) -> str | None:
+    """Why the first filter that hides ``entry`` hides it, or None when every filter offers it.
+
+    Called in a worker thread, so a filter that blocks holds up its own run only; an async
+    filter's answer is awaited on ``loop``, which is free (it waits for this thread).
+    """
     for check in entry.checks:
         name = getattr(check.filter, "__name__", type(check.filter).__name__)
         try:
             answer = check.filter(check.seen, view)
             if inspect.isawaitable(answer):
-                answer = await answer
+                answer = asyncio.run_coroutine_threadsafe(_awaited(answer), loop).result()
         except Exception as exc:  # the reason is read by the model and stored: no secret in it
             return f"filter {name} raised {error_text(exc)}"
         if answer is True:
@@ -434,6 +443,10 @@ async def _hidden_by(entry: _Entry, view: RunView) -> str | None:
             return f"hidden by filter {name}"
         return f"filter {name} answered {answer!r}, not True, False or a reason"
     return None
+
+
+async def _awaited(answer: Awaitable[object]) -> object:
+    return await answer
 
 
 def _same(a: tuple[_Entry, ...], b: tuple[_Entry, ...]) -> bool:

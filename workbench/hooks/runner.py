@@ -9,7 +9,6 @@ notes until the step record takes them.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import re
 import time
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench._record import Record
+from workbench._sync import call_user
 from workbench.hooks.command import CommandHook, HookFailure
 from workbench.hooks.events import (
     EVENT_RIGHTS,
@@ -56,9 +56,10 @@ class Hook:
     """An in-process hook: ``function`` runs for ``event`` (when ``matcher`` matches).
 
     ``function`` gets the event's input (a `HookInput` subclass) and returns a `HookResult` or
-    None. Sync functions run inline on the loop, so keep them quick; async ones run concurrently
-    with the event's other hooks, bounded by ``timeout`` seconds if given. A hook that raises or
-    times out becomes a hook error on the step; the run goes on.
+    None. It runs concurrently with the event's other hooks, bounded by ``timeout`` seconds if
+    given; a sync function runs in a worker thread (`workbench._sync.call_user`), so one that
+    blocks holds up its own run only, and only until its timeout. A hook that raises or times out
+    becomes a hook error on the step; the run goes on.
     """
 
     event: HookEvent
@@ -79,12 +80,10 @@ class Hook:
 
     async def invoke(self, data: HookInput) -> HookResult | None:
         """Call the function with a private copy of ``data``."""
-        answer = self.function(_private(data))
-        if inspect.isawaitable(answer):
-            try:
-                answer = await asyncio.wait_for(answer, self.timeout)
-            except TimeoutError:
-                raise HookFailure(f"timed out after {self.timeout:g}s") from None
+        try:
+            answer = await asyncio.wait_for(call_user(self.function, _private(data)), self.timeout)
+        except TimeoutError:
+            raise HookFailure(f"timed out after {self.timeout:g}s") from None
         if answer is not None and not isinstance(answer, HookResult):
             raise HookFailure(f"returned {answer!r}, not a HookResult or None")
         return answer
