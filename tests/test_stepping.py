@@ -505,3 +505,38 @@ def test_continue_to_a_breakpoint_where_a_sub_run_pauses_shows_the_approval_in_t
     stepper.approval_rows[0].approve_button.click()
     stepper.run_button.click()
     assert stepper.run.result.output == "all done" and stepper.errors == []
+
+
+def test_an_abort_while_a_sub_run_works_ends_it_at_its_next_phase() -> None:
+    """No stepping into: the sub-run runs freely inside the lead's TOOLS phase, and still ends."""
+    asked, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    async def thorough(messages: list[wb.Message], info: object) -> R | str:
+        calls.append(messages[-1].role)
+        if len(calls) == 1:
+            asked.set()
+            await asyncio.to_thread(release.wait, 30)  # the first call is in flight at the abort
+        return R.tool_call("search", {"query": f"more {len(calls)}"})  # it never stops alone
+
+    researcher = wb.Agent(
+        model=wb.FunctionModel(thorough), name="researcher", tools=[search], store=False
+    )
+    lead = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("research", {"task": "all"}), "done"]),
+        name="lead",
+        tools=[researcher.as_tool("research")],
+        store=False,
+    )
+    run = lead.start("go")
+    run.next_phase(), run.next_phase()  # the lead asks for research
+    tools = threading.Thread(target=run.next_phase)  # the lead's TOOLS: the researcher works
+    tools.start()
+    assert asked.wait(30)
+    run.abort()  # from another thread, while the researcher's model call is in flight
+    release.set()
+    tools.join(30)
+    assert not tools.is_alive()
+    assert run.state.status is wb.ExecutionStatus.ABORTED
+    (sub,) = run.result.children
+    assert sub.status is wb.ExecutionStatus.ABORTED and len(calls) == 1  # no second model call

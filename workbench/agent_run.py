@@ -24,7 +24,7 @@ from workbench.errors import UsageError
 from workbench.messages import JsonValue, ToolCall
 from workbench.records import PhaseEvent, RunResult, StepContext, StepRecord
 from workbench.state import AgentState, Phase
-from workbench.stepping import Stepping, call_dropped, call_edited
+from workbench.stepping import Stepping, abort_scope, call_dropped, call_edited
 from workbench.toolcalls import resume_state
 
 __all__ = ["AgentRun"]
@@ -52,6 +52,8 @@ class AgentRun:
         self._driver: asyncio.Task[Any] | None = None
         """The task of the driving call under way (see `_driving`)."""
         self._watchers: list[Callable[[PhaseEvent | None], None]] = []
+        self._abort_asked = False
+        """`abort` was called: the sub-runs of a phase under way end at their next phase."""
 
     @property
     def subrun(self) -> AgentRun | None:
@@ -172,7 +174,8 @@ class AgentRun:
         """
         if self._phases is None:
             self._phases = self._execution.phases()
-        event = await anext(self._phases, None)
+        with abort_scope(lambda: self._abort_asked):  # its sub-runs end when it is aborted
+            event = await anext(self._phases, None)
         if event is None or self._execution.done:  # no phase runs once the run is done
             await self._phases.aclose()
             self._phases = None
@@ -331,8 +334,10 @@ class AgentRun:
     def abort(self) -> None:
         """End the run as ABORTED: now between phases or while paused, else after the phase.
 
-        Stopped inside a sub-run, the sub-runs end as ABORTED too, and with them the phase.
+        The sub-runs of a phase under way (sub-agents, at any depth) end as ABORTED at their
+        next phase, and with them the phase: stopped inside a sub-run too.
         """
+        self._abort_asked = True
         self._execution.request_abort()
         self._stepping.abort()
         self._tell(None)

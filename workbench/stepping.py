@@ -40,7 +40,7 @@ import itertools
 import sys
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, Literal, NamedTuple, Protocol
 
@@ -54,6 +54,7 @@ __all__ = [
     "Mode",
     "StepGate",
     "Stepping",
+    "abort_scope",
     "call_dropped",
     "call_edited",
     "drive",
@@ -107,12 +108,43 @@ _place: ContextVar[Key] = ContextVar("workbench_step_place", default=())
 """The key of the sub-run whose phase is running here (empty: the stepped run's own phase)."""
 
 
+_aborting: ContextVar[Callable[[], bool] | None] = ContextVar("workbench_aborting", default=None)
+"""Whether the run whose phase the running code is part of, or a run above it, was aborted."""
+
+
+@contextlib.contextmanager
+def abort_scope(asked: Callable[[], bool]) -> Iterator[None]:
+    """While a run's phase runs: the sub-runs it starts end when ``asked()`` (or a run above).
+
+    An abort of a tree takes effect where each run is: between phases at once, else after the
+    phase under way. A sub-run is inside its parent's TOOLS phase, so without this it would run
+    to its end before the parent's abort could take effect, however long that takes.
+    """
+    above = _aborting.get()
+    token = _aborting.set(asked if above is None else lambda: asked() or above())
+    try:
+        yield
+    finally:
+        _aborting.reset(token)
+
+
 async def drive(run: SubRun) -> RunResult:
-    """Run a sub-run to its end or pause: freely, or through the gate of a stepped parent."""
+    """Run a sub-run to its end or pause: freely, or through the gate of a stepped parent.
+
+    Freely, it checks before each phase whether its parent (or a run above) was aborted, and
+    ends as ABORTED if so (`abort_scope`).
+    """
     gate = step_gate.get()
-    if gate is None:
-        return await run.arun_to_end()
-    return await gate.drive(run)
+    if gate is not None:
+        return await gate.drive(run)
+    asked = _aborting.get()
+    while not run.done:
+        if asked is not None and asked():
+            run.abort()
+            break
+        if await run.anext_phase() is None:
+            break
+    return await run.arun_to_end()  # nothing is left to run: this closes its loop
 
 
 class Stop(NamedTuple):
