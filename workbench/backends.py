@@ -30,6 +30,7 @@ from workbench.runfilter import Choices, RunFilter
 from workbench.store import RunSummary
 from workbench.telemetry import names as n
 from workbench.telemetry._fetch import Fetch
+from workbench.telemetry.derive import SpanError
 from workbench.telemetry.load import load_trace
 from workbench.telemetry.readers import phoenix_spans, spans_from_document
 from workbench.telemetry.trace import SpanData, Trace
@@ -58,35 +59,36 @@ _CONTENT = ("message", "input", "output", "arguments", "result", "instructions",
 # -- one trace as one row -----------------------------------------------------------------------
 
 
-def _failed(span: SpanData) -> bool:
-    return span.status == "error" or n.ERROR_TYPE in span.attributes
+def _causes(trace: Trace) -> list[SpanError]:
+    """What failed in the trace and made the rest fail: failed spans with no failed span below.
 
-
-def _error_line(span: SpanData) -> str:
-    """A failed span as a run list shows it: its name, then what went wrong."""
-    event = next((e for e in span.events if e.name == n.EVENT_EXCEPTION), None)
-    if event is not None:
-        kind = event.attributes.get(n.EXCEPTION_TYPE, "")
-        what = f"{kind}: {event.attributes.get(n.EXCEPTION_MESSAGE, '')}".strip(": ")
-    else:
-        what = span.status_message or str(span.attributes.get(n.ERROR_TYPE, "error"))
-    return " ".join(f"{span.name}: {what}".split())[:300]
-
-
-def _causes(trace: Trace) -> list[SpanData]:
-    """The failed spans that caused the others to fail: those with no failed span below them.
-
-    A failed model call usually fails its step and its run too; the row counts the call once.
+    A failed model call usually fails its step and its run too: the row counts the call once,
+    as a store counts the run's one error.
     """
-    failed = [s for s in trace.spans if _failed(s)]
-    parents = {s.span_id: s.parent_id for s in trace.spans}
-    above: set[str] = set()
-    for span in failed:
-        parent = span.parent_id
-        while parent is not None and parent not in above:  # each ancestor walked once
-            above.add(parent)
-            parent = parents.get(parent)
-    return [s for s in failed if s.span_id not in above]
+    failed = trace.errors()
+    tree = trace.tree
+    above = {
+        tree.span_at(ancestor).span_id
+        for error in failed
+        for ancestor in tree.ancestors(tree.positions[error.span_id])
+    }
+    return [e for e in failed if e.span_id not in above]
+
+
+def _error_line(error: SpanError) -> str:
+    """A failure as a run list shows it, as a stored run's reads: where, then what."""
+    place = ", ".join(
+        part
+        for part in (f"step {error.step}" if error.step is not None else "", error.tool or "")
+        if part
+    )
+    where = f"{place} in {error.agent}" if place and error.agent else place or error.name
+    what = (
+        error.message
+        if error.message.startswith(error.error_type)
+        else (f"{error.error_type}: {error.message}")
+    )
+    return " ".join(f"{where}: {what}".split())[:300]
 
 
 def _int(value: Any) -> int:
@@ -99,7 +101,7 @@ def _tokens(trace: Trace, root: SpanData) -> tuple[int, int]:
         return _int(root.attributes[n.USAGE_TOTAL_INPUT]), _int(
             root.attributes.get(n.USAGE_TOTAL_OUTPUT)
         )
-    pairs = [n.tokens_of(s.attributes) for s in trace.chat_spans()]
+    pairs = [n.tokens_of(s.attributes) for s in trace.model_calls()]
     return sum(_int(a) for a, _ in pairs), sum(_int(b) for _, b in pairs)
 
 
@@ -108,12 +110,13 @@ def trace_summary(trace: Trace) -> RunSummary:
     root = next((s for s in trace.spans if s.parent_id is None), trace.spans[0])
     attributes = root.attributes
     failed = _causes(trace)
-    tools = {str(s.attributes[n.TOOL_NAME]) for s in trace.spans if n.TOOL_NAME in s.attributes}
-    chats = trace.chat_spans()
-    steps = sum(1 for s in trace.spans if s.name.startswith("workbench.step")) or len(chats)
+    called = [s for s in trace.spans if s.category == "tool"]
+    tools = {str(name) for s in called if (name := s.attributes.get(n.TOOL_NAME))}
+    chats = trace.model_calls()
+    steps = sum(1 for s in trace.spans if s.category == "step") or len(chats)
     tokens_in, tokens_out = _tokens(trace, root)
     cost = attributes.get(n.USAGE_TOTAL_COST)
-    status = attributes.get(n.RUN_STATUS) or ("failed" if _failed(root) else "completed")
+    status = attributes.get(n.RUN_STATUS) or ("failed" if root.is_error else "completed")
     return RunSummary(
         run_id=trace.trace_id,
         agent_name=str(
@@ -138,7 +141,7 @@ def trace_summary(trace: Trace) -> RunSummary:
         errors=len(failed),
         first_error=_error_line(failed[0]) if failed else None,
         tools=tuple(sorted(tools)),
-        tool_calls=sum(1 for s in trace.spans if n.TOOL_NAME in s.attributes),
+        tool_calls=len(called),
         duration=(root.end_ns - root.start_ns) / 1e9,
         trace_id=trace.trace_id,
     )

@@ -33,6 +33,7 @@ from workbench.records import RunResult
 from workbench.runlist import RunSource, source_of
 from workbench.store import RunStore
 from workbench.telemetry.trace import Trace
+from workbench.traces import trace_of
 
 __all__ = ["RunsBrowser", "RunsTable"]
 
@@ -225,7 +226,7 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             return
         try:
             opened = self.view.source.open(run_id)
-            explorer = TraceExplorer(opened)
+            explorer = TraceExplorer(trace_of(opened))  # the trace model's one door
         except Exception as exc:  # damaged, deleted, a backend that is down
             self.table.note = f"cannot open {run_id}: {type(exc).__name__}: {exc}"
             return
