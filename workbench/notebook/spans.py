@@ -8,6 +8,7 @@ in its hover.
 
 from __future__ import annotations
 
+import bisect
 from html import escape
 from typing import Any
 
@@ -18,7 +19,7 @@ from workbench.notebook._style import TEMPLATE
 from workbench.telemetry.spandata import SpanData
 from workbench.telemetry.trace import Trace
 
-__all__ = ["CATEGORY_COLOURS", "waterfall_figure"]
+__all__ = ["CATEGORY_COLOURS", "idle_closed", "waterfall_figure"]
 
 CATEGORY_COLOURS: dict[str, str] = {
     "agent": "#6c5ce7",
@@ -65,7 +66,13 @@ def _hover(span: SpanData, category: str, start_ms: float, duration_ms: float) -
     return "<br>".join(lines)
 
 
-def waterfall_figure(trace: Trace, *, title: str = "Spans", max_labels: int = 300) -> go.Figure:
+def waterfall_figure(
+    trace: Trace,
+    *,
+    title: str = "Spans",
+    max_labels: int = 300,
+    axis: str = "ms since the first span",
+) -> go.Figure:
     """A nested waterfall of the trace's spans, coloured by category, attributes on hover.
 
     One bar per span, children under their parent (a label's dots say how deep it is); a failed
@@ -121,7 +128,7 @@ def waterfall_figure(trace: Trace, *, title: str = "Spans", max_labels: int = 30
         barmode="overlay",
         bargap=0.25,
         height=min(max(260, 22 * len(spans) + 120), 1400),
-        xaxis={"title": "ms since the first span", "zeroline": False},
+        xaxis={"title": axis, "zeroline": False},
         yaxis={
             "range": [len(spans) - 0.5, -0.5],  # first span on top
             "tickmode": "array" if labelled else "auto",
@@ -137,3 +144,42 @@ def waterfall_figure(trace: Trace, *, title: str = "Spans", max_labels: int = 30
     # The traces go in unvalidated: plotly's checks and copies of thousands of hover texts cost
     # more than the rest of the view (the browser test proves they render); the layout is checked.
     return go.Figure(data=traces, layout=go.Layout(layout), _validate=False)
+
+
+def idle_closed(trace: Trace) -> tuple[Trace, float]:
+    """The trace with the time nothing ran cut out, and how many seconds that was.
+
+    A run stepped by hand waits between its phases for as long as the person reads, approves or
+    looks away; drawn as it happened, its phases are slivers between long empty stretches, and
+    a parent's TOOLS phase spans every pause inside the sub-run stepped into. Here only what
+    worked counts: the spans with nothing under them (a phase, a model call, a tool, a hook)
+    mark the busy stretches, each gap between stretches is closed, and every span's start and
+    end move back by the gaps before them, so a container shrinks to the work inside it.
+    """
+    parents = {s.parent_id for s in trace.spans}
+    busy = sorted((s.start_ns, s.end_ns) for s in trace.spans if s.span_id not in parents)
+    gap_ends: list[int] = []  # where each gap ends, and the total length up to there
+    gap_totals: list[int] = []
+    reached: int | None = None
+    for start, end in busy:
+        if reached is not None and start > reached:
+            gap_ends.append(start)
+            gap_totals.append((gap_totals[-1] if gap_totals else 0) + start - reached)
+        reached = end if reached is None else max(reached, end)
+    if not gap_ends:
+        return trace, 0.0
+
+    def moved(at: int) -> int:
+        i = bisect.bisect_right(gap_ends, at)  # gaps that ended at or before ``at``
+        before = gap_totals[i - 1] if i else 0
+        if i < len(gap_ends):  # inside the next gap: the part of it before ``at`` goes too
+            gap_start = gap_ends[i] - (gap_totals[i] - before)
+            before += max(0, at - gap_start)
+        return at - before
+
+    spans = [
+        s.model_copy(update={"start_ns": moved(s.start_ns), "end_ns": moved(s.end_ns)})
+        for s in trace.spans
+    ]
+    closed = Trace.of(spans, steps=trace.steps, trace_id=trace.trace_id)
+    return closed, gap_totals[-1] / 1e9

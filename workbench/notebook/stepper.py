@@ -32,7 +32,7 @@ from workbench.notebook.html import (
     step_html,
     subrun_html,
 )
-from workbench.notebook.spans import waterfall_figure
+from workbench.notebook.spans import idle_closed, waterfall_figure
 from workbench.notebook.tables import step_labels, steps_text
 from workbench.records import PhaseEvent
 from workbench.session import Session
@@ -104,7 +104,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     Shows the status, stop reason, step and budget left; approve/deny rows for calls waiting on
     approval; the messages of the selected step (role-coloured, with tool calls, results, retry
     prompts, hook errors) and a diff of what the model saw against the previous step; tokens as
-    they stream; and a live waterfall of the run so far.
+    they stream; and a live waterfall of the run so far, drawn with the idle time between
+    phases (a person reading between clicks) left out, as its axis says.
 
     Step into runs the next phase of a sub-run the parent's TOOLS phase starts (a sub-agent), with
     its phases listed under the parent's and its own messages shown; Next phase then reads Step
@@ -393,7 +394,10 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                 self.timeline, html_output("<i>The timeline appears when the first step ends.</i>")
             )
             return
-        figure = waterfall_figure(trace_of(run), title=f"Timeline: {steps_text(steps)}")
+        trace, idle = idle_closed(trace_of(run))
+        left_out = f" ({idle:.1f} s idle between phases left out)" if idle >= 0.05 else ""
+        axis = f"ms running{left_out}"
+        figure = waterfall_figure(trace, title=f"Timeline: {steps_text(steps)}", axis=axis)
         show(self.timeline, figure_output(figure))
 
     def _follow(self) -> None:
