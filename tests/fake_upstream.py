@@ -38,6 +38,9 @@ class Answer:
     """More headers for the answer (a redirect's ``location``)."""
     events: bytes | None = None
     """When set, the answer is an SSE stream of exactly these bytes (events of any shape)."""
+    drop: bool = False
+    """Close the connection without answering, as a server does to a kept-alive connection it
+    has just timed out: the client finds it closed when it sends its request on it."""
 
 
 def completion(text: str = "", calls: list[tuple[str, str, dict[str, Any]]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
@@ -83,6 +86,8 @@ class FakeUpstream:
     behaviour: Behaviour = field(default=lambda body, headers: Answer(body=completion("hi")))
     hung_up: threading.Event = field(default_factory=threading.Event)
     """Set when a client closed the connection before a stream was all sent."""
+    paths: list[str] = field(default_factory=list)
+    """The path (and query) of every request, GET and POST, in order."""
 
 
 def _write_head(handler: BaseHTTPRequestHandler, status: int, headers: dict[str, str]) -> None:
@@ -117,14 +122,19 @@ def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
+            fake.paths.append(self.path)
             self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
 
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             headers = {k.lower(): v for k, v in self.headers.items()}
+            fake.paths.append(self.path)
             fake.requests.append((body, headers))
             answer = fake.behaviour(body, headers)
+            if answer.drop:
+                self.close_connection = True
+                return
             time.sleep(answer.delay)
             if answer.chunks is not None or answer.events is not None:
                 self._stream(answer)

@@ -272,6 +272,27 @@ def test_an_upstream_that_is_down_is_a_502_for_the_agent_and_a_failed_run() -> N
     assert KEY not in run.state.to_json() and KEY not in str(caught.value)
 
 
+def test_a_kept_alive_connection_the_upstream_closed_is_asked_again_on_a_new_one() -> None:
+    """llama.cpp closes idle connections after a few seconds: that is no failure of the call."""
+    store = wb.RunStore(":memory:")
+    answers = iter(
+        [Answer(body=completion("one")), Answer(drop=True), Answer(body=completion("two"))]
+    )
+    with (
+        fake_upstream(lambda body, headers: next(answers)) as upstream,
+        wb.proxy(upstream.url, store=store) as proxy,
+    ):
+        client = client_for(proxy)
+        said = [
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": p}])
+            .choices[0]
+            .message.content
+            for p in ("first", "second")
+        ]
+    assert said == ["one", "two"] and len(upstream.requests) == 3
+    assert [store.load(r).status for r in proxy.run_ids] == [wb.ExecutionStatus.COMPLETED] * 2
+
+
 def test_credentials_in_the_upstream_url_authenticate_the_proxy_and_are_not_recorded() -> None:
     store = wb.RunStore(":memory:")
     with fake_upstream() as upstream:

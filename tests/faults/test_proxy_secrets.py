@@ -24,6 +24,7 @@ import pytest
 
 import workbench as wb
 from tests.fake_upstream import Answer, chunks, completion, fake_upstream
+from tests.wires import anthropic_error, anthropic_error_event, message, message_events
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -179,3 +180,32 @@ def test_hop_by_hop_headers_go_no_further_either_way() -> None:
     assert status.startswith("http/1.1 200")
     head_back = rest.partition("\r\n\r\n")[0]
     assert "x-hop-back" not in head_back and "proxy-authenticate" not in head_back
+
+
+# --- the same on the Messages wire: its key header, its error shapes, its stream -------------
+
+
+@pytest.mark.parametrize("how", ["an answer", "a streamed answer", "an error event", "a 401"])
+def test_an_anthropic_key_echoed_back_on_the_messages_wire_is_not_stored(
+    tmp_path: Path, how: str
+) -> None:
+    def echo(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        said = f"you sent {said_back(headers)}"
+        if how == "an answer":
+            return Answer(body=message(said))
+        if how == "a streamed answer":
+            return Answer(events=message_events(said))
+        if how == "an error event":
+            return Answer(events=anthropic_error_event("authentication_error", said))
+        return Answer(status=401, body=anthropic_error("authentication_error", said))
+
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    with fake_upstream(echo) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        body = {**ASK, "max_tokens": 16, "stream": how != "an answer"}
+        got = httpx.post(f"{proxy.url}/messages", json=body, headers={"x-api-key": KEY})
+    assert got.status_code in (200, 401) and upstream.requests[0][1]["x-api-key"] == KEY
+    run = store.load(proxy.run_ids[0])
+    store.close()
+    what = run.output if run.error is None else run.error.message
+    assert what is not None and "x-api-key=[redacted]" in what, what
+    assert_no_piece(KEY, stored(tmp_path))

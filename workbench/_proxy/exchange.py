@@ -27,7 +27,23 @@ from workbench.messages import ModelResponse
 from workbench.records import StepContext
 from workbench.state import ErrorInfo, Phase
 
-__all__ = ["Exchange", "cannot_reach"]
+__all__ = ["Exchange", "cannot_reach", "posted"]
+
+
+async def posted(
+    client: aiohttp.ClientSession, target: str, body: bytes, headers: dict[str, str]
+) -> aiohttp.ClientResponse:
+    """The upstream's answer to a POST, asked again once if a pooled connection was stale.
+
+    A server closes a kept-alive connection it has had idle for a while (llama.cpp's after a few
+    seconds); a request that finds it closed before any answer came was never answered, and
+    asking again on a new connection is what every HTTP client does. Only once: a server that
+    hangs up again is down.
+    """
+    try:
+        return await client.post(target, data=body, headers=headers, allow_redirects=False)
+    except aiohttp.ServerDisconnectedError:  # the stale connection is dropped: a new one now
+        return await client.post(target, data=body, headers=headers, allow_redirects=False)
 
 
 def cannot_reach(upstream: str, exc: Exception) -> str:
@@ -105,9 +121,7 @@ class Exchange:
         """
         target = f"{upstream}{self.wire.path}{query}"
         try:
-            answer = await client.post(
-                target, data=self.body, headers=self.headers, allow_redirects=False
-            )
+            answer = await posted(client, target, self.body, self.headers)
             if self._streams(answer):
                 reading = StreamReading(self.wire.reading(self.scrubber.text))
                 return Relay(answer, reading, self._record_stream, self.hider)

@@ -36,12 +36,14 @@ import yarl
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from workbench._proxy.anthropic import MESSAGES
 from workbench._proxy.chat import CHAT
 from workbench._proxy.exchange import Exchange, cannot_reach
 from workbench._proxy.headers import forwarded, returned
 from workbench._proxy.recorder import Call, Recorder
 from workbench._proxy.relay import UPSTREAM_FAILED, Relay
 from workbench._proxy.replaying import Normalizer, Replayer
+from workbench._proxy.responses import RESPONSES
 from workbench._proxy.scrub import Scrubber
 from workbench._proxy.wire import Read, Wire
 from workbench.errors import (
@@ -60,7 +62,7 @@ CONVERSATION_HEADER = "x-workbench-run"
 SESSION_HEADERS = ("x-claude-code-session-id", "session-id")
 """Headers in which clients name their session (Claude Code, Codex): its runs are grouped."""
 
-WIRES: dict[str, Wire] = {wire.path: wire for wire in (CHAT,)}
+WIRES: dict[str, Wire] = {wire.path: wire for wire in (CHAT, RESPONSES, MESSAGES)}
 """The wires served, by their path after ``/v1``."""
 _PASSED = (("GET", "/models"), ("POST", "/messages/count_tokens"))
 """Routes passed through to the upstream and not recorded (``/models`` and what follows it)."""
