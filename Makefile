@@ -35,6 +35,7 @@ unit: $(VENV)/.dev-installed
 test: lint typecheck
 	scripts/install-browser || echo "chromium could not be installed: browser tests will be skipped"
 	scripts/install-postgres || echo "PostgreSQL could not be installed: Phoenix-on-PostgreSQL tests will be skipped"
+	scripts/install-clients || echo "Claude Code and Codex could not be installed: their tests will fail"
 	scripts/llm-server start || echo "llm-server did not start: live tests will be skipped"
 	$(PY) -m pytest; status=$$?; scripts/llm-server stop; exit $$status
 

@@ -1,0 +1,71 @@
+"""Each real client recorded through the proxy, replayed offline, forked and rechecked.
+
+For every agent of `tests.clients.agents` (Claude Code, Codex, the OpenAI Agents SDK, pydantic-ai,
+the anthropic SDK): a scripted upstream of its wire makes it call its tool once and then answer;
+the proxy records that as one run with the tool call and its result; with the upstream gone, a
+replay gives the agent the same final answer; forked after step 1, the rest comes live from
+another upstream; and the recorded calls go through a Claude Code hook script with `wb.recheck`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import workbench as wb
+from tests.clients.agents import CLIS, ENDING, FORKED, SDKS, client, scripted
+from tests.fake_upstream import fake_upstream
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.mark.parametrize("name", [*CLIS, *SDKS])
+def test_a_client_is_recorded_replayed_offline_forked_and_rechecked(
+    name: str, tmp_path: Path, deny_hook: str, request: pytest.FixtureRequest
+) -> None:
+    agent = client(name, request.getfixturevalue("cli_bin") if name in CLIS else None)
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    place = tmp_path / name
+    place.mkdir()
+    answer = ENDING.format(said=agent.said)
+
+    behaviour = scripted(agent.wire, agent.tool, agent.arguments)
+    with fake_upstream(behaviour) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        assert answer in agent.drive(proxy.url, place)
+    (run_id,) = proxy.run_ids  # one conversation, one run
+    run = store.load(run_id)
+    assert run.status is wb.ExecutionStatus.COMPLETED, run.error
+    assert run.state.metadata["proxy"]["wire"] == agent.wire
+    assert len(run.steps) == 2 and run.output == answer
+    (call,) = run.steps[0].tool_calls
+    assert (call.name, call.arguments) == (agent.tool, agent.arguments)
+    (outcome,) = run.steps[0].tool_outcomes
+    assert outcome.name == agent.tool and agent.said in outcome.content
+
+    # the upstream is gone: the recording answers, in the client's wire
+    with wb.proxy(replay=run_id, store=store, normalize=agent.normalize) as replay:
+        assert answer in agent.drive(replay.url, place)
+    replayed = store.load(replay.run_ids[0])
+    assert replayed.status is wb.ExecutionStatus.COMPLETED and len(replayed.steps) == 2
+    assert replayed.state.metadata["proxy"]["replay_of"] == run_id
+
+    # forked after step 1: the call is replayed, what follows it comes live
+    ending = scripted(agent.wire, agent.tool, agent.arguments, ending=FORKED)
+    with (
+        fake_upstream(ending) as live,
+        wb.proxy(
+            live.url, store=store, replay=run_id, until_step=1, normalize=agent.normalize
+        ) as fork,
+    ):
+        assert FORKED in agent.drive(fork.url, place)
+    assert len(live.requests) == 1  # only the step after the fork point went upstream
+    forked = store.load(fork.run_ids[0])
+    assert forked.output == FORKED and forked.steps[0].response == run.steps[0].response
+
+    # what a Claude Code hook script says now of the calls recorded then
+    frame = wb.recheck(run, hooks=[wb.CommandHook("PreToolUse", f"{deny_hook} {agent.tool}")])
+    assert list(frame["tool"]) == [agent.tool]
+    assert list(frame["decision_then"]) == ["allow"] and list(frame["decision_now"]) == ["deny"]
+    assert f"{agent.tool} is not allowed here" in frame["reason"][0]
+    store.close()
