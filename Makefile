@@ -9,8 +9,10 @@ PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.demo-installed: pyproject.toml | $(VENV)/bin/python
-	$(PIP) -e '.[notebook,otlp]'
+# Everything the notebooks need: the README sends a newcomer from `make demo` to them
+# (tests/test_notebooks.py runs each in a kernel that can import only what this installs).
+$(VENV)/.demo-installed: pyproject.toml Makefile | $(VENV)/bin/python
+	$(PIP) -e '.[notebook,otlp,mcp]'
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml | $(VENV)/bin/python

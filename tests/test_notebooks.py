@@ -1,19 +1,24 @@
 """Every notebook in notebooks/ runs top to bottom in a real kernel, offline, without an error.
 
 Each runs in a fresh kernel whose working directory is a temporary folder (the files a notebook
-writes land there). 05_real_model talks to the local LLM server when one is up and otherwise says
-so and skips its cells; both paths must run clean. The notebooks are kept with their outputs
-stripped, which is checked too.
+writes land there) and which can import only what `make demo` installs (`tests/demo_install.py`):
+the README sends a newcomer from `make demo` straight to the notebooks. 05_real_model talks to
+the local LLM server when one is up and otherwise says so and skips its cells; both paths must
+run clean. The notebooks are kept with their outputs stripped, which is checked too.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from tests.demo_install import demo_kernel_env
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 EXPECTED = [
@@ -28,17 +33,25 @@ EXPECTED = [
 ]
 
 
-def execute(name: str, cwd: Path) -> nbformat.NotebookNode:
+def execute(
+    name: str, cwd: Path, env: dict[str, str] | None = None, book: nbformat.NotebookNode = None
+) -> nbformat.NotebookNode:
     """Run a notebook in a fresh kernel; nbclient raises `CellExecutionError` on any error."""
-    book = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    book = book or nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     client = NotebookClient(
         book,
         timeout=300,
         kernel_name="python3",
         resources={"metadata": {"path": str(cwd)}},
     )
-    client.execute()
+    client.execute(env=env or dict(os.environ))
     return book
+
+
+@pytest.fixture(scope="module")
+def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A kernel environment in which only what `make demo` installs can be imported."""
+    return demo_kernel_env(tmp_path_factory.mktemp("demo-install"))
 
 
 def text_of(book: nbformat.NotebookNode) -> str:
@@ -63,9 +76,18 @@ def test_notebook_is_stored_without_outputs(name: str) -> None:
     assert code and all(c.outputs == [] and c.execution_count is None for c in code)
 
 
+def test_a_demo_kernel_refuses_what_make_demo_does_not_install(
+    demo_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The guard is on in the notebooks' kernels: a test-only package cannot be imported."""
+    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import playwright")])
+    with pytest.raises(CellExecutionError, match=r"playwright is not installed by `make demo`"):
+        execute("guard", tmp_path, demo_env, book)
+
+
 @pytest.mark.parametrize("name", EXPECTED)
-def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
-    book = execute(name, tmp_path)
+def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path, demo_env: dict[str, str]) -> None:
+    book = execute(name, tmp_path, demo_env)
     errors = [o for c in book.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert errors == []
     text = text_of(book)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.demo_install import demo_distributions
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -34,18 +36,10 @@ def test_readme_tour_runs(tmp_path: Path) -> None:
 
 
 def test_the_notebook_path_needs_only_make_demo() -> None:
-    """`make demo` installs what `.venv/bin/jupyter lab notebooks/` and the widgets need."""
-    import tomllib
+    """`make demo` installs what `.venv/bin/jupyter lab notebooks/` and the widgets need.
 
+    (That every notebook runs with only what it installs is tests/test_notebooks.py's.)
+    """
     readme = (ROOT / "README.md").read_text()
     assert "After `make demo`, open them with `.venv/bin/jupyter lab notebooks/`" in readme
-    makefile = (ROOT / "Makefile").read_text()
-    demo_extras = re.search(
-        r"\$\(VENV\)/\.demo-installed:.*\n\t\$\(PIP\) -e '\.\[(.*?)\]'", makefile
-    )
-    assert demo_extras is not None and "notebook" in demo_extras.group(1).split(",")
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
-    ]
-    names = {re.split(r"[<>=\[ ]", spec, maxsplit=1)[0] for spec in extras["notebook"]}
-    assert {"jupyterlab", "ipywidgets", "anywidget", "ipykernel"} <= names
+    assert {"jupyterlab", "ipywidgets", "anywidget", "ipykernel"} <= demo_distributions()
