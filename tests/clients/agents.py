@@ -5,8 +5,9 @@ Each `Client` is a real agent run the way its users run it: Claude Code (``claud
 (``ANTHROPIC_BASE_URL``; a ``model_providers`` entry with ``wire_api = "responses"``), the OpenAI
 Agents SDK and pydantic-ai with their default (Responses) models, and the ``anthropic`` SDK's own
 tool loop. `scripted` is the
-upstream they talk to through the proxy: asked anything, it calls the client's tool; sent the
-tool's result, it answers quoting the result's last line.
+upstream they talk to through the proxy: asked anything, it reasons (a signed thinking block, an
+encrypted reasoning item) and calls the client's tool; sent the tool's result, it answers quoting
+the result's last line.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ KEY = "sk-test-client-7f3e91c2"
 PROMPT = "Run echo hi, then tell me what it printed."
 ENDING = "The tool said: {said}."
 FORKED = "A different ending, told live."
+THOUGHT = ("The user wants the command run first.", "c2lnbmVkIHRob3VnaHQ=")
+"""The reasoning the scripted model gives with its call, and its signature (encrypted content):
+a client must send it back unchanged for the next request to match the recording."""
 
 
 def _said(result: Any) -> str:
@@ -65,9 +69,13 @@ def scripted(wire: str, tool: str, arguments: dict[str, Any], ending: str = ENDI
         )
         text = ending.format(said=_said(result)) if result is not None else ""
         if wire == "messages":
-            whole, events = message(text, call), message_events(text, call)
+            thinking = THOUGHT if call else None
+            whole = message(text, call, thinking=thinking)
+            events = message_events(text, call, thinking=thinking)
         else:
-            whole, events = response(text, call), response_events(text, call)
+            reasoning = THOUGHT if call else None
+            whole = response(text, call, reasoning=reasoning)
+            events = response_events(text, call, reasoning=reasoning)
         return Answer(events=events) if body.get("stream") else Answer(body=whole)
 
     return answer

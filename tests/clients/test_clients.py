@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from tests.clients.agents import CLIS, ENDING, FORKED, SDKS, client, scripted
+from tests.clients.agents import CLIS, ENDING, FORKED, SDKS, THOUGHT, client, scripted
 from tests.fake_upstream import fake_upstream
 
 pytestmark = pytest.mark.timeout(600)
@@ -40,6 +40,14 @@ def test_a_client_is_recorded_replayed_offline_forked_and_rechecked(
     assert len(run.steps) == 2 and run.output == answer
     (call,) = run.steps[0].tool_calls
     assert (call.name, call.arguments) == (agent.tool, agent.arguments)
+    first = run.steps[0].response
+    assert first is not None and isinstance(first.parts[0], wb.ThinkingPart)
+    assert first.parts[0].signature == THOUGHT[1]
+    echoed = next(m for m in run.steps[1].messages_in if m.role == "assistant").parts[0]
+    if name == "pydantic-ai":  # it sends encrypted reasoning back only to models it knows reason
+        assert isinstance(echoed, wb.TextPart) and THOUGHT[0] in echoed.text  # as <think> text
+    else:
+        assert echoed == first.parts[0]  # the client sent it back, signature and all
     (outcome,) = run.steps[0].tool_outcomes
     assert outcome.name == agent.tool and agent.said in outcome.content
 
