@@ -35,7 +35,6 @@ from workbench.notebook import (
 )
 from workbench.notebook import edit as edit_module
 from workbench.notebook import tables as tables_module
-from workbench.notebook import trace_view as trace_view_module
 from workbench.notebook.edit import keep_provenance
 from workbench.notebook.tables import TIMING_PARTS
 from workbench.report import report_html
@@ -58,9 +57,7 @@ def traced() -> tuple[wb.RunResult, wb.Telemetry]:
     return combine_results(run_demo(demo_agent(store=False, telemetry=telemetry))), telemetry
 
 
-@pytest.mark.parametrize(
-    "module", [tables_module, edit_module, trace_view_module, derive_module, spandata_module]
-)
+@pytest.mark.parametrize("module", [tables_module, edit_module, derive_module, spandata_module])
 def test_docstring_examples_run(module: object) -> None:
     failures, tried = doctest.testmod(module, raise_on_error=False)  # type: ignore[arg-type]
     assert tried > 0 and failures == 0

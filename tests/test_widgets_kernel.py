@@ -126,7 +126,7 @@ def test_stepper_buttons_drive_a_whole_run_with_an_approval(kernel: Kernel) -> N
     assert "has not started" in before["messages_html"]
     assert "What is 17 + 25" in before["messages_html"]
     assert before["timeline_traces"] == []
-    assert "appears when the first step ends" in before["timeline_note"]  # no empty chart
+    assert "appears when the first phase ends" in before["timeline_note"]  # no empty chart
 
     # Next phase: PREPARE of step 1. The click only schedules the work (on the workbench's loop:
     # the slow model's test below shows the kernel answering while it runs).

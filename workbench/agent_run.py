@@ -16,6 +16,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from workbench._record import Record
 from workbench._sync import run_sync
 from workbench.breakpoints import Break, first_hit
 from workbench.conditions import RunView
@@ -27,7 +28,18 @@ from workbench.state import AgentState, Phase
 from workbench.stepping import Stepping, abort_scope, call_dropped, call_edited
 from workbench.toolcalls import resume_state
 
-__all__ = ["AgentRun"]
+__all__ = ["AgentRun", "SoFar"]
+
+
+class SoFar(Record):
+    """A run tree as it stands while it is stopped: its result so far, and its open steps."""
+
+    result: RunResult
+    """The run with its closed steps, the step under way as it stands (`StepDraft.so_far`),
+    and its sub-runs (those under way too, each the same way), as children."""
+    open_steps: frozenset[tuple[str, str, int]]
+    """``(run id, execution id, step)`` of each step still under way, in the run or a sub-run."""
+
 
 _log = logging.getLogger(__name__)
 
@@ -110,6 +122,37 @@ class AgentRun:
                 (earlier.children if earlier else ()) + tuple(self._execution.children)
             ),
         )
+
+    def so_far(self) -> SoFar:
+        """The run tree as it stands, wherever it is stopped (what its views draw).
+
+        Stopped between phases, the step under way is its record so far; stopped inside a
+        sub-run (at any depth), so is every run above it, the call that started each sub-run
+        under way since its phase began, and the sub-runs of the phase are its children.
+        """
+        below: dict[str | None, list[AgentRun]] = {}
+        for run in self._stepping.subruns:
+            if isinstance(run, AgentRun):
+                below.setdefault(run.state.parent_run_id, []).append(run)
+        open_steps: set[tuple[str, str, int]] = set()
+
+        def tree(run: AgentRun) -> RunResult:
+            subruns = below.get(run.state.run_id, [])
+            below_so_far = {sub.state.run_id: tree(sub) for sub in subruns}  # first: a step so
+            calls = {sub.state.parent_call_id for sub in subruns}  # far ends when it is taken,
+            step = run._execution.step_so_far(  # so a parent's ends after its sub-runs' do
+                [c for c in run.state.unanswered_calls() if c.call_id in calls]
+            )
+            whole = run.result
+            if step is None:
+                steps = whole.steps
+            else:
+                steps = (*whole.steps, step)
+                open_steps.add((step.run_id, step.execution_id, step.index))
+            children = {child.run_id: child for child in whole.children} | below_so_far
+            return whole.model_copy(update={"steps": steps, "children": tuple(children.values())})
+
+        return SoFar(result=tree(self), open_steps=frozenset(open_steps))
 
     async def anext_phase(self, *, into: bool = False) -> PhaseEvent | None:
         """Run one phase; None once the run is done.

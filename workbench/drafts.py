@@ -8,7 +8,7 @@ from typing import Protocol
 
 from workbench._record import Record
 from workbench.ids import Id
-from workbench.messages import Message, ModelResponse, Usage
+from workbench.messages import Message, ModelResponse, ToolCall, Usage
 from workbench.records import HookTiming, StepRecord, Timing, ToolOutcome
 from workbench.state import AgentState, ErrorInfo, Phase
 
@@ -51,6 +51,7 @@ class StepDraft(Record):
         hooks: _HookLog,
         telemetry: float,
         phases: Sequence[tuple[Phase, float, float]],
+        ended_at: float | None = None,
     ) -> StepRecord:
         """The step's record as ``state`` stands, with what hooks did and what observers cost.
 
@@ -96,7 +97,7 @@ class StepDraft(Record):
             model_started_at=self.model_started_at,
             model_duration=self.model_duration,
             model_error=self.model_error,
-            ended_at=time.time(),
+            ended_at=time.time() if ended_at is None else ended_at,
             breakpoint_errors=self.breakpoint_errors,
         ).model_copy(
             update={
@@ -104,6 +105,37 @@ class StepDraft(Record):
                 "new_messages": state.messages[self.first_new :],
             }
         )
+
+    def so_far(
+        self,
+        state: AgentState,
+        hooks: _HookLog,
+        telemetry: float,
+        phases: Sequence[tuple[Phase, float, float]],
+        under_way: Sequence[ToolCall] = (),
+    ) -> StepRecord:
+        """The record of the step as it stands now, for the views of a run stopped inside it.
+
+        ``phases`` end with the phase under way, up to now; the calls ``under_way`` (sub-agent
+        calls stopped inside their sub-runs) are outcomes ``running`` since that phase began.
+        Nothing keeps this record: the step's own is made when the step closes.
+        """
+        now = time.time()
+        began = phases[-1][1] if phases else now
+        running = tuple(
+            ToolOutcome(
+                call_id=call.call_id,
+                name=call.name,
+                arguments=call.arguments,
+                status="running",
+                content="",
+                started_at=began,
+                duration=now - began,
+            )
+            for call in under_way
+        )
+        draft = self.model_copy(update={"outcomes": self.outcomes + running})
+        return draft.record(state, hooks, telemetry, phases, ended_at=now)
 
 
 class _HookLog(Protocol):

@@ -31,6 +31,7 @@ from workbench.messages import (
     RetryPrompt,
     Role,
     TextPart,
+    ToolCall,
     with_unique_call_ids,
 )
 from workbench.models.base import ModelRequest, server_of
@@ -168,6 +169,17 @@ class Execution:
         self._close_step()  # no SessionEnd here: hooks are awaited and this is a sync call
         self._finish()
         self._hooks.close()
+
+    def step_so_far(self, under_way: Sequence[ToolCall] = ()) -> StepRecord | None:
+        """The step under way as it stands (`StepDraft.so_far`); None between steps."""
+        if self._draft is None:
+            return None
+        phases = list(self._phases)
+        if self._phase_started is not None:  # stopped inside a sub-run: its phase so far
+            so_far = time.perf_counter() - self._phase_started
+            phases.append((self.state.next_phase or Phase.TOOLS, time.time() - so_far, so_far))
+        hooks, seconds = self._hooks.so_far(), self._observers.seconds
+        return self._draft.so_far(self.state, hooks, seconds, phases, under_way)
 
     def replace_state(self, state: AgentState) -> None:
         """Swap in an edited state between phases (edited or dropped tool calls, a resume)."""

@@ -47,7 +47,9 @@ __all__ = [
     "step_labels",
 ]
 
-OutcomeStatus = Literal["ok", "error", "retry", "denied", "pending", "dropped"]
+OutcomeStatus = Literal["ok", "error", "retry", "denied", "pending", "dropped", "running"]
+"""How a call ended; ``running`` only in the record of a step so far (`StepDraft.so_far`): a
+call still under way when a stopped run was looked at, never in a record that is kept."""
 
 
 class SubagentResult(Record):

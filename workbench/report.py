@@ -102,7 +102,7 @@ def _title(trace: Trace) -> str:
 
 def trace_summary(trace: Trace) -> dict[str, str]:
     """What a trace holds, in a few lines: the run, its status, steps, time, tokens, errors."""
-    from workbench.notebook.trace_view import trace_heading
+    from workbench.notebook.tables import trace_heading
 
     spans = trace.spans
     rows: dict[str, str] = {}

@@ -167,7 +167,8 @@ class StepGate:
         self.level: Key = ()
         """Stepping over: the run whose next event the driver waits for (its sub-runs run)."""
         self.runs: dict[Key, SubRun] = {}
-        """Every sub-run that came to the gate, by key."""
+        """Every sub-run that came to the gate, by key (those that ended too): also what the views
+        of a run stopped inside one draw as its run tree so far."""
         self.aborted = False
         self._waiting: dict[Key, asyncio.Future[None]] = {}
         """Sub-runs waiting before their next phase."""
@@ -361,6 +362,11 @@ class Stepping:
         while key and self.gate.runs[key].done:
             key = key[:-1]
         return key
+
+    @property
+    def subruns(self) -> tuple[SubRun, ...]:
+        """The sub-runs of the phase under way, at any depth (none between phases)."""
+        return tuple(self.gate.runs.values()) if self._phase is not None else ()
 
     async def advance(
         self,

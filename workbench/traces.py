@@ -9,10 +9,15 @@ sources, by type:
 - a `Telemetry` is every span it collected;
 - OpenTelemetry SDK spans (``telemetry.spans``, a processor's) are read as they are;
 - a run (a `RunResult`, live or loaded from a store; the results of its executions, paused and
-  resumed, or a session's; an `AgentRun`, stopped anywhere) is its run tree: with
-  ``telemetry=``, the spans that telemetry recorded of it; without, the spans its records make,
-  written by the telemetry's own `SpanWriter` (`spans_from_run`), which are the same spans.
-  Its step records come along, for the views that draw a step's messages.
+  resumed, or a session's; an `AgentRun`) is its run tree: with ``telemetry=``, the spans that
+  telemetry recorded of it; without, the spans its records make, written by the telemetry's own
+  `SpanWriter` (`spans_from_run`), which are the same spans. Its step records come along, for
+  the views that draw a step's messages.
+- an `AgentRun` stopped anywhere (a breakpoint, manual stepping, inside a sub-run at any depth)
+  is its spans so far (`AgentRun.so_far`): every closed step, and each step under way as it
+  stands, with the run spans, steps and calls still open marked `SpanData.in_progress` (their
+  end is the moment the trace was taken). A telemetry holds only spans that ended, so such a
+  run is read from its records, with or without ``telemetry=``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from workbench.telemetry import names as n
 from workbench.telemetry.core import Telemetry
 from workbench.telemetry.load import load_trace
 from workbench.telemetry.rebuild import spans_from_run
+from workbench.telemetry.spandata import SpanData
 from workbench.telemetry.trace import Trace
 
 if TYPE_CHECKING:
@@ -48,6 +54,9 @@ def trace_of(source: TraceSource, *, telemetry: Telemetry | None = None) -> Trac
     ``telemetry`` is for a run: the spans it recorded of that run tree (a long session collects
     many runs in one telemetry); a run it has no spans of gets the spans its records make.
     """
+    if isinstance(source, AgentRun) and not source.done:  # stopped anywhere: its spans so far
+        so_far = source.so_far()
+        return _rebuilt([so_far.result], so_far.open_steps)
     runs = _runs(source)
     if runs is None:
         if telemetry is not None:
@@ -57,32 +66,53 @@ def trace_of(source: TraceSource, *, telemetry: Telemetry | None = None) -> Trac
             )
         with collector_paused():
             return _spans_source(source)
-    steps = tuple(step for run in runs for _, tree_run in run_tree(run) for step in tree_run.steps)
-    with collector_paused():
-        recorded = _recorded(telemetry, runs) if telemetry is not None else []
-        if recorded:
-            return Trace.from_spans(recorded, steps=steps)
-        rebuilt = Trace.from_spans([s for run in runs for s in spans_from_run(run)], steps=steps)
-        return _marked(rebuilt)
+    if telemetry is not None:
+        with collector_paused():
+            recorded = _recorded(telemetry, runs)
+            if recorded:
+                return Trace.from_spans(recorded, steps=_tree_steps(runs))
+    return _rebuilt(runs)
 
 
-def _marked(trace: Trace) -> Trace:
-    """The trace with the spans of what is still under way marked `SpanData.in_progress`.
+def _tree_steps(runs: Sequence[RunResult]) -> tuple[StepRecord, ...]:
+    return tuple(step for run in runs for _, tree_run in run_tree(run) for step in tree_run.steps)
 
-    The run span of an execution still running was written up to the moment the trace was
-    taken (its last record's end): it is open, not ended.
+
+def _rebuilt(
+    runs: Sequence[RunResult], open_steps: frozenset[tuple[str, str, int]] = frozenset()
+) -> Trace:
+    """The trace the runs' records make, what is still under way marked `SpanData.in_progress`.
+
+    Open are: the run span of an execution still running, the steps ``open_steps`` names, and
+    the calls a record so far has as ``running``. Each was written up to the moment the trace
+    was taken: its end is that moment, not an end.
     """
-    open_runs = [
-        i
-        for i, s in enumerate(trace.spans)
-        if s.category == "agent" and s.attributes.get(n.RUN_STATUS) == "running"
-    ]
-    if not open_runs:
-        return trace
-    spans = list(trace.spans)
-    for i in open_runs:
-        spans[i] = spans[i].model_copy(update={"in_progress": True})
-    return trace.model_copy(update={"spans": tuple(spans)})
+    with collector_paused():
+        trace = Trace.from_spans(
+            [s for run in runs for s in spans_from_run(run)], steps=_tree_steps(runs)
+        )
+        spans = [
+            s.model_copy(update={"in_progress": True}) if _open(s, open_steps) else s
+            for s in trace.spans
+        ]
+        return trace.model_copy(update={"spans": tuple(spans)})
+
+
+def _open(span: SpanData, open_steps: frozenset[tuple[str, str, int]]) -> bool:
+    attributes = span.attributes
+    match span.category:
+        case "agent":
+            return attributes.get(n.RUN_STATUS) == "running"
+        case "step":
+            key = (
+                attributes.get(n.RUN_ID),
+                attributes.get(n.EXECUTION_ID),
+                attributes.get(n.STEP_INDEX),
+            )
+            return key in open_steps
+        case "tool":
+            return attributes.get(n.TOOL_STATUS) == "running"
+    return False
 
 
 def _runs(source: TraceSource) -> list[RunResult] | None:

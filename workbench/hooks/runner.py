@@ -392,9 +392,15 @@ class HookDispatch:
 
     def take(self) -> HookLog:
         """What hooks did since the last call, for the step record being closed."""
+        log = self.so_far()
+        self._log, self._seconds, self._errors, self._notes = [], 0.0, [], []
+        return log
+
+    def so_far(self) -> HookLog:
+        """What hooks did since the last `take`, left to be taken (a record of a step so far)."""
         if not self.unrecorded:
             return _NO_LOG
-        log = HookLog(
+        return HookLog(
             seconds=self._seconds,
             timings=tuple(
                 HookTiming(
@@ -410,8 +416,6 @@ class HookDispatch:
             errors=tuple(self._errors),
             notes=tuple(self._notes),
         )
-        self._log, self._seconds, self._errors, self._notes = [], 0.0, [], []
-        return log
 
     def close(self) -> None:
         """Remove the transcript file, if one was written."""

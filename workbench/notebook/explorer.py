@@ -16,6 +16,7 @@ import traitlets
 
 from workbench.notebook.explorer_data import SpanFilter, SpanStatus
 from workbench.notebook.explorer_view import STATIC, ExplorerView
+from workbench.notebook.stepper import Stepper
 from workbench.telemetry.core import Telemetry
 from workbench.telemetry.trace import Trace
 from workbench.traces import TraceSource, trace_of
@@ -31,9 +32,10 @@ class TraceExplorer(anywidget.AnyWidget):
 
     It shows whatever `workbench.trace_of` reads: ``TraceExplorer(result,
     telemetry=agent.telemetry)`` a run's recorded spans; ``TraceExplorer(result)`` a run without
-    telemetry (the spans its records make); ``TraceExplorer(run)`` a run stopped anywhere (its
-    spans so far); ``TraceExplorer(trace)`` a `wb.Trace`, a file, a backend URL, a `Telemetry`
-    or OpenTelemetry spans. ``select(span_id)`` and ``selected`` drive and read the selection
+    telemetry (the spans its records make); ``TraceExplorer(run)`` or ``TraceExplorer(stepper)``
+    a run stopped anywhere (its spans so far, the open ones in italics);
+    ``TraceExplorer(trace)`` a `wb.Trace`, a file, a backend URL, a `Telemetry` or
+    OpenTelemetry spans. ``select(span_id)`` and ``selected`` drive and read the selection
     from Python; ``view`` is the `ExplorerView` behind it, ``trace`` the trace.
     """
 
@@ -56,9 +58,14 @@ class TraceExplorer(anywidget.AnyWidget):
     slowest = traitlets.Int(0).tag(sync=True)
 
     def __init__(
-        self, source: TraceSource, *, telemetry: Telemetry | None = None, page_size: int = 40
+        self,
+        source: TraceSource | Stepper,
+        *,
+        telemetry: Telemetry | None = None,
+        page_size: int = 40,
     ) -> None:
-        self.view = ExplorerView(trace_of(source, telemetry=telemetry))
+        run = source.run if isinstance(source, Stepper) else source
+        self.view = ExplorerView(trace_of(run, telemetry=telemetry))
         tree = self.view.tree
         super().__init__(
             page_size=page_size,

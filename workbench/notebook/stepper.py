@@ -33,7 +33,7 @@ from workbench.notebook.html import (
     subrun_html,
 )
 from workbench.notebook.spans import idle_closed, waterfall_figure
-from workbench.notebook.tables import step_labels, steps_text
+from workbench.notebook.tables import step_labels, trace_heading
 from workbench.records import PhaseEvent
 from workbench.session import Session
 from workbench.state import PendingCall, Phase
@@ -157,8 +157,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.stopped_at: Break | None = None
         """The breakpoint Continue last stopped at."""
         self._shown_records = -1
-        self._drawn_records = -1
-        """How many step records the timeline shows (it is redrawn when a press ends)."""
+        self._drawn: tuple[object, ...] | None = None
+        """Where the run was when the timeline was drawn (it is redrawn when a press moved it)."""
         self._live_from = len(self.run.state.messages)
         self._auto_picked = LIVE
 
@@ -366,7 +366,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._show_approvals()
         if len(run.steps) != self._shown_records:
             self._records_changed()
-        if len(run.steps) != self._drawn_records and not self.busy:
+        if self._position() != self._drawn and not self.busy:
             self._draw_timeline()
         self._follow()
         self._show_messages()
@@ -386,18 +386,25 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.step_picker.options = [*options, ("live", LIVE)]
         self.step_picker.value = picked
 
+    def _position(self) -> tuple[object, ...]:
+        """Where the run (and the sub-run stopped in) stands: the timeline changes with it."""
+        run, subrun = self.run, self.run.subrun
+        inside = (subrun.state.run_id, subrun.state.step, subrun.next_phase_name) if subrun else ()
+        return (len(run.steps), run.state.step, run.next_phase_name, run.state.status, *inside)
+
     def _draw_timeline(self) -> None:
-        run, steps = self.run, self.run.steps
-        self._drawn_records = len(steps)
-        if not steps:
+        """The run so far (`trace_of`): closed steps, and the steps and calls under way."""
+        self._drawn = self._position()
+        trace = trace_of(self.run)
+        if not trace.spans:
             show(
-                self.timeline, html_output("<i>The timeline appears when the first step ends.</i>")
+                self.timeline, html_output("<i>The timeline appears when the first phase ends.</i>")
             )
             return
-        trace, idle = idle_closed(trace_of(run))
+        trace, idle = idle_closed(trace)
         left_out = f" ({idle:.1f} s idle between phases left out)" if idle >= 0.05 else ""
-        axis = f"ms running{left_out}"
-        figure = waterfall_figure(trace, title=f"Timeline: {steps_text(steps)}", axis=axis)
+        title = f"Timeline: {trace_heading(trace)}" + (", so far" if not self.run.done else "")
+        figure = waterfall_figure(trace, title=title, axis=f"ms running{left_out}")
         show(self.timeline, figure_output(figure))
 
     def _follow(self) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "timing_figure",
     "token_columns",
     "tokens_figure",
+    "trace_heading",
 ]
 
 TIMING_PARTS: dict[str, str] = {
@@ -222,3 +223,26 @@ def agents_table(run: RunSource) -> pd.DataFrame:
     The trace's agents table (`Trace.agents`), for a run.
     """
     return trace_of(run).agents()
+
+
+def trace_heading(trace: Trace) -> str:
+    """How many steps (and agents) the trace has, and what could not be read of it.
+
+    >>> trace_heading(Trace.of([]))
+    'no steps yet'
+    """
+    rows = trace.step_rows()
+    if not rows:
+        return "no steps yet"
+    agents = {row["agent"] for row in rows}
+    count = len({(row["agent"], row["run_id"], row["step"]) for row in rows})
+    text = f"{count} step{'s' if count != 1 else ''}"
+    if len(agents) > 1:
+        text += f" of {len(agents)} agents"
+    resumed = len(rows) - count
+    if resumed:
+        text += f" ({resumed} resumed after a pause)"
+    problems = trace.problems()
+    if problems:
+        text += f"; {len(problems)} value{'s' if len(problems) > 1 else ''} could not be read"
+    return text

@@ -14,12 +14,12 @@ import plotly.graph_objects as go
 from workbench.notebook._output import figure_output, show, table_output
 from workbench.notebook.spans import waterfall_figure
 from workbench.notebook.stepper import Stepper
-from workbench.notebook.tables import timing_figure, tokens_figure
+from workbench.notebook.tables import timing_figure, tokens_figure, trace_heading
 from workbench.telemetry.core import Telemetry
 from workbench.telemetry.trace import Trace
 from workbench.traces import TraceSource, trace_of
 
-__all__ = ["TraceView", "trace_figures", "trace_heading"]
+__all__ = ["TraceView", "trace_figures"]
 
 
 def trace_figures(trace: Trace) -> dict[str, go.Figure]:
@@ -29,29 +29,6 @@ def trace_figures(trace: Trace) -> dict[str, go.Figure]:
         "timing": timing_figure(trace),
         "tokens": tokens_figure(trace),
     }
-
-
-def trace_heading(trace: Trace) -> str:
-    """How many steps (and agents) the trace has, and what could not be read of it.
-
-    >>> trace_heading(Trace.of([]))
-    'no steps yet'
-    """
-    rows = trace.step_rows()
-    if not rows:
-        return "no steps yet"
-    agents = {row["agent"] for row in rows}
-    count = len({(row["agent"], row["run_id"], row["step"]) for row in rows})
-    text = f"{count} step{'s' if count != 1 else ''}"
-    if len(agents) > 1:
-        text += f" of {len(agents)} agents"
-    resumed = len(rows) - count
-    if resumed:
-        text += f" ({resumed} resumed after a pause)"
-    problems = trace.problems()
-    if problems:
-        text += f"; {len(problems)} value{'s' if len(problems) > 1 else ''} could not be read"
-    return text
 
 
 class TraceView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from workbench._record import Record
@@ -30,7 +29,6 @@ from workbench.telemetry.tree import SpanTree
 
 __all__ = [
     "SpanError",
-    "TimingRow",
     "agents_by_position",
     "error_of",
     "number",
@@ -151,39 +149,23 @@ def _children(tree: SpanTree, position: int) -> Iterator[int]:
         child = tree.ends[child]
 
 
-@dataclass(frozen=True)
-class _Step:
-    """A step of the trace: the span that stands for it and what happened in it."""
-
-    position: int
-    number: Any
-    model: SpanData | None
-    tools: tuple[SpanData, ...]
-    hooks: tuple[SpanData, ...]
-    failed: int
-
-
-def _our_steps(tree: SpanTree) -> list[_Step]:
-    steps = []
+def _our_steps(tree: SpanTree, agents: Sequence[str]) -> list[tuple[int, dict[str, Any]]]:
+    """Our steps: each ``workbench.step`` span, with its children."""
+    rows = []
     for position in range(len(tree)):
         span = tree.span_at(position)
         if span.category != "step":
             continue
         inside = [tree.span_at(c) for c in _children(tree, position)]
-        steps.append(
-            _Step(
-                position=position,
-                number=span.attributes.get(n.STEP_INDEX),
-                model=next((s for s in inside if s.category == "model"), None),
-                tools=tuple(s for s in inside if s.category == "tool"),
-                hooks=tuple(s for s in inside if s.category == "hook"),
-                failed=sum(s.is_error for s in (span, *inside)),
-            )
-        )
-    return steps
+        model = next((s for s in inside if s.category == "model"), None)
+        tools = [s for s in inside if s.category == "tool"]
+        failed = sum(s.is_error for s in (span, *inside))
+        row = _step_row(span, agents[position], span.attributes.get(n.STEP_INDEX), model, tools)
+        rows.append((position, {**row, **_our_timing(span, model), "errors": failed}))
+    return rows
 
 
-def _foreign_steps(tree: SpanTree, agents: Sequence[str]) -> list[_Step]:
+def _foreign_steps(tree: SpanTree, agents: Sequence[str]) -> list[tuple[int, dict[str, Any]]]:
     """Another framework's steps: each model call, and the tool calls after it by the agent."""
     calls: dict[int, list[SpanData]] = {}
     last: dict[str, int] = {}
@@ -194,32 +176,27 @@ def _foreign_steps(tree: SpanTree, agents: Sequence[str]) -> list[_Step]:
             last[agents[position]] = position
         elif category == "tool" and agents[position] in last:
             calls[last[agents[position]]].append(tree.span_at(position))
-    steps = []
-    for number, (position, tools) in enumerate(sorted(calls.items(), key=_started(tree)), 1):
-        model = tree.span_at(position)
-        steps.append(
-            _Step(
-                position=position,
-                number=number,
-                model=model,
-                tools=tuple(tools),
-                hooks=(),
-                failed=model.is_error + sum(t.is_error for t in tools),
-            )
-        )
-    return steps
-
-
-def _started(tree: SpanTree) -> Any:
-    return lambda item: tree.span_at(item[0]).start_ns
+    rows = []
+    for index, position in enumerate(sorted(calls, key=lambda p: tree.span_at(p).start_ns), 1):
+        model, tools = tree.span_at(position), calls[position]
+        tokens = n.tokens_of(model.attributes)
+        row = {
+            **_step_row(model, agents[position], index, model, tools),
+            "inference_ms": model.duration_ns / 1e6,
+            "tools_ms": _extent_ms(tools),
+            "input_tokens": number(tokens[0]),
+            "output_tokens": number(tokens[1]),
+            "errors": model.is_error + sum(t.is_error for t in tools),
+        }
+        rows.append((position, row))
+    return rows
 
 
 def step_rows(tree: SpanTree, agents: Sequence[str]) -> list[dict[str, Any]]:
     """One row per step, in start order (the columns of `frames.STEP_COLUMNS`)."""
-    ours = _our_steps(tree)
-    steps = ours or _foreign_steps(tree, agents)
-    steps.sort(key=lambda s: tree.span_at(s.position).start_ns)
-    rows = [_step_row(tree.span_at(s.position), s, agents[s.position], bool(ours)) for s in steps]
+    found = _our_steps(tree, agents) or _foreign_steps(tree, agents)
+    found.sort(key=lambda item: tree.span_at(item[0]).start_ns)
+    rows = [row for _, row in found]
     for row, label in zip(rows, _labels(rows), strict=True):
         row["label"] = label
     return rows
@@ -242,53 +219,46 @@ def _tool_name(span: SpanData) -> str:
     return str(name) if name is not None else span.name
 
 
-def _step_row(span: SpanData, step: _Step, agent: str, ours: bool) -> dict[str, Any]:
+def _step_row(
+    span: SpanData, agent: str, step: Any, model: SpanData | None, tools: Sequence[SpanData]
+) -> dict[str, Any]:
+    """What every step row says, ours or another framework's."""
     a = span.attributes
-    model = step.model
-    tokens = n.tokens_of(model.attributes) if model is not None else (None, None)
-    row: dict[str, Any] = {
+    return {
         "trace_id": span.trace_id,
         "span_id": span.span_id,
         "run_id": a.get(n.RUN_ID),
         "agent": agent,
         "execution_id": a.get(n.EXECUTION_ID),
-        "step": step.number,
+        "step": step,
         "snapshot_id": a.get(n.SNAPSHOT_ID),
         "status": a.get(n.STEP_STATUS),
         "stop_reason": a.get(n.STEP_STOP_REASON),
         "start": span.start_ns,
         "duration_ms": span.duration_ns / 1e6,
         "model_span_id": model.span_id if model is not None else None,
-        "tool_calls": len(step.tools),
-        "tools": _tools_text(step.tools),
-        "errors": step.failed,
+        "tool_calls": len(tools),
+        "tools": _tools_text(tools),
         "in_progress": span.in_progress,
     }
-    if ours:
-        row.update(
-            {
-                "prepare_ms": _seconds_ms(a.get(n.TIMING_PREPARE)),
-                "inference_ms": _seconds_ms(a.get(n.TIMING_INFERENCE)),
-                "tools_ms": _seconds_ms(a.get(n.TIMING_TOOLS)),
-                "hooks_ms": _seconds_ms(a.get(n.TIMING_HOOKS)),
-                "continuation_ms": _seconds_ms(a.get(n.TIMING_CONTINUATION)),
-                "telemetry_ms": _seconds_ms(a.get(n.TIMING_TELEMETRY)),
-                "ttft_ms": _seconds_ms(a.get(n.TIMING_TTFT)),
-                "input_tokens": number(a.get(n.STEP_INPUT_TOKENS, tokens[0])),
-                "output_tokens": number(a.get(n.STEP_OUTPUT_TOKENS, tokens[1])),
-                "cost": number(a.get(n.STEP_COST)),
-            }
-        )
-        return row
-    row.update(
-        {
-            "inference_ms": span.duration_ns / 1e6,
-            "tools_ms": _extent_ms(step.tools),
-            "input_tokens": number(tokens[0]),
-            "output_tokens": number(tokens[1]),
-        }
-    )
-    return row
+
+
+def _our_timing(span: SpanData, model: SpanData | None) -> dict[str, Any]:
+    """A step span's own numbers: its phases' times, tokens and cost, as the loop measured."""
+    a = span.attributes
+    tokens = n.tokens_of(model.attributes) if model is not None else (None, None)
+    return {
+        "prepare_ms": _seconds_ms(a.get(n.TIMING_PREPARE)),
+        "inference_ms": _seconds_ms(a.get(n.TIMING_INFERENCE)),
+        "tools_ms": _seconds_ms(a.get(n.TIMING_TOOLS)),
+        "hooks_ms": _seconds_ms(a.get(n.TIMING_HOOKS)),
+        "continuation_ms": _seconds_ms(a.get(n.TIMING_CONTINUATION)),
+        "telemetry_ms": _seconds_ms(a.get(n.TIMING_TELEMETRY)),
+        "ttft_ms": _seconds_ms(a.get(n.TIMING_TTFT)),
+        "input_tokens": number(a.get(n.STEP_INPUT_TOKENS, tokens[0])),
+        "output_tokens": number(a.get(n.STEP_OUTPUT_TOKENS, tokens[1])),
+        "cost": number(a.get(n.STEP_COST)),
+    }
 
 
 def _extent_ms(spans: Sequence[SpanData]) -> float | None:
@@ -325,44 +295,50 @@ def _labels(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return labels
 
 
-@dataclass(frozen=True)
-class TimingRow:
-    """One timed part of a step: a phase, a model call, a tool call, a hook, or telemetry."""
-
-    span: SpanData
-    agent: str
-    component: str
-    name: str
-    start_ns: int
-    duration_ms: float | None
-
-
 _COMPONENTS = {"model": "inference", "tool": "tool", "hook": "hook"}
 _PHASES = {n.SPAN_PREPARE: "prepare", n.SPAN_CONTINUATION: "continuation"}
 
 
 def timing_rows(
     tree: SpanTree, agents: Sequence[str], spans: Sequence[SpanData]
-) -> list[TimingRow]:
-    """The timed parts of every step, in start order (``spans``), with each one's agent."""
+) -> list[dict[str, Any]]:
+    """The timed parts of every step, in start order (``spans``), with each one's agent.
+
+    The columns of `frames.TIMING_COLUMNS`: a phase, a model call, a tool call, a hook, and the
+    telemetry's own time on each step.
+    """
     agent_of = {tree.span_at(p).span_id: agents[p] for p in range(len(tree))}
     rows = []
     for span in spans:
-        category = span.category
-        agent = agent_of.get(span.span_id, "")
-        if category == "step":
-            overhead = _seconds_ms(span.attributes.get(n.TIMING_TELEMETRY))
-            if overhead is not None:
-                rows.append(
-                    TimingRow(span, agent, "telemetry", "telemetry", span.start_ns, overhead)
-                )
+        timed = _timed(span)
+        if timed is None:
             continue
-        component = _PHASES.get(span.name) if category == "phase" else _COMPONENTS.get(category)
-        if component is not None:
-            rows.append(
-                TimingRow(span, agent, component, span.name, span.start_ns, span.duration_ns / 1e6)
-            )
+        a = span.attributes
+        component, name, duration = timed
+        rows.append(
+            {
+                "trace_id": span.trace_id,
+                "run_id": a.get(n.RUN_ID),
+                "agent": agent_of.get(span.span_id, ""),
+                "execution_id": a.get(n.EXECUTION_ID),
+                "step": a.get(n.STEP_INDEX),
+                "component": component,
+                "name": name,
+                "start": span.start_ns,
+                "duration_ms": duration,
+            }
+        )
     return rows
+
+
+def _timed(span: SpanData) -> tuple[str, str, float] | None:
+    """The span as a timed part (component, name, ms); None for a span that is not one."""
+    category = span.category
+    if category == "step":  # the observers' own cost, which the step measured
+        overhead = _seconds_ms(span.attributes.get(n.TIMING_TELEMETRY))
+        return None if overhead is None else ("telemetry", "telemetry", overhead)
+    component = _PHASES.get(span.name) if category == "phase" else _COMPONENTS.get(category)
+    return None if component is None else (component, span.name, span.duration_ns / 1e6)
 
 
 class SpanError(Record):

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workbench.telemetry import names as n
-from workbench.telemetry.derive import TimingRow, number
+from workbench.telemetry.derive import number
 from workbench.telemetry.spandata import SpanData
 
 if TYPE_CHECKING:
@@ -40,9 +40,8 @@ __all__ = [
     "SPAN_COLUMNS",
     "STEP_COLUMNS",
     "TIMING_COLUMNS",
+    "rows_frame",
     "spans_frame",
-    "steps_frame",
-    "timing_frame",
 ]
 
 SPAN_COLUMNS = (
@@ -191,28 +190,6 @@ def spans_frame(spans: Sequence[SpanData], agents: Sequence[str]) -> pd.DataFram
     return _frame(columns, SPAN_COLUMNS)
 
 
-def steps_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """The step table of `derive.step_rows`' rows."""
-    columns = {name: [row.get(name) for row in rows] for name in STEP_COLUMNS}
-    return _frame(columns, STEP_COLUMNS)
-
-
-def timing_frame(rows: Sequence[TimingRow]) -> pd.DataFrame:
-    """The timing table of `derive.timing_rows`' rows."""
-    columns: dict[str, list[Any]] = {name: [] for name in TIMING_COLUMNS}
-    for row in rows:
-        get = row.span.attributes.get
-        values = (
-            row.span.trace_id,
-            get(n.RUN_ID),
-            row.agent,
-            get(n.EXECUTION_ID),
-            get(n.STEP_INDEX),
-            row.component,
-            row.name,
-            row.start_ns,
-            row.duration_ms,
-        )
-        for name, value in zip(TIMING_COLUMNS, values, strict=True):
-            columns[name].append(value)
-    return _frame(columns, TIMING_COLUMNS)
+def rows_frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    """The table of ``rows`` (the step or the timing table's: `derive`), with ``columns``."""
+    return _frame({name: [row.get(name) for row in rows] for name in columns}, columns)

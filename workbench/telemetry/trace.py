@@ -150,15 +150,15 @@ class Trace(Record):
 
     def steps_df(self) -> pd.DataFrame:
         """One row per step (``frames.STEP_COLUMNS``), the table every view shows."""
-        from workbench.telemetry.frames import steps_frame
+        from workbench.telemetry.frames import STEP_COLUMNS, rows_frame
 
-        return steps_frame(self.step_rows())
+        return rows_frame(self.step_rows(), STEP_COLUMNS)
 
     def timing_df(self) -> pd.DataFrame:
         """Where the time went, one row per timed part of a step (``frames.TIMING_COLUMNS``)."""
-        from workbench.telemetry.frames import timing_frame
+        from workbench.telemetry.frames import TIMING_COLUMNS, rows_frame
 
-        return timing_frame(timing_rows(self.tree, self.agent_at, self.spans))
+        return rows_frame(timing_rows(self.tree, self.agent_at, self.spans), TIMING_COLUMNS)
 
     def agents(self) -> pd.DataFrame:
         """One row per agent (`AGENT_COLUMNS`): its runs, steps, own tokens and cost, its time.

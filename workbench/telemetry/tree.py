@@ -9,10 +9,10 @@ loop of parents (a damaged file) cannot make the walk go round.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import groupby
 from operator import attrgetter
 
+from workbench._record import Record
 from workbench.telemetry import names as n
 from workbench.telemetry.spandata import SpanData
 
@@ -79,8 +79,7 @@ def nest_subruns(spans: Sequence[SpanData]) -> list[SpanData]:
     return out
 
 
-@dataclass(frozen=True)
-class SpanTree:
+class SpanTree(Record):
     """Spans in depth-first order with each one's depth and the end of its subtree.
 
     ``order[i]`` is the index in ``spans`` of the span at position ``i``; the span's subtree is

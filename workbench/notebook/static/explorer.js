@@ -105,6 +105,7 @@ function render({ model, el }) {
       if (row.id === selected) line.classList.add("wbx-selected");
       if (row.status === "error") line.classList.add("wbx-error");
       if (row.match) line.classList.add("wbx-match");
+      if (row.in_progress) line.classList.add("wbx-open");
       line.dataset.id = row.id;
       line.style.top = `${(offset + i) * ROW}px`;
       const name = make("div", "wbx-name");
@@ -119,8 +120,10 @@ function render({ model, el }) {
       const barNode = make("div", "wbx-bar");
       barNode.style.left = `${(row.start / length) * 100}%`;
       barNode.style.width = `max(2px, ${(row.duration / length) * 100}%)`;
-      barNode.style.background = row.status === "error" ? "#c62828" : (COLOURS[row.category] || COLOURS.other);
-      time.append(barNode, make("span", "wbx-dur", ms(row.duration)));
+      barNode.style.backgroundColor = row.status === "error" ? "#c62828" : (COLOURS[row.category] || COLOURS.other);
+      const took = make("span", "wbx-dur", ms(row.duration));
+      if (row.in_progress) line.title = "in progress: still open when the trace was taken (its time so far)";
+      time.append(barNode, took);
       line.append(name, time);
       return line;
     });
