@@ -2,7 +2,7 @@
 
 from workbench._proxy import ProxyHandle, proxy
 from workbench.agent import Agent, AgentRun, RunResult
-from workbench.breakpoints import Break
+from workbench.breakpoints import Break, BreakpointWarning
 from workbench.cassette import Cassette, cassette
 from workbench.conditions import (
     AllOf,
@@ -169,6 +169,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "Break",
+    "BreakpointWarning",
     "Budget",
     "Cassette",
     "CassetteError",

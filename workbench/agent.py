@@ -171,7 +171,8 @@ class Agent:
             stop=stop,
             model=model,
         )
-        run.breakpoints.extend(breakpoints)
+        for breakpoint in breakpoints:
+            run.add_breakpoint(breakpoint)  # a BreakpointWarning for one that cannot fire
         return run
 
     async def run(

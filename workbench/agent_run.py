@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from workbench._record import Record
 from workbench._sync import run_sync
-from workbench.breakpoints import Break, first_hit
+from workbench.breakpoints import Break, BreakpointWarning, first_hit, never_fires
 from workbench.conditions import RunView
 from workbench.engine import Execution
 from workbench.errors import UsageError
@@ -26,6 +27,7 @@ from workbench.messages import JsonValue, ToolCall
 from workbench.records import PhaseEvent, RunResult, StepContext, StepRecord
 from workbench.state import AgentState, Phase
 from workbench.stepping import Stepping, abort_scope, call_dropped, call_edited
+from workbench.subagent import reachable_tools
 from workbench.toolcalls import resume_state
 
 __all__ = ["AgentRun", "SoFar"]
@@ -344,10 +346,34 @@ class AgentRun:
         )
         among = self.breakpoints if breakpoints is None else breakpoints
         execution = self._execution
-        hit = await first_hit(among, view, event.phase, following, execution.config.redactor.text)
+        failed = event.phase is Phase.TOOLS and any(
+            o.status == "error" for o in execution.step_outcomes
+        )
+        redact = execution.config.redactor.text
+        hit = await first_hit(among, view, event.phase, following, redact, failed=failed)
         if hit is not None and hit.exception is not None:
             execution.keep_breakpoint_error(hit.exception)
         return hit
+
+    def add_breakpoint(self, breakpoint: Break) -> str | None:
+        """Add ``breakpoint`` to `breakpoints`; warn if it can never fire, and say why.
+
+        One that names a tool no agent of the tree has (or, of scope "run", this run's agent)
+        is kept, since the tools may change, but a `BreakpointWarning` says so: a typo in a
+        tool's name would otherwise wait silently for a stop that never comes. The warning's
+        text is returned (None when there is nothing to say).
+        """
+        self.breakpoints.append(breakpoint)
+        why = self.cannot_fire(breakpoint)
+        if why is not None:
+            warnings.warn(why, BreakpointWarning, stacklevel=2)
+        return why
+
+    def cannot_fire(self, breakpoint: Break) -> str | None:
+        """Why ``breakpoint`` can never fire in this run's tree, or None (see `add_breakpoint`)."""
+        config = self._execution.config
+        deep = breakpoint.scope == "tree"
+        return never_fires(breakpoint, reachable_tools(config.tools, config.toolsets, deep=deep))
 
     def run_to_breakpoint(self) -> PhaseEvent | None:
         """Sync `arun_to_breakpoint`."""

@@ -11,12 +11,18 @@ between any two phases):
 - `Break.when(lambda view: ...)`: a predicate of the run's `RunView`. A predicate that raises
   stops the run there too, with the error kept on the breakpoint it returns: a broken breakpoint
   never crashes the run it watches.
+- `Break.on_error()`: a tool call failed (its outcome is an error); stops after the TOOLS phase
+  it was part of, before the model reads the error.
 
 A breakpoint given to a run that calls sub-agents has a scope: ``"run"`` fires in that run only,
 ``"tree"`` also in every sub-run under it (any depth), where `run_to_breakpoint` stops inside the
-sub-run (see `workbench.stepping`). `on_tool` is ``"tree"`` by default (stop before that tool
-runs, whoever calls it); the others are ``"run"`` by default, since a step number or a phase
-means something different in each sub-run; each factory takes ``scope=`` to choose.
+sub-run (see `workbench.stepping`). `on_tool` and `on_error` are ``"tree"`` by default (stop
+before that tool runs, or where a tool failed, whoever calls it); the others are ``"run"`` by
+default, since a step number or a phase means something different in each sub-run; each factory
+takes ``scope=`` to choose.
+
+A breakpoint that names a tool no agent of the tree has can never fire: `AgentRun.add_breakpoint`
+(and so ``agent.start(breakpoints=...)`` and the Stepper) warns with a `BreakpointWarning`.
 """
 
 from __future__ import annotations
@@ -30,14 +36,20 @@ from workbench.conditions import RunView
 from workbench.redact import redacted
 from workbench.state import ErrorInfo, Phase
 
-__all__ = ["Break", "first_hit", "parse_break"]
+__all__ = ["Break", "BreakpointWarning", "first_hit", "never_fires", "parse_break"]
 
-BreakKind = Literal["tool", "step", "phase", "when"]
+BreakKind = Literal["tool", "step", "phase", "when", "error"]
 Scope = Literal["run", "tree"]
+_TREE_KINDS = ("tool", "error")
+"""The kinds whose scope is the whole tree unless said otherwise."""
+
+
+class BreakpointWarning(UserWarning):
+    """A breakpoint that can never fire: it names a tool no agent of the run's tree has."""
 
 
 class Break(Record):
-    """One breakpoint; make them with `on_tool`, `at_step`, `before` or `when`."""
+    """One breakpoint; make them with `on_tool`, `on_error`, `at_step`, `before` or `when`."""
 
     kind: BreakKind
     tool: str | None = None
@@ -59,7 +71,7 @@ class Break(Record):
 
     def __str__(self) -> str:
         where = ""
-        if self.scope != ("tree" if self.kind == "tool" else "run"):  # not the default: say so
+        if self.scope != ("tree" if self.kind in _TREE_KINDS else "run"):  # not the default
             where = " (sub-runs too)" if self.scope == "tree" else " (this run only)"
         return self.label + where + (f" (raised: {self.error})" if self.error else "")
 
@@ -67,6 +79,16 @@ class Break(Record):
     def on_tool(cls, name: str, *, scope: Scope = "tree") -> Break:
         """Stop before a call to tool ``name`` runs (by default in sub-runs too)."""
         return cls(kind="tool", tool=name, label=f"on tool {name!r}", scope=scope)
+
+    @classmethod
+    def on_error(cls, *, scope: Scope = "tree") -> Break:
+        """Stop after a tool call fails (by default in sub-runs too), before the model reads it.
+
+        A failed call is one whose outcome is an error: the tool raised, timed out, or a
+        sub-agent's run failed. Stopped there, look at the error, fix the tool and re-run from
+        the step (`Agent.rerun`), or drop into the next phase.
+        """
+        return cls(kind="error", label="on a tool error", scope=scope)
 
     @classmethod
     def at_step(cls, step: int, *, scope: Scope = "run") -> Break:
@@ -93,8 +115,12 @@ class Break(Record):
         name = label or getattr(predicate, "__name__", "predicate")
         return cls(kind="when", predicate=predicate, label=f"when {name}", scope=scope)
 
-    async def hits(self, view: RunView, ran: Phase, following: Phase | None) -> bool:
+    async def hits(
+        self, view: RunView, ran: Phase, following: Phase | None, *, failed: bool = False
+    ) -> bool:
         """Whether this breakpoint fires after phase ``ran``, with ``following`` next.
+
+        ``failed``: a tool call of the phase that ran failed (what `on_error` watches).
 
         A predicate is the user's code: it runs in a worker thread (`call_user`), so one that
         blocks holds up only the run it watches, never the loop every other run is on.
@@ -108,13 +134,15 @@ class Break(Record):
                 return ran is Phase.PREPARE and state.step == self.step
             case "phase":
                 return following is self.phase
+            case "error":
+                return ran is Phase.TOOLS and failed
             case "when":
                 assert self.predicate is not None
                 return bool(await call_user(self.predicate, view))
 
 
 def parse_break(text: str) -> Break:
-    """A breakpoint from its short form: ``tool:NAME``, ``step:N`` or ``before:PHASE``.
+    """A breakpoint from its short form: ``tool:NAME``, ``step:N``, ``before:PHASE`` or ``error``.
 
     Typed by hand (the Stepper's text box), so the kind and the phase ignore case and spaces;
     a tool's name is kept as written, since names are compared exactly.
@@ -124,6 +152,8 @@ def parse_break(text: str) -> Break:
     """
     kind, _, value = text.partition(":")
     kind, value = kind.strip().lower(), value.strip()
+    if kind == "error" and not value:
+        return Break.on_error()
     if kind == "tool" and value:
         return Break.on_tool(value)
     if kind == "step":
@@ -140,7 +170,7 @@ def parse_break(text: str) -> Break:
                 f"not a breakpoint: {text!r} (before:PHASE takes one of {', '.join(phases)})"
             )
         return Break.before(phases[value.lower()])
-    raise ValueError(f"not a breakpoint: {text!r} (write tool:NAME, step:N or before:PHASE)")
+    raise ValueError(f"not a breakpoint: {text!r} (write tool:NAME, step:N, before:PHASE or error)")
 
 
 async def first_hit(
@@ -149,14 +179,17 @@ async def first_hit(
     ran: Phase,
     following: Phase | None,
     redact: Callable[[str], str] = redacted,
+    *,
+    failed: bool = False,
 ) -> Break | None:
     """The first breakpoint that fires after phase ``ran``, or None.
 
-    ``redact`` is the run's redactor: what a predicate raised is kept through it.
+    ``redact`` is the run's redactor: what a predicate raised is kept through it. ``failed``: a
+    tool call of that phase failed.
     """
     for breakpoint in breakpoints:
         try:
-            if await breakpoint.hits(view, ran, following):
+            if await breakpoint.hits(view, ran, following, failed=failed):
                 return breakpoint
         except Exception as exc:  # a predicate that raises stops the run, recorded
             kept = ErrorInfo.of(exc, phase=ran, step=view.state.step, redact=redact)
@@ -164,3 +197,19 @@ async def first_hit(
                 update={"error": f"{kept.type}: {kept.message}", "exception": kept}
             )
     return None
+
+
+def never_fires(breakpoint: Break, tools: frozenset[str] | None) -> str | None:
+    """Why ``breakpoint`` can never fire in a tree whose agents have ``tools``, or None.
+
+    ``tools`` None: not all of them are known before a run lists them (an MCP server's), so
+    nothing can be said.
+    """
+    if breakpoint.kind != "tool" or tools is None or breakpoint.tool in tools:
+        return None
+    where = "this run" if breakpoint.scope == "run" else "any agent of this run's tree"
+    known = ", ".join(sorted(tools)) or "none"
+    return (
+        f"breakpoint {breakpoint} can never fire: {where} has no tool {breakpoint.tool!r} "
+        f"(tools: {known})"
+    )

@@ -42,6 +42,7 @@ from workbench.records import (
     RunResult,
     StepContext,
     StepRecord,
+    ToolOutcome,
 )
 from workbench.state import (
     AgentState,
@@ -184,6 +185,13 @@ class Execution:
     def replace_state(self, state: AgentState) -> None:
         """Swap in an edited state between phases (edited or dropped tool calls, a resume)."""
         self.state = state
+
+    @property
+    def step_outcomes(self) -> tuple[ToolOutcome, ...]:
+        """The tool outcomes of the step under way (once it has closed: of the last step)."""
+        if self._draft is not None:
+            return self._draft.outcomes
+        return self.steps[-1].tool_outcomes if self.steps else ()
 
     def keep_breakpoint_error(self, error: ErrorInfo) -> None:
         """A breakpoint predicate raised after the last phase: its step's record keeps it.

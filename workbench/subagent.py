@@ -36,13 +36,14 @@ from workbench.state import AgentState, ExecutionStatus, StopReason
 from workbench.stepping import SubRun as _SubRun
 from workbench.stepping import drive
 from workbench.tools import Tool, ToolContext, ToolReturn
-from workbench.toolsets import Toolset
+from workbench.toolsets import Toolset, tool_table
 
 __all__ = [
     "SubagentContext",
     "SubagentLimits",
     "SubagentTool",
     "SubagentTree",
+    "reachable_tools",
     "subagent_tool",
     "subagent_tree",
 ]
@@ -142,6 +143,12 @@ class Delegate(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...
+
+    @property
+    def toolsets(self) -> tuple[Toolset, ...]: ...
+
     def start(
         self,
         prompt: str | None = None,
@@ -167,6 +174,45 @@ class Delegate(Protocol):
 @dataclass(frozen=True, eq=False)
 class SubagentTool(Tool):
     """The tool `Agent.as_tool` makes: a call starts a sub-run (a replay replays it instead)."""
+
+    delegate: Delegate | None = None
+    """The agent a call runs."""
+    own_tools: tuple[Tool | Toolset | Callable[..., Any], ...] | None = None
+    """The tools its runs get instead of the agent's (``as_tool(tools=...)``), if any."""
+
+
+def reachable_tools(
+    tools: Mapping[str, Tool], toolsets: Sequence[Toolset], *, deep: bool = True
+) -> frozenset[str] | None:
+    """The names of every tool a run with ``tools`` and ``toolsets`` can call.
+
+    With ``deep``, its sub-agents' too (any depth). None when some are known only once a run
+    lists them (an MCP server's).
+    """
+    names: set[str] = set()
+    seen: set[int] = set()  # sub-agent tools walked: an agent may be its own sub-agent
+    pending: list[tuple[Mapping[str, Tool], Sequence[Toolset]]] = [(tools, toolsets)]
+    while pending:
+        table, sets = pending.pop()
+        members = list(table.values())
+        names |= set(table)
+        for toolset in sets:
+            listed = toolset.listed()
+            if listed is None:
+                return None
+            names |= listed[0]
+            members += listed[1]
+        for member in members if deep else ():
+            if not isinstance(member, SubagentTool) or member.delegate is None:
+                continue
+            if id(member) in seen:
+                continue
+            seen.add(id(member))
+            own, delegate = member.own_tools, member.delegate
+            pending.append(
+                tool_table(own) if own is not None else (delegate.tools, delegate.toolsets)
+            )
+    return frozenset(names)
 
 
 def subagent_tool(
@@ -224,7 +270,13 @@ def subagent_tool(
         departed = _departed(agent.name, ctx, last.failure)  # where the replay really departed
         return returned.model_copy(update={"departed": departed})
 
-    return SubagentTool(function=run_subagent, name=name, description=description)
+    return SubagentTool(
+        function=run_subagent,
+        name=name,
+        description=description,
+        delegate=agent,
+        own_tools=own_tools,
+    )
 
 
 def _departed(name: str, ctx: ToolContext, divergence: ReplayDivergence) -> ReplayDivergence:

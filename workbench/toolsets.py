@@ -235,6 +235,29 @@ class Toolset:
         _check_unique(offered)
         return tuple(offered), (*hidden, *self._unusable())
 
+    def listed(self) -> tuple[frozenset[str], tuple[Tool, ...]] | None:
+        """What it holds, known without connecting anywhere: names (as offered) and tools.
+
+        The names have the prefixes applied; the tools are as given. None when it draws on a
+        source (an MCP server), listed only when a run asks.
+        """
+        names: set[str] = set()
+        tools: list[Tool] = []
+        for member in self._members:
+            if isinstance(member, Tool):
+                names.add(member.name)
+                tools.append(member)
+                continue
+            inner = member.listed() if isinstance(member, Toolset) else None
+            if inner is None:
+                return None
+            names |= inner[0]
+            tools += inner[1]
+        for layer in self._layers:
+            if isinstance(layer, _Prefix):
+                names = {f"{layer.prefix}{name}" for name in names}
+        return frozenset(names), tuple(tools)
+
     def _unusable(self) -> list[tuple[str, str]]:
         """The sources' tools that cannot be offered, named as this toolset offers its tools.
 

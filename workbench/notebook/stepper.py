@@ -143,8 +143,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self.run = agent.start(
                 prompt, history=history, settings=settings, on_text_delta=self._on_delta
             )
-        self.run.breakpoints.extend(breakpoints)
         self.run.watch(self._watched)
+        warned = [w for b in breakpoints if (w := self.run.add_breakpoint(b)) is not None]
         self.events: list[PhaseEvent] = []
         self.streamed = ""
         """The text streamed by the model call of the current step so far."""
@@ -153,7 +153,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.task: Future[None] | None = None
         self._busy = False
         self._stop_requested = False
-        self._note = ""
+        self._note = " · ".join(f"warning: {w}" for w in warned)
         self.stopped_at: Break | None = None
         """The breakpoint Continue last stopped at."""
         self._shown_records = -1
@@ -172,7 +172,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
         self.continue_button = widgets.Button(description="Continue", icon="play")
         self.continue_button.on_click(lambda _: self._start("continue"))
-        self.break_input = widgets.Text(placeholder="tool:NAME · step:N · before:PHASE")
+        self.break_input = widgets.Text(placeholder="tool:NAME · step:N · before:PHASE · error")
         self.add_break_button = widgets.Button(description="Add breakpoint", icon="plus")
         self.add_break_button.on_click(lambda _: self.add_breakpoint(self.break_input.value))
         self.break_list = widgets.Select(options=[], rows=3, description="Breakpoints")
@@ -259,15 +259,21 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         super().close()
 
     def add_breakpoint(self, spec: str | Break) -> None:
-        """Stop Continue at ``spec`` (a `Break`, or ``tool:NAME``, ``step:N``, ``before:PHASE``)."""
+        """Stop Continue at ``spec``: a `Break`, or its short form as typed in the box.
+
+        ``tool:NAME``, ``step:N``, ``before:PHASE`` or ``error``; one that can never fire is
+        added with a warning, shown here too.
+        """
         try:
             breakpoint = spec if isinstance(spec, Break) else parse_break(spec)
         except ValueError as exc:
             self._note = str(exc)
         else:
-            self.run.breakpoints.append(breakpoint)
+            warning = self.run.add_breakpoint(breakpoint)
             self.break_input.value = ""
             self._note = f"breakpoint added: {breakpoint}"
+            if warning is not None:
+                self._note = f"warning: {warning}"
         self.refresh()
 
     def remove_breakpoint(self) -> None:
@@ -429,7 +435,10 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         ):
             button.disabled = blocked
         self.step_out_button.disabled = blocked or not inside
-        self.break_list.options = [str(b) for b in self.run.breakpoints]
+        self.break_list.options = [
+            f"{b} ⚠ can never fire" if self.run.cannot_fire(b) else str(b)
+            for b in self.run.breakpoints
+        ]
         self.stop_button.disabled = self.run.state.status.is_terminal
 
     def _show_approvals(self) -> None:
