@@ -7,6 +7,7 @@ Who caused it decides where an error sits, because that decides what the user do
     │   ├── InvalidTransition       a status change the run lifecycle forbids
     │   ├── MessageFormatError      edited messages that cannot be read
     │   ├── SessionBusy             a session asked to start while an execution is unfinished
+    │   ├── NoSuchStep              a run asked for a step it does not have (a LookupError)
     │   └── ScriptExhausted         a ScriptedModel asked for more responses than it was given
     ├── ModelBehaviourError         the model did something the run cannot use
     │   ├── ArgumentError           tool arguments that do not fit the schema (the model retries)
@@ -68,6 +69,7 @@ __all__ = [
     "ModelConnectionError",
     "ModelError",
     "ModelTimeoutError",
+    "NoSuchStep",
     "RateLimitError",
     "ReplayDivergence",
     "ReplayExhausted",
@@ -106,6 +108,10 @@ class UsageError(WorkbenchError):
 
 class InvalidTransition(UsageError, RuntimeError):
     """A status change that the run lifecycle does not allow (e.g. COMPLETED -> RUNNING)."""
+
+
+class NoSuchStep(UsageError, LookupError):
+    """A run asked for a step it does not have (`RunResult.snapshot`); the message lists them."""
 
 
 class MessageFormatError(UsageError, ValueError):

@@ -17,6 +17,7 @@ from pydantic import Field
 from workbench._record import Record
 from workbench.breakpoints import Break
 from workbench.conditions import Budget
+from workbench.errors import NoSuchStep
 from workbench.ids import Id
 from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, ToolDefinition, Usage
 from workbench.state import (
@@ -544,6 +545,21 @@ class RunResult(Record):
         """Tool calls waiting for approval or results (when PAUSED)."""
         return self.state.pending
 
+    def snapshot(self, *, step: int) -> StepContext:
+        """The snapshot taken before step ``step`` (counted from 1, as steps are shown).
+
+        What `Agent.rerun` starts from: ``agent.rerun_sync(result.snapshot(step=3), ...)``
+        re-runs step 3. (``snapshots[2]`` is the same one for a run from step 1, but not for a
+        re-run, whose first snapshot is the step it started at.) Raises `NoSuchStep`, naming the
+        steps there are, for one the run does not have.
+        """
+        for snapshot in self.snapshots:
+            if snapshot.step == step:
+                return snapshot
+        steps = [s.step for s in self.snapshots]
+        have = f"steps {_ranges(steps)}" if steps else "no steps"
+        raise NoSuchStep(f"run {self.run_id} has no step {step}: it has {have}")
+
 
 class RecordedRun(Protocol):
     """What replay and what-if checks read of a recorded run.
@@ -572,3 +588,14 @@ def _clip(text: str | None, limit: int = 60) -> str:
     if text is None or len(text) <= limit:
         return repr(text)
     return repr(text[:limit] + "…")
+
+
+def _ranges(steps: Sequence[int]) -> str:
+    """``1-4, 7`` for steps 1, 2, 3, 4 and 7."""
+    parts: list[str] = []
+    for step in sorted(set(steps)):
+        if parts and step == int(parts[-1].rsplit("-", 1)[-1]) + 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{step}"
+        else:
+            parts.append(str(step))
+    return ", ".join(parts)
