@@ -24,8 +24,7 @@ What the mapping decides:
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -46,7 +45,7 @@ from workbench.messages import (
     Usage,
 )
 from workbench.models._http import status_error
-from workbench.models._wire import RETRY_INSTRUCTION, Lenient, Redact, snippet
+from workbench.models._wire import RETRY_INSTRUCTION, EventStream, Lenient, Redact, snippet
 from workbench.models.base import ModelSettings
 from workbench.models.prices import ModelPrice, cost_of
 from workbench.tools import ToolDefinition
@@ -434,37 +433,22 @@ class _OpenBlock:
     signature: list[str] = field(default_factory=list)
 
 
-class AnthropicStream:
-    """Folds a stream's events into one answer, one event at a time.
+@dataclass
+class AnthropicStream(EventStream):
+    """Folds a stream's events into one answer (see `EventStream`).
 
-    ``started`` is the ``time.perf_counter()`` at which the request was sent; the first text,
-    thinking or tool input sets `time_to_first_token`. `done` says whether ``message_stop``
-    came: a stream without it was cut short. An ``error`` event raises the typed error it
-    stands for (an ``overloaded_error`` mid-stream is a `ServerError`, as a 529 would be),
-    naming ``where`` the stream came from.
+    The first text, thinking or tool input is the first token; ``message_stop`` ends the stream.
+    An ``error`` event is the typed error its type's status would be (an ``overloaded_error``
+    mid-stream is a `ServerError`, as a 529 would be).
     """
 
-    def __init__(
-        self,
-        provider: str,
-        redact: Redact,
-        *,
-        where: str = "the server",
-        started: float | None = None,
-        on_text_delta: Callable[[str], None] | None = None,
-    ) -> None:
-        self.provider, self.redact, self.where = provider, redact, where
-        self.started = time.perf_counter() if started is None else started
-        self.on_text_delta = on_text_delta
-        self.done = False
-        self.time_to_first_token: float | None = None
-        self._message: WireMessageIn | None = None
-        self._blocks: dict[int, _OpenBlock] = {}
-        self._usage: dict[str, int] = {}
-        self._stop_reason: str | None = None
+    _message: WireMessageIn | None = field(default=None, init=False)
+    _blocks: dict[int, _OpenBlock] = field(default_factory=dict, init=False)
+    _usage: dict[str, int] = field(default_factory=dict, init=False)
+    _stop_reason: str | None = field(default=None, init=False)
 
     def feed(self, event: str, data: str) -> None:
-        """Take in one event (``event`` is the SSE event name; the data's ``type`` decides)."""
+        """Take in one event (see `EventStream`)."""
         if event == "error":
             raise stream_error(_error_of(data), self.redact, self.where)
         parsed = self._parse(data)
@@ -509,8 +493,7 @@ class AnthropicStream:
             block.signature.append(delta.signature)
         if not piece:
             return
-        if self.time_to_first_token is None:
-            self.time_to_first_token = time.perf_counter() - self.started
+        self._token()
         block.pieces.append(piece)
         if delta.text and self.on_text_delta is not None:
             self.on_text_delta(delta.text)
@@ -520,7 +503,7 @@ class AnthropicStream:
             self._usage.update(usage.model_dump(exclude_none=True))
 
     def response(self, price: ModelPrice | None, model: str) -> ModelResponse:
-        """The answer the events so far make (call it once `done`)."""
+        """The answer the blocks make (see `EventStream`)."""
         parts = [p for _, b in sorted(self._blocks.items()) if (p := self._finished(b)) is not None]
         started = self._message or WireMessageIn()
         usage = WireUsageIn.model_validate(self._usage) if self._usage else None

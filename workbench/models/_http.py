@@ -49,7 +49,7 @@ from workbench.errors import (
     ServerError,
 )
 from workbench.messages import JsonValue, ModelResponse
-from workbench.models._wire import sse_events
+from workbench.models._wire import EventStream, sse_events
 from workbench.models.base import ModelError, ModelRequest, ModelSettings
 from workbench.models.prices import ModelPrice, price_for
 from workbench.redact import credentials
@@ -513,6 +513,18 @@ class HTTPModel(ABC):
 
     def _ended_early(self, what: str) -> MalformedResponseError:
         return MalformedResponseError(f"the stream from {self.base_url} ended early, {what}")
+
+    async def _fed(self, response: httpx.Response, stream: EventStream, end: str) -> ModelResponse:
+        """The answer ``stream`` makes of the response's events; ``end`` names its last event.
+
+        Read to the end even after the last event, so the connection goes back to the pool.
+        """
+        async for event, data in self._events(response):
+            if not stream.done:
+                stream.feed(event, data)
+        if not stream.done:
+            raise self._ended_early(f"before {end}")
+        return stream.response(self.price, self.name)
 
 
 def _whole(limits: httpx.Timeout) -> float | None:

@@ -24,8 +24,8 @@ What the mapping decides:
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import Field, ValidationError
@@ -46,7 +46,7 @@ from workbench.messages import (
     Usage,
 )
 from workbench.models._http import status_error
-from workbench.models._wire import RETRY_INSTRUCTION, Lenient, Redact, snippet
+from workbench.models._wire import RETRY_INSTRUCTION, EventStream, Lenient, Redact, snippet
 from workbench.models.base import ModelSettings
 from workbench.models.prices import ModelPrice, cost_of
 from workbench.tools import ToolDefinition
@@ -401,36 +401,21 @@ _DELTAS = (
 )
 
 
-class ResponsesStream:
-    """Folds a stream's events into one answer, one event at a time.
+@dataclass
+class ResponsesStream(EventStream):
+    """Folds a stream's events into one answer (see `EventStream`).
 
-    ``started`` is the ``time.perf_counter()`` at which the request was sent; the first delta
-    (text, arguments or reasoning) sets `time_to_first_token`. `done` says whether
-    ``response.completed`` (or ``response.incomplete``) came: a stream without it was cut
-    short. ``response.failed`` and ``error`` events raise the typed error they stand for. The
-    answer is the final response's output, or, when a server leaves that out, the items each
-    ``response.output_item.done`` gave.
+    The first delta (text, arguments or reasoning) is the first token; ``response.completed``
+    (or ``response.incomplete``) ends the stream; ``response.failed`` and ``error`` events are
+    typed errors by their code. The answer is the final response's output, or, when a server
+    leaves that out, the items each ``response.output_item.done`` gave.
     """
 
-    def __init__(
-        self,
-        provider: str,
-        redact: Redact,
-        *,
-        where: str = "the server",
-        started: float | None = None,
-        on_text_delta: Callable[[str], None] | None = None,
-    ) -> None:
-        self.provider, self.redact, self.where = provider, redact, where
-        self.started = time.perf_counter() if started is None else started
-        self.on_text_delta = on_text_delta
-        self.done = False
-        self.time_to_first_token: float | None = None
-        self._items: list[WireItemIn] = []
-        self._final: WireResponse | None = None
+    _items: list[WireItemIn] = field(default_factory=list, init=False)
+    _final: WireResponse | None = field(default=None, init=False)
 
     def feed(self, event: str, data: str) -> None:
-        """Take in one event (``event`` is the SSE event name; the data's ``type`` decides)."""
+        """Take in one event (see `EventStream`)."""
         parsed = self._parse(event, data)
         kind = parsed.type
         if kind == "error" or event == "error":
@@ -440,8 +425,7 @@ class ResponsesStream:
             failed = parsed.response.error if parsed.response is not None else None
             raise response_error(failed or WireError(), self.redact, self.where)
         if kind in _DELTAS and parsed.delta:
-            if self.time_to_first_token is None:
-                self.time_to_first_token = time.perf_counter() - self.started
+            self._token()
             if kind == "response.output_text.delta" and self.on_text_delta is not None:
                 self.on_text_delta(parsed.delta)
         elif kind == "response.output_item.done" and parsed.item is not None:
@@ -462,7 +446,7 @@ class ResponsesStream:
             ) from None
 
     def response(self, price: ModelPrice | None, model: str) -> ModelResponse:
-        """The answer the events make (call it once `done`)."""
+        """The final response's output, or the items as they came (see `EventStream`)."""
         final = self._final or WireResponse()
         if not final.output and self._items:
             final = final.model_copy(update={"output": self._items})

@@ -10,11 +10,27 @@ said that goes into an error.
 from __future__ import annotations
 
 import re
+import time
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["RETRY_INSTRUCTION", "Lenient", "Redact", "SseReader", "snippet", "sse_events"]
+if TYPE_CHECKING:
+    from workbench.messages import ModelResponse
+    from workbench.models.prices import ModelPrice
+
+__all__ = [
+    "RETRY_INSTRUCTION",
+    "EventStream",
+    "Lenient",
+    "Redact",
+    "SseReader",
+    "snippet",
+    "sse_events",
+]
 
 RETRY_INSTRUCTION = "Fix the errors and try again."
 """Appended to a retry prompt so the model knows it must answer again, not just read."""
@@ -34,6 +50,40 @@ def snippet(raw: bytes | str, redact: Redact) -> str:
     """The start of what the server sent, scrubbed before it is cut (no half key survives)."""
     text = redact(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
     return text if len(text) <= 200 else f"{text[:200]}... ({len(text)} characters)"
+
+
+@dataclass
+class EventStream(ABC):
+    """A streamed answer read one server-sent event at a time, into one response at its end.
+
+    Each wire whose stream is a sequence of typed events (Anthropic's, the Responses API's) has
+    one; the client feeds it as events arrive, and so can a proxy relaying the stream. ``started``
+    is the ``time.perf_counter()`` at which the request was sent (the first token sets
+    `time_to_first_token`); `done` says whether the stream's last event came (a stream without
+    it was cut short); an error event raises the typed error it stands for, naming ``where`` the
+    stream came from, with what the server said passed through ``redact``.
+    """
+
+    provider: str
+    redact: Redact
+    where: str = "the server"
+    started: float = field(default_factory=time.perf_counter)
+    on_text_delta: Callable[[str], None] | None = None
+    done: bool = field(default=False, init=False)
+    time_to_first_token: float | None = field(default=None, init=False)
+
+    @abstractmethod
+    def feed(self, event: str, data: str) -> None:
+        """Take in one event (``event`` is the SSE event name; the data's ``type`` decides)."""
+
+    @abstractmethod
+    def response(self, price: ModelPrice | None, model: str) -> ModelResponse:
+        """The answer the events make (call it once `done`)."""
+
+    def _token(self) -> None:
+        """A token arrived: the first one sets `time_to_first_token`."""
+        if self.time_to_first_token is None:
+            self.time_to_first_token = time.perf_counter() - self.started
 
 
 class SseReader:

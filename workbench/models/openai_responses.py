@@ -73,9 +73,4 @@ class OpenAIResponsesModel(HTTPModel):
             started=started,
             on_text_delta=request.on_text_delta,
         )
-        async for event, data in self._events(response):
-            if not assembler.done:  # read to the end all the same: the connection is reused
-                assembler.feed(event, data)
-        if not assembler.done:
-            raise self._ended_early("before response.completed")
-        return assembler.response(self.price, self.name)
+        return await self._fed(response, assembler, "response.completed")
