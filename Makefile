@@ -52,6 +52,7 @@ bench: $(VENV)/.dev-installed
 	$(PY) bench/subagent_overhead.py
 	$(PY) bench/replay_speed.py
 	$(PY) bench/proxy_overhead.py
+	$(PY) bench/runs_list.py
 
 clean:
 	rm -rf $(VENV) .workbench .pytest_cache .mypy_cache .ruff_cache

@@ -18,6 +18,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+import workbench as wb
 from tests.demo_install import demo_kernel_env
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -30,6 +31,7 @@ EXPECTED = [
     "06_multi_agent",
     "07_debugger",
     "08_trace_explorer",
+    "10_many_runs",
 ]
 
 
@@ -95,6 +97,11 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path, demo_env: dict[s
         assert "saved as 'double'" in text and "TraceView(" in text
     elif name == "03_rerun":
         assert "The answer is 123." in text and "b is a re-run of a from step 1" in text
+    elif name == "10_many_runs":  # 200 runs listed, the failures found, one re-run and fixed
+        assert "step 2 in shopper: ConnectionError: the model server closed the connection" in text
+        assert "<ExecutionStatus.COMPLETED: 'completed'>, 'One " in text and "RunDiff(" in text
+        with wb.RunStore(tmp_path / "runs.sqlite") as store:
+            assert store.count() == 201 and store.count(wb.RunFilter(status="failed")) == 7
     elif name == "04_export_to_jaeger":
         jaeger = json.loads((tmp_path / "run.jaeger.json").read_text())
         assert jaeger["data"] and (tmp_path / "run.otlp.json").exists()

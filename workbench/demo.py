@@ -6,7 +6,17 @@ from collections.abc import Sequence
 
 import workbench as wb
 
-__all__ = ["DEMO_PROMPT", "demo_agent", "eval_agent", "eval_task", "run_demo", "run_eval"]
+__all__ = [
+    "DEMO_PROMPT",
+    "apply_discount",
+    "demo_agent",
+    "eval_agent",
+    "eval_task",
+    "price",
+    "run_demo",
+    "run_eval",
+    "shopper_model",
+]
 
 
 @wb.tool
@@ -105,14 +115,16 @@ def _usage(messages: Sequence[wb.Message]) -> wb.Usage:
     return wb.Usage(input_tokens=tokens, output_tokens=24, requests=1, cost=tokens * 2e-7)
 
 
-def _shopper(messages: Sequence[wb.Message], request: wb.ModelRequest) -> wb.ModelResponse:
+def _shopper(
+    messages: Sequence[wb.Message], request: wb.ModelRequest, *, drops: bool = True
+) -> wb.ModelResponse:
     """The eval's model: look up the price, apply the code, answer; it stumbles now and then."""
     prompt = messages[1].text if len(messages) > 1 else ""
     task = int(prompt.split()[1].rstrip(":"))
     item, code = prompt.split("one ")[1].split(" cost")[0], prompt.rsplit(" ", 1)[1].rstrip("?")
     results = [p for m in messages for p in m.parts if isinstance(p, wb.ToolResult)]
     usage = _usage(messages)
-    if task % 29 == 13 and len(results) == 1:
+    if drops and task % 29 == 13 and len(results) == 1:
         raise ConnectionError("the model server closed the connection (502 Bad Gateway)")
     if not results:
         return wb.ModelResponse.tool_call("price", {"item": item}, usage=usage)
@@ -128,10 +140,19 @@ def _shopper(messages: Sequence[wb.Message], request: wb.ModelRequest) -> wb.Mod
     return wb.ModelResponse.text(f"One {item} costs ${last.content} with {code}.", usage=usage)
 
 
+def shopper_model(*, drops: bool = True) -> wb.FunctionModel:
+    """The eval's model (offline): with ``drops``, its server drops one task in 29 at step 2."""
+
+    def answer(messages: Sequence[wb.Message], request: wb.ModelRequest) -> wb.ModelResponse:
+        return _shopper(messages, request, drops=drops)
+
+    return wb.FunctionModel(answer, name="shopper-v1")
+
+
 def eval_agent(**options: object) -> wb.Agent:
     """The eval's agent: a shop assistant with two tools, on an offline function model."""
     return wb.Agent(
-        model=wb.FunctionModel(_shopper, name="shopper-v1"),
+        model=shopper_model(),
         name="shopper",
         system_prompt="You answer price questions with the tools.",
         tools=[price, apply_discount],
