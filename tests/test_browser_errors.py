@@ -71,6 +71,16 @@ def test_the_failed_span_is_red_and_its_traceback_is_there_offline(
     page.set_viewport_size({"width": 1100, "height": 900})
     leaving = _only_files(page)
     page.goto(report.as_uri())
+    # the first thing on the page says what went wrong, in red, with the traceback open
+    summary = page.locator(".wb-summary-line").first
+    expect(summary).to_have_text("completed, 1 tool error: step 3, apply_discount in digger")
+    assert summary.evaluate("n => getComputedStyle(n).color") == RED
+    top = page.locator("ul.wb-errors details.wb-traceback pre").first
+    expect(top).to_be_visible()
+    expect(top).to_contain_text("in apply_discount")
+    assert top.bounding_box()["y"] < page.locator("#wb-explorer").bounding_box()["y"]
+    page.screenshot(path=str(ARTIFACTS / "browser-report-errors-first-1100.png"))
+
     explorer = page.locator("#wb-explorer")
     rows = explorer.locator(".wbx-row")
     expect(explorer.locator(".wbx-count")).to_contain_text("shown")
@@ -96,9 +106,11 @@ def test_the_failed_span_is_red_and_its_traceback_is_there_offline(
 
     failed.click()
     detail = explorer.locator(".wbx-detail")
-    expect(detail).to_contain_text("unsupported operand type(s) for -: 'str' and 'float'")
-    detail.locator("details.wb-traceback summary").first.click()
-    trace = detail.locator("details.wb-traceback pre").first
+    expect(detail.locator(".wb-detail-head")).to_contain_text("failed")
+    expect(detail.locator(".wb-failure")).to_have_text(
+        "TypeError: unsupported operand type(s) for -: 'str' and 'float'"
+    )
+    trace = detail.locator("details.wb-traceback pre").first  # open: no click needed
     expect(trace).to_be_visible()
     expect(trace).to_contain_text("_failing_team.py")
     expect(trace).to_contain_text("in apply_discount")

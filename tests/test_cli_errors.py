@@ -110,3 +110,20 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out.strip() == "workbench 0.1.0"
+
+
+def test_trace_of_a_team_says_which_span_failed_and_has_an_agent_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    telemetry = wb.Telemetry()
+    team(telemetry=telemetry).run_sync("price the hat")
+    path = telemetry.write_otlp_json(tmp_path / "team.otlp.json")
+    assert main(["trace", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "completed, 1 tool error: step 3, apply_discount in digger"
+    start = lines.index("what went wrong:")
+    assert "in apply_discount" in "\n".join(lines[start : start + 5])
+    (header,) = [line for line in lines if line.startswith("agent ")]
+    assert header.split()[:3] == ["agent", "step", "prepare"]
+    (failed,) = [line for line in lines if "apply_discount (error)" in line]
+    assert failed.split()[:2] == ["digger", "3"]

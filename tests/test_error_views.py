@@ -92,3 +92,57 @@ def test_the_step_view_shows_what_a_hook_and_a_breakpoint_predicate_raised() -> 
     html = step_html(result.steps[0], result.steps)
     assert "breakpoint error" in html and "the predicate raised KeyError" in html
     assert "in when</b>" in html and "in audit</b>" in html  # both tracebacks, folded
+
+
+def test_the_report_starts_with_what_went_wrong() -> None:
+    from workbench.report import report_html
+
+    html = report_html(team().run_sync("price the hat"))
+    summary = "completed, 1 tool error: step 3, apply_discount in digger"
+    assert html.index(summary) < html.index("wb-errors") < html.index('id="explorer"')
+    top = html[: html.index('id="explorer"')]
+    assert '<details class="wb-traceback" open>' in top and "in apply_discount</b>" in top
+
+
+def test_trace_view_starts_with_what_went_wrong_and_draws_the_failure_red() -> None:
+    from workbench.notebook import TraceView
+    from workbench.notebook.trace_view import trace_top_html
+
+    result = team().run_sync("price the hat")
+    top = trace_top_html(wb.trace_of(result))
+    assert top.startswith('<div class="wb-summary-line"')
+    assert "completed, 1 tool error: step 3, apply_discount in digger" in top
+    view = TraceView(result)
+    failed = next(t for t in view.figures["waterfall"].data if t.name == "failed")
+    assert failed.marker.color == FAILED_COLOUR
+    assert "execute_tool apply_discount" in failed.hovertext[0]
+
+
+def test_tables_a_person_sees_say_their_columns_as_a_person_would() -> None:
+    from workbench.notebook.tables import for_people
+
+    trace = wb.trace_of(team().run_sync("price the hat"))
+    steps = for_people(trace.steps_df())
+    columns = list(steps.columns)
+    assert columns[:4] == ["step", "agent", "failed spans", "run after it"]
+    assert not [c for c in columns if c.endswith("_ms") or c.endswith("_id") or "_" in c]
+    failing = steps[steps["tool calls"] == "apply_discount (error)"].iloc[0]
+    assert (failing["step"], failing["agent"], failing["failed spans"]) == ("3", "digger", 1)
+    assert "tokens in" in list(for_people(trace.agents()).columns)
+
+
+def test_the_explorer_names_each_agents_model_calls_and_says_what_failed_first() -> None:
+    from workbench.notebook.explorer_view import ExplorerView
+
+    view = ExplorerView(wb.trace_of(team().run_sync("price the hat")))
+    names = [row["name"] for row in view.rows(0, 100)]
+    assert "chat lead-model · lead" in names and "chat digger-model · digger" in names
+    assert "execute_tool apply_discount" in names  # only model calls get the agent
+    (failed,) = [r for r in view.rows(0, 100) if r["status"] == "error"]
+    detail = view.detail(failed["id"])
+    head, rest = detail.split("What went wrong", 1)
+    assert ">failed</span>" in head and "unset" not in head
+    assert rest.index("TypeError: unsupported operand") < rest.index("Tool call")
+    assert rest.count('class="wb-traceback"') == 1  # open at the top, not again in the table
+    ok = next(r for r in view.rows(0, 100) if r["name"].startswith("workbench.prepare"))
+    assert ">unset<" not in view.detail(ok["id"])

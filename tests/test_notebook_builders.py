@@ -36,6 +36,7 @@ from workbench.notebook import (
 from workbench.notebook import edit as edit_module
 from workbench.notebook import tables as tables_module
 from workbench.notebook.edit import keep_provenance
+from workbench.notebook.html import FAILED_COLOUR
 from workbench.notebook.tables import TIMING_PARTS
 from workbench.report import report_html
 from workbench.telemetry import derive as derive_module
@@ -71,8 +72,8 @@ def test_the_step_table_has_a_row_per_record_with_resumed_label(demo: wb.RunResu
     assert tuple(table.columns) == STEP_COLUMNS
     assert list(table["label"]) == ["1", "2", "3", "3 (resumed)", "4"]
     assert list(table["status"]) == ["running", "running", "paused", "running", "completed"]
-    assert table["tools"].iloc[0] == "add:retry" and table["errors"].iloc[0] == 1
-    assert table["tools"].iloc[2] == "multiply:ok, save_result:pending"
+    assert table["tools"].iloc[0] == "add (retry)" and table["errors"].iloc[0] == 1
+    assert table["tools"].iloc[2] == "multiply, save_result (waits)"
     assert list(table["tool_calls"]) == [1, 1, 2, 1, 0]
     assert table["stop_reason"].iloc[-1] == "completed"
     assert list(table["input_tokens"]) == [s.usage.input_tokens for s in demo.steps]
@@ -214,7 +215,7 @@ def test_waterfall_orders_children_under_parents_and_colours_by_category(
     fig = waterfall_figure(wb.trace_of(demo), title="demo")
     assert fig.layout.title.text == "demo"
     names = {t.name for t in fig.data}
-    assert names == {"agent", "step", "phase", "model", "tool"}
+    assert names == {"agent", "step", "phase", "model", "tool", "failed"}
     labels = list(fig.layout.yaxis.ticktext)
     assert labels[0] == " invoke_agent calculator"
     assert labels[1] == "· workbench.step 1"
@@ -222,8 +223,9 @@ def test_waterfall_orders_children_under_parents_and_colours_by_category(
     tool = next(t for t in fig.data if t.name == "tool")
     assert any("gen_ai.tool.call.id" in h for h in tool.hovertext)
     assert all(w == 0.75 for w in [tool.width])
-    assert 2 in tool.marker.line.width  # the retried call is drawn as failed
-    assert any("· failed" in h for h in tool.hovertext)
+    failed = next(t for t in fig.data if t.name == "failed")  # the retried call: red, not orange
+    assert failed.marker.color == FAILED_COLOUR and len(failed.y) == 1
+    assert "execute_tool add</b> (tool) · failed" in failed.hovertext[0]
 
 
 def test_waterfall_of_a_big_trace_drops_row_labels() -> None:

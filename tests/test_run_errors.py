@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,71 @@ def test_the_store_counts_the_errors_of_each_run_and_rolls_them_up() -> None:
     assert rows[digger.run_id].first_error == result.errors[0].line
     (tree,) = store.find(wb.RunFilter(rollup=True))
     assert tree.errors == len(result.errors) and tree.first_error == result.errors[0].line
+
+
+def _comparable(errors: tuple[wb.RunError, ...]) -> list[wb.RunError]:
+    return [e.model_copy(update={"span_id": None}) for e in errors]
+
+
+def _guarded_agent() -> wb.Agent:
+    def strict(call: wb.ToolCall, ctx: wb.ToolContext) -> wb.ToolPermission:
+        raise RuntimeError("policy store down")
+
+    def audit(data: wb.HookInput) -> None:
+        raise ValueError("audit log is full")
+
+    return _agent(
+        [R.tool_call("add", {"a": 1, "b": "x"}), R.tool_call("add", {"a": 1, "b": 2}), "no"],
+        guards=[strict],
+        hooks=[wb.Hook("Stop", audit)],
+    )
+
+
+def _worker_lead(worker: wb.Agent) -> wb.Agent:
+    return _agent(
+        [R.tool_call("work", {"task": "t"}, call_id="w1"), "done"],
+        tools=[worker.as_tool("work", "Work.")],
+        name="lead",
+    )
+
+
+def _failing_worker() -> wb.Agent:
+    def broken(messages: list[wb.Message], info: object) -> wb.ModelResponse:
+        raise ConnectionError("gone")
+
+    return wb.Agent(model=wb.FunctionModel(broken), name="worker", store=False)
+
+
+def _limited_worker() -> wb.Agent:
+    script = [R.tool_call("add", {"a": 1, "b": 1})] * 3
+    return wb.Agent(
+        model=wb.ScriptedModel(script), name="worker", tools=[add], stop=wb.MaxSteps(2), store=False
+    )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: team(),
+        _guarded_agent,  # a retry (not an error), a guard that raised, a hook that raised
+        lambda: _worker_lead(_failing_worker()),
+        lambda: _worker_lead(_limited_worker()),
+        lambda: wb.Agent(model=wb.FunctionModel(_raise), store=False),
+    ],
+    ids=["team", "guard-and-hook", "failed-sub-run", "limited-sub-run", "failed-run"],
+)
+@pytest.mark.parametrize("telemetry", [True, False], ids=["live-spans", "spans-of-records"])
+def test_a_trace_says_what_went_wrong_as_its_run_does(
+    make: Callable[[], wb.Agent], telemetry: bool
+) -> None:
+    agent = make()
+    agent.telemetry = wb.Telemetry() if telemetry else None
+    result = agent.run_sync("x")
+    assert result.errors
+    trace = wb.trace_of(result, telemetry=agent.telemetry)
+    assert _comparable(trace.errors()) == _comparable(result.errors)
+    assert all(e.span_id for e in trace.errors())
+
+
+def _raise(messages: list[wb.Message], info: object) -> wb.ModelResponse:
+    raise RuntimeError("no answer")

@@ -83,9 +83,11 @@ def test_our_trace_shows_its_steps_and_conversation_and_writes_a_report(
     assert f"model calls: {len(wb.load_trace(path).chat_spans())}" in out
     table = out.split("\n\n")[1].splitlines()
     assert table[0].split()[:3] == ["step", "prepare", "ms"]
-    steps = [line.split()[0] for line in table[2:]]
+    rows = [line for line in table[2:] if not line.startswith("  ")]  # the legend is indented
+    steps = [line.split()[0] for line in rows]
     assert steps == ["1", "2", "3", "3", "4"]  # step 3 paused, then resumed
-    assert table[-1].split()[-2:] == ["completed", "completed"]
+    assert rows[-1].split()[-2:] == ["completed", "completed"]
+    assert any(line.startswith("  retry: the call could not run as sent") for line in table)
     assert f"assistant: text {done.output!r}" in out  # the last model call's conversation
     assert f"wrote {report}" in out
     html = report.read_text()

@@ -151,7 +151,8 @@ def test_stepper_buttons_drive_a_whole_run_with_an_approval(kernel: Kernel) -> N
     assert shown["step"] == 1 and shown["next_phase"] == "prepare"
     assert shown["picker"] == ["step 1", "live"]
     assert "wb-retry" in shown["messages_html"] and "Invalid arguments" in shown["messages_html"]
-    assert {"agent", "step", "model", "tool"} <= set(shown["timeline_traces"])
+    traces = set(shown["timeline_traces"])  # the one tool call so far was sent back: failed
+    assert {"agent", "step", "model", "failed"} <= traces and "tool" not in traces
     timeline = last_value(updates, ids["timeline"], "outputs")
     assert timeline[0]["data"]["application/vnd.plotly.v1+json"]["data"]
 

@@ -146,7 +146,7 @@ from workbench.store import RunStore, RunSummary
 from workbench.subagent import SubagentContext, SubagentLimits
 from workbench.telemetry import Telemetry, TelemetryExportWarning
 from workbench.telemetry.load import load_trace
-from workbench.telemetry.trace import SpanData, SpanError, SpanEvent, SpanLink, Trace
+from workbench.telemetry.trace import SpanData, SpanEvent, SpanLink, Trace
 from workbench.tools import (
     Tool,
     ToolContext,
@@ -263,7 +263,6 @@ __all__ = [
     "SessionStartInput",
     "SessionState",
     "SpanData",
-    "SpanError",
     "SpanEvent",
     "SpanLink",
     "StateFormatError",

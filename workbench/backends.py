@@ -30,7 +30,6 @@ from workbench.runfilter import Choices, RunFilter
 from workbench.store import RunSummary
 from workbench.telemetry import names as n
 from workbench.telemetry._fetch import Fetch
-from workbench.telemetry.derive import SpanError
 from workbench.telemetry.load import load_trace
 from workbench.telemetry.readers import phoenix_spans, spans_from_document
 from workbench.telemetry.trace import SpanData, Trace
@@ -59,38 +58,6 @@ _CONTENT = ("message", "input", "output", "arguments", "result", "instructions",
 # -- one trace as one row -----------------------------------------------------------------------
 
 
-def _causes(trace: Trace) -> list[SpanError]:
-    """What failed in the trace and made the rest fail: failed spans with no failed span below.
-
-    A failed model call usually fails its step and its run too: the row counts the call once,
-    as a store counts the run's one error.
-    """
-    failed = trace.errors()
-    tree = trace.tree
-    above = {
-        tree.span_at(ancestor).span_id
-        for error in failed
-        for ancestor in tree.ancestors(tree.positions[error.span_id])
-    }
-    return [e for e in failed if e.span_id not in above]
-
-
-def _error_line(error: SpanError) -> str:
-    """A failure as a run list shows it, as a stored run's reads: where, then what."""
-    place = ", ".join(
-        part
-        for part in (f"step {error.step}" if error.step is not None else "", error.tool or "")
-        if part
-    )
-    where = f"{place} in {error.agent}" if place and error.agent else place or error.name
-    what = (
-        error.message
-        if error.message.startswith(error.error_type)
-        else (f"{error.error_type}: {error.message}")
-    )
-    return " ".join(f"{where}: {what}".split())[:300]
-
-
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
@@ -109,7 +76,7 @@ def trace_summary(trace: Trace) -> RunSummary:
     """One trace as a run list's row, from what its spans say (ours, or another framework's)."""
     root = next((s for s in trace.spans if s.parent_id is None), trace.spans[0])
     attributes = root.attributes
-    failed = _causes(trace)
+    failed = trace.errors()  # as a stored run's are counted: a failure once, where it happened
     called = [s for s in trace.spans if s.category == "tool"]
     tools = {str(name) for s in called if (name := s.attributes.get(n.TOOL_NAME))}
     chats = trace.model_calls()
@@ -139,7 +106,7 @@ def trace_summary(trace: Trace) -> RunSummary:
         rerun_of_step=None,
         output=None,
         errors=len(failed),
-        first_error=_error_line(failed[0]) if failed else None,
+        first_error=failed[0].line if failed else None,
         tools=tuple(sorted(tools)),
         tool_calls=len(called),
         duration=(root.end_ns - root.start_ns) / 1e9,

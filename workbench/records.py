@@ -31,6 +31,7 @@ from workbench.state import (
 )
 
 __all__ = [
+    "CALL_WORDS",
     "HookTiming",
     "PhaseEvent",
     "RecordedRun",
@@ -41,6 +42,7 @@ __all__ = [
     "SubagentResult",
     "Timing",
     "ToolOutcome",
+    "call_label",
     "errors_summary",
     "run_error",
     "run_errors",
@@ -434,6 +436,32 @@ def _error(
         type=raised.type if raised is not None else None,
         traceback=raised.traceback if raised is not None else None,
     )
+
+
+CALL_WORDS: dict[str, str] = {
+    "retry": "the call could not run as sent (bad arguments, the tool's ToolRetry, a timeout): "
+    "the model was told what was wrong and may call again; not an error",
+    "error": "the tool raised or answered an error; the model read it (what went wrong, above, "
+    "has its traceback)",
+    "denied": "a guard, a hook or the user refused the call",
+    "waits": "the call waits for approval or for a result from outside: the run paused there",
+    "dropped": "the call was dropped before it ran",
+    "replayed": "answered from a recording: the tool did not run",
+}
+"""What the word beside a tool call in a step table means (a call that simply ran has none)."""
+
+_CALL_WORD = {"pending": "waits"}
+
+
+def call_label(name: str, status: str, *, replayed: bool = False) -> str:
+    """A tool call as step tables show it: ``add``, ``add (retry)``, ``save (waits)``.
+
+    >>> call_label("add", "ok"), call_label("add", "retry"), call_label("x", "ok", replayed=True)
+    ('add', 'add (retry)', 'x (replayed)')
+    """
+    words = [] if status == "ok" else [_CALL_WORD.get(status, status)]
+    words += ["replayed"] if replayed else []
+    return f"{name} ({', '.join(words)})" if words else name
 
 
 def step_labels(steps: Sequence[StepRecord]) -> list[str]:

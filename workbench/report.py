@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from workbench.messages import Message
     from workbench.records import StepRecord
     from workbench.telemetry.core import Telemetry
-    from workbench.telemetry.spandata import SpanData
 
 __all__ = ["report_html", "trace_summary", "write_report"]
 
@@ -46,8 +45,6 @@ section.wb-step-section { border: 1px solid #e0e0e0; border-radius: 6px; padding
 nav a { margin-right: 8px; }
 div.wb-table { overflow-x: auto; max-width: 100%; }
 """
-_HIDDEN_COLUMNS = ["trace_id", "span_id", "snapshot_id", "start"]
-"""Step table columns the report leaves out: ids and times a reader has in the explorer."""
 
 
 def report_html(
@@ -60,14 +57,13 @@ def report_html(
     """
     from workbench.notebook.bars import timing_bars_html, tokens_bars_html
     from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
+    from workbench.notebook.tables import for_people
 
     trace = trace_of(source, telemetry=telemetry)
-    table = trace.steps_df()
-    shown = table.drop(columns=_HIDDEN_COLUMNS).dropna(axis=1, how="all")
-    body = f'<h2 id="steps">Steps</h2>{_table_html(shown)}'
+    body = f'<h2 id="steps">Steps</h2>{_table_html(for_people(trace.steps_df()))}'
     agents = trace.agents()
     if len(agents) > 1:  # a run tree: what each agent took
-        body += f'<h2 id="agents">Per agent</h2>{_table_html(agents)}'
+        body += f'<h2 id="agents">Per agent</h2>{_table_html(for_people(agents))}'
     nav, sections = _steps_html(trace)
     body += (
         f'<h2 id="explorer">Trace explorer</h2>{explorer_page_html(ExplorerView(trace))}'
@@ -86,15 +82,8 @@ def _page(title: str, summary: str, body: str) -> str:
     )
 
 
-def _roots(trace: Trace) -> list[SpanData]:
-    """The run spans of the trace's top run, one per execution (ours only), in start order."""
-    agents = [s for s in trace.spans if s.category == "agent" and n.RUN_ID in s.attributes]
-    top = [s for s in agents if n.PARENT_RUN_ID not in s.attributes]
-    return top or agents[:1]
-
-
 def _title(trace: Trace) -> str:
-    roots = _roots(trace)
+    roots = trace.top_runs()
     if roots:
         return f"Run {roots[0].attributes[n.RUN_ID]}"
     return f"Trace {trace.trace_id}"
@@ -110,19 +99,23 @@ def trace_summary(trace: Trace) -> dict[str, str]:
     rows["traces" if len(traces) > 1 else "trace"] = ", ".join(traces[:3]) + (
         f" and {len(traces) - 3} more" if len(traces) > 3 else ""
     )
-    roots = _roots(trace)
+    roots = trace.top_runs()
     if roots:
         last = roots[-1].attributes
         rows["run"] = str(last[n.RUN_ID])
-        rows["status"] = str(last.get(n.RUN_STATUS, "running"))
+        rows["status"] = trace.status()
         rows["stop reason"] = str(last.get(n.RUN_STOP_REASON, "—"))
         if n.RERUN_OF in last:
             rows["re-run of"] = f"{last[n.RERUN_OF]} from step {last.get(n.RERUN_STEP)}"
     agents = list(dict.fromkeys(a for a in trace.agent_at if a))
     rows["agents" if len(agents) > 1 else "agent"] = ", ".join(agents) or "—"
     rows["steps"] = trace_heading(trace)
-    errors = sum(s.is_error for s in spans)
-    rows["spans"] = f"{len(spans):,}" + (f", {errors} with an error" if errors else "")
+    failed = sum(s.is_error for s in spans)  # retries and denials too: what the explorer marks
+    rows["spans"] = f"{len(spans):,}" + (f", {failed} marked failed" if failed else "")
+    errors = trace.errors()
+    if errors:
+        shown = "; ".join(e.line for e in errors[:3])
+        rows["errors"] = shown + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "")
     rows["model calls"] = str(len(trace.model_calls()))
     seconds = (trace.tree.end_ns - trace.tree.start_ns) / 1e9
     rows["time"] = f"{seconds:.3f} s from the first span's start to the last one's end"
@@ -148,7 +141,7 @@ def _tokens(trace: Trace) -> str:
 
 def _output(trace: Trace) -> str | None:
     """The top run's last answer: from its records when the trace has them."""
-    roots = _roots(trace)
+    roots = trace.top_runs()
     if not roots or not trace.steps:
         return None
     run_id = roots[0].attributes[n.RUN_ID]
@@ -159,15 +152,22 @@ def _output(trace: Trace) -> str | None:
 
 
 def _summary_html(trace: Trace) -> str:
-    """The summary's rows (text, escaped here), and the top run's error drawn as an error."""
-    from workbench.notebook.html import error_html
+    """What went wrong first (the summary line, each error with its traceback), then the rows.
+
+    The rows are text, escaped here; the top run's error is drawn as an error under them (a
+    replay's divergence as a diff of what was recorded and what was sent).
+    """
+    from workbench.notebook.html import error_html, errors_html, summary_html
     from workbench.state import ErrorInfo
 
+    errors = trace.errors()
+    top = summary_html(trace.summary(), failed=bool(errors)) + errors_html(errors)
     cells = "".join(
         f"<tr><td><b>{escape(k)}</b></td><td>{escape(v)}</td></tr>"
         for k, v in trace_summary(trace).items()
+        if k != "errors"  # the list above says them, with their tracebacks
     )
-    roots = _roots(trace)
+    roots = trace.top_runs()
     raised = [e for e in roots[-1].events if e.name == n.EVENT_EXCEPTION] if roots else []
     if raised:  # a replay divergence shows its recorded / sent lines as a diff
         event = raised[-1].attributes
@@ -176,7 +176,7 @@ def _summary_html(trace: Trace) -> str:
             message=str(event.get(n.EXCEPTION_MESSAGE, "")),
         )
         cells += f"<tr><td><b>error</b></td><td>{error_html(error)}</td></tr>"
-    return f'<table class="wb-summary">{cells}</table>'
+    return f'{top}<table class="wb-summary">{cells}</table>'
 
 
 def _steps_html(trace: Trace) -> tuple[str, str]:

@@ -12,17 +12,23 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from workbench.agent import RunResult
 from workbench.messages import Message
 from workbench.models.replay import describe_part
-from workbench.records import RunError, StepRecord, ToolOutcome, step_labels
+from workbench.records import (
+    CALL_WORDS,
+    RunError,
+    StepRecord,
+    call_label,
+    step_labels,
+)
 from workbench.store import RunStore, StoreError
 
 __all__ = [
-    "CALL_WORDS",
     "STEP_HEADER",
+    "call_legend",
     "echo",
     "errors_text",
     "load_run",
@@ -152,9 +158,10 @@ def step_table(steps: Sequence[StepRecord]) -> str:
     table, what each word beside a call means, for the words it uses (`CALL_WORDS`).
     """
     rows: list[Sequence[str]] = [STEP_HEADER]
-    used: set[str] = set()
     for s, label in zip(steps, step_labels(steps), strict=True):
-        calls = ", ".join(_call_cell(o, used) for o in s.tool_outcomes) or "-"
+        calls = ", ".join(
+            call_label(o.name, o.status, replayed=o.replayed) for o in s.tool_outcomes
+        )
         t = s.timing
         rows.append(
             (
@@ -163,34 +170,17 @@ def step_table(steps: Sequence[StepRecord]) -> str:
                 f"{t.inference * 1e3:.2f}",
                 f"{t.tools * 1e3:.2f}",
                 f"{t.hooks * 1e3:.2f}",
-                calls,
+                calls or "-",
                 f"{s.usage.input_tokens}/{s.usage.output_tokens}",
                 s.status.value,
                 s.stop_reason.value if s.stop_reason else "-",
             )
         )
-    legend = [f"  {word}: {CALL_WORDS[word]}" for word in CALL_WORDS if word in used]
-    return "\n".join([text_table(rows), *legend])
+    return "\n".join([text_table(rows), *call_legend(row[5] for row in rows[1:])])
 
 
-CALL_WORDS: dict[str, str] = {
-    "retry": "the call could not run as sent (bad arguments, the tool's ToolRetry, a timeout): "
-    "the model was told what was wrong and may call again; not an error",
-    "error": "the tool raised or answered an error; the model read it (`workbench show RUN` "
-    "prints the traceback)",
-    "denied": "a guard, a hook or the user refused the call",
-    "waits": "the call waits for approval or for a result from outside: the run paused there",
-    "dropped": "the call was dropped before it ran",
-    "replayed": "answered from a recording: the tool did not run",
-}
-"""What the word beside a tool call in a step table means (an ``ok`` call has none)."""
-
-_CALL_WORD = {"pending": "waits"}
-
-
-def _call_cell(outcome: ToolOutcome, used: set[str]) -> str:
-    """``name``, and beside it what happened when it did not simply run: ``add (retry)``."""
-    words = [] if outcome.status == "ok" else [_CALL_WORD.get(outcome.status, outcome.status)]
-    words += ["replayed"] if outcome.replayed else []
-    used.update(words)
-    return f"{outcome.name} ({', '.join(words)})" if words else outcome.name
+def call_legend(cells: Iterable[str]) -> list[str]:
+    """What each word beside a call in these cells means (`call_label`), one line each."""
+    text = " ".join(cells)
+    used = [w for w in CALL_WORDS if re.search(rf"[(,] ?{w}\b", text)]
+    return [f"  {word}: {CALL_WORDS[word]}" for word in used]

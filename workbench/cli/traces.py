@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.cli._common import (
     STEP_HEADER,
+    call_legend,
     echo,
+    errors_text,
     load_run,
     message_line,
     run_argument,
@@ -113,8 +115,14 @@ def setup_trace(parser: argparse.ArgumentParser) -> None:
 def run_trace(args: argparse.Namespace) -> int:
     """Show a loaded trace: what it holds, its steps, its conversation; write its report."""
     trace = load_trace(args.source, trace_id=args.trace_id, timeout=args.timeout)
+    echo(trace.summary())  # what went wrong, first
     for key, value in trace_summary(trace).items():
-        echo(f"{key}: {value}")
+        if key != "errors":  # said with their tracebacks below
+            echo(f"{key}: {value}")
+    errors = trace.errors()
+    if errors:
+        echo()
+        echo(errors_text(errors))
     table = trace.steps_df()
     echo()
     echo(_step_rows(table) if len(table) else "(no steps and no model calls)")
@@ -147,22 +155,29 @@ def _print_messages(trace: Trace) -> None:
 def _step_rows(table: pd.DataFrame) -> str:
     """The steps of a trace's ``steps_df()`` as `step_table` prints a stored run's.
 
-    The step column is the table's label (which says the agent in a trace of several), and the
-    calls column names each tool call with its outcome.
+    A trace of several agents has an agent column (the step column is then the step's number
+    in its agent's run); the calls column names each tool call, with what happened to it.
     """
-    rows: list[Sequence[str]] = [STEP_HEADER]
+    agents = table["agent"].nunique() > 1
+    rows: list[Sequence[str]] = [("agent", *STEP_HEADER) if agents else STEP_HEADER]
     for row in table.itertuples(index=False):
-        rows.append(
-            (
-                str(row.label),
-                *(_ms(getattr(row, f"{p}_ms")) for p in ("prepare", "inference", "tools", "hooks")),
-                row.tools or "-",
-                f"{_count(row.input_tokens)}/{_count(row.output_tokens)}",
-                _text(row.status),
-                _text(row.stop_reason),
-            )
+        cells = (
+            _step_cell(row, agents),
+            *(_ms(getattr(row, f"{p}_ms")) for p in ("prepare", "inference", "tools", "hooks")),
+            row.tools or "-",
+            f"{_count(row.input_tokens)}/{_count(row.output_tokens)}",
+            _text(row.status),
+            _text(row.stop_reason),
         )
-    return text_table(rows)
+        rows.append((str(row.agent), *cells) if agents else cells)
+    calls = (row.tools or "" for row in table.itertuples(index=False))
+    return "\n".join([text_table(rows), *call_legend(calls)])
+
+
+def _step_cell(row: Any, agents: bool) -> str:
+    """The step's label; with an agent column, without the agent the label repeats."""
+    label = str(row.label)
+    return label.replace(f" · {row.agent}", "", 1) if agents else label
 
 
 def _missing(value: Any) -> bool:

@@ -107,11 +107,14 @@ def page_rows(
     *,
     collapsed: Iterable[str] = (),
     matches: set[int] | None = None,
+    agents: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Rows ``offset`` to ``offset + size`` of the visible ``positions``, as the page draws them.
 
     Times are milliseconds from the trace's start, so the page places bars without knowing the
-    epoch; ``children`` says whether the row can fold, ``folded`` whether it is.
+    epoch; ``children`` says whether the row can fold, ``folded`` whether it is. ``agents``
+    (the agent of each position, for a trace of several) names the agent beside each model
+    call: ``chat gpt-4o`` reads the same for every agent.
     """
     folded = set(collapsed)
     origin = tree.start_ns
@@ -121,7 +124,7 @@ def page_rows(
         rows.append(
             {
                 "id": span.span_id,
-                "name": span.name,
+                "name": _row_name(span, agents[position] if agents else ""),
                 "depth": tree.depths[position],
                 "start": (span.start_ns - origin) / 1e6,
                 "duration": span.duration_ns / 1e6,
@@ -134,3 +137,8 @@ def page_rows(
             }
         )
     return rows
+
+
+def _row_name(span: SpanData, agent: str) -> str:
+    """The span's name; a model call's with its agent (``chat gpt-4o · digger``)."""
+    return f"{span.name} · {agent}" if agent and span.category == "model" else span.name

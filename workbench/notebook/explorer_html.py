@@ -29,6 +29,7 @@ from typing import Any
 from workbench._json import loads
 from workbench.messages import Message, ThinkingPart
 from workbench.notebook.html import (
+    FAILED_COLOUR,
     ROLE_COLOURS,
     _badge,
     message_html,
@@ -36,8 +37,10 @@ from workbench.notebook.html import (
     outcomes_html,
     step_html,
     thinking_html,
+    traceback_html,
 )
 from workbench.records import StepRecord
+from workbench.telemetry import names as n
 from workbench.telemetry.spandata import SpanData
 from workbench.telemetry.trace import Trace
 
@@ -248,7 +251,8 @@ def _record_content(
     if category == "tool":
         call = span.attributes.get("gen_ai.tool.call.id")
         outcomes = [o for o in step.tool_outcomes if o.call_id == call]
-        return [_H.format("Tool call") + outcomes_html(outcomes)] if outcomes else []
+        shown = outcomes_html(outcomes, tracebacks=False)  # the traceback is at the top
+        return [_H.format("Tool call") + shown] if outcomes else []
     return []
 
 
@@ -293,6 +297,30 @@ def _value(key: str, value: object) -> str:
     return f'<span style="white-space:pre-wrap;word-break:break-word">{safe_text(value)}</span>'
 
 
+def _status_badge(span: SpanData) -> str:
+    """``failed`` (and why) or ``ok``; nothing for a span that set no status, most of them."""
+    if span.is_error:
+        why = f" {safe_text(span.status_message)}" if span.status_message else ""
+        return _badge("failed", FAILED_COLOUR) + why
+    return _badge("ok", "#2e7d32") if span.status == "ok" else ""
+
+
+def _failure_pieces(span: SpanData) -> list[DetailPiece]:
+    """What went wrong in a failed span, first: the exception and its traceback, open."""
+    if not span.is_error:
+        return []
+    raised = next((e.attributes for e in span.events if e.name == n.EVENT_EXCEPTION), None)
+    if raised is None:
+        return []  # a handled failure: its status message says it in the head
+    what = f"{raised.get(n.EXCEPTION_TYPE, 'error')}: {raised.get(n.EXCEPTION_MESSAGE, '')}"
+    trace = raised.get(n.EXCEPTION_STACKTRACE)
+    return [
+        _H.format("What went wrong")
+        + f'<div class="wb-failure" style="color:{FAILED_COLOUR}">{safe_text(what)}</div>'
+        + (traceback_html(str(trace), open_=True) if trace else "")
+    ]
+
+
 def span_detail_html(trace: Trace, span: SpanData) -> str:
     """Everything about one span: header, content as messages, attributes, events, links.
 
@@ -310,10 +338,7 @@ def span_detail_pieces(
     ``draw`` draws a message sent to the model: a `MessageBoxes` when building many details.
     """
     origin = trace.tree.start_ns
-    colour = {"error": "#c62828", "ok": "#2e7d32"}.get(span.status, "#636e72")
-    status = _badge(span.status, colour) + (
-        f" {safe_text(span.status_message)}" if span.status_message else ""
-    )
+    status = _status_badge(span)
     if span.in_progress:  # a stopped run's span still open: its end is when the trace was taken
         status += _badge("in progress", "#e67e22")
     head = (
@@ -326,6 +351,7 @@ def span_detail_pieces(
         f"{' · scope ' + safe_text(span.scope) if span.scope else ''}</span></div>"
     )
     content = _record_content(span, trace.steps, draw) or _attribute_content(span.attributes)
+    content = [*_failure_pieces(span), *content]
     events = "".join(
         f"<li><b>{safe_text(e.name)}</b> at {(e.time_ns - origin) / 1e6:.3f} ms"
         f"{_table(e.attributes, css='wb-event-attributes') if e.attributes else ''}</li>"

@@ -42,6 +42,9 @@ class ExplorerView:
         self.matches: set[int] | None = None
         self._texts: list[str] | None = None
         self.visible = visible_positions(self.tree)
+        several = len({a for a in trace.agent_at if a}) > 1
+        self.agents: Sequence[str] = trace.agent_at if several else ()
+        """The agent of each position, when the trace has several (model calls name theirs)."""
 
     def _refresh(self) -> None:
         self.visible = visible_positions(self.tree, self.collapsed, self.matches)
@@ -102,6 +105,7 @@ class ExplorerView:
             size,
             collapsed=self.collapsed,
             matches=self.matches,
+            agents=self.agents,
         )
 
     def detail(self, span_id: str) -> str:
@@ -116,7 +120,7 @@ def _page_span(view: ExplorerView, position: int) -> dict[str, Any]:
     tree = view.tree
     span = tree.span_at(position)
     parent = tree.positions.get(span.parent_id) if span.parent_id is not None else None
-    row = page_rows(tree, [position], 0, 1)[0]
+    row = page_rows(tree, [position], 0, 1, agents=view.agents)[0]
     del row["children"], row["folded"], row["match"]  # the page's model works these out
     return {
         **row,

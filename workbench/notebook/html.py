@@ -188,10 +188,12 @@ def messages_html(messages: Sequence[Message], *, empty: str = "no messages") ->
     return "".join(message_html(m) for m in messages)
 
 
-def outcomes_html(outcomes: Sequence[ToolOutcome]) -> str:
+def outcomes_html(outcomes: Sequence[ToolOutcome], *, tracebacks: bool = True) -> str:
     """A table of the step's tool calls: tool, arguments, status, what the model got, duration.
 
     A call answered from a recording (``tools="replay"``) says so beside its status: it did not run.
+    A failed call's traceback follows its row (``tracebacks=False``: a view that shows it
+    already, the explorer's detail of the call).
     """
     if not outcomes:
         return ""
@@ -203,7 +205,11 @@ def outcomes_html(outcomes: Sequence[ToolOutcome]) -> str:
         f'<td><pre style="{_PRE}">{escape(o.content)}</pre></td>'
         f"<td style='text-align:right'>{o.duration * 1e3:.2f} ms</td></tr>"
         # the traceback under its call, the table's whole width: it needs the room
-        + (f'<tr><td colspan="5">{traceback_html(o.traceback)}</td></tr>' if o.traceback else "")
+        + (
+            f'<tr><td colspan="5">{traceback_html(o.traceback)}</td></tr>'
+            if o.traceback and tracebacks
+            else ""
+        )
         for o in outcomes
     )
     return (

@@ -16,6 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
+from workbench.notebook.html import FAILED_COLOUR
 from workbench.telemetry.spandata import SpanData
 from workbench.telemetry.trace import Trace
 
@@ -31,8 +32,6 @@ CATEGORY_COLOURS: dict[str, str] = {
     "other": "#636e72",
 }
 """Waterfall colour of each span category (the legend names them)."""
-ERROR_COLOUR = "#d63031"
-"""The outline of a failed span's bar."""
 _HOVER_ATTRIBUTES = 14
 _HOVER_VALUE_CHARS = 90
 
@@ -76,7 +75,7 @@ def waterfall_figure(
     """A nested waterfall of the trace's spans, coloured by category, attributes on hover.
 
     One bar per span, children under their parent (a label's dots say how deep it is); a failed
-    span is outlined in red, a span in progress hatched.
+    span is red whatever its category (the legend's "failed"), a span in progress hatched.
 
     Rows are labelled with indented span names while there are at most ``max_labels`` of them;
     a bigger trace keeps its bars and hovers but drops the labels, which would be unreadable.
@@ -85,17 +84,19 @@ def waterfall_figure(
     spans = tree.in_order()
     origin = tree.start_ns
     rows = np.arange(len(spans))
-    categories = np.array([s.category for s in spans], dtype=object)
+    categories = np.array(  # a failed span is drawn as failed, not as its category
+        ["failed" if s.is_error else s.category for s in spans], dtype=object
+    )
     starts = np.array([(s.start_ns - origin) / 1e6 for s in spans], dtype=float)
     durations = np.array([s.duration_ns / 1e6 for s in spans], dtype=float)
     traces: list[dict[str, Any]] = []
-    for category, colour in CATEGORY_COLOURS.items():
+    for category, colour in {**CATEGORY_COLOURS, "failed": FAILED_COLOUR}.items():
         chosen = np.flatnonzero(categories == category)
         if not len(chosen):
             continue
         picked = [spans[i] for i in chosen]
         hover = [
-            _hover(s, category, starts[i], durations[i])
+            _hover(s, s.category, starts[i], durations[i])
             for s, i in zip(picked, chosen, strict=True)
         ]
         traces.append(
@@ -109,10 +110,6 @@ def waterfall_figure(
                 "width": 0.75,
                 "marker": {
                     "color": colour,
-                    "line": {
-                        "width": [2 if s.is_error else 0 for s in picked],
-                        "color": ERROR_COLOUR,
-                    },
                     "pattern": {"shape": ["/" if s.in_progress else "" for s in picked]},
                 },
                 "hovertext": hover,

@@ -21,8 +21,10 @@ from workbench.telemetry.trace import Trace
 from workbench.traces import RunSource, trace_of
 
 __all__ = [
+    "READABLE_COLUMNS",
     "TIMING_PARTS",
     "agents_table",
+    "for_people",
     "hook_phase",
     "step_labels",
     "steps_text",
@@ -32,6 +34,51 @@ __all__ = [
     "tokens_figure",
     "trace_heading",
 ]
+
+READABLE_COLUMNS: dict[str, str] = {
+    "label": "step",
+    "agent": "agent",
+    "errors": "failed spans",
+    "status": "run after it",
+    "stop_reason": "stop reason",
+    "tools": "tool calls",
+    "runs": "runs",
+    "steps": "steps",
+    "duration_ms": "time (ms)",
+    "prepare_ms": "prepare (ms)",
+    "inference_ms": "model (ms)",
+    "tools_ms": "tools (ms)",
+    "hooks_ms": "hooks (ms)",
+    "continuation_ms": "continuation (ms)",
+    "telemetry_ms": "telemetry (ms)",
+    "ttft_ms": "first token (ms)",
+    "input_tokens": "tokens in",
+    "output_tokens": "tokens out",
+    "cost": "cost ($)",
+}
+"""The columns of the step and agent tables a person is shown, named as a person says them, in
+the order shown. The DataFrames keep their names (``ttft_ms``...) for code."""
+
+
+def for_people(frame: pd.DataFrame) -> pd.DataFrame:
+    """A step or agent table to look at, its columns as `READABLE_COLUMNS` names them.
+
+    Ids and start times (for code) are left out, a step's label says which step it is, and a
+    column with no value in any row, or an agent column of a single agent, is dropped.
+    """
+    kept = [c for c in READABLE_COLUMNS if c in frame.columns]
+    shown = frame[kept].dropna(axis=1, how="all")
+    if "agent" in shown and "label" in shown:
+        if shown["agent"].nunique() < 2:
+            shown = shown.drop(columns="agent")
+        else:  # the agent has its column: the label need not say it again
+            labels = [
+                str(label).replace(f" · {agent}", "", 1)
+                for label, agent in zip(shown["label"], shown["agent"], strict=True)
+            ]
+            shown = shown.assign(label=labels)
+    return shown.rename(columns=READABLE_COLUMNS)
+
 
 TIMING_PARTS: dict[str, str] = {
     "prepare": "#a4b0be",

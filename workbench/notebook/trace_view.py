@@ -12,14 +12,15 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from workbench.notebook._output import figure_output, show, table_output
+from workbench.notebook.html import errors_html, summary_html
 from workbench.notebook.spans import waterfall_figure
 from workbench.notebook.stepper import Stepper
-from workbench.notebook.tables import timing_figure, tokens_figure, trace_heading
+from workbench.notebook.tables import for_people, timing_figure, tokens_figure, trace_heading
 from workbench.telemetry.core import Telemetry
 from workbench.telemetry.trace import Trace
 from workbench.traces import TraceSource, trace_of
 
-__all__ = ["TraceView", "trace_figures"]
+__all__ = ["TraceView", "trace_figures", "trace_top_html"]
 
 
 def trace_figures(trace: Trace) -> dict[str, go.Figure]:
@@ -29,6 +30,21 @@ def trace_figures(trace: Trace) -> dict[str, go.Figure]:
         "timing": timing_figure(trace),
         "tokens": tokens_figure(trace),
     }
+
+
+def trace_top_html(trace: Trace) -> str:
+    """What TraceView says first: what went wrong, then how many steps, and what is unread.
+
+    What went wrong is the summary line and each error with its traceback (`errors_html`).
+    """
+    errors = trace.errors()
+    problems = "".join(f"<li>{escape(p)}</li>" for p in trace.problems()[:20])
+    return (
+        summary_html(trace.summary(), failed=bool(errors))
+        + errors_html(errors)
+        + f"<b>{escape(trace_heading(trace))}</b>"
+        + (f"<ul class='wb-problems'>{problems}</ul>" if problems else "")
+    )
 
 
 class TraceView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
@@ -54,13 +70,8 @@ class TraceView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         if self.agents is not None:  # a run tree: what each agent took, under the step table
             tables["agents"] = self.agents
         self.outputs = {name: widgets.Output() for name in (*tables, *self.figures)}
-        for name, frame in tables.items():
-            show(self.outputs[name], table_output(frame))
+        for name, frame in tables.items():  # named as a person says them; code reads `table`
+            show(self.outputs[name], table_output(for_people(frame)))
         for name, figure in self.figures.items():
             show(self.outputs[name], figure_output(figure))
-        problems = "".join(f"<li>{escape(p)}</li>" for p in self.trace.problems()[:20])
-        heading = widgets.HTML(
-            f"<b>{escape(trace_heading(self.trace))}</b>"
-            + (f"<ul class='wb-problems'>{problems}</ul>" if problems else "")
-        )
-        super().__init__([heading, *self.outputs.values()])
+        super().__init__([widgets.HTML(trace_top_html(self.trace)), *self.outputs.values()])

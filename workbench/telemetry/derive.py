@@ -22,19 +22,18 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from workbench._record import Record
+from workbench.records import ErrorKind, RunError, call_label
 from workbench.telemetry import names as n
 from workbench.telemetry.spandata import SpanData
 from workbench.telemetry.tree import SpanTree
 
 __all__ = [
-    "SpanError",
     "agents_by_position",
-    "error_of",
     "number",
     "problems",
     "step_rows",
     "timing_rows",
+    "trace_errors",
 ]
 
 NUMERIC = frozenset(
@@ -208,8 +207,13 @@ def _seconds_ms(value: Any) -> float | None:
 
 
 def _tools_text(tools: Sequence[SpanData]) -> str:
+    """The step's calls as every step table says them (`call_label`): ``add, save (waits)``."""
     return ", ".join(
-        f"{_tool_name(t)}:{t.attributes.get(n.TOOL_STATUS) or ('error' if t.is_error else 'ok')}"
+        call_label(
+            _tool_name(t),
+            str(t.attributes.get(n.TOOL_STATUS) or ("error" if t.is_error else "ok")),
+            replayed=bool(t.attributes.get(n.TOOL_REPLAYED)),
+        )
         for t in tools
     )
 
@@ -341,57 +345,108 @@ def _timed(span: SpanData) -> tuple[str, str, float] | None:
     return None if component is None else (component, span.name, span.duration_ns / 1e6)
 
 
-class SpanError(Record):
-    """One thing that failed in a trace: the span, where it is in the run tree, what, and why.
+_HANDLED = frozenset({n.ERROR_TOOL, n.ERROR_TOOL_RETRY, n.ERROR_TOOL_DENIED, n.ERROR_HOOK})
+"""Our ``error.type`` labels of failures that raised nothing: no exception type to name."""
 
-    A failed tool call, a hook's error, a model call or a run that raised, or any span another
-    framework marked as an error. ``traceback`` is the exception event's stack trace, when the
-    span has one.
+
+def trace_errors(tree: SpanTree, agents: Sequence[str]) -> tuple[RunError, ...]:
+    """What went wrong in a trace, read as `RunResult.errors` reads the run that made it.
+
+    For a trace of ours the two agree (the spans are the records'): a retry or a policy's
+    denial is no error; a sub-agent call whose sub-run failed is not a second error (the
+    sub-run's own is, where it failed); a model call that failed its run is the run's error;
+    a failed run's own error comes after its sub-runs'. A span another framework marked failed
+    is a ``span`` error. Breakpoint predicates never make spans, so theirs are not here.
     """
+    found: list[RunError] = []
+    closing: list[tuple[int, RunError]] = []  # failed runs, said once their subtree is passed
+    for position in range(len(tree)):
+        while closing and closing[-1][0] <= position:
+            found.append(closing.pop()[1])
+        if not tree.span_at(position).is_error:
+            continue
+        error = _error_at(tree, position, agents[position])
+        if error is None:
+            continue
+        if error.kind in ("run", "subrun") and tree.span_at(position).category == "agent":
+            closing.append((tree.ends[position], error))
+        else:
+            found.append(error)
+    found += (error for _, error in reversed(closing))
+    return tuple(found)
 
-    span_id: str
-    name: str
-    category: str
-    agent: str = ""
-    run_id: str | None = None
-    step: int | None = None
-    call_id: str | None = None
-    tool: str | None = None
-    error_type: str = "error"
-    message: str = ""
-    traceback: str | None = None
 
-
-def error_of(span: SpanData, agent: str) -> SpanError | None:
-    """What failed in ``span`` (None when it did not fail)."""
-    if not span.is_error:
-        return None
+def _error_at(tree: SpanTree, position: int, agent: str) -> RunError | None:
+    span = tree.span_at(position)
     a = span.attributes
-    exception = next((e.attributes for e in span.events if e.name == n.EVENT_EXCEPTION), {})
+    exception = next((e.attributes for e in span.events if e.name == n.EVENT_EXCEPTION), None)
     failure = next((e.attributes for e in span.events if e.name == n.EVENT_FAILURE), {})
-    error_type = a.get(n.ERROR_TYPE, exception.get(n.EXCEPTION_TYPE, "error"))
+    kind = _error_kind(tree, position, exception is not None)
+    if kind is None:
+        return None
+    raised = exception or {}
+    error_type = raised.get(n.EXCEPTION_TYPE) or a.get(n.ERROR_TYPE)
     message = (
-        failure.get(n.FAILURE_MESSAGE)
-        or exception.get(n.EXCEPTION_MESSAGE)
+        raised.get(n.EXCEPTION_MESSAGE)
+        or failure.get(n.FAILURE_MESSAGE)
         or span.status_message
-        or str(error_type)
+        or error_type
+        or "failed"
     )
-    step = a.get(n.STEP_INDEX)
-    tool = a.get(n.TOOL_NAME, a.get(n.OI_TOOL_NAME)) if span.category == "tool" else None
-    stacktrace = exception.get(n.EXCEPTION_STACKTRACE)
-    return SpanError(
-        span_id=span.span_id,
-        name=span.name,
-        category=span.category,
+    own = a.get(n.RUN_STEPS) if span.category == "agent" else a.get(n.STEP_INDEX)  # a run: its last
+    step = raised.get(n.STEP_INDEX, failure.get(n.STEP_INDEX, own))
+    runs = sum(tree.span_at(p).category == "agent" for p in tree.ancestors(position))
+    depth = runs if span.category == "agent" else max(0, runs - 1)  # its run's depth
+    return RunError(
+        kind=kind,
         agent=agent,
-        run_id=_text(a.get(n.RUN_ID)),
+        run_id=_text(a.get(n.RUN_ID)) or "",
+        depth=depth,
         step=step if isinstance(step, int) and not isinstance(step, bool) else None,
-        call_id=_text(a.get(n.TOOL_CALL_ID)),
-        tool=_text(tool),
-        error_type=str(error_type),
+        call_id=_text(a.get(n.TOOL_CALL_ID)) if span.category == "tool" else None,
+        name=_error_name(span, kind),
         message=str(message),
-        traceback=_text(stacktrace),
+        type=None if error_type is None or error_type in _HANDLED else str(error_type),
+        traceback=_text(raised.get(n.EXCEPTION_STACKTRACE)),
+        span_id=span.span_id,
     )
+
+
+def _error_kind(tree: SpanTree, position: int, raised: bool) -> ErrorKind | None:
+    """What a failed span is an error of, or None when `RunResult.errors` would not count it."""
+    span = tree.span_at(position)
+    match span.category:
+        case "tool":
+            status = span.attributes.get(n.TOOL_STATUS)
+            if status == "retry" or (status == "denied" and not raised):
+                return None
+            if status == "denied":
+                return "guard"
+            runs = [c for c in _children(tree, position) if tree.span_at(c).category == "agent"]
+            if not runs:
+                return "tool"
+            return None if any(tree.span_at(c).is_error for c in runs) else "subrun"
+        case "hook":
+            return "hook"
+        case "model":
+            runs = [p for p in tree.ancestors(position) if tree.span_at(p).category == "agent"]
+            return None if runs and tree.span_at(runs[0]).is_error else "model"
+        case "agent":
+            runs = [p for p in tree.ancestors(position) if tree.span_at(p).category == "agent"]
+            return "subrun" if runs else "run"
+        case _:  # another framework's span: its own failure, unless one below it failed first
+            below = range(position + 1, tree.ends[position])
+            return None if any(tree.span_at(p).is_error for p in below) else "span"
+
+
+def _error_name(span: SpanData, kind: ErrorKind) -> str | None:
+    """The tool, the hook, or (a span of another framework) the span's own name."""
+    a = span.attributes
+    if span.category == "tool":
+        return _text(a.get(n.TOOL_NAME, a.get(n.OI_TOOL_NAME)))
+    if kind == "hook":
+        return _text(a.get(n.HOOK_NAME))
+    return span.name if kind == "span" else None
 
 
 def _text(value: Any) -> str | None:

@@ -22,15 +22,14 @@ from pydantic import PrivateAttr
 from workbench._record import Record
 from workbench.errors import StepNotInTrace, TraceLoadError
 from workbench.messages import Message
-from workbench.records import StepRecord
+from workbench.records import RunError, StepRecord, errors_summary
 from workbench.telemetry import names as n
 from workbench.telemetry.derive import (
-    SpanError,
     agents_by_position,
-    error_of,
     problems,
     step_rows,
     timing_rows,
+    trace_errors,
 )
 from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.spandata import SpanData, SpanEvent, SpanLink, span_data
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
 __all__ = [
     "AGENT_COLUMNS",
     "SpanData",
-    "SpanError",
     "SpanEvent",
     "SpanLink",
     "Trace",
@@ -197,11 +195,40 @@ class Trace(Record):
         """The model calls, in start order (`model_calls`)."""
         return self.model_calls()
 
-    def errors(self) -> tuple[SpanError, ...]:
-        """What failed, in tree order: each failed span with its agent, run, step and call."""
-        tree, at = self.tree, self.agent_at
-        found = (error_of(tree.span_at(p), at[p]) for p in range(len(tree)))
-        return tuple(e for e in found if e is not None)
+    def errors(self) -> tuple[RunError, ...]:
+        """What went wrong, as `RunResult.errors` says it (`derive.trace_errors`).
+
+        Each with its agent, run, step, call, span and traceback.
+        """
+        found: tuple[RunError, ...] = self._get(
+            "errors", lambda: trace_errors(self.tree, self.agent_at)
+        )
+        return found
+
+    def top_runs(self) -> list[SpanData]:
+        """The run spans of the trace's top run, one per execution (ours only), in start order."""
+        agents = [s for s in self.spans if s.category == "agent" and n.RUN_ID in s.attributes]
+        top = [s for s in agents if n.PARENT_RUN_ID not in s.attributes]
+        return top or agents[:1]
+
+    def status(self) -> str:
+        """How the top run ended (``completed``, ``failed``, ...; ``running`` while it runs).
+
+        A trace another framework wrote has no run status: ``failed`` when a root span failed,
+        else ``ok``.
+        """
+        runs = self.top_runs()
+        if runs:
+            return str(runs[-1].attributes.get(n.RUN_STATUS, "running"))
+        roots = [self.tree.span_at(p) for p in range(len(self.tree)) if not self.tree.depths[p]]
+        return "failed" if any(s.is_error for s in roots) else "ok"
+
+    def summary(self) -> str:
+        """The line every view of the trace starts with: its status and what went wrong.
+
+        ``completed, 1 tool error: step 3, apply_discount in digger`` (`errors_summary`).
+        """
+        return errors_summary(self.status(), self.errors())
 
     def problems(self) -> list[str]:
         """Values the views could not read (a number that is not one, content that is not JSON).

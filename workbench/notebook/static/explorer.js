@@ -35,8 +35,10 @@ function toolbar(model) {
     timer = setTimeout(() => { model.set("query", search.value); model.save_changes(); }, 150);
   });
   const status = make("select", "wbx-status");
-  for (const value of ["", "ok", "error", "unset"]) {
-    const option = make("option", "", value ? `status ${value}` : "any status");
+  // OpenTelemetry's span statuses, as a person says them (most spans that went well set none)
+  const STATUSES = [["", "any status"], ["error", "failed"], ["ok", "marked ok"], ["unset", "no status set"]];
+  for (const [value, label] of STATUSES) {
+    const option = make("option", "", label);
     option.value = value;
     status.append(option);
   }
