@@ -6,6 +6,10 @@ text in every builder, and a secret in it never reaches the HTML.
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 import workbench as wb
 import workbench.notebook
 from tests._failing_team import team
@@ -146,3 +150,34 @@ def test_the_explorer_names_each_agents_model_calls_and_says_what_failed_first()
     assert rest.count('class="wb-traceback"') == 1  # open at the top, not again in the table
     ok = next(r for r in view.rows(0, 100) if r["name"].startswith("workbench.prepare"))
     assert ">unset<" not in view.detail(ok["id"])
+
+
+@pytest.mark.parametrize("secret", ["sk-abcdefghijklmnopqrstuvwx", "acct-99887766"])
+def test_a_secret_in_an_exception_reaches_no_view(secret: str) -> None:
+    """Not the report, a result's HTML, TraceView's top, or the explorer widget's synced state."""
+    from workbench.notebook import TraceExplorer
+    from workbench.notebook.trace_view import trace_top_html
+    from workbench.report import report_html
+
+    @wb.tool
+    def charge() -> str:
+        """Fail quoting a key."""
+        key = secret
+        raise PermissionError(f"rejected key {key}")
+
+    telemetry = wb.Telemetry(capture_content=True, redact=[r"acct-\d+"])
+    model = wb.ScriptedModel([R.tool_call("charge", {}), "ok"])
+    result = wb.Agent(model=model, tools=[charge], telemetry=telemetry).run_sync("x")
+    (error,) = result.errors
+    assert error.traceback is not None and "rejected key [REDACTED]" in error.traceback
+    explorer = TraceExplorer(result, telemetry=telemetry)
+    (failed,) = [s for s in explorer.trace.spans if s.name == "execute_tool charge"]
+    explorer.select(failed.span_id)
+    assert "rejected key [REDACTED]" in explorer.detail
+    shown = {
+        "report": report_html(result, telemetry=telemetry),
+        "result's HTML": result._repr_html_() or "",
+        "TraceView": trace_top_html(wb.trace_of(result, telemetry=telemetry)),
+        "explorer state": json.dumps(explorer.get_state(), default=str),
+    }
+    assert [where for where, text in shown.items() if secret in text] == []
