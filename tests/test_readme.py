@@ -35,6 +35,28 @@ def test_readme_tour_runs(tmp_path: Path) -> None:
     assert "stepped to the end: completed" in out
 
 
+def test_readme_fix_and_rerun_recipe_runs(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    match = re.search(r"## A tool was wrong: [^\n]*\n\n```python\n(.*?)```", readme, re.S)
+    assert match is not None
+    script = tmp_path / "recipe.py"
+    script.write_text(match.group(1))
+    env = {**os.environ, "WORKBENCH_STORE": ":memory:"}
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+        check=True,
+    ).stdout
+    assert "completed, 1 tool error: step 1, apply_discount in shop" in out
+    assert "It costs 90.0." in out
+    assert "failed in a (Tool 'apply_discount' failed: TypeError" in out
+    assert "succeeds in b: '90.0'" in out
+
+
 def test_the_notebook_path_needs_only_make_demo() -> None:
     """`make demo` installs what `.venv/bin/jupyter lab notebooks/` and the widgets need.
 

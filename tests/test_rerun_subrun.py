@@ -28,7 +28,7 @@ def test_a_rerun_of_a_sub_run_is_a_root_run_outside_the_parents_tree(tmp_path: P
         lead, sub = _lead(store)
         original = lead.run_sync("go")
         (child,) = original.children
-        again = sub.rerun_sync(store.snapshot(child.run_id, 1))
+        again = sub.rerun_sync(store.snapshot(child.run_id, 1), model=sub.model)  # live
         assert again.output == "sub again"
         assert again.state.rerun_of is not None and again.state.rerun_of.run_id == child.run_id
         assert (again.parent_run_id, again.parent_call_id, again.state.depth) == (None, None, 0)

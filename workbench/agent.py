@@ -18,20 +18,27 @@ from workbench.breakpoints import Break
 from workbench.conditions import MaxSteps, StopCondition
 from workbench.config import DEFAULT_WRAP_UP, LoopConfig
 from workbench.engine import Execution
+from workbench.errors import UsageError
 from workbench.guards import ToolGuard
 from workbench.history import HistoryProcessor
 from workbench.hooks import CommandHook, Hook
 from workbench.hooks.runner import hook_tuple
 from workbench.messages import JsonValue, Message
 from workbench.models.base import Model, ModelSettings
-from workbench.models.replay import tool_replay_of
+from workbench.models.replay import ReplayModel, tool_replay_of
 from workbench.observing import RunObserver
-from workbench.records import PhaseEvent, RunResult, StepContext
+from workbench.records import PhaseEvent, RunResult, StepContext, recording_of
 from workbench.redact import Redactor
 from workbench.rerun import rerun_state
 from workbench.state import AgentState, new_id
 from workbench.store import RunNotFound, RunStore
-from workbench.subagent import SubagentContext, SubagentLimits, subagent_tool, subagent_tree
+from workbench.subagent import (
+    SubagentContext,
+    SubagentLimits,
+    reachable_tools,
+    subagent_tool,
+    subagent_tree,
+)
 from workbench.toolcalls import resume_state
 from workbench.tools import Tool, ToolContext
 from workbench.toolsets import ToolItem, Toolset, tool_table
@@ -287,17 +294,66 @@ class Agent:
     ) -> AgentRun:
         """A new run from ``snapshot``'s step, with the edits, ready to be stepped.
 
-        ``messages`` replaces the conversation as the step starts; ``model``, ``settings`` (laid
-        over the snapshot's) and ``tools`` replace the agent's for this run only. The original run
-        is untouched; the new one names it in ``state.rerun_of``. ``tools="replay"`` keeps the
-        agent's tools and answers the calls of replayed responses from the recording of the
-        model (a `ReplayModel`; any other model is a `UsageError`): nothing recorded runs again.
+        ``messages`` replaces the conversation as the step starts; ``settings`` are laid over
+        the snapshot's. The original run is untouched; the new one names it in
+        ``state.rerun_of``.
+
+        ``model``: left out, the re-run *replays* what the model answered at the snapshot's
+        step, and the sub-runs that step's calls made, when this agent's model is the one that
+        recorded them (the same name) and the recording is at hand (the run
+        `RunResult.snapshot` handed the snapshot out from, or this agent's store). So only what
+        you changed changes: a fixed tool runs on the recorded call, and the model goes on live
+        from the next step, or from the first request that departs from the recording (an
+        edited message, a sub-agent reading the fixed tool's new result), each agent with its
+        own model. To go live at the snapshot's step itself, give the model:
+        ``model=agent.model``. A model given (a `ReplayModel` of your own, say) is used as is.
+
+        ``tools`` replaces tools *by name*, in this agent and in every sub-agent the re-run
+        calls (a parent's re-run reaches a fixed sub-agent tool), and keeps the others; a name
+        no agent of the tree has is a `UsageError`. ``tools="replay"`` answers the calls of
+        replayed responses from the recording instead: nothing recorded runs again (without a
+        recording to replay it is a `UsageError`).
         """
         merged = ModelSettings(**{**snapshot.model_settings, **(settings or {})})  # type: ignore[typeddict-item]
         replay = tools == "replay"
-        table = None if tools is None or isinstance(tools, str) else tool_table(tools)
+        fixes = {} if tools is None or isinstance(tools, str) else self._fixes(tools)
+        chosen = model if model is not None else self._replay_of(snapshot)
         state = rerun_state(snapshot, messages)
-        return self._run_from(state, merged, None, model=model, tools=table, replay_tools=replay)
+        return self._run_from(
+            state, merged, None, model=chosen, replay_tools=replay, tool_fixes=fixes
+        )
+
+    def _replay_of(self, snapshot: StepContext) -> ReplayModel | None:
+        """A re-run's model by default (see `start_rerun`); None when there is nothing to replay.
+
+        The recorded answers up to the snapshot's step, then this agent's model.
+        """
+        if snapshot.model_name != self.model.name:  # another model recorded it: go live
+            return None
+        recorded = recording_of(snapshot) or self._recorded(snapshot.run_id)
+        if recorded is None:
+            return None
+        return ReplayModel.from_run(
+            recorded, until_step=snapshot.step, then=self.model, departs="live"
+        )
+
+    def _fixes(self, tools: Iterable[ToolItem]) -> dict[str, Tool]:
+        """``tools=`` of a re-run as replacements by name, checked against the tree's tools."""
+        fixes, toolsets = tool_table(tools)
+        if toolsets:
+            raise UsageError(
+                "a re-run's tools= replaces tools by name: give the tools (or functions), not "
+                "toolsets"
+            )
+        known = reachable_tools(self.tools, self.toolsets)
+        unknown = sorted(set(fixes) - known) if known is not None else []
+        if unknown:
+            names, have = ", ".join(map(repr, unknown)), ", ".join(sorted(known or ()))
+            raise UsageError(
+                f"a re-run's tools= replaces tools by name, and no agent of this tree has a tool "
+                f"named {names} (its tools: {have})"
+            )
+        return fixes
 
     async def rerun(
         self,
@@ -361,8 +417,13 @@ class Agent:
         tools: tuple[dict[str, Tool], tuple[Toolset, ...]] | None = None,
         stop: StopCondition | None = None,
         replay_tools: bool = False,
+        tool_fixes: Mapping[str, Tool] | None = None,
     ) -> AgentRun:
         table, toolsets = (self.tools, self.toolsets) if tools is None else tools
+        tree = subagent_tree.get()  # a sub-run of a re-run: the tools it fixes reach it too
+        fixes = tool_fixes if tool_fixes is not None else (tree.fixes if tree is not None else {})
+        if fixes:
+            table = {name: fixes.get(name, tool) for name, tool in table.items()}
         recording, replay_tools = tool_replay_of(model or self.model, replay_tools)
         config = LoopConfig(
             model=model or self.model,
@@ -385,6 +446,7 @@ class Agent:
             tool_recording=recording,
             replay_tools=replay_tools,
             redactor=self._redactor(model or self.model),
+            tool_fixes=fixes,
         )
         return AgentRun(Execution(config, state))
 

@@ -63,6 +63,9 @@ class LoopConfig:
     ``replay_tools``."""
     replay_tools: bool = False
     """Answer the replayed responses' tool calls from ``tool_recording``: nothing recorded runs."""
+    tool_fixes: Mapping[str, Tool] = field(default_factory=dict)
+    """A re-run's tools that replace others by name, in its sub-runs too (`Agent.start_rerun`):
+    the tree the run roots carries them to each sub-agent's run."""
     redactor: Redactor = field(default_factory=Redactor)
     """The run's redactor (the telemetry's patterns and the model's key): what the run keeps of
     an exception (its message and traceback) goes through it."""

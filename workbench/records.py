@@ -9,6 +9,7 @@ reads the records of a run tree into `RunError`s (`run_errors`), so a stored run
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
@@ -44,6 +45,7 @@ __all__ = [
     "ToolOutcome",
     "call_label",
     "errors_summary",
+    "recording_of",
     "run_error",
     "run_errors",
     "step_errors",
@@ -583,6 +585,7 @@ class RunResult(Record):
         """
         for snapshot in self.snapshots:
             if snapshot.step == step:
+                _handed_out[snapshot.id] = self  # what a re-run from it replays
                 return snapshot
         steps = [s.step for s in self.snapshots]
         have = f"steps {_ranges(steps)}" if steps else "no steps"
@@ -616,6 +619,20 @@ def _clip(text: str | None, limit: int = 60) -> str:
     if text is None or len(text) <= limit:
         return repr(text)
     return repr(text[:limit] + "…")
+
+
+_handed_out: weakref.WeakValueDictionary[str, RunResult] = weakref.WeakValueDictionary()
+"""The run each snapshot `RunResult.snapshot` handed out came from, while that result lives."""
+
+
+def recording_of(snapshot: StepContext) -> RunResult | None:
+    """The run ``snapshot`` was handed out from by `RunResult.snapshot`, if it is still held.
+
+    What `Agent.rerun` replays by default: the snapshot itself holds the state as its step
+    began, not what the model answered in it. (A snapshot is plain data, kept in stores and
+    files; this link lives only in this process, beside it.)
+    """
+    return _handed_out.get(snapshot.id)
 
 
 def _ranges(steps: Sequence[int]) -> str:

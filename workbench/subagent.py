@@ -96,8 +96,11 @@ class SubagentTree:
         limits: SubagentLimits,
         observer_for: Callable[[Any], Any] | None = None,
         started: Mapping[str, int] | None = None,
+        fixes: Mapping[str, Tool] | None = None,
     ) -> None:
         self.limits = limits
+        self.fixes: Mapping[str, Tool] = fixes or {}
+        """Tools a re-run replaces by name, in every run of the tree (`Agent.start_rerun`)."""
         self.observer_for = observer_for
         """The root's telemetry for sub-runs of agents without their own (one tree, one trace)."""
         self.per_parent: Counter[str] = Counter(started or {})
@@ -148,6 +151,9 @@ class Delegate(Protocol):
 
     @property
     def toolsets(self) -> tuple[Toolset, ...]: ...
+
+    @property
+    def model(self) -> Model: ...
 
     def start(
         self,
@@ -241,7 +247,7 @@ def subagent_tool(
             refusal = tree.admit(ctx, budget)
             if refusal is not None:
                 return _refused(agent.name, refusal)
-        model = _replay_model(agent.name, ctx)
+        model = _replay_model(agent.name, ctx, agent.model)
 
         def start(
             prompt: str, history: tuple[Message, ...], metadata: dict[str, JsonValue]
@@ -292,18 +298,23 @@ def _departed(name: str, ctx: ToolContext, divergence: ReplayDivergence) -> Repl
     return ReplayDivergence(ctx.step, detail, diff=divergence.diff)
 
 
-def _replay_model(name: str, ctx: ToolContext) -> ReplayModel | None:
-    """In a replay, the sub-run's model: a replay of what this call recorded; else None."""
+def _replay_model(name: str, ctx: ToolContext, live: Model) -> ReplayModel | None:
+    """In a replay, the sub-run's model: a replay of what this call recorded; else None.
+
+    ``live`` is the sub-agent's own model, which takes over where a forking replay departs.
+    """
     recorded = ctx.replaying
     if recorded is None:
         return None
     if not recorded.runs:
+        if recorded.departs == "live":  # a fork: the sub-run is new, its agent's model answers
+            return None
         raise ReplayDivergence(
             ctx.step,
             f"tool call {ctx.call_id} starts a sub-run of {name!r}, but the recording has none "
             "for it",
         )
-    return ReplayModel.of_subruns(recorded)
+    return ReplayModel.of_subruns(recorded, then=live)
 
 
 _Start = Callable[[str, tuple[Message, ...], dict[str, JsonValue]], _SubRun]

@@ -130,7 +130,9 @@ class ToolRunner:
             return outer
         if self._own_tree is None:
             config = self._config
-            self._own_tree = SubagentTree(config.subagents, config.subrun_observer, state.subruns)
+            self._own_tree = SubagentTree(
+                config.subagents, config.subrun_observer, state.subruns, config.tool_fixes
+            )
         return self._own_tree
 
     def subruns(self, state: AgentState) -> dict[str, int]:

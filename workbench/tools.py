@@ -65,6 +65,8 @@ class SubrunRecording(Record):
     strict: bool = False
     tools: Literal["live", "replay"] = "live"
     """Whether the sub-run's tool calls are answered from the recording too."""
+    departs: Literal["fail", "live"] = "fail"
+    """Where the sub-run departs from its recording: fail, or go on with its agent's model."""
 
 
 class ToolContext(Record):

@@ -1,6 +1,8 @@
 """`diff(a, b)`: how two runs differ, step by step: messages, tool calls, stop reasons, timing.
 
-Built for the re-run question, "I changed this at step 5: what changed after?". Steps are matched
+Built for the re-run question, "I changed this at step 5: what changed after?", and for "I fixed
+the tool: does the call succeed now?" (a call whose outcome differs is said first, in words: failed
+in a, succeeds in b). Steps are matched
 by index. For each step the diff compares what the model was sent and what the step added to the
 conversation, message by message and part by part. Provenance is ignored: run ids (a re-run's
 inherited messages count as the same) and tool call ids, which a provider mints anew for every
@@ -18,6 +20,6 @@ missing: the re-run did not run it again, its conversation holds that sub-run's 
 """
 
 from workbench.diff._compare import diff
-from workbench.diff._result import MessageChange, PartChange, RunDiff, StepDiff
+from workbench.diff._result import MessageChange, OutcomeChange, PartChange, RunDiff, StepDiff
 
-__all__ = ["MessageChange", "PartChange", "RunDiff", "StepDiff", "diff"]
+__all__ = ["MessageChange", "OutcomeChange", "PartChange", "RunDiff", "StepDiff", "diff"]

@@ -13,6 +13,7 @@ from typing import Literal, NamedTuple, Protocol
 from workbench.diff._result import (
     ChangeKind,
     MessageChange,
+    OutcomeChange,
     PartChange,
     RunDiff,
     StepDiff,
@@ -29,7 +30,7 @@ from workbench.messages import (
 )
 from workbench.models.replay import describe_part
 from workbench.models.request_diff import describe_pair
-from workbench.records import StepRecord, Timing
+from workbench.records import StepRecord, Timing, ToolOutcome
 from workbench.state import AgentState, StopReason
 
 
@@ -201,6 +202,8 @@ class _View:
     sent: tuple[Message, ...]
     added: list[Message] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
+    outcomes: dict[str, ToolOutcome] = field(default_factory=dict)
+    """Each call's outcome by call id (a resumed call's final one)."""
     stop: StopReason | None = None
     timing: Timing = field(default_factory=Timing)
 
@@ -211,6 +214,7 @@ def _views(steps: Sequence[StepRecord]) -> dict[int, _View]:
         view = views.setdefault(record.index, _View(record.messages_in))
         view.added.extend(record.new_messages)
         view.calls.extend(record.tool_calls)
+        view.outcomes.update((o.call_id, o) for o in record.tool_outcomes)
         view.stop = record.stop_reason
         view.timing = _add(view.timing, record.timing)
     return views
@@ -302,6 +306,7 @@ def _step_diff(
     return StepDiff(
         step=index,
         status="changed" if differs else "same",
+        outcomes=_outcome_changes(va, vb),
         messages=tuple(changes),
         calls_a=calls_a,
         calls_b=calls_b,
@@ -309,6 +314,29 @@ def _step_diff(
         stop_b=vb.stop,
         timing_a=va.timing,
         timing_b=vb.timing,
+    )
+
+
+def _outcome_changes(va: _View, vb: _View) -> tuple[OutcomeChange, ...]:
+    """The calls both runs made in the step whose outcome differs.
+
+    The same call is the same call id (a re-run replays the recorded call), else the same tool
+    at the same place (a live re-run's calls get new ids).
+    """
+    a, b = list(va.outcomes.values()), list(vb.outcomes.values())
+    pairs = [(o, vb.outcomes[o.call_id]) for o in a if o.call_id in vb.outcomes]
+    if not pairs:  # a live re-run made new call ids: pair by place and tool
+        pairs = [(x, y) for x, y in zip(a, b, strict=False) if x.name == y.name]
+    return tuple(
+        OutcomeChange(
+            tool=x.name,
+            before=x.status,
+            after=y.status,
+            before_text=x.content,
+            after_text=y.content,
+        )
+        for x, y in pairs
+        if x.status != y.status
     )
 
 

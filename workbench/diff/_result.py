@@ -60,11 +60,53 @@ class MessageChange(Record):
         return f"{head}: {'; '.join(parts)}" if parts else head
 
 
+class OutcomeChange(Record):
+    """A tool call whose outcome differs: it failed in one run and succeeds in the other, say.
+
+    The first thing a person fixing a tool wants to read from a diff of the fix's re-run.
+    """
+
+    tool: str
+    before: str
+    """How it ended in a: ``ok``, ``error``, ``retry``, ``denied``, ``pending``, ``dropped``."""
+    after: str
+    before_text: str = ""
+    after_text: str = ""
+
+    def __str__(self) -> str:
+        """``failed in a (TypeError: …); succeeds in b: '90.0'``."""
+        a = f"{_VERB[self.before]} in a" + (f" ({_clip(self.before_text)})" if _says(self) else "")
+        return f"{a}; {_VERB[self.after]} in b: {_clip(self.after_text)!r}"
+
+
+_VERB = {
+    "ok": "succeeds",
+    "error": "failed",
+    "retry": "was sent back to the model to retry",
+    "denied": "was denied",
+    "pending": "waited for approval",
+    "dropped": "was dropped",
+    "running": "was still running",
+}
+
+
+def _says(change: OutcomeChange) -> bool:
+    """Whether a's text is worth showing (the error, not a result the b side repeats)."""
+    return change.before != "ok" and bool(change.before_text)
+
+
+def _clip(text: str, limit: int = 70) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else f"{line[: limit - 1]}…"
+
+
 class StepDiff(Record):
     """How one step differs between the two runs."""
 
     step: int
     status: StepStatus
+    outcomes: tuple[OutcomeChange, ...] = ()
+    """The tool calls (of the same call in both runs) whose outcome differs."""
     messages: tuple[MessageChange, ...] = ()
     calls_a: tuple[str, ...] = ()
     calls_b: tuple[str, ...] = ()
@@ -91,7 +133,8 @@ class StepDiff(Record):
         ``where`` says it as a person would: "the model was sent", "the step added", "tool
         calls", "stop reason".
         """
-        lines: list[tuple[str, str]] = [(_WHERE[m.where], str(m)) for m in self.messages]
+        lines = [(f"tool {o.tool}", str(o)) for o in self.outcomes]
+        lines += [(_WHERE[m.where], str(m)) for m in self.messages]
         if self.calls_a != self.calls_b:
             calls = f"{', '.join(self.calls_a) or 'none'} → {', '.join(self.calls_b) or 'none'}"
             lines.append(("tool calls", calls))
@@ -150,7 +193,13 @@ class RunDiff(Record):
         """
         first, differ = self.first_divergence, self.differing_subruns
         if first is not None:
-            return f"first divergence: step {first}"
+            fixed = [
+                f"{o.tool} {_VERB[o.before]} in a and {_VERB[o.after]} in b at step {s.step}"
+                for s in self.steps
+                for o in s.outcomes
+                if o.before == "error" and o.after == "ok"
+            ]
+            return f"first divergence: step {first}" + (f" ({'; '.join(fixed)})" if fixed else "")
         if differ:  # the run's own steps agree, so the answer is in its sub-runs
             numbers = ", ".join(str(i) for i in differ)
             which = (

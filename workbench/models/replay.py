@@ -37,6 +37,7 @@ from workbench.records import RecordedRun, StepContext, StepRecord
 from workbench.tools import SubrunRecording
 
 __all__ = [
+    "Departs",
     "RecordedCall",
     "ReplayDivergence",
     "ReplayExhausted",
@@ -49,6 +50,10 @@ __all__ = [
 ToolReplayMode = Literal["live", "replay"]
 """``"live"``: tools run; ``"replay"``: the calls of replayed responses are answered from the
 recording and nothing runs."""
+Departs = Literal["fail", "live"]
+"""What a replay does with a request that departs from the recording: ``"fail"`` raises
+`ReplayDivergence` (an exact replay), ``"live"`` hands over to the live model from there on (a
+re-run that forks: what is the same replays, what changed goes live)."""
 
 
 class RecordedCall(Record):
@@ -96,6 +101,11 @@ class ReplayModel(OfflineModel):
 
     ``tools="replay"`` answers the tool calls of each replayed response from the recording
     (``tool_recording``), so nothing recorded runs again; see `workbench.models.replay_tools`.
+
+    ``departs="live"`` makes a request that departs from the recording (a tool now answers
+    differently, a message was edited) the point where the ``then`` model takes over, here and
+    in the sub-runs it replays (each hands over to its own agent's model): what `Agent.rerun`
+    does by default. The default, ``"fail"``, raises `ReplayDivergence` there.
     """
 
     __test__ = False
@@ -110,15 +120,21 @@ class ReplayModel(OfflineModel):
         strict: bool = False,
         tools: ToolReplayMode = "live",
         tool_recording: ToolRecording | None = None,
+        departs: Departs = "fail",
     ) -> None:
         if tools not in ("live", "replay"):
             raise UsageError(f'tools= takes "live" or "replay", not {tools!r}')
+        if departs not in ("fail", "live"):
+            raise UsageError(f'departs= takes "fail" or "live", not {departs!r}')
+        if departs == "live" and then is None:
+            raise UsageError('departs="live" hands over to a live model: give it with then=')
+        self.departs: Departs = departs
         self.recording = tuple(recording)
         self.until_step = until_step
         self.then = then
         self.strict = strict
         self.tools: ToolReplayMode = tools
-        self.tool_recording = tool_recording or ToolRecording(strict=strict)
+        self.tool_recording = tool_recording or ToolRecording(strict=strict, departs=departs)
         """What the recorded calls did, for the calls of the responses this model replays."""
         self.calls: list[ModelRequest] = []
         self.replayed = 0
@@ -138,6 +154,7 @@ class ReplayModel(OfflineModel):
         *,
         strict: bool = False,
         tools: ToolReplayMode = "live",
+        departs: Departs = "fail",
     ) -> ReplayModel:
         """Replay ``run`` (a `RunResult`, or a run loaded from a `RunStore`), sub-runs included.
 
@@ -146,14 +163,27 @@ class ReplayModel(OfflineModel):
         ``until_step=0`` forks before step 1: nothing is replayed or checked, and every request,
         the first included, goes to ``then`` (the proxy's ``--until-step 0`` forwards them all).
         ``strict`` also compares settings and tool definitions (see the class); ``tools="replay"``
-        answers the replayed responses' tool calls from the recording.
+        answers the replayed responses' tool calls from the recording; ``departs="live"`` goes
+        on with ``then`` from the first request that departs from the recording (see the class).
         """
-        return cls._of_runs((run,), until_step, then, strict=strict, tools=tools)
+        return cls._of_runs((run,), until_step, then, strict=strict, tools=tools, departs=departs)
 
     @classmethod
-    def of_subruns(cls, recorded: SubrunRecording) -> ReplayModel:
-        """The replay of the sub-runs one tool call made (a sub-agent's model in a tree replay)."""
-        return cls._of_runs(recorded.runs, None, None, strict=recorded.strict, tools=recorded.tools)
+    def of_subruns(cls, recorded: SubrunRecording, then: Model | None = None) -> ReplayModel:
+        """The replay of the sub-runs one tool call made (a sub-agent's model in a tree replay).
+
+        ``then`` is the sub-agent's own model: where the recording departs (``departs="live"``)
+        it answers from there on.
+        """
+        departs = recorded.departs if then is not None else "fail"
+        return cls._of_runs(
+            recorded.runs,
+            None,
+            then if departs == "live" else None,
+            strict=recorded.strict,
+            tools=recorded.tools,
+            departs=departs,
+        )
 
     @classmethod
     def _of_runs(
@@ -164,6 +194,7 @@ class ReplayModel(OfflineModel):
         *,
         strict: bool,
         tools: ToolReplayMode,
+        departs: Departs = "fail",
     ) -> ReplayModel:
         recording = []
         for run in runs:
@@ -179,7 +210,8 @@ class ReplayModel(OfflineModel):
             then=then,
             strict=strict,
             tools=tools,
-            tool_recording=ToolRecording.of_runs(runs, until_step, strict=strict),
+            tool_recording=ToolRecording.of_runs(runs, until_step, strict=strict, departs=departs),
+            departs=departs,
         )
 
     async def request(self, request: ModelRequest) -> ModelResponse:
@@ -190,7 +222,12 @@ class ReplayModel(OfflineModel):
             return await self._handover(request)
         recorded = self.recording[index]
         sent = tuple(request.messages)
-        self._check(recorded, sent, request)
+        try:
+            self._check(recorded, sent, request)
+        except ReplayDivergence:
+            if self.departs == "fail":
+                raise
+            return await self._handover(request)  # the run forks here: live from now on
         self._cursor, self._last = index + 1, (recorded, sent)
         self.replayed += 1
         self.tool_recording.given(index, recorded.step)

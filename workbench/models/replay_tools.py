@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from pydantic import Field
 
@@ -65,12 +66,15 @@ class ToolRecording:
         definitions: dict[int, tuple[ToolDefinition, ...]] | None = None,
         *,
         strict: bool = False,
+        departs: Literal["fail", "live"] = "fail",
     ) -> None:
         self.responses = tuple(responses)
         """One entry per recorded response, in the order of the `ReplayModel`'s recording."""
         self.definitions = definitions or {}
         """The tool definitions of each replayed step, by step index."""
         self.strict = strict
+        self.departs: Literal["fail", "live"] = departs
+        """What the sub-runs' replays do where they depart (see `ReplayModel`)."""
         self._given: RecordedCalls | None = None
         self._asked = False
         """Whether the model has answered yet: until then, a run resumed mid-step (its response
@@ -78,7 +82,12 @@ class ToolRecording:
 
     @classmethod
     def of_runs(
-        cls, runs: Iterable[RecordedRun], until_step: int | None, *, strict: bool
+        cls,
+        runs: Iterable[RecordedRun],
+        until_step: int | None,
+        *,
+        strict: bool,
+        departs: Literal["fail", "live"] = "fail",
     ) -> ToolRecording:
         """The recording of ``runs`` (one run, or the sub-runs of one call, in order)."""
         responses: list[RecordedCalls] = []
@@ -88,7 +97,7 @@ class ToolRecording:
             for snapshot in run.snapshots:
                 if until_step is None or snapshot.step <= until_step:
                     definitions.setdefault(snapshot.step, snapshot.tool_definitions)
-        return cls(responses, definitions, strict=strict)
+        return cls(responses, definitions, strict=strict, departs=departs)
 
     def given(self, index: int | None, step: int = 0) -> None:
         """The model answered with recorded response ``index`` of ``step`` (None: a live answer)."""
@@ -125,7 +134,10 @@ class ToolRecording:
         if delegates:
             return ReplayedCall(
                 subruns=SubrunRecording(
-                    runs=subruns, strict=self.strict, tools="replay" if results else "live"
+                    runs=subruns,
+                    strict=self.strict,
+                    tools="replay" if results else "live",
+                    departs=self.departs,
                 )
             )
         return ReplayedCall(outcome=outcome if results else None)

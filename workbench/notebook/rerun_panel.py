@@ -43,7 +43,9 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     Shows the original and the fork side by side from that step on, and `workbench.diff` of the
     two. ``agent`` is the agent that made the run (a `Stepper` brings its own); ``models`` are
-    the models offered besides the agent's, by name.
+    the models offered besides the agent's, by name. With the agent's own model the re-run
+    replays the step's recorded answer (unless the messages were edited) and goes on live from
+    the next step, as `Agent.rerun` does by default; another model answers from the step on.
 
     "replay tool results" answers the fork's tool calls from the recording of the picked model
     (a `ReplayModel`, say ``ReplayModel.from_run(run, until_step=N, then=live)``): nothing it
@@ -145,9 +147,9 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     @property
     def snapshot(self) -> StepContext:
-        """The snapshot of the chosen step."""
+        """The snapshot of the chosen step (which a re-run with the agent's model replays)."""
         index: int = self.step_picker.value
-        return self.original.snapshots[index]
+        return self.original.snapshot(step=self.original.snapshots[index].step)
 
     def edited_messages(self) -> list[Message]:
         """The editor's messages; raises `MessageFormatError` with where and what is wrong."""
@@ -177,9 +179,12 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     async def _rerun(self, messages: list[Message], model: Model) -> None:
         try:
             tools: Literal["replay"] | None = "replay" if self.replay_tools.value else None
-            self._model = model  # a paused fork resumes on it (a replay keeps replaying)
+            # The agent's own model: left to the re-run, which replays the step's recorded answer
+            # (unless the messages were edited) and goes on live; another is used as given.
+            chosen = None if model is self.agent.model else model
+            self._model = chosen  # a paused fork resumes on it (a replay keeps replaying)
             fork = await self.agent.rerun(
-                self.snapshot, messages=messages, model=model, tools=tools
+                self.snapshot, messages=messages, model=chosen, tools=tools
             )
             await self._go_on([fork])
         finally:
