@@ -143,8 +143,8 @@ def test_a_run_stopped_two_sub_runs_down_shows_its_spans_so_far() -> None:
     table = trace.steps_df()
     assert table["label"].tolist() == ["1 · lead", "1 · scout", "1 · digger"]
     assert table["in_progress"].all() and table["tools"].tolist() == [
-        "scout:running",
-        "dig:running",
+        "scout (running)",
+        "dig (running)",
         "",
     ]
     for span in trace.spans:  # an open span ends when the trace was taken: it holds its children

@@ -25,6 +25,7 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 
 import workbench as wb
 from workbench.telemetry import names as n
+from workbench.traceids import valid_trace_id
 
 R = wb.ModelResponse
 SECRET = "sk-proj-Abc123Def456Ghi789Jkl012"
@@ -346,7 +347,10 @@ def test_without_telemetry_no_spans_and_no_cost() -> None:
     agent = calculator(None)
     assert agent.telemetry is None and agent._observers(agent.model) == ()
     paused, done = run_with_pause(None)
-    assert paused.trace_id is None and done.trace_id is None and done.state.trace is None
+    assert done.state.trace is None  # no run span was made
+    # every run has its trace id from its start, telemetry or not: a push later lands there
+    assert paused.trace_id == paused.state.trace_id and valid_trace_id(paused.trace_id)
+    assert done.trace_id == done.state.trace_id != paused.trace_id  # an execution, a trace
     assert all(s.timing.telemetry == 0.0 for s in [*paused.steps, *done.steps])
     assert all(s.timing.prepare > 0 for s in done.steps if s.snapshot_id)
 

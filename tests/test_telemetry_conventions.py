@@ -257,3 +257,73 @@ async def test_cache_and_reasoning_tokens_reach_usage_and_the_chat_span() -> Non
     host, port = server_of(model)
     assert (attributes["server.address"], attributes["server.port"]) == (host, port)
     assert host and API_KEY not in str(attributes)
+
+
+CONVENTIONS_TYPES: dict[str, type | tuple[type, ...]] = {
+    # the GenAI conventions' registry (semantic conventions 1.41.0): the type of each attribute
+    # we write; a string[] is a tuple of str here, as the SDK keeps it
+    "gen_ai.operation.name": str,
+    "gen_ai.provider.name": str,
+    "gen_ai.agent.name": str,
+    "gen_ai.conversation.id": str,
+    "gen_ai.request.model": str,
+    "gen_ai.request.temperature": float,
+    "gen_ai.request.top_p": float,
+    "gen_ai.request.max_tokens": int,
+    "gen_ai.request.seed": int,
+    "gen_ai.request.stop_sequences": tuple,
+    "gen_ai.request.stream": bool,
+    "gen_ai.response.model": str,
+    "gen_ai.response.id": str,
+    "gen_ai.response.finish_reasons": tuple,
+    "gen_ai.response.time_to_first_chunk": float,
+    "gen_ai.usage.input_tokens": int,
+    "gen_ai.usage.output_tokens": int,
+    "gen_ai.usage.cache_read.input_tokens": int,
+    "gen_ai.usage.reasoning.output_tokens": int,
+    "gen_ai.tool.name": str,
+    "gen_ai.tool.call.id": str,
+    "gen_ai.tool.type": str,
+    "gen_ai.tool.description": str,
+    "gen_ai.tool.call.arguments": str,
+    "gen_ai.tool.call.result": str,
+    "gen_ai.tool.definitions": str,
+    "gen_ai.input.messages": str,
+    "gen_ai.output.messages": str,
+    "gen_ai.system_instructions": str,
+    "error.type": str,
+    "server.address": str,
+    "server.port": int,
+}
+
+
+def test_every_genai_attribute_has_the_type_the_conventions_give() -> None:
+    """A temperature of 0 is the double 0.0, a stop string a string[]: backends that type a
+    column by the first value they see (and the conventions' registry) expect exactly that."""
+    telemetry = wb.Telemetry(capture_content=True)
+    settings: wb.ModelSettings = {
+        "temperature": 0,
+        "top_p": 1,
+        "max_tokens": 64,
+        "seed": 1,
+        "stop": ["END"],
+    }
+    calculator(telemetry).run_sync("What is 1 + 2?", settings=settings)
+    seen: dict[str, set[type]] = {}
+    for span in telemetry.spans:
+        for key, value in (span.attributes or {}).items():
+            if key.startswith("gen_ai.") or key in CONVENTIONS_TYPES:
+                seen.setdefault(key, set()).add(type(value))
+    unknown = sorted(set(seen) - set(CONVENTIONS_TYPES))
+    assert unknown == []  # a gen_ai.* key we write and this table does not know
+    wrong = {
+        k: v for k, v in seen.items() if not all(issubclass(t, CONVENTIONS_TYPES[k]) for t in v)
+    }
+    assert wrong == {}
+    chat = next(s for s in telemetry.spans if s.name.startswith("chat"))
+    attributes = chat.attributes or {}
+    assert (
+        attributes[n.REQUEST_TEMPERATURE] == 0.0
+        and type(attributes[n.REQUEST_TEMPERATURE]) is float
+    )
+    assert attributes[n.REQUEST_STOP_SEQUENCES] == ("END",)

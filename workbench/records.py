@@ -501,8 +501,12 @@ class RunResult(Record):
 
     @property
     def trace_id(self) -> str | None:
-        """The trace of this execution when the agent has telemetry (kept in the state)."""
-        return self.state.trace.trace_id if self.state.trace is not None else None
+        """The trace of this execution: chosen when it starts, with or without telemetry.
+
+        One place, the state's ``trace_id`` (its ``trace`` is the run span a later execution
+        links to); a run that never started has none.
+        """
+        return self.state.trace_id
 
     def __repr__(self) -> str:  # short: a long run's messages would fill a notebook
         return (

@@ -27,6 +27,7 @@ from html import escape
 from typing import Any
 
 from workbench._json import loads
+from workbench.errors import TraceLoadError
 from workbench.messages import Message, ThinkingPart
 from workbench.notebook.html import (
     FAILED_COLOUR,
@@ -41,6 +42,7 @@ from workbench.notebook.html import (
 )
 from workbench.records import StepRecord
 from workbench.telemetry import names as n
+from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.spandata import SpanData
 from workbench.telemetry.trace import Trace
 
@@ -262,7 +264,14 @@ _SENT_TITLES = {
 }
 
 
-def _attribute_content(attributes: Mapping[str, Any]) -> list[DetailPiece]:
+def _attribute_content(span: SpanData) -> list[DetailPiece]:
+    """The span's captured content: the conventions' JSON, else messages read from another shape.
+
+    OpenInference and OpenLLMetry (before it wrote the conventions' JSON) flatten a model call's
+    messages into one attribute per field; those are read back (`messages_of_chat`) and drawn
+    as messages too. Content that cannot be read is said, with why.
+    """
+    attributes = span.attributes
     out: list[DetailPiece] = []
     for key, title in _SENT_TITLES.items():
         if key in attributes:
@@ -275,7 +284,17 @@ def _attribute_content(attributes: Mapping[str, Any]) -> list[DetailPiece]:
         out.append(_H.format("Arguments") + _pre(_pretty(attributes["gen_ai.tool.call.arguments"])))
     if "gen_ai.tool.call.result" in attributes:
         out.append(_H.format("Result") + _pre(str(attributes["gen_ai.tool.call.result"])))
-    return out
+    if out or span.category != "model":
+        return out
+    try:
+        messages = messages_of_chat(attributes)
+    except TraceLoadError as exc:
+        return [_H.format("Messages") + _pre(f"cannot be read: {exc}")]
+    return (
+        [_H.format("Messages (read from the span's attributes)"), messages_html(messages)]
+        if messages
+        else []
+    )
 
 
 def _table(rows: Mapping[str, Any], *, css: str) -> str:
@@ -350,7 +369,7 @@ def span_detail_pieces(
         f"{' · ' + safe_text(span.kind) if span.kind else ''}"
         f"{' · scope ' + safe_text(span.scope) if span.scope else ''}</span></div>"
     )
-    content = _record_content(span, trace.steps, draw) or _attribute_content(span.attributes)
+    content = _record_content(span, trace.steps, draw) or _attribute_content(span)
     content = [*_failure_pieces(span), *content]
     events = "".join(
         f"<li><b>{safe_text(e.name)}</b> at {(e.time_ns - origin) / 1e6:.3f} ms"

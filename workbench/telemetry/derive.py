@@ -8,7 +8,8 @@ frameworks' alike:
 - a step of ours is a ``workbench.step`` span, with its model call, tool calls and hooks among
   its children;
 - a step of another framework's trace is a model call, with the tool calls that started after
-  it (before the agent's next model call).
+  it (before the agent's next model call), or, in a trace of a model client alone, the calls
+  its answer asked for (``add:asked``).
 
 A value a tracer wrote with the wrong type (tokens as ``"many"``, a duration as text) is read
 as missing, never raised (`number`), and named by `problems`, so every view still shows the
@@ -22,8 +23,11 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from workbench.errors import TraceLoadError
+from workbench.messages import ToolCall
 from workbench.records import ErrorKind, RunError, call_label
 from workbench.telemetry import names as n
+from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.spandata import SpanData
 from workbench.telemetry.tree import SpanTree
 
@@ -181,6 +185,7 @@ def _foreign_steps(tree: SpanTree, agents: Sequence[str]) -> list[tuple[int, dic
         tokens = n.tokens_of(model.attributes)
         row = {
             **_step_row(model, agents[position], index, model, tools),
+            **({} if tools else _asked(model)),
             "inference_ms": model.duration_ns / 1e6,
             "tools_ms": _extent_ms(tools),
             "input_tokens": number(tokens[0]),
@@ -189,6 +194,21 @@ def _foreign_steps(tree: SpanTree, agents: Sequence[str]) -> list[tuple[int, dic
         }
         rows.append((position, row))
     return rows
+
+
+def _asked(model: SpanData) -> dict[str, Any]:
+    """The calls a model call's answer asked for, when no tool span says what ran.
+
+    A trace of a model client alone (an instrumented SDK in a loop of the user's) has model
+    calls and nothing else: the answer's tool calls are what the step did.
+    """
+    try:
+        messages = messages_of_chat(model.attributes)
+    except TraceLoadError:  # content that is not messages: `problems` names it
+        return {}
+    answer = messages[-1] if messages and messages[-1].role == "assistant" else None
+    calls = [p.name for p in answer.parts if isinstance(p, ToolCall)] if answer else []
+    return {"tool_calls": len(calls), "tools": ", ".join(call_label(c, "asked for") for c in calls)}
 
 
 def step_rows(tree: SpanTree, agents: Sequence[str]) -> list[dict[str, Any]]:

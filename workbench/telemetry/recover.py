@@ -5,9 +5,12 @@ Two shapes are read:
 - the GenAI conventions' (ours, pydantic-ai's): ``gen_ai.system_instructions``,
   ``gen_ai.input.messages`` and ``gen_ai.output.messages`` as JSON strings, each message
   ``{"role", "parts": [{"type": "text" | "reasoning" | "tool_call" | "tool_call_response", ...}]}``;
-- OpenInference's (Phoenix, its OpenAI instrumentation): flattened attributes
+- flattened, one attribute per field: OpenInference's (Phoenix, its instrumentations)
   ``llm.input_messages.{i}.message.role`` / ``.content`` / ``.tool_calls.{j}.tool_call.*`` /
-  ``.tool_call_id``, and ``llm.output_messages.*`` likewise.
+  ``.tool_call_id``, and ``llm.output_messages.*`` likewise; and OpenLLMetry's of mid-2025
+  (``opentelemetry-instrumentation-openai`` before the conventions' messages)
+  ``gen_ai.prompt.{i}.role`` / ``.content`` / ``.tool_calls.{j}.{id,name,arguments}`` /
+  ``.tool_call_id``, and ``gen_ai.completion.{i}.*`` for the answer.
 
 Content that is there but cannot be read raises `TraceLoadError` saying which attribute;
 a span with no captured content gives no messages.
@@ -18,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from workbench._json import loads
 from workbench.errors import TraceLoadError
@@ -36,9 +39,41 @@ from workbench.redact import redacted
 from workbench.telemetry import names as n
 
 __all__ = ["messages_of_chat", "read_json"]
-_OI_INPUT = "llm.input_messages."
-_OI_OUTPUT = "llm.output_messages."
-_OI_KEY = re.compile(r"(\d+)\.message\.(.+)")
+
+
+class _Flat(NamedTuple):
+    """One tracer's flattened messages: where they are and what its fields are called."""
+
+    sent: str
+    """The prefix of the messages sent (``{prefix}{i}.{field}``)."""
+    answer: str
+    """The prefix of the answer's messages."""
+    field: re.Pattern[str]
+    """Splits what follows a prefix into the message number and the field's name."""
+    call: re.Pattern[str]
+    """Splits a tool call's field into the call's number and its own field."""
+    name: str
+    arguments: str
+
+
+_FLATTENED = (
+    _Flat(  # OpenInference (Phoenix)
+        "llm.input_messages.",
+        "llm.output_messages.",
+        re.compile(r"(\d+)\.message\.(.+)"),
+        re.compile(r"tool_calls\.(\d+)\.tool_call\.(.+)"),
+        "function.name",
+        "function.arguments",
+    ),
+    _Flat(  # OpenLLMetry before the conventions' JSON messages
+        "gen_ai.prompt.",
+        "gen_ai.completion.",
+        re.compile(r"(\d+)\.(.+)"),
+        re.compile(r"tool_calls\.(\d+)\.(.+)"),
+        "name",
+        "arguments",
+    ),
+)
 
 
 def messages_of_chat(attributes: Mapping[str, Any]) -> tuple[Message, ...]:
@@ -49,9 +84,10 @@ def messages_of_chat(attributes: Mapping[str, Any]) -> tuple[Message, ...]:
         messages += [_conventions(m) for m in _json(attributes, n.INPUT_MESSAGES, [])]
         messages += [_conventions(m) for m in _json(attributes, n.OUTPUT_MESSAGES, [])]
         return _tools_named(messages)
-    if any(k.startswith(_OI_INPUT) for k in attributes):
-        inputs = _openinference(attributes, _OI_INPUT)
-        return _tools_named([*inputs, *_openinference(attributes, _OI_OUTPUT)])
+    for flat in _FLATTENED:
+        if any(k.startswith((flat.sent, flat.answer)) for k in attributes):
+            sent = _flattened(attributes, flat, flat.sent)
+            return _tools_named([*sent, *_flattened(attributes, flat, flat.answer)])
     return ()
 
 
@@ -187,16 +223,16 @@ def _arguments(value: Any) -> dict[str, JsonValue]:
     return value if isinstance(value, dict) else {}
 
 
-def _openinference(attributes: Mapping[str, Any], prefix: str) -> list[Message]:
-    """Messages from OpenInference's flattened ``{prefix}{i}.message.*`` attributes."""
+def _flattened(attributes: Mapping[str, Any], flat: _Flat, prefix: str) -> list[Message]:
+    """Messages from flattened ``{prefix}{i}.{field}`` attributes, in their numbers' order."""
     found: dict[int, dict[str, Any]] = {}
     for key, value in attributes.items():
-        if key.startswith(prefix) and (match := _OI_KEY.fullmatch(key[len(prefix) :])):
+        if key.startswith(prefix) and (match := flat.field.fullmatch(key[len(prefix) :])):
             found.setdefault(int(match[1]), {})[match[2]] = value
-    return [_oi_message(found[i]) for i in sorted(found)]
+    return [_flat_message(found[i], flat) for i in sorted(found)]
 
 
-def _oi_message(fields: dict[str, Any]) -> Message:
+def _flat_message(fields: dict[str, Any], flat: _Flat) -> Message:
     role = str(fields.get("role", "user"))
     content = fields.get("content")
     if role == "system":
@@ -207,14 +243,14 @@ def _oi_message(fields: dict[str, Any]) -> Message:
     parts: list[Part] = [TextPart(text=str(content))] if content else []
     calls: dict[int, dict[str, Any]] = {}
     for key, value in fields.items():
-        if match := re.fullmatch(r"tool_calls\.(\d+)\.tool_call\.(.+)", key):
+        if match := flat.call.fullmatch(key):
             calls.setdefault(int(match[1]), {})[match[2]] = value
     for index in sorted(calls):
         call = calls[index]
         parts.append(
             ToolCall(
-                name=str(call.get("function.name", "")),
-                arguments=_arguments(call.get("function.arguments")),
+                name=str(call.get(flat.name, "")),
+                arguments=_arguments(call.get(flat.arguments)),
                 call_id=str(call.get("id") or new_call_id()),
             )
         )

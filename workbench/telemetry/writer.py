@@ -40,13 +40,15 @@ Attributes = dict[str, Any]
 BEFORE_STEP = frozenset({"SessionStart", "UserPromptSubmit", "PreCompact"})
 """Hook events that fire before a step opens: their spans are children of the run span."""
 
-_SETTINGS = {
-    "temperature": n.REQUEST_TEMPERATURE,
-    "top_p": n.REQUEST_TOP_P,
-    "max_tokens": n.REQUEST_MAX_TOKENS,
-    "seed": n.REQUEST_SEED,
-    "stop": n.REQUEST_STOP_SEQUENCES,
+_SETTINGS: dict[str, tuple[str, type]] = {
+    "temperature": (n.REQUEST_TEMPERATURE, float),
+    "top_p": (n.REQUEST_TOP_P, float),
+    "max_tokens": (n.REQUEST_MAX_TOKENS, int),
+    "seed": (n.REQUEST_SEED, int),
+    "stop": (n.REQUEST_STOP_SEQUENCES, tuple),
 }
+"""Each request setting's attribute and the type the conventions give it (a temperature of
+``0`` is the double ``0.0``: a backend that types its columns by the first value sees one)."""
 _TOOL_ERRORS = {"error": n.ERROR_TOOL, "retry": n.ERROR_TOOL_RETRY, "denied": n.ERROR_TOOL_DENIED}
 
 
@@ -580,12 +582,21 @@ def _step_attributes(record: StepRecord, snapshot: StepContext | None) -> Attrib
 
 
 def _add_settings(attributes: Attributes, settings: Mapping[str, Any]) -> None:
-    for key, name in _SETTINGS.items():
+    for key, (name, kind) in _SETTINGS.items():
         value = settings.get(key)
         if value is not None:
-            attributes[name] = tuple(value) if isinstance(value, list) else value
+            attributes[name] = _typed(value, kind)
     if settings.get("stream"):  # the conventions' default is no streaming: say only when on
         attributes[n.REQUEST_STREAM] = True
+
+
+def _typed(value: Any, kind: type) -> Any:
+    """``value`` as the conventions' type; as it was when it is not one (the model refuses it)."""
+    if kind is tuple:
+        return tuple(value) if isinstance(value, (list, tuple)) else (str(value),)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return kind(value)
 
 
 def _add_response(attributes: Attributes, response: ModelResponse) -> None:

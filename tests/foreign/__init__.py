@@ -1,0 +1,1 @@
+"""Traces written by other GenAI instrumentations, as those libraries themselves write them."""

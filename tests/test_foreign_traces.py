@@ -1,0 +1,133 @@
+"""Traces of other GenAI instrumentations, each written by that library itself, in every view.
+
+pydantic-ai (its own instrumentation), OpenInference (its OpenAI and LangChain instrumentations,
+a LangGraph ReAct agent), OpenLLMetry as it writes now (``opentelemetry-instrumentation-openai``
+0.6x: the conventions' JSON messages) and as it wrote in mid-2025 (0.40.14: ``llm.request.type``
+and flattened ``gen_ai.prompt.N.*``, recorded in ``tests/data`` by
+``scripts/record-openllmetry-2025`` because one environment holds one version), and our own
+spans under the conventions' older names. For each: which spans are model calls and tool calls,
+the tool's name, the tokens, the steps and their tool calls, the messages, and what the
+explorer shows of a call. All offline: every model answer comes from the client's transport.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import workbench as wb
+from tests.foreign import langgraph_react, openai_chat, pydantic_ai_agent
+from workbench.notebook import TraceExplorer
+from workbench.report import report_html
+from workbench.telemetry.files import otlp_json
+
+DATA = Path(__file__).parent / "data"
+
+
+def loaded(spans: list[Any]) -> wb.Trace:
+    """SDK spans written to OTLP/JSON and read back, as a file of them would be."""
+    return wb.load_trace(json.dumps(otlp_json(spans)))
+
+
+def categories(trace: wb.Trace) -> list[str]:
+    return [s.category for s in trace.spans]
+
+
+def detail_text(explorer: TraceExplorer, span: wb.SpanData) -> str:
+    explorer.select(span.span_id)
+    return " ".join(re.sub(r"<[^>]+>", " ", explorer.detail).split())
+
+
+def test_pydantic_ai() -> None:
+    trace = loaded(pydantic_ai_agent.traced_spans())
+    assert categories(trace) == ["agent", "model", "tool", "model"]
+    steps = trace.steps_df()
+    assert steps["tool_calls"].tolist() == [1, 0] and steps["tools"].tolist() == ["add", ""]
+    assert steps["agent"].tolist() == ["adder", "adder"]
+    assert steps["input_tokens"].tolist() == [55, 56]
+    frame = trace.spans_df()
+    assert frame.loc[frame["category"] == "tool", "tool"].tolist() == ["add"]
+    agents = trace.agents()
+    assert agents[["agent", "runs", "steps", "input_tokens"]].values.tolist() == [
+        ["adder", 1, 2, 111]
+    ]
+    explorer = TraceExplorer(trace)
+    second_call = trace.model_calls()[1]
+    shown = explorer.view.detail(second_call.span_id)
+    result = re.search(r'class="wb-tool-result">(.*?)</div>', shown, re.S)
+    assert result is not None and ">0</pre>" in result.group(1)  # pydantic-ai's "result"
+    assert [r["category"] for r in explorer.view.rows(0, 9)] == ["agent", "model", "tool", "model"]
+    assert "adder" in report_html(trace)
+
+
+def test_openinference_openai() -> None:
+    trace = wb.load_trace(json.dumps(openai_chat.traced("openinference")))
+    assert categories(trace) == ["model", "model"]
+    steps = trace.steps_df()
+    assert steps["tools"].tolist() == ["add (asked for)", ""]  # no tool span: what the answer asked
+    assert steps["input_tokens"].tolist() == [12, 20] and steps["output_tokens"].tolist() == [5, 1]
+    messages = trace.messages(step=2)
+    assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert messages[-1].text == "3"
+    shown = detail_text(TraceExplorer(trace), trace.model_calls()[0])
+    assert "Messages (read from the span's attributes)" in shown and "You add." in shown
+
+
+def test_openinference_langgraph() -> None:
+    trace = loaded(langgraph_react.traced_spans())
+    tool = next(s for s in trace.spans if s.category == "tool")
+    assert tool.name == "add" and tool.attributes["tool.name"] == "add"
+    frame = trace.spans_df()
+    assert frame.loc[frame["category"] == "tool", "tool"].tolist() == ["add"]  # OpenInference's
+    assert frame.loc[frame["category"] == "model", "input_tokens"].tolist() == [12, 20]
+    steps = trace.steps_df()
+    assert steps["tool_calls"].tolist() == [1, 0] and steps["tools"].tolist() == ["add", ""]
+    assert steps["tools_ms"].notna().tolist() == [True, False]
+
+
+@pytest.mark.filterwarnings(  # the instrumentation's own models, when it is imported
+    "ignore:Support for class-based `config` is deprecated:DeprecationWarning"
+)
+def test_openllmetry_as_it_writes_now() -> None:
+    trace = wb.load_trace(json.dumps(openai_chat.traced("openllmetry")))
+    assert [s.name for s in trace.spans] == ["openai.chat", "openai.chat"]
+    assert categories(trace) == ["model", "model"]
+    assert trace.steps_df()["input_tokens"].tolist() == [12, 20]
+    assert trace.steps_df()["tools"].tolist() == ["add (asked for)", ""]
+    assert [m.role for m in trace.messages(step=2)][-2:] == ["tool", "assistant"]
+
+
+def test_openllmetry_as_it_wrote_in_mid_2025() -> None:
+    trace = wb.load_trace(DATA / "openllmetry-0.40.14.otlp.json")
+    first = trace.spans[0]
+    assert first.attributes["llm.request.type"] == "chat"
+    assert "gen_ai.operation.name" not in first.attributes  # what made it "other" before
+    assert categories(trace) == ["model", "model"]
+    steps = trace.steps_df()
+    assert steps["input_tokens"].tolist() == [12, 20]  # gen_ai.usage.prompt_tokens
+    assert steps["tools"].tolist() == ["add (asked for)", ""]
+    messages = trace.messages(step=2)
+    assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
+    call = messages[2].parts[0]
+    assert isinstance(call, wb.ToolCall) and (call.name, call.arguments) == (
+        "add",
+        {"a": 1, "b": 2},
+    )
+    assert [r["category"] for r in TraceExplorer(trace).rows] == ["model", "model"]
+
+
+@pytest.mark.parametrize("conventions", ["older", "both"])
+def test_our_spans_under_the_older_names_read_back_their_tokens(conventions: str) -> None:
+    from tests.test_telemetry import calculator
+
+    telemetry = wb.Telemetry(conventions=conventions)  # type: ignore[arg-type]
+    result = calculator(telemetry).run_sync("What is 1 + 2?")
+    chats = [s for s in telemetry.spans if s.name.startswith("chat")]
+    assert "gen_ai.usage.prompt_tokens" in (chats[0].attributes or {})
+    frame = wb.trace_of(result, telemetry=telemetry).spans_df()
+    tokens = frame.loc[frame["category"] == "model", "input_tokens"].tolist()
+    assert tokens == [s.usage.input_tokens for s in result.steps if s.response is not None]
