@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench._proxy.recorder import Call, Outcome, Recorder, _continued, _Conversation
+from workbench._proxy.calls import Call, Outcome
+from workbench._proxy.recorder import Recorder, _continued, _Conversation
 from workbench.messages import Message, ModelResponse
 from workbench.state import ErrorInfo
 

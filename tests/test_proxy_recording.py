@@ -88,3 +88,29 @@ def test_an_agent_of_ours_replays_a_proxy_run_strictly() -> None:
     replayed = agent(replay).run_sync("add 2 and 3, 4 and 5")
     assert replayed.status is wb.ExecutionStatus.COMPLETED, replayed.error
     assert replayed.output == "5 and 9" and ran == ["add", "add"]  # live, not again in replay
+
+
+def test_a_re_run_from_a_proxy_snapshot_numbers_its_steps_as_the_original() -> None:
+    """A snapshot holds the state as its step starts, as the loop's do: step 2 re-runs as 2."""
+    store = wb.RunStore(":memory:")
+
+    def model(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if body["messages"][-1]["role"] == "tool":
+            return Answer(body=completion("done"))
+        return Answer(body=completion(calls=[("call_1", "note", {"text": "x"})]))
+
+    with (
+        fake_upstream(model) as upstream,
+        wb.proxy(upstream.url, store=store) as proxy,
+        openai.OpenAI(base_url=proxy.url, api_key=KEY, max_retries=0) as client,
+    ):
+        messages: list[Any] = [{"role": "user", "content": "note x"}]
+        call = client.chat.completions.create(model="m", messages=messages).choices[0].message
+        messages += [call.model_dump(exclude_none=True)]
+        messages += [{"role": "tool", "tool_call_id": "call_1", "content": "noted"}]
+        client.chat.completions.create(model="m", messages=messages)
+    recorded = store.load(proxy.run_ids[0])
+    assert [(s.step, s.state.step) for s in recorded.snapshots] == [(1, 0), (2, 1)]
+    agent = wb.Agent(model=wb.ScriptedModel([]), store=False)
+    again = agent.rerun_sync(recorded.snapshots[1], model=wb.ReplayModel.from_run(recorded))
+    assert [s.index for s in again.steps] == [2] and again.output == "done"

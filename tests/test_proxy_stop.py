@@ -20,7 +20,8 @@ import pytest
 
 import workbench as wb
 from tests.fake_upstream import Answer, chunks, completion, fake_upstream
-from workbench._proxy.recorder import Call, Outcome, Recorder
+from workbench._proxy.calls import Call, Outcome
+from workbench._proxy.recorder import Recorder
 
 KEY = "sk-test-secret-4e1f9a"
 HELD = 30.0

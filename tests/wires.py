@@ -8,11 +8,15 @@ stream (for `Answer(events=...)`).
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 Call = tuple[str, str, dict[str, Any]]
 """A tool call: (call id, tool name, arguments)."""
+
+_ANSWERS = itertools.count(1)
+"""Each answer its own id, as a server gives it (Claude Code merges turns of the same id)."""
 
 
 def _sse(kind: str, data: dict[str, Any]) -> bytes:
@@ -50,7 +54,7 @@ def message(
     """A whole Messages answer: ``thinking`` is (text, signature)."""
     calls = calls or []
     return {
-        "id": "msg_fake",
+        "id": f"msg_{next(_ANSWERS):04d}",
         "type": "message",
         "role": "assistant",
         "model": model,
@@ -181,7 +185,7 @@ def response(
 ) -> dict[str, Any]:
     """A whole Responses answer: ``reasoning`` is (summary, encrypted content)."""
     return {
-        "id": "resp_fake",
+        "id": f"resp_{next(_ANSWERS):04d}",
         "object": "response",
         "created_at": 1,
         "status": "completed",

@@ -37,6 +37,8 @@ def test_a_client_is_recorded_replayed_offline_forked_and_rechecked(
     run = store.load(run_id)
     assert run.status is wb.ExecutionStatus.COMPLETED, run.error
     assert run.state.metadata["proxy"]["wire"] == agent.wire
+    named = {"claude-code": "claude-cli", "codex": "codex_exec"}  # the product in its User-Agent
+    assert run.state.agent_name == named.get(name, run.state.agent_name), run.state.agent_name
     assert len(run.steps) == 2 and run.output == answer
     (call,) = run.steps[0].tool_calls
     assert (call.name, call.arguments) == (agent.tool, agent.arguments)

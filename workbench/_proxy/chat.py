@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pydantic import Field, ValidationError
 
-from workbench._proxy.recorder import Call
+from workbench._proxy.calls import Call
 from workbench._proxy.usage import asking_usage, asks_usage
 from workbench._proxy.wire import Read, Redact
 from workbench.errors import MalformedResponseError, MessageFormatError, ServerError

@@ -16,8 +16,9 @@ import aiohttp
 from starlette.background import BackgroundTask
 from starlette.responses import JSONResponse, Response
 
+from workbench._proxy.calls import Call, Outcome
 from workbench._proxy.headers import returned
-from workbench._proxy.recorder import Call, Outcome, Recorder
+from workbench._proxy.recorder import Recorder
 from workbench._proxy.relay import Relay, StreamReading
 from workbench._proxy.scrub import Scrubber
 from workbench._proxy.usage import UsageHider

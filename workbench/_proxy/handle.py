@@ -194,7 +194,7 @@ def proxy(
     normalize: Mapping[str, Normalizer] | None = None,
     timeout: float = 600.0,
     grace: float = 5.0,
-    agent_name: str = "proxy",
+    agent_name: str | None = None,
 ) -> ProxyHandle:
     """Start a recording proxy for an upstream model server (``.../v1``), every wire on one port.
 
@@ -208,8 +208,10 @@ def proxy(
     reports wall times and random ids): a pattern whose matches are left out, or a function of
     the text; a departure says which were applied. ``timeout`` bounds each upstream request, in
     seconds; ``grace`` is how long closing waits for the calls in flight before it cuts them
-    off. A ``port`` that cannot be listened on (one in use) is a `UsageError` that says so. Needs
-    the ``proxy`` extra (``pip install 'workbench[proxy]'``: starlette, uvicorn and aiohttp).
+    off. Each run is named ``agent_name``, or else after its client (the product its
+    ``User-Agent`` names: ``claude-cli``, ``codex_exec``), or ``proxy``. A ``port`` that cannot
+    be listened on (one in use) is a `UsageError` that says so. Needs the ``proxy`` extra
+    (``pip install 'workbench[proxy]'``: starlette, uvicorn and aiohttp).
     """
     try:
         from workbench._proxy.server import ProxyApp, without_credentials

@@ -34,8 +34,6 @@ session (a sub-agent, a side call, a history the client rewrote). Every run's
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import time
 from collections import Counter
@@ -43,68 +41,32 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 
-from workbench._record import Record
+from workbench._proxy.calls import (
+    Call,
+    InFlight,
+    Outcome,
+    Pending,
+    aborted,
+    ended,
+    step_record,
+    system_hash,
+)
 from workbench.conditions import Budget
 from workbench.messages import (
     JsonValue,
     Message,
-    ModelResponse,
     ToolCall,
     ToolResult,
     Usage,
 )
-from workbench.records import PhaseEvent, StepContext, StepRecord, Timing, ToolOutcome
-from workbench.state import AgentState, ErrorInfo, Phase, StopReason, Transition, new_id
+from workbench.records import PhaseEvent, StepContext
+from workbench.state import AgentState, ErrorInfo, Phase, Transition, new_id
 from workbench.store import RunStore
 from workbench.tools import ToolDefinition, schema_hash
 
-__all__ = ["Call", "Outcome", "Recorder"]
+__all__ = ["Recorder"]
 
 logger = logging.getLogger(__name__)
-
-
-class Call(Record):
-    """One request as the proxy received it, converted to our messages and tools."""
-
-    model: str
-    messages: tuple[Message, ...]
-    tools: tuple[ToolDefinition, ...]
-    settings: dict[str, JsonValue]
-    """The rest of the request body (temperature, tool_choice, ...) but how the answer travels
-    (``stream``, ``stream_options``): what a strict replay compares. The model is `model`."""
-    conversation: str | None = None
-    """The ``X-Workbench-Run`` header, when the client named its conversation."""
-    session: str | None = None
-    """The client's session (Claude Code's ``X-Claude-Code-Session-Id``, Codex's
-    ``session-id``), when it names one: its runs are grouped under it."""
-    wire: str = "chat"
-    """The wire the call came on (`workbench._proxy.wire.Wire.name`)."""
-
-
-class Outcome(Record):
-    """How one call ended: the response, or the error the agent was given instead."""
-
-    response: ModelResponse | None
-    error: ErrorInfo | None = None
-    duration: float
-    time_to_first_token: float | None = None
-
-
-class _InFlight(Record):
-    """A step whose call has not ended yet."""
-
-    snapshot: StepContext
-    call: Call
-    started_at: float
-
-
-class _Pending(Record):
-    """A step whose call has ended, waiting for the next request to say what came of it."""
-
-    snapshot: StepContext
-    call: Call
-    outcome: Outcome
-    started_at: float
 
 
 _CUT_OFF = "ProxyStopped"
@@ -124,8 +86,8 @@ class _Conversation:
         self.order = order
         """How many conversations started before this one: of two alike, the first is continued."""
         self.sent: tuple[Message, ...] | None = None
-        self.in_flight: _InFlight | None = None
-        self.pending: _Pending | None = None
+        self.in_flight: InFlight | None = None
+        self.pending: Pending | None = None
 
     def continues(self, messages: tuple[Message, ...]) -> bool:
         """True when ``messages`` start with what this conversation sent last.
@@ -276,7 +238,7 @@ class Recorder:
         self,
         store: RunStore,
         *,
-        agent_name: str = "proxy",
+        agent_name: str | None = None,
         metadata: dict[str, JsonValue],
         session_id: str | None = None,
     ) -> None:
@@ -311,7 +273,9 @@ class Recorder:
         state = conversation.state
         step = state.step + 1
         messages = _provenance(conversation, call.messages)
-        state = state.model_copy(update={"step": step, "messages": messages})
+        # The snapshot holds the state as the step starts (the steps before it done), as the
+        # loop's do: a re-run from it is that step again, numbered as it was.
+        state = state.model_copy(update={"messages": messages})
         if call.tools != self._tools:
             self._tools, self._tools_hash = call.tools, schema_hash(call.tools)
         snapshot = StepContext(
@@ -324,7 +288,7 @@ class Recorder:
             tool_names=tuple(t.name for t in call.tools),
             tool_schema_hash=self._tools_hash,
             tool_definitions=self._tools,
-            system_prompt_hash=_system_hash(messages),
+            system_prompt_hash=system_hash(messages),
             budget=Budget(
                 steps_used=step - 1,
                 tokens_used=state.usage.total_tokens,
@@ -334,8 +298,9 @@ class Recorder:
             message_count=len(messages),
             state=state,
         )
-        conversation.state, conversation.sent = state, messages
-        conversation.in_flight = _InFlight(snapshot=snapshot, call=call, started_at=time.time())
+        conversation.state = state.model_copy(update={"step": step})
+        conversation.sent = messages
+        conversation.in_flight = InFlight(snapshot=snapshot, call=call, started_at=time.time())
         self._write(self.store.step_started, snapshot)
         self._flush()
         return snapshot
@@ -358,7 +323,7 @@ class Recorder:
         assert conversation.in_flight.snapshot is snapshot, "a conversation has one call in flight"
         conversation.in_flight = None
         started = time.time() - outcome.duration
-        conversation.pending = _Pending(
+        conversation.pending = Pending(
             snapshot=snapshot, call=call, outcome=outcome, started_at=started
         )
         self._continuable.add(conversation)
@@ -379,7 +344,7 @@ class Recorder:
             if conversation.pending is not None:
                 self._finish(conversation, None, cut_off=flight is not None)
             else:
-                conversation.state = _ended(conversation.state)
+                conversation.state = ended(conversation.state)
             self._write(self.store.run_ended, conversation.state)
         self._flush()
         self._conversations.clear()
@@ -388,7 +353,7 @@ class Recorder:
         self._continuable = _Continuable()
         self._writer.shutdown(wait=True)
 
-    def _cut_off(self, flight: _InFlight) -> None:
+    def _cut_off(self, flight: InFlight) -> None:
         """End a call the proxy was stopped in the middle of: its conversation's last step."""
         snapshot = flight.snapshot
         error = ErrorInfo(
@@ -425,7 +390,8 @@ class Recorder:
         metadata["session_id"] = session
         if name is not None:
             metadata["conversation"] = name
-        state = AgentState(agent_name=self.agent_name, metadata=metadata).moved(Transition.START)
+        name_of_agent = self.agent_name or call.client or "proxy"
+        state = AgentState(agent_name=name_of_agent, metadata=metadata).moved(Transition.START)
         conversation = _Conversation(state, len(self._conversations))
         self._conversations[state.run_id] = conversation
         self.run_ids.append(state.run_id)
@@ -468,26 +434,9 @@ class Recorder:
             }
         )
         if following is None:  # the proxy is closing: this was the conversation's last step
-            state = _ended(state) if not cut_off else _aborted(state)
+            state = ended(state) if not cut_off else aborted(state)
         conversation.state = state
-        record = StepRecord(
-            index=pending.snapshot.step,
-            run_id=state.run_id,
-            execution_id=state.execution_id,
-            messages_in=sent,
-            new_messages=added,
-            response=response,
-            tool_outcomes=_outcomes(response, added),
-            usage=usage,
-            timing=Timing(
-                inference=outcome.duration, time_to_first_token=outcome.time_to_first_token
-            ),
-            status=state.status,
-            stop_reason=state.stop_reason,
-            tools_offered=pending.snapshot.tool_names,
-            snapshot_id=pending.snapshot.id,
-            started_at=pending.started_at,
-        )
+        record = step_record(pending, state, added, went_on=following is not None)
         event = PhaseEvent(phase=Phase.CONTINUATION, step=record.index, state=state)
         self._write(self.store.phase_ended, event, pending.started_at)
         self._write(self.store.step_ended, record)
@@ -559,53 +508,3 @@ def _provenance(conversation: _Conversation, messages: tuple[Message, ...]) -> t
     if step > 0:
         new = tuple(m.stamped(state.run_id, state.execution_id, step) for m in new)
     return known[:kept] + new
-
-
-def _outcomes(response: ModelResponse | None, added: Sequence[Message]) -> tuple[ToolOutcome, ...]:
-    """The tool calls of ``response`` that the agent answered in ``added``, with their results."""
-    calls = {c.call_id: c for c in response.calls} if response is not None else {}
-    outcomes = []
-    for message in added:
-        for part in message.parts:
-            if isinstance(part, ToolResult) and part.call_id in calls:
-                call = calls[part.call_id]
-                outcomes.append(
-                    ToolOutcome(
-                        call_id=call.call_id,
-                        name=call.name,
-                        arguments=call.arguments,
-                        status="error" if part.is_error else "ok",
-                        content=part.content,
-                    )
-                )
-    return tuple(outcomes)
-
-
-def _ended(state: AgentState) -> AgentState:
-    """The final state of a conversation the proxy stops watching.
-
-    One whose last answer was the model's is done: completed by that answer, or, when it was
-    tool calls the agent never sent back, by those calls (smolagents ends on ``final_answer``
-    and asks nothing more), whose arguments are the run's output.
-    """
-    last = state.messages[-1] if state.messages else None
-    if state.error is not None and state.error.step == state.step:
-        return state.moved(Transition.FAIL, stop_reason=StopReason.ERROR)
-    if last is not None and last.role == "assistant":
-        reason = StopReason.TASK_COMPLETE if last.tool_calls else StopReason.COMPLETED
-        return state.moved(Transition.COMPLETE, stop_reason=reason)
-    return _aborted(state)
-
-
-def _aborted(state: AgentState) -> AgentState:
-    """The final state of a conversation that was stopped before it was done."""
-    return state.moved(Transition.ABORT, stop_reason=StopReason.ABORTED)
-
-
-def _digest(value: JsonValue) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _system_hash(messages: Sequence[Message]) -> str | None:
-    system = "\n".join(m.text for m in messages if m.role == "system")
-    return _digest(system) if system else None

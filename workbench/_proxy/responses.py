@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from workbench._proxy.recorder import Call
+from workbench._proxy.calls import Call
 from workbench._proxy.wire import Read, Redact
 from workbench.errors import MalformedResponseError, MessageFormatError
 from workbench.messages import (

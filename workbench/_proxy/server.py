@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Mapping, MutableMapping, Sequence
 from email.utils import formatdate
 from typing import Any
@@ -37,10 +38,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from workbench._proxy.anthropic import MESSAGES
+from workbench._proxy.calls import Call
 from workbench._proxy.chat import CHAT
 from workbench._proxy.exchange import Exchange, cannot_reach
 from workbench._proxy.headers import forwarded, returned
-from workbench._proxy.recorder import Call, Recorder
+from workbench._proxy.recorder import Recorder
 from workbench._proxy.relay import UPSTREAM_FAILED, Relay
 from workbench._proxy.replaying import Normalizer, Replayer
 from workbench._proxy.responses import RESPONSES
@@ -252,12 +254,19 @@ def _read_call(
         "conversation": headers.get(CONVERSATION_HEADER),
         "session": next((headers[h] for h in SESSION_HEADERS if h in headers), None),
         "wire": wire.name,
+        "client": _product(headers.get("user-agent", "")),
     }
     if scrubber.found_in(body):
         update["messages"] = tuple(scrubber.record(m) for m in call.messages)
         update["tools"] = tuple(scrubber.record(t) for t in call.tools)
         update["settings"] = {k: scrubber.json(v) for k, v in call.settings.items()}
     return call.model_copy(update=update), read
+
+
+def _product(agent: str) -> str | None:
+    """The product a ``User-Agent`` names first (``claude-cli`` of ``claude-cli/2.1 (...)``)."""
+    product = agent.split("/", 1)[0].split(" ", 1)[0].strip()[:64]
+    return product if re.fullmatch(r"[\w.-]+", product) else None
 
 
 class _Answering:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from workbench._proxy.recorder import Call
+from workbench._proxy.calls import Call
 from workbench._record import Record
 from workbench.messages import JsonValue, ModelResponse
 
