@@ -31,6 +31,7 @@ EXPECTED = [
     "06_multi_agent",
     "07_debugger",
     "08_trace_explorer",
+    "09_claude_code",
     "10_many_runs",
 ]
 
@@ -136,5 +137,12 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path, demo_env: dict[s
         assert "completed 42 | mcp_add 42 | replayed: True" in text
     elif name == "08_trace_explorer":
         assert "(True, 'execute_tool add')" in text and "17 + 25 = 42" in text
+    elif name == "09_claude_code":
+        assert "completed completed | 3 steps" in text and "step 1: Bash('ls')" in text
+        assert "steps in the Stepper: ['step 1', 'step 2', 'step 3', 'live']" in text
+        assert "step 2 shows the listing: True" in text
+        assert "1 Bash         allow         deny list files with the Glob tool, not ls" in text
+        assert "completed | Ship the proxy on Friday; Ada knows the Responses wire." in text
+        assert "answers replayed: 1 | answered live: 1" in text and "step 3: changed" in text
     elif name == "05_real_model":
         assert "LLM server at http://127.0.0.1:8088/v1: up" in text or "Skipping the rest" in text

@@ -25,6 +25,8 @@ from tests.fake_upstream import Answer, Behaviour
 from tests.wires import message, message_events, response, response_events
 
 KEY = "sk-test-client-7f3e91c2"
+ROOT_BIN = Path(__file__).parents[2] / ".clients" / "node_modules" / ".bin"
+"""Where ``scripts/install-clients`` puts ``claude`` and ``codex``."""
 PROMPT = "Run echo hi, then tell me what it printed."
 ENDING = "The tool said: {said}."
 FORKED = "A different ending, told live."
@@ -118,7 +120,7 @@ def _dirs(place: Path) -> tuple[Path, Path]:
 def claude_code(bin_dir: Path, *args: str) -> Callable[[str, Path], str]:
     """``claude -p`` with ``ANTHROPIC_BASE_URL`` at the proxy, as its docs say (the key: any)."""
 
-    def drive(url: str, place: Path) -> str:
+    def drive(url: str, place: Path, prompt: str = PROMPT) -> str:
         home, work = _dirs(place)
         env = {
             **os.environ,
@@ -126,7 +128,7 @@ def claude_code(bin_dir: Path, *args: str) -> Callable[[str, Path], str]:
             "ANTHROPIC_BASE_URL": url.removesuffix("/v1"),
             "ANTHROPIC_API_KEY": KEY,
         }
-        return _run([str(bin_dir / "claude"), "-p", PROMPT, *args], env, work)
+        return _run([str(bin_dir / "claude"), "-p", prompt, *args], env, work)
 
     return drive
 
