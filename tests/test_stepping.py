@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -20,7 +21,9 @@ def search(query: str) -> str:
     return f"found {query}"
 
 
-def _tree(lead_script: list[R | str] | None = None) -> wb.Agent:
+def _tree(
+    lead_script: list[R | str] | None = None, stop: wb.StopCondition | None = None
+) -> wb.Agent:
     """lead -> research (researcher) -> dig (digger) -> search: a two-level tree."""
     digger = wb.Agent(
         model=wb.ScriptedModel([R.tool_call("search", {"query": "deep"}, call_id="s1"), "dug"]),
@@ -39,6 +42,7 @@ def _tree(lead_script: list[R | str] | None = None) -> wb.Agent:
         model=wb.ScriptedModel(script),
         name="lead",
         tools=[researcher.as_tool("research"), search],
+        stop=stop,
         store=False,
     )
 
@@ -540,3 +544,19 @@ def test_an_abort_while_a_sub_run_works_ends_it_at_its_next_phase() -> None:
     assert run.state.status is wb.ExecutionStatus.ABORTED
     (sub,) = run.result.children
     assert sub.status is wb.ExecutionStatus.ABORTED and len(calls) == 1  # no second model call
+
+
+def test_reading_between_presses_inside_a_sub_run_is_not_the_runs_time() -> None:
+    """The lead's TOOLS phase waits while the person steps its sub-runs: that is not work."""
+    run = _tree(stop=wb.Timeout(1.0)).start("go")
+    run.next_phase(), run.next_phase()
+    tools = None
+    while (event := run.next_phase(into=True)) is not None:
+        time.sleep(0.15)  # the person reading after each press: ~2 s in all
+        if event.depth == 0 and event.phase is P.TOOLS:
+            tools = event
+    assert run.result.stop_reason is wb.StopReason.COMPLETED  # not TIME_LIMIT
+    assert run.result.output == "done"
+    assert tools is not None and tools.duration < 0.5  # its sub-runs' work, not the reading
+    assert run.state.elapsed < 0.9
+    assert run.result.steps[0].timing.tools < 0.5

@@ -53,6 +53,7 @@ from workbench.state import (
     Transition,
     new_id,
 )
+from workbench.stepping import StepGate, step_gate
 from workbench.subagent import SubagentTool
 from workbench.toolcalls import CallResult, ToolRunner
 from workbench.tools import Tool, ToolContext, tools_hash
@@ -85,6 +86,10 @@ class Execution:
         """Seconds the run has spent inside phases: what `Timeout` counts (not time paused or
         spent reading between manual steps)."""
         self._phase_started: float | None = None
+        self._gate: StepGate | None = None
+        """The gate of a phase stepped into that the phase under way is part of, if any."""
+        self._gate_idle = 0.0
+        """The gate's idle time when the phase under way began (see `_worked`)."""
         """When the phase under way started; None between phases."""
         self.failure: Exception | None = None
         """The exception that failed this execution, for callers in this process (the state
@@ -120,12 +125,24 @@ class Execution:
         """Running time of the run so far: the time spent in its phases, across executions."""
         if self._phase_started is None:
             return self._run_time
-        return self._run_time + (time.perf_counter() - self._phase_started)
+        return self._run_time + self._worked(self._phase_started)
+
+    def _worked(self, started: float) -> float:
+        """Seconds the phase under way (begun at ``started``) has worked.
+
+        Its time so far, less what it waited on the person stepping through its sub-runs (a
+        TOOLS phase stepped into waits at the `StepGate` while they read between presses), so
+        reading never eats a `Timeout` or shows as a slow phase.
+        """
+        waited = self._gate.idle_seconds() - self._gate_idle if self._gate is not None else 0.0
+        return time.perf_counter() - started - waited
 
     async def phases(self) -> AsyncGenerator[PhaseEvent, None]:
         """The loop: run a phase, yield what happened, until the run ends or pauses."""
         phase = await self._start()  # PREPARE, TOOLS for a resumed run, None if it cannot run
         while phase is not None and not self.state.done:  # done: aborted between phases
+            self._gate = step_gate.get()  # stepped into: a person reads between its presses
+            self._gate_idle = self._gate.idle_seconds() if self._gate is not None else 0.0
             self._phase_started = started = time.perf_counter()
             try:
                 following = await self._run_phase(phase)
@@ -177,8 +194,9 @@ class Execution:
             return None
         phases = list(self._phases)
         if self._phase_started is not None:  # stopped inside a sub-run: its phase so far
-            so_far = time.perf_counter() - self._phase_started
-            phases.append((self.state.next_phase or Phase.TOOLS, time.time() - so_far, so_far))
+            began = time.time() - (time.perf_counter() - self._phase_started)
+            so_far = self._worked(self._phase_started)
+            phases.append((self.state.next_phase or Phase.TOOLS, began, so_far))
         hooks, seconds = self._hooks.so_far(), self._observers.seconds
         return self._draft.so_far(self.state, hooks, seconds, phases, under_way)
 
@@ -519,10 +537,10 @@ class Execution:
 
     def _phase_ended(self, phase: Phase, started: float) -> PhaseEvent:
         """Count the phase's time (for the step and the run) and tell the observers."""
-        duration = time.perf_counter() - started
+        duration = self._worked(started)
         self._run_time += duration
         self._phase_started = None
-        wall = time.time() - duration
+        wall = time.time() - (time.perf_counter() - started)  # when it began
         if self._draft is not None:
             self._phases.append((phase, wall, duration))
         event = PhaseEvent(phase=phase, step=self.state.step, state=self.state, duration=duration)

@@ -38,6 +38,7 @@ import atexit
 import contextlib
 import itertools
 import sys
+import time
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -178,6 +179,18 @@ class StepGate:
         """Sub-run events for the driver, oldest first."""
         self._wake: asyncio.Future[None] | None = None
         self._numbers = itertools.count()
+        self._idle = 0.0
+        self._idle_since: float | None = None
+        """When the driver last returned (every sub-run waits until it calls again)."""
+
+    def idle_seconds(self) -> float:
+        """Seconds the driver has been away so far: the person reading between presses.
+
+        The phases the stepped sub-runs are part of (the stepped run's TOOLS phase, a parent's)
+        leave this out of their time (`Execution._worked`).
+        """
+        since = self._idle_since
+        return self._idle + (time.perf_counter() - since if since is not None else 0.0)
 
     async def drive(self, run: SubRun) -> RunResult:
         """Run ``run`` phase by phase, each phase when the gate lets it."""
@@ -211,6 +224,9 @@ class StepGate:
         Stepping over, ``level`` is the run whose next event ends it (``()``: the phase).
         """
         self.mode, self.level = mode, level
+        if self._idle_since is not None:
+            self._idle += time.perf_counter() - self._idle_since
+            self._idle_since = None
         try:
             while True:
                 stop = self._first(mode)  # a stop not yet returned goes first: nothing moves
@@ -229,6 +245,7 @@ class StepGate:
                 await asyncio.wait({phase, wake}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self.mode = self._wake = None
+            self._idle_since = time.perf_counter()
 
     def abort(self) -> None:
         """Release every waiting sub-run to end as ABORTED (and every one that comes later)."""
