@@ -9,6 +9,12 @@ from workbench.notebook import Stepper
 R = wb.ModelResponse
 
 
+@wb.tool
+def search(query: str) -> str:
+    """Look something up."""
+    return f"found {query}"
+
+
 @wb.tool(requires_approval=True)
 def wipe(path: str) -> str:
     """Wipe a folder."""
@@ -55,7 +61,10 @@ def test_the_step_into_a_sub_run_that_pauses_leaves_the_parent_paused() -> None:
     assert [(p.call_id, p.via) for p in run.state.pending] == [("w1", "c1")]
     assert not run.done
     assert _who(run.next_phase(into=True)) == ("lead", "tools")
-    assert run.done and run.subrun is None and run.next_phase(into=True) is None
+    assert run.done and run.next_phase(into=True) is None
+    # where stepping goes on after the answer: the cleaner, which asked
+    assert run.subrun is not None and run.subrun.state.agent_name == "cleaner"
+    assert run.subrun.state.status is wb.ExecutionStatus.PAUSED
 
 
 async def test_the_stepper_shows_the_approval_a_sub_run_stepped_into_asks_for() -> None:
@@ -158,3 +167,60 @@ def test_the_timeline_draws_the_sub_runs_under_the_calls_that_started_them() -> 
         "invoke_agent researcher": "execute_tool research",
         "invoke_agent cleaner": "execute_tool clean",
     }
+
+
+def _digging_team() -> wb.Agent:
+    """lead -> research (researcher) -> dig (digger: search, then wipe, which needs approval)."""
+    digger = wb.Agent(
+        model=wb.ScriptedModel(
+            [
+                R.tool_call("search", {"query": "q"}, call_id="s1"),
+                R.tool_call("wipe", {"path": "/tmp/x"}, call_id="w1"),
+                "dug and wiped",
+            ]
+        ),
+        name="digger",
+        tools=[search, wipe],
+        store=False,
+    )
+    researcher = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("dig", {"task": "dig"}, call_id="d1"), "found"]),
+        name="researcher",
+        tools=[digger.as_tool("dig")],
+        store=False,
+    )
+    return wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("research", {"task": "go"}, call_id="r1"), "done"]),
+        name="lead",
+        tools=[researcher.as_tool("research")],
+        store=False,
+    )
+
+
+async def test_after_approving_a_call_inside_the_digger_the_stepper_is_still_in_the_digger() -> (
+    None
+):
+    stepper = Stepper(_digging_team(), "go", breakpoints=[wb.Break.on_tool("search")])
+    for button in (stepper.continue_button, stepper.next_phase_button, stepper.step_out_button):
+        button.click()
+        await stepper.wait()
+    # Step out of the digger was cut short: its next call asked for approval, the tree paused
+    assert stepper.run.state.status is wb.ExecutionStatus.PAUSED
+    assert [r.pending.call_id for r in stepper.approval_rows] == ["w1"]
+    assert "waits for your answer to <b>1</b> call" in stepper.status.value
+    stepper.approval_rows[0].approve_button.click()
+    assert stepper.run.subrun is not None and stepper.run.subrun.state.agent_name == "digger"
+    assert not stepper.step_out_button.disabled
+    assert stepper.next_phase_button.description == "Step over"
+
+    stepper.next_phase_button.click()  # step over, in the digger: the approved wipe runs
+    await stepper.wait()
+    assert _who(stepper.events[-1]) == ("digger", "tools") and stepper.events[-1].depth == 2
+    stepper.step_out_button.click()  # the digger finishes: stop in the researcher
+    await stepper.wait()
+    assert _who(stepper.events[-1]) == ("researcher", "tools")
+    stepper.run_button.click()
+    await stepper.wait()
+    assert stepper.result.output == "done" and stepper.errors == []
+    (researcher,) = stepper.result.children
+    assert researcher.children[-1].output == "dug and wiped"

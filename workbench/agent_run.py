@@ -26,7 +26,7 @@ from workbench.errors import UsageError
 from workbench.messages import JsonValue, ToolCall
 from workbench.records import PhaseEvent, RunResult, StepContext, StepRecord
 from workbench.state import AgentState, Phase
-from workbench.stepping import Stepping, abort_scope, call_dropped, call_edited
+from workbench.stepping import Key, Stepping, Within, abort_scope, call_dropped, call_edited
 from workbench.subagent import reachable_tools
 from workbench.toolcalls import resume_state
 
@@ -167,10 +167,12 @@ class AgentRun:
         """
         async with self._driving():
             stepping = self._stepping
+            if self.done:  # ended or paused: nothing runs (and where stepping stands stays)
+                return None
             if into:
                 event = await stepping.advance("into", self._anext_own, self.breakpoints)
-            elif stepping.under_way:
-                level = stepping.focus
+            elif stepping.under_way or stepping.resumes_in is not None:
+                level = self._level(up=0)
                 event = await stepping.advance("over", self._anext_own, self.breakpoints, level)
             else:
                 event = await self._anext_own()
@@ -185,14 +187,26 @@ class AgentRun:
         """
         async with self._driving():
             stepping = self._stepping
-            if not stepping.under_way:
+            if not stepping.under_way and stepping.resumes_in is None:
                 raise UsageError(
                     "step out: the run is not stopped inside a sub-run (Step into one, or "
                     "Continue to a breakpoint in one, first); to finish the run, run it to the end"
                 )
-            level = stepping.where[:-1]
+            level = self._level(up=1)
             event = await stepping.advance("over", self._anext_own, self.breakpoints, level)
             return self._told(event)
+
+    def _level(self, up: int) -> Key | Within:
+        """Where stepping over (``up=0``) or out (``up=1``) acts.
+
+        At the sub-run stopped in, or at the one a pause inside a sub-run left the person in
+        (found by its run id as it resumes).
+        """
+        stepping = self._stepping
+        if stepping.under_way:
+            return stepping.focus if up == 0 else stepping.where[:-1]
+        assert stepping.resumes_in is not None
+        return Within(stepping.resumes_in.state.run_id, up)
 
     async def anext_checked(self) -> PhaseEvent | None:
         """Run one phase, or until a sub-run it starts stops at a breakpoint of scope "tree".
@@ -200,6 +214,8 @@ class AgentRun:
         The event has ``breakpoint`` set when one fired after it (here or in the sub-run).
         """
         async with self._driving():
+            if self.done:
+                return None
             tree = any(b.scope == "tree" for b in self.breakpoints)
             if not (tree or self._stepping.under_way):
                 event = await self._anext_own()
@@ -235,7 +251,8 @@ class AgentRun:
         async with self._driving():
             stepping = self._stepping
             key = stepping.focus if stepping.under_way else ()
-            depth = stepping.gate.runs[key].state.depth if key else self.state.depth
+            inside = stepping.gate.runs[key] if key else stepping.resumes_in
+            depth = (inside or self).state.depth
             last = None
             while (event := await self.anext_phase()) is not None:
                 last = event

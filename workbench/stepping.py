@@ -49,12 +49,13 @@ from workbench._sync import on_portal, portal
 from workbench.breakpoints import Break
 from workbench.messages import JsonValue, Message, ToolCall, ToolResult
 from workbench.records import PhaseEvent, RunResult
-from workbench.state import AgentState
+from workbench.state import AgentState, ExecutionStatus
 
 __all__ = [
     "Mode",
     "StepGate",
     "Stepping",
+    "Within",
     "abort_scope",
     "call_dropped",
     "call_edited",
@@ -148,6 +149,16 @@ async def drive(run: SubRun) -> RunResult:
     return await run.arun_to_end()  # nothing is left to run: this closes its loop
 
 
+class Within(NamedTuple):
+    """A level not known yet: ``up`` levels above the sub-run ``run_id``, once it comes.
+
+    Stepping on in a sub-run resumed after an approval: its key at the gate is new.
+    """
+
+    run_id: str
+    up: int = 0
+
+
 class Stop(NamedTuple):
     """A sub-run's event for the driver: which sub-run (its key and run) and what it ran."""
 
@@ -167,6 +178,8 @@ class StepGate:
         """What the driver does now; None between its calls (every sub-run then waits)."""
         self.level: Key = ()
         """Stepping over: the run whose next event the driver waits for (its sub-runs run)."""
+        self.within: Within | None = None
+        """A level to find by run id as the sub-runs come to the gate (see `Within`)."""
         self.runs: dict[Key, SubRun] = {}
         """Every sub-run that came to the gate, by key (those that ended too): also what the views
         of a run stopped inside one draw as its run tree so far."""
@@ -196,6 +209,9 @@ class StepGate:
         """Run ``run`` phase by phase, each phase when the gate lets it."""
         key = (*_place.get(), next(self._numbers))
         self.runs[key] = run
+        within = self.within
+        if within is not None and run.state.run_id == within.run_id:
+            self.level, self.within = key[: len(key) - within.up], None
         place = _place.set(key)  # its own sub-runs are placed under it
         try:
             while not run.done:
@@ -217,13 +233,18 @@ class StepGate:
         return await run.arun_to_end()  # nothing is left to run: this closes its loop
 
     async def next_stop(
-        self, mode: Mode, phase: asyncio.Future[Any], level: Key = ()
+        self, mode: Mode, phase: asyncio.Future[Any], level: Key | Within = ()
     ) -> Stop | None:
         """Let the sub-runs go on as ``mode`` says until one stops (its event) or ``phase`` ends.
 
-        Stepping over, ``level`` is the run whose next event ends it (``()``: the phase).
+        Stepping over, ``level`` is the run whose next event ends it (``()``: the phase); a
+        `Within` is found as the sub-runs come (until then they run freely).
         """
-        self.mode, self.level = mode, level
+        self.mode = mode
+        if isinstance(level, Within):
+            self.level, self.within = (), level
+        elif self.within is None:
+            self.level = level
         if self._idle_since is not None:
             self._idle += time.perf_counter() - self._idle_since
             self._idle_since = None
@@ -238,7 +259,7 @@ class StepGate:
                     if mode == "into":
                         self._grant()
                     elif mode == "over":
-                        self._release_under(level)
+                        self._release_under(self.level)
                     else:
                         self._release_all()
                 self._wake = wake = asyncio.get_running_loop().create_future()
@@ -361,6 +382,9 @@ class Stepping:
         """The sub-run whose event the driver returned last; None after the run's own event."""
         self.where: Key = ()
         """That sub-run's key (``()``: the run's own event came last)."""
+        self.resumes_in: SubRun | None = None
+        """The sub-run a phase stepped into paused in (the innermost waiting for an approval):
+        after the answer, stepping over and out goes on at its level, where the person was."""
         self._phase: asyncio.Task[PhaseEvent | None] | None = None
 
     @property
@@ -390,7 +414,7 @@ class Stepping:
         mode: Mode,
         run_phase: Callable[[], Awaitable[PhaseEvent | None]],
         breakpoints: Sequence[Break] = (),
-        level: Key = (),
+        level: Key | Within = (),
     ) -> PhaseEvent | None:
         """The next event: a sub-run's stop, or the run's own phase (``run_phase``) ended.
 
@@ -403,6 +427,7 @@ class Stepping:
             return await on_portal(self.advance(mode, run_phase, breakpoints, level))
         if self._phase is None:
             self.gate = StepGate()  # each phase has its own (numbers, stops, an abort)
+            self.resumes_in = None
             self._phase = asyncio.ensure_future(self._gated(run_phase))
             _stepped.add(self)
         phase = self._phase
@@ -417,13 +442,27 @@ class Stepping:
         if stop is not None:
             self.subrun, self.where = stop.run, stop.key
             return stop.event
-        self._ended()
-        return phase.result()
+        event = phase.result()
+        self._ended(event)
+        return event
 
-    def _ended(self) -> None:
-        """The phase under way has ended: the run's own event comes (came) last."""
-        self._phase = self.subrun = None
+    def _ended(self, event: PhaseEvent | None = None) -> None:
+        """The phase under way has ended: the run's own event comes (came) last.
+
+        If it paused inside a sub-run (an approval there), the innermost paused sub-run is
+        where stepping goes on after the answer (`resumes_in`), and is shown as the sub-run
+        stopped in meanwhile.
+        """
+        paused = event is not None and event.state.status is ExecutionStatus.PAUSED
+        self.resumes_in = self._innermost_paused() if paused else None
+        self._phase, self.subrun = None, self.resumes_in
         self.where = ()
+
+    def _innermost_paused(self) -> SubRun | None:
+        """The deepest paused sub-run of the phase (the first, depth first, of equals)."""
+        runs = self.gate.runs
+        paused = [k for k, run in runs.items() if run.state.status is ExecutionStatus.PAUSED]
+        return runs[min(paused, key=lambda k: (-len(k), k))] if paused else None
 
     def abort(self, wait: float | None = None) -> None:
         """Let the sub-runs of the phase under way end as ABORTED, so none is left waiting.

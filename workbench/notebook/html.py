@@ -24,7 +24,7 @@ from workbench.messages import (
 )
 from workbench.records import PhaseEvent, RunError, StepRecord, ToolOutcome
 from workbench.session_state import boundary_number, summary_span
-from workbench.state import AgentState, ErrorInfo, PendingCall, Phase
+from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase
 
 __all__ = [
     "FAILED_COLOUR",
@@ -508,7 +508,7 @@ def status_html(
     parts = [
         _badge(state.status.value, colour),
         f"step <b>{state.step}</b>",
-        f"next phase <b>{next_phase.value if next_phase else '—'}</b>",
+        _next_text(state, next_phase),
         f"stop reason <b>{state.stop_reason.value if state.stop_reason else '—'}</b>",
         escape(_budget_text(budget)),
         f"tokens {state.usage.total_tokens:,}",
@@ -517,6 +517,16 @@ def status_html(
     extra = f'<div style="color:#555">{escape(note)}</div>' if note else ""
     extra += traceback_html(traceback, open_=True) if traceback else ""
     return f'<div class="wb-status">{" · ".join(parts)}{error}{extra}</div>'
+
+
+def _next_text(state: AgentState, next_phase: Phase | None) -> str:
+    """What comes next: a phase, the answer a paused run waits for, or nothing (it ended)."""
+    if next_phase is not None:
+        return f"next phase <b>{next_phase.value}</b>"
+    waiting = len(state.pending)
+    if state.status is ExecutionStatus.PAUSED and waiting:
+        return f"waits for your answer to <b>{waiting}</b> call{'s' if waiting > 1 else ''}"
+    return "next phase <b>—</b>"
 
 
 def phase_log_html(events: Sequence[PhaseEvent]) -> str:
