@@ -1,11 +1,13 @@
-"""Latency the recording proxy adds per request: the same requests, direct and through the proxy.
+"""Latency the recording proxy adds per request, per wire: the same requests, direct and proxied.
 
-    .venv/bin/python bench/proxy_overhead.py [--requests 300]
+    .venv/bin/python bench/proxy_overhead.py [--requests 300] [--wire chat|messages|responses]
 
-What is measured: a client (httpx, as an SDK would send it) posts the same chat completion, with
-a short conversation and one tool, to a fake OpenAI server on loopback in its own process (the one
-of bench/client_overhead.py, which answers at once: JSON, or an SSE stream of 40 chunks), either
-directly or through the proxy in front of it, recording. The proxy runs two ways: in this process
+What is measured: a client (httpx, as an SDK would send it) posts the same request, a short
+conversation with one tool, on each wire the proxy speaks (Chat Completions, Anthropic Messages,
+the Responses API) to a fake server on loopback in its own process (the one of
+bench/client_overhead.py, which answers at once on all three routes: JSON, or an SSE stream of 40
+text pieces in the wire's own events), either directly or through the proxy in front of it,
+recording. The proxy runs two ways: in this process
 (`wb.proxy`, a thread, as in a notebook, where it shares the interpreter with the client) and as
 the command (`workbench proxy`, its own process, recording into a store file). Direct and proxied
 take turns in small rounds so that other load on the machine falls on both alike. Reported, as
@@ -41,23 +43,49 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx
 
 import workbench as wb
-from bench.client_overhead import MODEL, SDK_MESSAGES, SDK_TOOLS, start_fake_server
+from bench.client_overhead import (
+    ANTHROPIC_MESSAGES,
+    ANTHROPIC_SYSTEM,
+    ANTHROPIC_TOOLS,
+    MODEL,
+    RESPONSES_INPUT,
+    RESPONSES_TOOLS,
+    SDK_MESSAGES,
+    SDK_TOOLS,
+    start_fake_server,
+)
 
 Measure = Callable[[], Awaitable[tuple[float, float]]]
 
 
-def request(client: httpx.AsyncClient, base_url: str, *, stream: bool) -> Measure:
+WIRES = ("chat", "messages", "responses")
+
+
+def body_of(wire: str, stream: bool) -> tuple[str, bytes, dict[str, str]]:
+    """The path, body and headers of one request on ``wire``, as its SDK sends them."""
+    if wire == "messages":
+        request = {"model": "claude-sonnet-4-5", "max_tokens": 256, "system": ANTHROPIC_SYSTEM}
+        request |= {"messages": ANTHROPIC_MESSAGES, "tools": ANTHROPIC_TOOLS, "stream": stream}
+        headers = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
+        return "/messages", json.dumps(request).encode(), headers
+    if wire == "responses":
+        request = {"model": MODEL, "input": RESPONSES_INPUT, "tools": RESPONSES_TOOLS}
+        request |= {"stream": stream, "store": False}
+        return "/responses", json.dumps(request).encode(), {"authorization": "Bearer sk-bench"}
+    request = {"model": MODEL, "messages": SDK_MESSAGES, "tools": SDK_TOOLS, "stream": stream}
+    return "/chat/completions", json.dumps(request).encode(), {"authorization": "Bearer sk-bench"}
+
+
+def request(client: httpx.AsyncClient, base_url: str, wire: str, *, stream: bool) -> Measure:
     """One request: ``(seconds to the whole answer, seconds to its first byte of body)``."""
-    body = json.dumps(
-        {"model": MODEL, "messages": SDK_MESSAGES, "tools": SDK_TOOLS, "stream": stream}
-    ).encode()
-    headers = {"authorization": "Bearer sk-bench", "content-type": "application/json"}
+    path, body, headers = body_of(wire, stream)
+    headers = {**headers, "content-type": "application/json"}
 
     async def measure() -> tuple[float, float]:
         started = time.perf_counter()
         first = None
         async with client.stream(
-            "POST", f"{base_url}/chat/completions", content=body, headers=headers
+            "POST", f"{base_url}{path}", content=body, headers=headers
         ) as answer:
             async for _ in answer.aiter_raw():
                 first = first or time.perf_counter()
@@ -86,16 +114,20 @@ async def compare(
     }
 
 
-async def measure_against(upstream: str, proxied: str, requests: int, where: str) -> None:
-    """Direct and through ``proxied``, complete and streamed answers."""
+async def measure_against(
+    upstream: str, proxied: str, requests: int, where: str, wires: tuple[str, ...]
+) -> None:
+    """Direct and through ``proxied``, complete and streamed answers, on each wire."""
     async with httpx.AsyncClient(timeout=30) as client:
-        for stream in (False, True):
-            measures = {
-                "direct": request(client, upstream, stream=stream),
-                "proxy": request(client, proxied, stream=stream),
-            }
-            kind = "streamed" if stream else "complete"
-            report(f"{kind} answers, proxy {where}", await compare(measures, requests), stream)
+        for wire in wires:
+            for stream in (False, True):
+                measures = {
+                    "direct": request(client, upstream, wire, stream=stream),
+                    "proxy": request(client, proxied, wire, stream=stream),
+                }
+                kind = f"{wire}: {'streamed' if stream else 'complete'} answers"
+                result = await compare(measures, requests)
+                report(f"{kind}, proxy {where}", result, stream)
 
 
 @contextmanager
@@ -115,16 +147,17 @@ def command_proxy(upstream: str) -> Iterator[str]:
             process.wait()
 
 
-async def main(requests: int) -> None:
+async def main(requests: int, wires: tuple[str, ...]) -> None:
     upstream, server = start_fake_server()
     store = wb.RunStore(":memory:")
     try:
         with wb.proxy(upstream, store=store) as proxy:
-            await measure_against(upstream, proxy.url, requests, "in this process (a thread)")
+            here = "in this process (a thread)"
+            await measure_against(upstream, proxy.url, requests, here, wires)
         steps = sum(len(store.load(r).steps) for r in proxy.run_ids)
         print(f"  the proxy recorded {steps} steps in {len(proxy.run_ids)} run(s)")
         with command_proxy(upstream) as url:
-            await measure_against(upstream, url, requests, "as the command (own process)")
+            await measure_against(upstream, url, requests, "as the command (own process)", wires)
     finally:
         server.terminate()
 
@@ -149,4 +182,6 @@ def report(kind: str, result: dict[str, tuple[float, float]], stream: bool) -> N
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=300)
-    asyncio.run(main(parser.parse_args().requests))
+    parser.add_argument("--wire", choices=WIRES, action="append", help="only these (default: all)")
+    arguments = parser.parse_args()
+    asyncio.run(main(arguments.requests, tuple(arguments.wire or WIRES)))

@@ -193,6 +193,12 @@ def test_upstream_faults_on_the_messages_wire_reach_the_agent_and_the_run() -> N
     store = wb.RunStore(":memory:")
     faults = {
         "overloaded": Answer(status=529, body=anthropic_error("overloaded_error", "Overloaded")),
+        "signature refused": Answer(
+            status=400,
+            body=anthropic_error(
+                "invalid_request_error", "Invalid `signature` in `thinking` block"
+            ),
+        ),
         "error event": Answer(
             events=b"".join(e + b"\n\n" for e in message_events("partial").split(b"\n\n")[:3])
             + anthropic_error_event("api_error", "boom")
@@ -214,6 +220,9 @@ def test_upstream_faults_on_the_messages_wire_reach_the_agent_and_the_run() -> N
         assert run.status is wb.ExecutionStatus.FAILED, name
         assert run.error is not None
         seen[name] = f"{run.error.type}: {run.error.message}"
+    refused = raised["signature refused"]
+    assert isinstance(refused, anthropic.BadRequestError) and "signature" in str(refused)
+    assert seen["signature refused"].startswith("APIError: 400 from the upstream")
     overloaded = raised["overloaded"]
     assert isinstance(overloaded, anthropic.APIStatusError) and overloaded.status_code == 529
     assert isinstance(raised["error event"], anthropic.APIError)

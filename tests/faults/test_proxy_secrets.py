@@ -24,7 +24,14 @@ import pytest
 
 import workbench as wb
 from tests.fake_upstream import Answer, chunks, completion, fake_upstream
-from tests.wires import anthropic_error, anthropic_error_event, message, message_events
+from tests.wires import (
+    anthropic_error,
+    anthropic_error_event,
+    message,
+    message_events,
+    response,
+    responses_error_event,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -182,7 +189,7 @@ def test_hop_by_hop_headers_go_no_further_either_way() -> None:
     assert "x-hop-back" not in head_back and "proxy-authenticate" not in head_back
 
 
-# --- the same on the Messages wire: its key header, its error shapes, its stream -------------
+# --- the same on the other wires: their key headers, their error shapes, their streams -------
 
 
 @pytest.mark.parametrize("how", ["an answer", "a streamed answer", "an error event", "a 401"])
@@ -208,4 +215,26 @@ def test_an_anthropic_key_echoed_back_on_the_messages_wire_is_not_stored(
     store.close()
     what = run.output if run.error is None else run.error.message
     assert what is not None and "x-api-key=[redacted]" in what, what
+    assert_no_piece(KEY, stored(tmp_path))
+
+
+@pytest.mark.parametrize("how", ["an error event", "a failed response", "a 400"])
+def test_a_key_echoed_back_on_the_responses_wire_is_not_stored(tmp_path: Path, how: str) -> None:
+    def echo(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        said = f"you sent {said_back(headers)}"
+        if how == "an error event":
+            return Answer(events=responses_error_event("invalid_api_key", said))
+        if how == "a failed response":
+            failed = response() | {"status": "failed", "error": {"code": "x", "message": said}}
+            event = json.dumps({"type": "response.failed", "response": failed})
+            return Answer(events=f"event: response.failed\ndata: {event}\n\n".encode())
+        return Answer(status=400, body={"error": {"message": said, "type": "invalid_request"}})
+
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    with fake_upstream(echo) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        body = {"model": "m", "input": "what is my key?", "stream": how != "a 400"}
+        httpx.post(f"{proxy.url}/responses", json=body, headers={"api-key": KEY})
+    run = store.load(proxy.run_ids[0])
+    store.close()
+    assert run.error is not None and "api-key=[redacted]" in run.error.message, run.error
     assert_no_piece(KEY, stored(tmp_path))
