@@ -226,7 +226,7 @@ def _as_version_2(path: Path) -> None:
             conn.execute("DROP TABLE summaries")
             conn.execute("DROP TABLE run_tools")
             conn.execute("DROP INDEX runs_by_time")
-            conn.execute("DELETE FROM schema_version WHERE version = 3")
+            conn.execute("DELETE FROM schema_version WHERE version >= 3")
     finally:
         conn.close()
 
@@ -242,6 +242,35 @@ def test_an_older_store_is_summarized_as_the_live_store_was(
     with wb.RunStore(old) as migrated:
         assert migrated.find() == live
         assert migrated.find(wb.RunFilter(rollup=True)) == store.find(wb.RunFilter(rollup=True))
+
+
+def _as_version_3(path: Path) -> None:
+    """Make a store what workbench with store schema 3 left: summaries without status, agent
+    and start."""
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            conn.execute("DROP INDEX summaries_by_time")
+            for column in ("status", "agent_name", "created_at"):
+                conn.execute(f"ALTER TABLE summaries DROP COLUMN {column}")
+            conn.execute("DELETE FROM schema_version WHERE version = 4")
+    finally:
+        conn.close()
+
+
+def test_a_version_3_store_lists_as_the_live_store_did(
+    store: wb.RunStore, runs: Runs, tmp_path: Path
+) -> None:
+    live = store.find(wb.RunFilter(status="completed", agent="solver"), descending=True)
+    store.close()
+    old = tmp_path / "old.sqlite"
+    shutil.copy(store.path, old)
+    _as_version_3(old)
+    with wb.RunStore(old) as migrated:
+        assert (
+            migrated.find(wb.RunFilter(status="completed", agent="solver"), descending=True) == live
+        )
+        assert migrated.count(wb.RunFilter(since=runs.between)) == 3
 
 
 def test_a_damaged_run_is_listed_with_its_errors_unknown(

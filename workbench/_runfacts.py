@@ -88,6 +88,9 @@ class RunFacts:
             self.duration,
             json.dumps(state.metadata, separators=(",", ":")) if state.metadata else None,
             state.trace_id,
+            state.status.value,
+            state.agent_name,
+            state.created_at,
         )
 
 

@@ -61,7 +61,7 @@ __all__ = [
     "open_connection",
 ]
 
-STORE_SCHEMA_VERSION = 3
+STORE_SCHEMA_VERSION = 4
 """Version of the store's table layout. Bump it and add an entry to `_MIGRATIONS` on any change."""
 
 _T = TypeVar("_T")
@@ -158,7 +158,19 @@ _V3 = (
     "CREATE INDEX runs_by_time ON runs (created_at)",
 )
 
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3}
+_V4 = (
+    # A run's status, agent and start on its summary too: a filtered list then reads only the
+    # narrow summaries (the run rows, ahead of their state payloads, are ten times wider) and
+    # looks a run's row up only for the rows it shows.
+    "ALTER TABLE summaries ADD COLUMN status TEXT",
+    "ALTER TABLE summaries ADD COLUMN agent_name TEXT",
+    "ALTER TABLE summaries ADD COLUMN created_at REAL",
+    "UPDATE summaries SET (status, agent_name, created_at) = "
+    "(SELECT r.status, r.agent_name, r.created_at FROM runs r WHERE r.run_id = summaries.run_id)",
+    "CREATE INDEX summaries_by_time ON summaries (created_at)",
+)
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 """Statements that take the store from version ``n - 1`` to ``n``."""
 
 
@@ -239,18 +251,21 @@ def _migrate(conn: sqlite3.Connection, path: str, version: int) -> None:
     for target in range(version + 1, STORE_SCHEMA_VERSION + 1):
         for statement in _MIGRATIONS[target]:
             conn.execute(statement)
-        if target == 3:
-            _fill_summaries(conn)
         conn.execute("INSERT INTO schema_version VALUES (?, ?)", (target, time.time()))
+    if version < 3:  # the runs stored before summaries, summarized in today's layout
+        _fill_summaries(conn)
+    if version:  # SQLite's statistics of the tables as they now are: they steer its plans
+        conn.execute("ANALYZE")
 
 
+_SUMMARY_COLUMNS = (
+    "run_id", "root_run_id", "depth", "errors", "first_error", "tool_calls", "duration",
+    "metadata", "trace_id", "status", "agent_name", "created_at",
+)  # fmt: skip
 PUT_SUMMARY = (
-    "INSERT INTO summaries (run_id, root_run_id, depth, errors, first_error, tool_calls, "
-    "duration, metadata, trace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO "
-    "UPDATE SET root_run_id = excluded.root_run_id, depth = excluded.depth, "
-    "errors = excluded.errors, first_error = excluded.first_error, "
-    "tool_calls = excluded.tool_calls, duration = excluded.duration, "
-    "metadata = excluded.metadata, trace_id = excluded.trace_id"
+    f"INSERT INTO summaries ({', '.join(_SUMMARY_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_SUMMARY_COLUMNS))}) ON CONFLICT (run_id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _SUMMARY_COLUMNS[1:])
 )
 """Write a run's own summary (`RunFacts.row`), keeping its tree's totals."""
 TREE_TOTALS = (
@@ -262,7 +277,10 @@ kept on the root's row so a rolled-up list reads one row per tree, like any list
 
 
 _STEP_BODIES = "SELECT step, body FROM steps WHERE run_id = ? ORDER BY seq"
-_UNKNOWN_SUMMARY = "INSERT INTO summaries (run_id, root_run_id, depth) VALUES (?, ?, 0)"
+_UNKNOWN_SUMMARY = (
+    "INSERT INTO summaries (run_id, root_run_id, depth, status, agent_name, created_at) "
+    "SELECT run_id, ?2, 0, status, agent_name, created_at FROM runs WHERE run_id = ?1"
+)
 """A run whose records cannot be read: its errors and tools unknown (NULL)."""
 
 

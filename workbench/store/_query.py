@@ -1,9 +1,9 @@
 """The run list's SQL: a `RunFilter` and a sort order as one query over ``runs`` and ``summaries``.
 
-A run list reads the run's row (status, tokens, times: columns ahead of its state payload) and
-its summary (errors, tools, tree, metadata: a narrow table of its own), never the payloads, so
-100,000 runs filter in a fraction of a second. The tools of the listed runs come from a second
-query, for the rows listed only.
+A run list filters on the runs' summaries (status, agent, start, errors, tools, tree, metadata:
+a narrow table of their own) and reads a run's row (tokens, model, output: ahead of its state
+payload) only for the rows it lists, never the payloads, so 100,000 runs filter in a fraction
+of a second. The tools of the listed runs come from a second query, for those rows only.
 
 With ``rollup`` a row is a run tree: its root's row with the tree's errors, tool calls and
 sub-run count, which the store keeps on the root's summary as the tree's runs are written, and
@@ -89,11 +89,11 @@ Sort = Literal[
     "started", "updated", "run", "agent", "status", "errors", "steps", "tokens", "cost", "duration"
 ]
 SORTS: dict[str, str] = {
-    "started": "r.created_at",
+    "started": "s.created_at",
     "updated": "r.updated_at",
     "run": "r.run_id",
-    "agent": "r.agent_name",
-    "status": "r.status",
+    "agent": "s.agent_name",
+    "status": "s.status",
     "errors": "errors",
     "steps": "r.step",
     "tokens": "(r.input_tokens + r.output_tokens)",
@@ -108,8 +108,7 @@ _ROW = (
     "r.run_id, r.agent_name, r.status, r.stop_reason, r.step, r.model_name, r.input_tokens, "
     f"r.output_tokens, r.cost, {_TIME.format('r.created_at')}, {_TIME.format('r.updated_at')}, "
     "r.parent_run_id, r.rerun_of_run, r.rerun_of_step, r.output, "
-    "json_extract(s.metadata, '$.session_id'), coalesce(s.depth, 0), "
-    "coalesce(s.root_run_id, r.run_id)"
+    "json_extract(s.metadata, '$.session_id'), s.depth, s.root_run_id"
 )
 _RUN = (
     f"{_ROW}, s.errors AS errors, s.first_error, s.tool_calls, s.duration, s.metadata, s.trace_id"
@@ -118,7 +117,7 @@ _TREE = (
     f"{_ROW}, s.tree_errors AS errors, s.first_error, s.tree_tool_calls, s.duration, s.metadata, "
     "s.trace_id, s.subruns"
 )
-_FROM = "FROM runs r LEFT JOIN summaries s ON s.run_id = r.run_id"
+_FROM = "FROM summaries s JOIN runs r ON r.run_id = s.run_id"
 COLUMNS = tuple(name for name in RunSummary.model_fields if name not in ("tools", "subruns"))
 """The `RunSummary` fields a listing query returns, in its column order (then ``subruns``)."""
 
@@ -161,14 +160,14 @@ def _in(column: str, values: Sequence[object]) -> str:
 
 
 def _run_terms(spec: RunFilter) -> tuple[list[str], list[object]]:
-    """The conditions on one run (``r``, ``s``) for everything but status and time."""
+    """The conditions on one run's summary (``s``) for everything but status and time."""
     terms: list[str] = []
     params: list[object] = []
     if spec.agent:
-        terms.append(_in("r.agent_name", spec.agent))
+        terms.append(_in("s.agent_name", spec.agent))
         params += spec.agent
     if spec.tool:
-        terms.append(f"r.run_id IN (SELECT run_id FROM run_tools WHERE {_in('tool', spec.tool)})")
+        terms.append(f"s.run_id IN (SELECT run_id FROM run_tools WHERE {_in('tool', spec.tool)})")
         params += spec.tool
     for key, value in spec.metadata.items():
         term, more = _metadata_term(key, value)
@@ -178,7 +177,7 @@ def _run_terms(spec: RunFilter) -> tuple[list[str], list[object]]:
         # the cheap test on the stored JSON first (the text as JSON writes it), then the exact
         # one on what a person reads, so "role" or "kind" does not match every message
         terms.append(
-            "EXISTS (SELECT 1 FROM messages mm WHERE mm.run_id = r.run_id "
+            "EXISTS (SELECT 1 FROM messages mm WHERE mm.run_id = s.run_id "
             "AND mm.body LIKE ? ESCAPE '\\' AND EXISTS (SELECT 1 FROM json_tree(mm.body) j "
             f"WHERE {_TEXT_LEAVES} AND j.atom LIKE ? ESCAPE '\\'))"
         )
@@ -189,19 +188,19 @@ def _run_terms(spec: RunFilter) -> tuple[list[str], list[object]]:
 def _root_terms(spec: RunFilter) -> tuple[list[str], list[object]]:
     """The conditions on the listed row itself: status and start time.
 
-    The time is written ``+r.created_at`` so SQLite does not walk the time index for it (see
+    The time is written ``+s.created_at`` so SQLite does not walk the time index for it (see
     `list_query`).
     """
     terms: list[str] = []
     params: list[object] = []
     if spec.status:
-        terms.append(_in("r.status", spec.status))
+        terms.append(_in("s.status", spec.status))
         params += spec.status
     if spec.since is not None:
-        terms.append("+r.created_at >= ?")
+        terms.append("+s.created_at >= ?")
         params.append(spec.since)
     if spec.until is not None:
-        terms.append("+r.created_at < ?")
+        terms.append("+s.created_at < ?")
         params.append(spec.until)
     return terms, params
 
@@ -210,11 +209,10 @@ def _where(spec: RunFilter) -> tuple[str, list[object]]:
     terms, params = _root_terms(spec)
     per_run, more = _run_terms(spec)
     if spec.rollup:
-        terms.append("coalesce(s.depth, 0) = 0")
+        terms.append("s.depth = 0")
         if per_run:  # a tree matches when any of its runs does
             terms.append(
-                "r.run_id IN (SELECT coalesce(s.root_run_id, r.run_id) "
-                f"{_FROM} WHERE {' AND '.join(per_run)})"
+                f"s.run_id IN (SELECT s.root_run_id FROM summaries s WHERE {' AND '.join(per_run)})"
             )
     else:
         terms += per_run
@@ -240,7 +238,7 @@ def list_query(
     # Unfiltered, the newest (or oldest) rows are read off the time index, a page at a time.
     # Filtered, the index would be walked to its end for a filter that keeps few rows, each
     # step a lookup of the row it names: then finding the rows and sorting them is faster.
-    time_key = "+r.created_at" if spec.active else "r.created_at"
+    time_key = "+s.created_at" if spec.active else "s.created_at"
     key = time_key if sort == "started" else SORTS[sort]
     query = (
         f"SELECT {_TREE if spec.rollup else _RUN} {_FROM} {where} "
@@ -260,7 +258,7 @@ def select(where: str) -> str:
 def count_query(spec: RunFilter) -> tuple[str, list[object]]:
     """The query counting the runs ``spec`` keeps."""
     where, params = _where(spec)
-    return f"SELECT count(*) {_FROM} {where}", params
+    return f"SELECT count(*) FROM summaries s {where}", params  # no run row is read
 
 
 _BATCH = 500
