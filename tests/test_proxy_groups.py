@@ -90,6 +90,10 @@ def test_a_task_of_several_conversations_replays_as_one_group(
     assert [store.load(r).state.metadata["proxy"]["replay_of"] for r in replay.run_ids[:1]] == [
         proxy.run_ids
     ]
+    again = [store.load(r).state.rerun_of for r in replay.run_ids[:4]]
+    assert [(o.run_id, o.step) for o in again if o is not None] == [
+        (r, 1) for r in proxy.run_ids
+    ] * 2
 
 
 def test_the_command_replays_every_run_given_not_only_the_last(

@@ -59,6 +59,10 @@ def test_a_client_is_recorded_replayed_offline_forked_and_rechecked(
     replayed = store.load(replay.run_ids[0])
     assert replayed.status is wb.ExecutionStatus.COMPLETED and len(replayed.steps) == 2
     assert replayed.state.metadata["proxy"]["replay_of"] == run_id
+    assert replayed.state.rerun_of is not None and replayed.state.rerun_of.run_id == run_id
+    # the same run, step for step; but for what the tolerated tool said this time (Codex's
+    # shell output: a new chunk id and wall time)
+    assert wb.diff(run, replayed).first_divergence == (1 if agent.normalize else None)
 
     # forked after step 1: the call is replayed, what follows it comes live
     ending = scripted(agent.wire, agent.tool, agent.arguments, ending=FORKED)

@@ -60,7 +60,7 @@ from workbench.messages import (
     Usage,
 )
 from workbench.records import PhaseEvent, StepContext
-from workbench.state import AgentState, ErrorInfo, Phase, Transition, new_id
+from workbench.state import AgentState, ErrorInfo, Phase, RerunOf, Transition, new_id
 from workbench.store import RunStore
 from workbench.tools import ToolDefinition, schema_hash
 
@@ -327,6 +327,12 @@ class Recorder:
             snapshot=snapshot, call=call, outcome=outcome, started_at=started
         )
         self._continuable.add(conversation)
+
+    def rerun(self, run_id: str, origin: RerunOf) -> None:
+        """The run re-runs ``origin`` (a replay answered it from there): its state says so."""
+        conversation = self._conversations.get(run_id)
+        if conversation is not None and conversation.state.rerun_of is None:
+            conversation.state = conversation.state.model_copy(update={"rerun_of": origin})
 
     def close(self) -> None:
         """Write every waiting step and end every run; again, do nothing.

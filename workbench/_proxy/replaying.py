@@ -31,6 +31,7 @@ from workbench.messages import Message, ModelResponse, ToolResult
 from workbench.models.base import ModelRequest
 from workbench.models.replay import ReplayModel
 from workbench.records import RunResult
+from workbench.state import RerunOf
 
 __all__ = ["Normalizer", "Replayer", "Tolerance"]
 
@@ -102,6 +103,8 @@ class Replayer:
         self._live = live and until_step is not None
         self._models: dict[str, ReplayModel | None] = {}
         """By the conversation's run id: its recording's model; None once it went live."""
+        self._origins: dict[str, RerunOf] = {}
+        """By the conversation's run id: the recorded run and step its first answer came from."""
         self._replayed: set[int] = set()
         self.forked = until_step == 0
         """A conversation went past its fork point (see the module docstring)."""
@@ -160,6 +163,7 @@ class Replayer:
                 continue
             self._models[conversation] = model
             self._replayed.add(index)
+            self._origins[conversation] = _origin(self.runs[index], model.last_step or 1)
             return response
         if self._live and (exhausted is not None or self.forked):
             self._models[conversation] = None
@@ -178,6 +182,10 @@ class Replayer:
             )
         raise departed
 
+    def origin(self, conversation: str) -> RerunOf | None:
+        """What the conversation re-runs: the recorded run and step it was first answered from."""
+        return self._origins.get(conversation)
+
     def _told(self, departed: ReplayDivergence) -> ReplayDivergence:
         """``departed``, saying which tolerances the requests were compared under, if any."""
         if not self.tolerances:
@@ -190,6 +198,11 @@ class Replayer:
         """The runs a new conversation may be, those not replayed yet first, each in order."""
         indices = range(len(self.runs))
         return [i for i in indices if i not in self._replayed] + sorted(self._replayed)
+
+
+def _origin(run: RunResult, step: int) -> RerunOf:
+    snapshot = next(s for s in run.snapshots if s.step == step)
+    return RerunOf(run_id=run.run_id, step=step, snapshot_id=snapshot.id)
 
 
 def _prepared(run: RunResult, tolerances: Mapping[str, Tolerance]) -> RunResult:

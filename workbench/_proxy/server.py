@@ -217,13 +217,19 @@ class ProxyApp:
         call = exchange.call
         settings = {"model": call.model, **call.settings}  # checked as the recording's are
         request = ModelRequest(messages=call.messages, tools=call.tools, settings=settings)
+        run_id = exchange.snapshot.run_id
         try:
-            response = await self.replayer.answer(exchange.snapshot.run_id, request)
+            response = await self.replayer.answer(run_id, request)
         except ReplayExhausted as exc:
             return exchange.failed(_DEPARTED, "replay_exhausted", str(exc))
         except ReplayDivergence as exc:
             return exchange.failed(_DEPARTED, "replay_divergence", str(exc))
-        return None if response is None else exchange.replayed(response)
+        if response is None:
+            return None
+        origin = self.replayer.origin(run_id)
+        if origin is not None:
+            self.recorder.rerun(run_id, origin)
+        return exchange.replayed(response)
 
     @property
     def _client(self) -> aiohttp.ClientSession:

@@ -233,6 +233,11 @@ class ReplayModel(OfflineModel):
         self.tool_recording.given(index, recorded.step)
         return recorded.response
 
+    @property
+    def last_step(self) -> int | None:
+        """The recorded step whose response was given last (None before the first)."""
+        return None if self._last is None else self._last[0].step
+
     def assert_complete(self) -> None:
         """Raise AssertionError unless every replayable response was used."""
         assert self.replayed == self._limit - (self._start or 0), (
