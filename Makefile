@@ -53,6 +53,7 @@ bench: $(VENV)/.dev-installed
 	$(PY) bench/replay_speed.py
 	$(PY) bench/proxy_overhead.py
 	$(PY) bench/runs_list.py
+	$(PY) bench/journey_latency.py
 
 clean:
 	rm -rf $(VENV) .workbench .pytest_cache .mypy_cache .ruff_cache

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.journeys.harness import TIMEOUT_MS, chromium, ensure_chromium, jupyter_server
+from tests.journeys.harness import TIMEOUT_MS, chromium, chromium_missing, jupyter_server
 
 pytestmark = pytest.mark.browser
 
@@ -36,7 +36,8 @@ ARTIFACTS = ROOT / "test-artifacts"
 @pytest.fixture(scope="module")
 def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A headless chromium with an empty profile, driven by Playwright."""
-    ensure_chromium()
+    if (why := chromium_missing()) is not None:
+        pytest.skip(why)
     ARTIFACTS.mkdir(exist_ok=True)
     with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
         yield context

@@ -12,7 +12,7 @@ from tests.journeys.harness import (
     Jupyter,
     Notebook,
     chromium,
-    ensure_chromium,
+    chromium_missing,
     jupyter_server,
 )
 
@@ -35,7 +35,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 @pytest.fixture(scope="session")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Headless chromium (a Playwright browser context) shared by the journeys."""
-    ensure_chromium()
+    if (why := chromium_missing()) is not None:
+        pytest.skip(why)
     with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
         yield context
 

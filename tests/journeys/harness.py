@@ -10,6 +10,9 @@ and fails with the cell's error if it printed one. Widgets are found in a cell's
 and text (Playwright locators); waits are on what the page shows, never sleeps. `Notebook.shot`
 keeps a screenshot under ``test-artifacts/journeys/``.
 
+`click_latency` times one click in the page itself, from the click event to the first moment the
+page shows the new state (a `MutationObserver`), for ``bench/journey_latency.py``.
+
 Chromium is Debian's (``/usr/bin/chromium``, installed by ``scripts/install-browser``), driven by
 Playwright through ``executable_path``: Playwright's own browser download does not work here.
 """
@@ -24,7 +27,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,10 +192,10 @@ def _wait_until_up(server: Jupyter) -> None:
     raise TimeoutError(f"Jupyter did not answer at {server.base} within 90 s")
 
 
-def ensure_chromium() -> None:
-    """Install the system chromium with scripts/install-browser if it is missing, else skip."""
+def chromium_missing() -> str | None:
+    """Install chromium with scripts/install-browser if it is missing; None, or why it is not."""
     if CHROMIUM.exists():
-        return
+        return None
     done = subprocess.run(
         [str(ROOT / "scripts" / "install-browser")],
         capture_output=True,
@@ -200,11 +203,10 @@ def ensure_chromium() -> None:
         timeout=540,
         check=False,
     )
-    if not CHROMIUM.exists():
-        import pytest
-
-        why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        pytest.skip(f"chromium could not be installed by scripts/install-browser: {why[0]}")
+    if CHROMIUM.exists():
+        return None
+    why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+    return f"chromium could not be installed by scripts/install-browser: {why[0]}"
 
 
 @contextmanager
@@ -295,3 +297,58 @@ class Notebook:
 
 RED = "rgb(198, 40, 40)"
 """How a failed span or an error is drawn everywhere (#c62828)."""
+
+
+def button(scope: Any, name: str) -> Any:
+    """A widget button in ``scope`` by its text (its accessible name starts with the icon)."""
+    return scope.get_by_role("button", name=re.compile(rf"(^|\s){re.escape(name)}$"))
+
+
+def click(scope: Any, name: str) -> None:
+    """Click the button ``name`` once it is enabled (not busy with the click before)."""
+    from playwright.sync_api import expect
+
+    target = button(scope, name)
+    expect(target).to_be_enabled()
+    target.click()
+
+
+_LATENCY = """([shown, start]) => {
+  const holds = new Function(`return (${shown})`)();
+  window.wbLatency = new Promise((resolve) => {
+    let began = null;
+    const check = () => {
+      if (began === null || !holds()) return;
+      observer.disconnect();
+      resolve(performance.now() - began);
+    };
+    const observer = new MutationObserver(check);
+    const everything = {subtree: true, childList: true, characterData: true, attributes: true};
+    observer.observe(document.body, everything);
+    const begin = () => { began = performance.now(); check(); };
+    document.addEventListener(start, begin, {capture: true, once: true});
+  });
+}"""
+
+
+def click_latency(
+    page: Any,
+    target: Any,
+    shown: str,
+    *,
+    start: str = "click",
+    act: Callable[[], None] | None = None,
+) -> float:
+    """Seconds from a click on ``target`` (or ``act``'s ``start`` event) until ``shown`` holds.
+
+    ``shown`` is the source of a JavaScript function of no arguments that says whether the page
+    shows the new state. Both ends are timed by the page (the event, and the DOM change a
+    `MutationObserver` sees), so Playwright's polling is not in the figure.
+    """
+    page.evaluate(_LATENCY, [shown, start])
+    if act is None:
+        target.click()
+    else:
+        act()
+    ms: float = page.evaluate("() => window.wbLatency")
+    return ms / 1000
