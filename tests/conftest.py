@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
 
 import workbench as wb
+from tests.journeys.harness import Jupyter, chromium, chromium_missing, jupyter_server
 
 
 def phase_trace(events: list[wb.PhaseEvent]) -> list[str]:
@@ -20,3 +25,22 @@ async def collect(run: wb.AgentRun) -> list[wb.PhaseEvent]:
 # Runs made by tests go to an in-memory store unless a test passes its own: the repository's
 # .workbench/ stays clean and parallel test processes never share a file.
 os.environ.setdefault("WORKBENCH_STORE", ":memory:")
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Headless chromium (a Playwright browser context) shared by every browser test.
+
+    One per session: Playwright's sync API cannot run two at once in a process.
+    """
+    if (why := chromium_missing()) is not None:
+        pytest.skip(why)
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
+        yield context
+
+
+@pytest.fixture(scope="session")
+def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter]:
+    """One Jupyter server (JupyterLab and Notebook 7) with a clean home, for every browser test."""
+    with jupyter_server(tmp_path_factory.mktemp("jupyter-home")) as server:
+        yield server

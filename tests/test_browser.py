@@ -19,13 +19,12 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.journeys.harness import TIMEOUT_MS, chromium, chromium_missing, jupyter_server
+from tests.journeys.harness import TIMEOUT_MS, Jupyter
 
 pytestmark = pytest.mark.browser
 
@@ -34,28 +33,18 @@ ARTIFACTS = ROOT / "test-artifacts"
 
 
 @pytest.fixture(scope="module")
-def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A headless chromium with an empty profile, driven by Playwright."""
-    if (why := chromium_missing()) is not None:
-        pytest.skip(why)
+def jupyterlab(jupyter: Jupyter) -> str:
+    """The session's JupyterLab, serving copies of the notebooks; 01_quickstart's URL."""
     ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
-        yield context
+    for name in ("01_quickstart.ipynb", "08_trace_explorer.ipynb"):
+        shutil.copy(ROOT / "notebooks" / name, jupyter.root)
+    return jupyter.url("lab/tree/01_quickstart.ipynb")
 
 
-@pytest.fixture(scope="module")
-def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """JupyterLab on loopback serving copies of the notebooks; yields 01_quickstart's URL."""
-    with jupyter_server(tmp_path_factory.mktemp("jupyterlab")) as server:
-        for name in ("01_quickstart.ipynb", "08_trace_explorer.ipynb"):
-            shutil.copy(ROOT / "notebooks" / name, server.root)
-        yield server.url("lab/tree/01_quickstart.ipynb")
-
-
-def test_quickstart_in_jupyterlab(browser_context: Any, jupyterlab: str) -> None:
+def test_quickstart_in_jupyterlab(browser: Any, jupyterlab: str) -> None:
     from playwright.sync_api import expect
 
-    page = browser_context.new_page()
+    page = browser.new_page()
     page.goto(jupyterlab)
     page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')")
     expect(page.locator(".jp-Notebook .jp-Cell").first).to_be_visible()
@@ -119,7 +108,7 @@ def _only_files(page: Any) -> list[str]:
     return leaving
 
 
-def test_report_opens_offline(browser_context: Any, tmp_path: Path) -> None:
+def test_report_opens_offline(browser: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
     store = tmp_path / "runs.sqlite"
@@ -134,7 +123,7 @@ def test_report_opens_offline(browser_context: Any, tmp_path: Path) -> None:
         timeout=120,
     )
 
-    page = browser_context.new_page()
+    page = browser.new_page()
     leaving = _only_files(page)
     page.goto(report.as_uri())
     bars = page.locator(".wb-bars .wb-bar")
@@ -175,7 +164,7 @@ def test_report_opens_offline(browser_context: Any, tmp_path: Path) -> None:
 
 
 def test_a_foreign_trace_report_opens_offline_with_its_text_as_text(
-    browser_context: Any, tmp_path: Path
+    browser: Any, tmp_path: Path
 ) -> None:
     """``workbench trace FILE -o`` on another framework's trace whose content is markup."""
     import json
@@ -195,7 +184,7 @@ def test_a_foreign_trace_report_opens_offline_with_its_text_as_text(
         capture_output=True,
     )
 
-    page = browser_context.new_page()
+    page = browser.new_page()
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     leaving = _only_files(page)
@@ -226,11 +215,11 @@ def _run_all(page: Any, url: str, notebook: str) -> None:
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
 
-def test_trace_explorer_in_jupyterlab(browser_context: Any, jupyterlab: str) -> None:
+def test_trace_explorer_in_jupyterlab(browser: Any, jupyterlab: str) -> None:
     """The explorer on a run with tools, a retry, hooks and a sub-run: click, read, search, fold."""
     from playwright.sync_api import expect
 
-    page = browser_context.new_page()
+    page = browser.new_page()
     _run_all(page, jupyterlab.replace("01_quickstart", "08_trace_explorer"), NOTEBOOK)
     explorer = page.locator(".wbx").first
     rows = explorer.locator(".wbx-row")

@@ -1,4 +1,4 @@
-"""One JupyterLab server and one chromium for every journey; a fresh page and kernel for each."""
+"""A fresh page and kernel for each journey, on the session's server and browser."""
 
 from __future__ import annotations
 
@@ -7,14 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.journeys.harness import (
-    Interface,
-    Jupyter,
-    Notebook,
-    chromium,
-    chromium_missing,
-    jupyter_server,
-)
+from tests.journeys.harness import Interface, Jupyter, Notebook
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -30,22 +23,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     setattr(item, f"report_{report.when}", report)
     return report
-
-
-@pytest.fixture(scope="session")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Headless chromium (a Playwright browser context) shared by the journeys."""
-    if (why := chromium_missing()) is not None:
-        pytest.skip(why)
-    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
-        yield context
-
-
-@pytest.fixture(scope="session")
-def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter]:
-    """One Jupyter server (JupyterLab and Notebook 7) with a clean home, for every journey."""
-    with jupyter_server(tmp_path_factory.mktemp("jupyter-home")) as server:
-        yield server
 
 
 OpenNotebook = Callable[..., Notebook]
