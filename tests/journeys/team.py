@@ -17,6 +17,11 @@ def apply_discount(price: float, discount: str) -> float:
 BUG_LINE = 4
 """The line of `BUGGY_TOOL` the traceback names."""
 
+FIXED_TOOL = '''@wb.tool
+def apply_discount(price: float, discount: str) -> float:
+    """Take a discount such as '25%' off a price."""
+    return price * (1 - float(discount.rstrip("%")) / 100)'''
+
 DIGGER = '''def price_the_coat(messages, request):
     """The digger's model: call the tool, then say what it answered."""
     last = messages[-1]
