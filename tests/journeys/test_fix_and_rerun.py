@@ -2,9 +2,9 @@
 
 The person redefines the tool in a new cell and re-runs the digger's run from step 1 with
 ``rerun_sync(snapshot, tools=[fixed])`` (the README's recipe): the recorded model answer of step 1
-is replayed, the fixed tool runs, and the digger's own model goes on. The re-run's display says
-it completed without a tool error, and the printed diff shows step 1's tool result going from the
-TypeError to the price.
+is replayed, the fixed tool runs on the very call that failed, and the digger's own model goes
+on. The re-run's display says it completed without a tool error, and the printed diff says the
+tool failed in the first run and succeeds in the re-run, on the same call.
 """
 
 from __future__ import annotations
@@ -39,7 +39,10 @@ def test_fix_the_tool_and_rerun_from_its_step_then_the_diff(open_notebook: OpenN
     expect(fixed).to_contain_text("apply_discount says: 90.0")
     expect(fixed).not_to_contain_text("tool error")
     diff = notebook.run().locator(".jp-OutputArea-output")
-    expect(diff).to_contain_text("re-run of a from step 1")
-    expect(diff).to_contain_text(re.compile(r"step 1: changed.*TypeError.*→.*'90\.0'", re.S))
-    expect(diff).to_contain_text(re.compile(r"first divergence: step 1"))
+    expect(diff).to_contain_text("b is a re-run of a from step 1")
+    expect(diff).to_contain_text(
+        re.compile(r"tool apply_discount failed in a \(.*TypeError.*\); succeeds in b: '90\.0'")
+    )
+    # the recorded answer of step 1 was replayed: the fixed tool ran on the very call that failed
+    expect(diff).to_contain_text(re.compile(r"result of (call_\w+) \(error\).*→ result of \1 '90"))
     notebook.shot("2-the-diff", diff)
