@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_browser import ARTIFACTS, _only_files, browser_context  # noqa: F401 (a fixture)
+from tests.test_browser import ARTIFACTS, _only_files
 
 pytestmark = pytest.mark.browser
 
@@ -61,13 +61,13 @@ def _overlapping(boxes: list[dict[str, float]]) -> list[int]:
 
 
 def test_the_failed_span_is_red_and_its_traceback_is_there_offline(
-    browser_context: Any,  # noqa: F811 (the fixture)
+    browser: Any,
     tmp_path: Path,
 ) -> None:
     from playwright.sync_api import expect
 
     report = _report(tmp_path)
-    page = browser_context.new_page()
+    page = browser.new_page()
     page.set_viewport_size({"width": 1100, "height": 900})
     leaving = _only_files(page)
     page.goto(report.as_uri())

@@ -17,10 +17,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.test_browser import (  # noqa: F401 (fixtures)
+from tests.test_browser import (  # noqa: F401 (a fixture)
     ARTIFACTS,
     TIMEOUT_MS,
-    browser_context,
     jupyterlab,
 )
 
@@ -91,12 +90,12 @@ def _run_cell(page: Any, index: int) -> None:
 
 
 def test_a_run_stopped_in_a_sub_agent_shows_its_spans_so_far(
-    browser_context: Any,  # noqa: F811 (the fixture)
+    browser: Any,
     jupyterlab: str,  # noqa: F811 (the fixture)
 ) -> None:
     from playwright.sync_api import expect
 
-    page = browser_context.new_page()
+    page = browser.new_page()
     page.goto(_upload(jupyterlab))
     page.wait_for_function(
         "name => window.jupyterapp?.shell.currentWidget?.context?.path === name", arg=NOTEBOOK
