@@ -28,14 +28,11 @@ run to run, so compare within a run.
 from __future__ import annotations
 
 import argparse
-import gc
 import glob
 import json
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +41,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _many_runs import build
+from view_build import timed  # the median-of-repeats timer every view bench uses
 
 import workbench as wb
 from workbench.demo import eval_agent, eval_task
@@ -63,18 +61,6 @@ FILTERS: dict[str, dict[str, Any]] = {
     "agent+errors+since": {"agent": "shopper", "errors": True, "since": "2000-01-01"},
     "rolled up": {"rollup": True, "errors": True},
 }
-
-
-def timed(work: Callable[[], object], repeat: int) -> float:
-    """Median seconds of ``repeat`` calls (after one warm-up)."""
-    work()
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        started = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
 
 
 def sent_bytes(browser: RunsBrowser) -> int:
