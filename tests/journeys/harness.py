@@ -286,12 +286,23 @@ class Notebook:
         return cell
 
     def shot(self, step: str, target: Any = None) -> Path:
-        """A screenshot of the page (or of ``target``) as ``<notebook>-<step>.png``."""
+        """A screenshot as ``<notebook>-<step>.png``: of ``target``, or what the page shows.
+
+        A target taller than the window is shown as a person sees it: scrolled to its top, the
+        window's worth of it (an element screenshot of it would be cut by JupyterLab's panel).
+        """
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         path = ARTIFACTS / f"{self.name}-{step}.png"
-        if target is not None:
+        if target is None:
+            self.page.screenshot(path=str(path))
+            return path
+        box = target.bounding_box()
+        if box is not None and box["height"] <= self.page.viewport_size["height"]:
             target.scroll_into_view_if_needed()
-        (target or self.page).screenshot(path=str(path))
+            target.screenshot(path=str(path))
+        else:
+            target.evaluate("node => node.scrollIntoView({block: 'start'})")
+            self.page.screenshot(path=str(path))
         return path
 
 

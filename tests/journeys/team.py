@@ -4,6 +4,10 @@ A three-level team prices a coat: the lead asks a researcher, who asks a digger,
 ``apply_discount`` has a bug (it divides the discount text by 100: a ``TypeError`` on line 4 of
 its cell). The digger's model is a small function that calls the tool, then says what the tool
 answered, so a re-run after the fix goes on with the agent's own model.
+
+`STEPPING` is another team of the same shape with nothing broken: the digger searches, then
+saves a note that needs approval; the lead asks the researcher twice, so there is a sub-agent to
+step into after stepping out of the first.
 """
 
 from __future__ import annotations
@@ -58,3 +62,47 @@ TEAM = [IMPORT, BUGGY_TOOL, DIGGER, RESEARCHER, LEAD]
 
 RUN = f"""result = lead.run_sync({PROMPT!r})
 result"""
+
+STEPPING_TOOLS = '''@wb.tool
+def search(query: str) -> str:
+    """Search the shop's catalogue."""
+    return f"found: {query} costs 120"
+
+
+@wb.tool(requires_approval=True)
+def save_note(text: str) -> str:
+    """Keep a note for the team."""
+    return "saved"'''
+
+STEPPING_DIGGER = """digger = wb.Agent(
+    model=wb.ScriptedModel([
+        wb.ModelResponse.tool_call("search", {"query": "winter coat"}),
+        wb.ModelResponse.tool_call("save_note", {"text": "winter coat: 120"}),
+        "The coat costs 120.",
+    ]),
+    name="digger",
+    tools=[search, save_note],
+)"""
+
+STEPPING_RESEARCHER = """researcher = wb.Agent(
+    model=wb.ScriptedModel([
+        wb.ModelResponse.tool_call("dig", {"task": "Find the coat's price."}),
+        "The coat costs 120.",
+        "The shoes cost 80.",
+    ]),
+    name="researcher",
+    tools=[digger.as_tool("dig", "Dig through the catalogue.")],
+)"""
+
+STEPPING_LEAD = """lead = wb.Agent(
+    model=wb.ScriptedModel([
+        wb.ModelResponse.tool_call("research", {"task": "What does the coat cost?"}),
+        wb.ModelResponse.tool_call("research", {"task": "And the shoes?"}),
+        "The coat costs 120 and the shoes 80.",
+    ]),
+    name="lead",
+    tools=[researcher.as_tool("research", "Find things out.")],
+)"""
+
+STEPPING = [IMPORT, STEPPING_TOOLS, STEPPING_DIGGER, STEPPING_RESEARCHER, STEPPING_LEAD]
+"""The stepping team, defined."""

@@ -1,0 +1,111 @@
+"""Journey 2: step through a three-level team with the Stepper, one click per cell.
+
+Continue stops at a breakpoint in the digger, two sub-agents down. From then on every button is
+clicked in the Stepper shown again by a later cell, after other cells ran in between (as a person
+inspects the run between clicks): Step over (the digger's search, at the digger's level), Step
+out (the digger goes on, and its note needs approval: Approve, in the row that says which
+sub-agent asks), Step out again (back in the researcher), Step out (back in the lead), Next phase
+(the lead's own phases), Step into (the researcher's second sub-run), Run to end.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from playwright.sync_api import expect
+
+from tests.journeys.conftest import OpenNotebook
+from tests.journeys.harness import Notebook, button, click
+from tests.journeys.team import STEPPING
+
+STEPPER = """stepper = Stepper(
+    lead,
+    "What do the coat and the shoes cost?",
+    breakpoints=[wb.Break.on_tool("search")],
+)
+stepper"""
+
+LOOK = [  # what a person types between two clicks, to look at where the run is
+    "stepper.run.subrun.pending_calls",  # the digger's search, waiting at the breakpoint
+    "stepper.run.subrun.state.agent_name",
+    "stepper.run.state.status",  # approved, not yet going on
+    "stepper.run.subrun.state.agent_name",
+    "stepper.run.state.next_phase",
+    "stepper.run.state.next_phase",
+    "stepper.run.state.next_phase",
+    "stepper.run.pending_calls",  # the lead's second call of the researcher
+]
+
+
+def test_continue_into_a_sub_agent_then_every_button_from_later_cells(
+    open_notebook: OpenNotebook,
+) -> None:
+    cells = [*STEPPING, "from workbench.notebook import Stepper", STEPPER]
+    for look in LOOK:
+        cells += [look, "stepper"]
+    notebook = open_notebook("step-through-the-team", cells)
+    notebook.run_until(len(STEPPING) + 1)
+    stepper = notebook.run()
+    click(stepper, "Continue")
+    expect(stepper.locator(".wb-status")).to_contain_text("stopped at breakpoint")
+    where = stepper.locator(".wb-subrun")
+    expect(where).to_contain_text(re.compile(r"inside sub-run digger \(depth 2.*next phase tools"))
+    notebook.shot("1-continue", stepper)
+
+    stepper = _later(notebook)  # the digger's search runs, the stepper stays in the digger
+    expect(button(stepper, "Step over")).to_be_enabled()
+    click(stepper, "Step over")
+    expect(stepper.locator(".wb-subrun")).to_contain_text(
+        re.compile(r"inside sub-run digger \(depth 2.*next phase continuation")
+    )
+    expect(stepper.locator(".wb-phase-log")).to_contain_text(re.compile(r"digger .*tools"))
+    notebook.shot("2-step-over", stepper)
+
+    stepper = _later(notebook)  # the digger goes on, and stops for its note's approval
+    click(stepper, "Step out")
+    expect(stepper.locator(".wb-status")).to_contain_text("paused")
+    approval = stepper.locator(".wb-pending", has_text="save_note")
+    expect(approval).to_be_visible()
+    expect(stepper).to_contain_text("asked by sub-agent digger")
+    notebook.shot("3-approval-in-the-digger", stepper)
+    click(stepper, "Approve")
+    expect(stepper.locator(".wb-status")).to_contain_text("1 approved")
+
+    stepper = _later(notebook)  # the digger finishes: back in the researcher
+    click(stepper, "Step out")
+    expect(stepper.locator(".wb-subrun")).to_contain_text(
+        re.compile(r"inside sub-run researcher \(depth 1.*next phase continuation")
+    )
+    notebook.shot("4-step-out-to-the-researcher", stepper)
+
+    stepper = _later(notebook)  # the researcher finishes: back in the lead
+    click(stepper, "Step out")
+    expect(stepper.locator(".wb-subrun")).to_have_count(0)
+    expect(stepper.locator(".wb-status")).to_contain_text(re.compile(r"next phase continuation"))
+    notebook.shot("5-step-out-to-the-lead", stepper)
+
+    for phase in ("prepare", "inference", "tools"):  # the lead's own phases, one a click
+        stepper = _later(notebook)
+        click(stepper, "Next phase")
+        expect(stepper.locator(".wb-status")).to_contain_text(f"next phase {phase}")
+    notebook.shot("6-next-phase", stepper)
+
+    stepper = _later(notebook)  # the lead asks the researcher again: go in
+    click(stepper, "Step into")
+    expect(stepper.locator(".wb-subrun")).to_contain_text(
+        re.compile(r"inside sub-run researcher \(depth 1.*step 1, next phase inference")
+    )
+    notebook.shot("7-step-into", stepper)
+
+    click(stepper, "Run to end")
+    expect(stepper.locator(".wb-status")).to_contain_text("completed")
+    expect(stepper).to_contain_text("The coat costs 120 and the shoes 80.")
+    expect(button(stepper, "Next phase")).to_be_disabled()
+    notebook.shot("8-run-to-end", stepper)
+
+
+def _later(notebook: Notebook) -> Any:
+    """Run the look-around cell, then the cell that shows the Stepper again; that cell."""
+    notebook.run()
+    return notebook.run()
