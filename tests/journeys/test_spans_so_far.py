@@ -2,8 +2,10 @@
 
 The person types ``error`` into the Stepper's breakpoint box, presses Continue, and the run stops
 right after the digger's tool failed, two sub-agents down. A later cell opens the trace explorer
-on the stopped run: the spans up to that point are there (the failed tool call red), the agents
-and steps still open are marked in progress, and nothing that has not happened yet is shown.
+on the stopped run: the spans up to that point are there (the failed tool call red), the agents,
+steps and calls still open are marked in progress (italic, a hatched bar, "in progress" on
+hover), and nothing that has not happened yet is shown. Run to end from the Stepper shown again,
+and a new explorer has the whole run, nothing open.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ def test_stopped_at_the_error_the_explorer_shows_the_spans_so_far(
             "from workbench.notebook import Stepper, TraceExplorer",
             STEPPER,
             "TraceExplorer(stepper.run)",
+            "stepper",
+            "TraceExplorer(stepper.run)",
         ],
     )
     notebook.run_until(len(TEAM) + 1)
@@ -49,9 +53,16 @@ def test_stopped_at_the_error_the_explorer_shows_the_spans_so_far(
     failed = rows.filter(has_text="execute_tool apply_discount")
     expect(failed).to_have_count(1)
     expect(failed.locator(".wbx-bar")).to_have_css("background-color", RED)
-    in_progress = re.compile(r"^in progress")  # the row's tooltip; its bar is hatched
+    in_progress = re.compile(r"^in progress")  # the row's tooltip
     for open_span in ("invoke_agent lead", "execute_tool research", "invoke_agent digger"):
-        expect(rows.filter(has_text=open_span)).to_have_attribute("title", in_progress)
+        row = rows.filter(has_text=open_span)
+        expect(row).to_have_attribute("title", in_progress)
+        expect(row.locator(".wbx-label")).to_have_css("font-style", "italic")
+        expect(row.locator(".wbx-bar")).to_have_css(
+            "background-image", re.compile("repeating-linear-gradient")
+        )  # hatched
+    expect(rows.and_(explorer.locator("[title^='in progress']"))).to_have_count(8)  # 3 runs,
+    # their 3 steps, and the 2 sub-agent calls still under way
     expect(failed).not_to_have_attribute("title", in_progress)
     expect(rows.filter(has_text="workbench.step 2")).to_have_count(0)  # not happened yet
     notebook.shot("2-spans-so-far", explorer)
@@ -61,3 +72,12 @@ def test_stopped_at_the_error_the_explorer_shows_the_spans_so_far(
     failed.click()
     expect(explorer.locator(".wbx-detail")).to_contain_text("TypeError")
     notebook.shot("3-the-failed-call-so-far", explorer)
+
+    stepper = notebook.run()  # the Stepper again: its timeline is the run so far; run it out
+    expect(stepper.locator(".js-plotly-plot .gtitle")).to_contain_text("so far")
+    click(stepper, "Run to end")
+    expect(stepper.locator(".wb-status")).to_contain_text("completed")
+    whole = notebook.run().locator(".wbx")  # and the whole run, nothing left open
+    expect(whole.locator(".wbx-count")).to_contain_text("30 of 30 spans shown")
+    expect(whole.locator("[title^='in progress']")).to_have_count(0)
+    notebook.shot("4-the-whole-run", whole)
