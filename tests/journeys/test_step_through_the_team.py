@@ -2,10 +2,11 @@
 
 Continue stops at a breakpoint in the digger, two sub-agents down. From then on every button is
 clicked in the Stepper shown again by a later cell, after other cells ran in between (as a person
-inspects the run between clicks): Step over (the digger's search, at the digger's level), Step
-out (the digger goes on, and its note needs approval: Approve, in the row that says which
-sub-agent asks), Step out again (back in the researcher), Step out (back in the lead), Next phase
-(the lead's own phases), Step into (the researcher's second sub-run), Run to end.
+inspects the run between clicks): Step over (the digger's search, at the digger's level), Next
+step (the rest of the digger's step), Step out (the digger goes on, and its note needs approval:
+Approve, in the row that says which sub-agent asks), Step out again (back in the researcher),
+Step out (back in the lead), Next phase (the lead's own phases), Step into (the researcher's
+second sub-run), Run to end.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ stepper"""
 LOOK = [  # what a person types between two clicks, to look at where the run is
     "stepper.run.subrun.pending_calls",  # the digger's search, waiting at the breakpoint
     "stepper.run.subrun.state.agent_name",
+    "stepper.run.subrun.state.step",
     "stepper.run.state.status",  # approved, not yet going on
     "stepper.run.subrun.state.agent_name",
     "stepper.run.state.next_phase",
@@ -61,6 +63,12 @@ def test_continue_into_a_sub_agent_then_every_button_from_later_cells(
     )
     expect(stepper.locator(".wb-phase-log")).to_contain_text(re.compile(r"digger .*tools"))
     notebook.shot("2-step-over", stepper)
+
+    stepper = _later(notebook)  # the rest of the digger's step, at the digger's level
+    click(stepper, "Next step")
+    expect(stepper.locator(".wb-subrun")).to_contain_text(
+        re.compile(r"inside sub-run digger \(depth 2.*next phase prepare")
+    )
 
     stepper = _later(notebook)  # the digger goes on, and stops for its note's approval
     click(stepper, "Step out")
