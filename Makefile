@@ -50,6 +50,7 @@ bench: $(VENV)/.dev-installed
 	$(PY) bench/client_overhead.py
 	$(PY) bench/view_build.py
 	$(PY) bench/subagent_overhead.py
+	$(PY) bench/long_run.py
 	$(PY) bench/replay_speed.py
 	$(PY) bench/proxy_overhead.py
 	$(PY) bench/runs_list.py

@@ -7,7 +7,7 @@ the ones below, never one above:
 
 ==  ===============  ===================================================================
  0  foundation       errors, messages, _record, _sync, redact, traceids, tracebacks, ids,
-                    _json: the common words
+                    _json, conversation: the common words
  1  state            the run's state and its lifecycle (status, transitions, stop reasons)
  2  rules            stop conditions, history processors, breakpoints: functions of a run view
  3  records          what a run reports (step records, snapshots, events, results, errors),
@@ -56,6 +56,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "workbench.tracebacks",
             "workbench.ids",
             "workbench._json",
+            "workbench.conversation",
         ),
     ),
     ("state", ("workbench.state",)),

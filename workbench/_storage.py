@@ -31,6 +31,7 @@ import pydantic_core
 from pydantic import TypeAdapter, ValidationError
 
 from workbench._runfacts import facts_of
+from workbench.conversation import Messages
 from workbench.errors import RunNotFound, StoreError
 from workbench.messages import Message, ToolDefinition
 from workbench.records import StepContext, StepRecord
@@ -296,11 +297,12 @@ def _fill_summaries(conn: sqlite3.Connection) -> None:
         root = roots.get(parent, parent) if parent else run_id
         roots[run_id] = root
         try:
-            state = load_state(body, len(body), (), f"run {run_id} state", len(body))
+            state = load_state(body, len(body), Messages(), f"run {run_id} state", len(body))
             steps = conn.execute(_STEP_BODIES, (run_id,))
             where = f"run {run_id} record of step {{}}"
             facts = facts_of(
-                (load_step(b, len(b), (), (), where.format(n), len(b)) for n, b in steps), state
+                (load_step(b, len(b), Messages(), (), where.format(n), len(b)) for n, b in steps),
+                state,
             )
         except (StoreError, TypeError):  # TypeError: a payload that is not text
             conn.execute(_UNKNOWN_SUMMARY, (run_id, root))
@@ -396,7 +398,7 @@ def load_message(body: str | None, size: int, where: str, limit: int) -> Message
 
 
 def load_state(
-    body: str | None, size: int, messages: tuple[Message, ...], where: str, limit: int
+    body: str | None, size: int, messages: Messages, where: str, limit: int
 ) -> AgentState:
     """A state from its JSON (without messages) and its messages.
 
@@ -417,7 +419,7 @@ def load_state(
 def load_snapshot(
     body: str | None,
     size: int,
-    messages: tuple[Message, ...],
+    messages: Messages,
     tools: tuple[ToolDefinition, ...] | None,
     where: str,
     limit: int,
@@ -466,7 +468,7 @@ def _validated(
 def load_step(
     body: str | None,
     size: int,
-    messages_in: tuple[Message, ...],
+    messages_in: Messages,
     new_messages: tuple[Message, ...],
     where: str,
     limit: int,
@@ -503,12 +505,17 @@ def load_ranges(text: str, count: int, where: str) -> list[Range]:
     return [(r[0], r[1]) for r in raw]
 
 
-def materialize(messages: Sequence[Message], ranges: Sequence[Range]) -> tuple[Message, ...]:
-    """The messages the ranges refer to, in order (sharing the message objects)."""
+def materialize(messages: Messages, ranges: Sequence[Range]) -> Messages:
+    """The messages the ranges refer to, in order (sharing the message objects).
+
+    A run's states, snapshots and records mostly refer to a prefix of its messages: that is a
+    view of the run's one log (`workbench.conversation`), so a loaded run holds its messages
+    once, as the live run did, not once per step.
+    """
     if len(ranges) == 1:
         start, end = ranges[0]
-        return tuple(messages[start:end])
-    return tuple(chain.from_iterable(messages[a:b] for a, b in ranges))
+        return messages[start:end]
+    return Messages(chain.from_iterable(messages[a:b] for a, b in ranges))
 
 
 def _bounded(body: str | None, size: int, where: str, limit: int) -> str:

@@ -6,7 +6,10 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
+from pydantic import Field
+
 from workbench._record import Record
+from workbench.conversation import Messages
 from workbench.ids import Id
 from workbench.messages import Message, ModelResponse, ToolCall, Usage
 from workbench.records import HookTiming, StepRecord, Timing, ToolOutcome
@@ -20,7 +23,7 @@ class StepDraft(Record):
 
     index: int
     started_at: float
-    messages_in: tuple[Message, ...] = ()
+    messages_in: Messages = Field(default_factory=Messages)
     first_new: int = 0
     tools_offered: tuple[str, ...] = ()
     tools_hidden: tuple[tuple[str, str], ...] = ()
@@ -32,7 +35,7 @@ class StepDraft(Record):
     snapshot_id: Id | None = None
     breakpoint_errors: tuple[ErrorInfo, ...] = ()
 
-    def sending(self, messages: Sequence[Message], history: tuple[Message, ...]) -> StepDraft:
+    def sending(self, messages: Sequence[Message], history: Messages) -> StepDraft:
         """The draft with what the model will be sent: ``messages``, shaped from ``history``.
 
         The run's own ``history`` goes in as it is, not validated and copied again: the step's
@@ -102,7 +105,7 @@ class StepDraft(Record):
         ).model_copy(
             update={
                 "messages_in": self.messages_in,
-                "new_messages": state.messages[self.first_new :],
+                "new_messages": tuple(state.messages[self.first_new :]),
             }
         )
 

@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from workbench._sync import call_user
 from workbench.conditions import Budget, RunView
 from workbench.config import LoopConfig
+from workbench.conversation import appended
 from workbench.drafts import StepDraft
 from workbench.errors import ResponseRetriesExceeded, ToolRetriesExceeded
 from workbench.history import shaped
@@ -662,7 +663,7 @@ class Execution:
 
     def _append(self, *messages: Message, **changes: object) -> None:
         """Add messages made by `_message`, and other changes, in one new state."""
-        self._update(messages=(*self.state.messages, *messages), **changes)
+        self._update(messages=appended(self.state.messages, *messages), **changes)
 
     def _update(self, **changes: object) -> None:
         """Replace the state with a copy that has ``changes`` (never its status)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
 from workbench.messages import Message, ModelResponse
 from workbench.records import HookTiming, PhaseEvent, StepContext, StepRecord, ToolOutcome
@@ -37,7 +38,7 @@ class RunObserver:
     def model_called(
         self,
         step: int,
-        request_messages: tuple[Message, ...],
+        request_messages: Sequence[Message],
         response: ModelResponse | None,
         started_at: float,
         duration: float,
@@ -107,7 +108,7 @@ class Observers(RunObserver):
     def model_called(
         self,
         step: int,
-        request_messages: tuple[Message, ...],
+        request_messages: Sequence[Message],
         response: ModelResponse | None,
         started_at: float,
         duration: float,

@@ -18,6 +18,7 @@ from pydantic import Field
 from workbench._record import Record
 from workbench.breakpoints import Break
 from workbench.conditions import Budget
+from workbench.conversation import Messages
 from workbench.errors import NoSuchStep
 from workbench.ids import Id
 from workbench.messages import JsonValue, Message, ModelResponse, ToolCall, ToolDefinition, Usage
@@ -149,7 +150,7 @@ class StepRecord(Record):
     index: int
     run_id: Id
     execution_id: Id
-    messages_in: tuple[Message, ...]
+    messages_in: Messages
     """Exactly what the model was sent (after history processors and the wrap-up message)."""
     new_messages: tuple[Message, ...]
     """What this step added to the conversation: the answer, tool results, retry prompts."""
@@ -570,7 +571,7 @@ class RunResult(Record):
         return self.state.error
 
     @property
-    def messages(self) -> tuple[Message, ...]:
+    def messages(self) -> Messages:
         """The whole conversation."""
         return self.state.messages
 

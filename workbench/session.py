@@ -459,7 +459,7 @@ def _made_by_execution(state: AgentState, history: int) -> tuple[Message, ...]:
         if message.role != "system" or message.run_id != state.run_id:
             break
         system += 1
-    return state.messages[system + history :]
+    return tuple(state.messages[system + history :])
 
 
 def _cut(result: RunResult, step: int) -> RunResult:

@@ -19,11 +19,11 @@ from pydantic import Field, ValidationError, field_validator
 
 from workbench._json import loads
 from workbench._record import Record
+from workbench.conversation import Messages
 from workbench.errors import InvalidTransition, StateFormatError
 from workbench.ids import Id, SpanId, TraceId
 from workbench.messages import (
     JsonValue,
-    Message,
     RetryPrompt,
     ToolCall,
     ToolResult,
@@ -293,7 +293,8 @@ class AgentState(Record):
     step: int = 0
     """Index of the current (or last) step, 1-based; 0 before the first step."""
     next_phase: Phase = Phase.PREPARE
-    messages: tuple[Message, ...] = ()
+    messages: Messages = Field(default_factory=Messages)
+    """The conversation: a view of the run's append-only message log (`workbench.conversation`)."""
     usage: Usage = Field(default_factory=Usage)
     pending: tuple[PendingCall, ...] = ()
     approved: tuple[str, ...] = ()

@@ -513,4 +513,4 @@ def _provenance(conversation: _Conversation, messages: tuple[Message, ...]) -> t
     new = messages[kept:]
     if step > 0:
         new = tuple(m.stamped(state.run_id, state.execution_id, step) for m in new)
-    return known[:kept] + new
+    return (*known[:kept], *new)

@@ -199,7 +199,7 @@ def _inherited_subrun(run: _Run, side: Literal["a", "b"]) -> RunDiff:
 class _View:
     """One step of a run, with the records of a paused-and-resumed step merged."""
 
-    sent: tuple[Message, ...]
+    sent: Sequence[Message]
     added: list[Message] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     outcomes: dict[str, ToolOutcome] = field(default_factory=dict)

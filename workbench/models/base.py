@@ -10,8 +10,9 @@ from pydantic import Field, SkipValidation
 from typing_extensions import TypedDict  # pydantic reads only this one on Python 3.11
 
 from workbench._record import Record
+from workbench.conversation import Messages
 from workbench.errors import ModelError
-from workbench.messages import Message, ModelResponse
+from workbench.messages import ModelResponse
 from workbench.tools import ToolDefinition
 
 __all__ = ["Model", "ModelError", "ModelRequest", "ModelSettings", "server_of"]
@@ -41,7 +42,7 @@ class ModelSettings(TypedDict, total=False):
 class ModelRequest(Record):
     """One request to a model."""
 
-    messages: tuple[Message, ...]
+    messages: Messages
     tools: tuple[ToolDefinition, ...] = ()
     settings: SkipValidation[ModelSettings] = Field(default_factory=lambda: ModelSettings())
     """The caller's settings, passed to the model as they were given (ints stay ints)."""

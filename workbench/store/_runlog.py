@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from workbench import _storage as st
 from workbench._runfacts import RunFacts
+from workbench.conversation import Messages
 from workbench.messages import Message, ToolDefinition
 from workbench.state import AgentState
 
@@ -25,8 +26,9 @@ class RunLog:
     ``known`` maps ``id(message)`` to the message (held, so the id cannot be reused) and its
     ``seq``; ``by_hash`` catches equal messages that are different objects (a run resumed in
     another process, messages copied into a re-run). ``prefix`` is the last full conversation
-    referenced: the next one almost always extends it, and comparing a tuple prefix is a fast
-    identity check in C, so referencing a long conversation costs almost nothing per step.
+    referenced: the next one almost always extends it, and a view of the same log knows that at
+    once (`Messages.starts_with`), so referencing a long conversation costs nothing per step
+    that grows with it.
     """
 
     run_id: str
@@ -34,7 +36,7 @@ class RunLog:
     next_step: int = 0
     by_hash: dict[str, int] = field(default_factory=dict)
     known: dict[int, tuple[Message, int]] = field(default_factory=dict)
-    prefix: tuple[Message, ...] = ()
+    prefix: Sequence[Message] = ()
     prefix_ranges: tuple[st.Range, ...] = ()
     rows: list[tuple[str, int, str, str]] = field(default_factory=list)
     tool_sets: set[str] = field(default_factory=set)
@@ -54,11 +56,12 @@ class RunLog:
         ``full`` marks a whole conversation (a state's messages): it becomes the prefix the next
         one is checked against. Windows and per-step additions never replace it.
         """
-        messages = tuple(messages)
+        if not isinstance(messages, Messages):
+            messages = Messages(messages)
         n = len(self.prefix)
         start = 0
         ranges: list[st.Range] = []
-        if n and len(messages) >= n and messages[:n] == self.prefix:
+        if n and messages.starts_with(self.prefix):
             ranges, start = list(self.prefix_ranges), n
         for message in messages[start:]:
             seq = self._seq(message)

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from workbench import _storage as st
 from workbench._runfacts import RunFacts
 from workbench._storage import RunNotFound, StoreError
+from workbench.conversation import Messages
 from workbench.messages import Message, ToolDefinition
 from workbench.observing import RunObserver
 from workbench.records import PhaseEvent, RunResult, StepContext, StepRecord
@@ -348,7 +349,7 @@ class RunStore(RunObserver):
                 for table in _TABLES:
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (doomed_id,))
 
-    def _state(self, row: tuple[Any, ...], messages: list[Message], run_id: str) -> AgentState:
+    def _state(self, row: tuple[Any, ...], messages: Messages, run_id: str) -> AgentState:
         where = f"run {run_id} state"
         ranges = st.load_ranges(row[2], len(messages), where)
         return st.load_state(
@@ -357,7 +358,7 @@ class RunStore(RunObserver):
 
     def _messages(
         self, conn: sqlite3.Connection, run_id: str, ranges: Sequence[st.Range] | None = None
-    ) -> list[Message]:
+    ) -> Messages:
         """The run's messages, indexed by ``seq`` (only up to the ranges' end when given)."""
         end = max((b for _, b in ranges), default=0) if ranges is not None else None
         rows = conn.execute(
@@ -369,10 +370,10 @@ class RunStore(RunObserver):
             if seq != len(out):
                 raise StoreError(f"{where}: message rows before it are missing (damaged store)")
             out.append(st.load_message(body, size, where, self.max_payload_chars))
-        return out
+        return Messages(out)
 
     def _snapshots(
-        self, conn: sqlite3.Connection, run_id: str, messages: list[Message]
+        self, conn: sqlite3.Connection, run_id: str, messages: Messages
     ) -> tuple[StepContext, ...]:
         rows = conn.execute(_SNAPSHOTS, (self.max_payload_chars, run_id)).fetchall()
         tools = self._tool_sets(conn, run_id, {row[4] for row in rows} - {None})
@@ -405,7 +406,7 @@ class RunStore(RunObserver):
         return found
 
     def _steps(
-        self, conn: sqlite3.Connection, run_id: str, messages: list[Message]
+        self, conn: sqlite3.Connection, run_id: str, messages: Messages
     ) -> tuple[StepRecord, ...]:
         out = []
         for step, body, size, refs_in, refs_new in conn.execute(
@@ -413,7 +414,7 @@ class RunStore(RunObserver):
         ):
             where = f"run {run_id} record of step {step}"
             sent = st.materialize(messages, st.load_ranges(refs_in, len(messages), where))
-            new = st.materialize(messages, st.load_ranges(refs_new, len(messages), where))
+            new = tuple(st.materialize(messages, st.load_ranges(refs_new, len(messages), where)))
             out.append(st.load_step(body, size, sent, new, where, self.max_payload_chars))
         return tuple(out)
 

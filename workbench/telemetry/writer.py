@@ -16,7 +16,7 @@ step's record was closed (a ``SessionEnd`` after a stop between steps).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -117,7 +117,7 @@ class SpanWriter:
         self._run_ctx: Context | None = None
         self._last_status: ExecutionStatus | None = None
         self._opening: AgentState | None = None
-        self._first_messages: tuple[Message, ...] = ()
+        self._first_messages: Sequence[Message] = ()
         self._last_response: ModelResponse | None = None
         self._redactor = instruments.redactor
         self._encoded_definitions: dict[tuple[str, ...], str] = {}
