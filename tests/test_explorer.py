@@ -374,11 +374,11 @@ def page_data(html: str) -> dict[str, Any]:
     return data
 
 
-def page_detail(data: dict[str, Any], span_id: str) -> str:
-    """A span's detail as the page's model joins it: its HTML and ranges of the shared parts."""
+def page_detail(data: dict[str, Any], position: int) -> str:
+    """A span's detail as the page's model joins it: its pieces of the one table of them."""
     return "".join(
-        item if isinstance(item, str) else "".join(data["shared"][item[0] : item[1]])
-        for item in data["details"][span_id]
+        data["shared"][item] if isinstance(item, int) else "".join(data["shared"][slice(*item)])
+        for item in data["details"][position]
     )
 
 
@@ -389,12 +389,15 @@ def test_the_page_details_joined_from_their_shared_parts_are_the_views_details()
     foreign = ExplorerView(wb.load_trace(json.dumps(foreign_trace(["Hello", "<b>x</b>", "bye"]))))
     for view in (runs, foreign):
         data = page_data(explorer_page_html(view))
-        ids = [view.tree.span_at(p).span_id for p in range(len(view.tree.order))]
-        assert sorted(data["details"]) == sorted(ids)
-        for span_id in ids:
-            assert page_detail(data, span_id) == view.detail(span_id)
-    assert len(data["shared"]) == 5  # system, "Hi", "Hello", "More?", "<b>x</b>": each once
-    assert data["details"]["0000000000000003"][2:4] == [[0, 5], [3, 4]]  # "More?" again
+        ids = [view.tree.span_at(p).span_id for p in range(len(view.tree))]
+        assert data["spans"]["id"] == ids and len(data["details"]) == len(ids)
+        for position, span_id in enumerate(ids):
+            assert page_detail(data, position) == view.detail(span_id)
+        assert len(data["shared"]) == len(set(data["shared"]))  # each piece once
+    boxes = [part for part in data["shared"] if part.startswith('<div class="wb-msg wb-role-')]
+    assert len(boxes) == 5  # sent: system, "Hi", "Hello", "More?", "<b>x</b>": each box once
+    third = data["details"][2]  # the third model call: sent the first two calls' boxes again
+    assert sum(1 for item in third if isinstance(item, list) and item[1] - item[0] >= 3) >= 1
 
 
 def test_a_long_runs_report_grows_with_its_steps_not_their_square() -> None:

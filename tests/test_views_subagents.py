@@ -199,7 +199,7 @@ def test_the_report_of_a_stored_run_shows_the_sub_runs(
     result, store = plain
     html = report_html(store.load(result.run_id))
     for name in ("researcher", "digger", "cleaner"):
-        assert f'"name": "invoke_agent {name}"' in html
+        assert f'"invoke_agent {name}"' in html  # among the explorer page's words
     assert "execute_tool search" in html
 
 

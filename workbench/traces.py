@@ -70,7 +70,7 @@ def trace_of(source: TraceSource, *, telemetry: Telemetry | None = None) -> Trac
         with collector_paused():
             recorded = _recorded(telemetry, runs)
             if recorded:
-                return Trace.from_spans(recorded, steps=_tree_steps(runs))
+                return Trace.of(recorded, steps=_tree_steps(runs))
     return _rebuilt(runs)
 
 
@@ -140,7 +140,7 @@ def _spans_source(source: TraceSource) -> Trace:
         case str() | Path():
             return load_trace(source)
         case Telemetry():
-            return Trace.from_spans(source.spans)
+            return Trace.of(source.span_data())
         case Sequence():
             return Trace.from_spans(_sdk_spans(source))
     raise TypeError(
@@ -171,21 +171,24 @@ def run_tree(run: RunResult) -> list[tuple[int, RunResult]]:
     return out
 
 
-def _recorded(telemetry: Telemetry, runs: Sequence[RunResult]) -> list[ReadableSpan]:
+def _recorded(telemetry: Telemetry, runs: Sequence[RunResult]) -> list[SpanData]:
     """The telemetry's spans of the runs' trees: their runs, and sub-runs found by their spans.
 
-    The selection is made before any span is converted: a long session collects many runs in
-    one telemetry, and only this tree's are read.
+    A long session collects many runs in one telemetry; only this tree's are kept (the
+    telemetry reads each of its spans once, whichever run is asked for).
     """
-    spans = telemetry.spans
-    attributes = [s.attributes or {} for s in spans]
+    spans = telemetry.span_data()
     wanted = {tree_run.run_id for run in runs for _, tree_run in run_tree(run)}
     while True:  # sub-runs the records do not hold (yet): their spans name their parent run
-        below = {str(a.get(n.RUN_ID)) for a in attributes if a.get(n.PARENT_RUN_ID) in wanted}
+        below = {
+            str(s.attributes.get(n.RUN_ID))
+            for s in spans
+            if s.attributes.get(n.PARENT_RUN_ID) in wanted
+        }
         if below <= wanted:
             break
         wanted |= below
-    return [s for s, a in zip(spans, attributes, strict=True) if a.get(n.RUN_ID) in wanted]
+    return [s for s in spans if s.attributes.get(n.RUN_ID) in wanted]
 
 
 def combine_results(results: Sequence[RunResult]) -> RunResult:

@@ -46,9 +46,18 @@ class SpanFilter(Record):
         return bool(self.query or self.status or self.errors_only or self.slowest > 0)
 
 
+SEARCHED_CHARS = 200
+"""How much of each attribute's value a search looks through."""
+
+
 def search_text(span: SpanData) -> str:
-    """What a search looks through: name, id, status, every attribute key and value, lowercased."""
-    attributes = " ".join(f"{k}={v}" for k, v in span.attributes.items())
+    """What a search looks through: name, id, status, every attribute key and value, lowercased.
+
+    Each value up to `SEARCHED_CHARS`: a model call's whole conversation in every span's text
+    made a long run's report grow with the square of its steps, and a search finds a span by
+    what it is, not by a message deep in what it was sent.
+    """
+    attributes = " ".join(f"{k}={str(v)[:SEARCHED_CHARS]}" for k, v in span.attributes.items())
     events = " ".join(e.name for e in span.events)
     head = f"{span.name} {span.span_id} {span.status} {span.status_message}"
     return f"{head} {attributes} {events}".lower()

@@ -91,7 +91,8 @@ class Shared:
 
 
 DetailPiece = str | Shared
-"""A piece of a detail pane: the span's own HTML, or HTML other details repeat."""
+"""A piece of a detail pane: HTML, or parts of it other details repeat (a page of every detail
+stores each distinct piece once, `explorer_view.explorer_page_html`)."""
 
 
 def joined_html(pieces: Sequence[DetailPiece]) -> str:
@@ -298,22 +299,38 @@ def _attribute_content(span: SpanData) -> list[DetailPiece]:
 
 
 def _table(rows: Mapping[str, Any], *, css: str) -> str:
+    """A key/value table (an event's or a link's attributes)."""
     if not rows:
-        return "<div style='color:#888'>none</div>"
-    cells = "".join(
-        f"<tr><td style='vertical-align:top;padding-right:10px'><code>{safe_text(k)}</code></td>"
-        f"<td>{_value(k, v)}</td></tr>"
-        for k, v in rows.items()
-    )
-    return f'<table class="{css}" style="font-size:12px;border-collapse:collapse">{cells}</table>'
+        return _NONE
+    return f'<table class="wbx-kv {css}">{"".join(_row(k, v) for k, v in rows.items())}</table>'
+
+
+def _row(key: str, value: object) -> str:
+    """One attribute as a table row; the explorer's CSS (``.wbx-kv``) lays it out."""
+    return f"<tr><td><code>{safe_text(key)}</code></td><td>{_value(key, value)}</td></tr>"
+
+
+def _attribute_rows(attributes: Mapping[str, Any]) -> list[DetailPiece]:
+    """The attributes table, each row a shared part.
+
+    A run's spans repeat the same attributes (its run, execution, conversation, model): in a
+    page of every span's detail each such row is stored once, not once per span.
+    """
+    if not attributes:
+        return [_NONE]
+    rows = Shared(tuple(_row(k, v) for k, v in attributes.items()))
+    return ['<table class="wbx-kv wb-attributes">', rows, "</table>"]
 
 
 def _value(key: str, value: object) -> str:
     if key in CONTENT_ATTRIBUTES:
-        return "<i style='color:#666'>shown as content above</i>"
+        return "<i>shown as content above</i>"
     if isinstance(value, (list, tuple)):
         value = json.dumps(list(value), ensure_ascii=False)
-    return f'<span style="white-space:pre-wrap;word-break:break-word">{safe_text(value)}</span>'
+    return f"<span>{safe_text(value)}</span>"
+
+
+_NONE = "<div class='wbx-none'>none</div>"
 
 
 def _status_badge(span: SpanData) -> str:
@@ -360,15 +377,22 @@ def span_detail_pieces(
     status = _status_badge(span)
     if span.in_progress:  # a stopped run's span still open: its end is when the trace was taken
         status += _badge("in progress", "#e67e22")
-    head = (
+    title = (  # the same for many spans (every `execute_tool add` that went well): shared
         f'<div class="wb-detail-head"><b>{safe_text(span.name)}</b> '
         f"{_badge(span.category, '#6c5ce7')}{status}<br>"
-        f"<span style='font-size:12px;color:#555'>start {(span.start_ns - origin) / 1e6:.3f} ms"
-        f" · {span.duration_ns / 1e6:.3f} ms · span <code>{safe_text(span.span_id)}</code>"
-        f" · parent <code>{safe_text(span.parent_id or '—')}</code>"
-        f"{' · ' + safe_text(span.kind) if span.kind else ''}"
-        f"{' · scope ' + safe_text(span.scope) if span.scope else ''}</span></div>"
     )
+    where = [  # its words apart from its values: a page of every detail stores each once
+        "<span class='wbx-where'>start ",
+        f"{(span.start_ns - origin) / 1e6:.3f}",
+        " ms · ",
+        f"{span.duration_ns / 1e6:.3f}",
+        " ms · span <code>",
+        safe_text(span.span_id),
+        "</code> · parent <code>",
+        safe_text(span.parent_id or "—"),
+        f"</code>{' · ' + safe_text(span.kind) if span.kind else ''}"
+        f"{' · scope ' + safe_text(span.scope) if span.scope else ''}</span></div>",
+    ]
     content = _record_content(span, trace.steps, draw) or _attribute_content(span)
     content = [*_failure_pieces(span), *content]
     events = "".join(
@@ -381,15 +405,21 @@ def span_detail_pieces(
         f"{_table(k.attributes, css='wb-link-attributes') if k.attributes else ''}</li>"
         for k in span.links
     )
-    sections = [
-        _H.format(f"Attributes ({len(span.attributes)})"),
-        _table(span.attributes, css="wb-attributes"),
+    sections = (
         _H.format(f"Events ({len(span.events)})"),
-        f"<ul class='wb-events'>{events}</ul>" if events else "<div style='color:#888'>none</div>",
+        f"<ul class='wb-events'>{events}</ul>" if events else _NONE,
         _H.format(f"Links ({len(span.links)})"),
-        f"<ul class='wb-links'>{links}</ul>" if links else "<div style='color:#888'>none</div>",
+        f"<ul class='wb-links'>{links}</ul>" if links else _NONE,
+    )
+    pieces: list[DetailPiece] = [
+        '<div class="wb-span-detail">',
+        Shared((title,)),
+        *where,
+        *content,
+        _H.format(f"Attributes ({len(span.attributes)})"),
+        *_attribute_rows(span.attributes),
+        Shared(sections) if not (events or links) else "".join(sections),  # mostly "none"
     ]
-    pieces = [f'<div class="wb-span-detail">{head}', *content, "".join(sections)]
     if span.resource:
         pieces.append(Shared((_H.format("Resource") + _table(span.resource, css="wb-resource"),)))
     return [*pieces, "</div>"]

@@ -116,19 +116,53 @@ class ExplorerView:
         return span_detail_html(self.trace, self.tree.span_at(position))
 
 
-def _page_span(view: ExplorerView, position: int) -> dict[str, Any]:
+_PAGE_COLUMNS = (
+    "id",
+    "name",
+    "depth",
+    "start",
+    "duration",
+    "category",
+    "status",
+    "in_progress",
+    "span_status",
+    "end",
+    "parent",
+)
+"""What the page's model keeps of each span, a list each (in tree order)."""
+
+
+_WORDS = ("name", "category", "status", "span_status")
+"""Columns of few distinct values, written as numbers into one list of words."""
+
+
+def _page_spans(view: ExplorerView) -> dict[str, list[Any]]:
+    """Every span as the page's rows say it, column by column, times rounded to the microsecond.
+
+    Columns, not an object per span: at 100,000 spans the keys repeated in every object were a
+    third of the page. The names and categories and statuses (``execute_tool add``, ``tool``,
+    ``ok`` again and again) are numbers into one list of ``words``.
+    """
     tree = view.tree
-    span = tree.span_at(position)
-    parent = tree.positions.get(span.parent_id) if span.parent_id is not None else None
-    row = page_rows(tree, [position], 0, 1, agents=view.agents)[0]
-    del row["children"], row["folded"], row["match"]  # the page's model works these out
-    return {
-        **row,
-        "span_status": span.status,
-        "end": tree.ends[position],
-        "parent": -1 if parent is None else parent,
-        "text": search_text(span),
-    }
+    columns: dict[str, list[Any]] = {name: [] for name in _PAGE_COLUMNS}
+    words: dict[str, int] = {}
+    for position in range(len(tree)):
+        span = tree.span_at(position)
+        parent = tree.positions.get(span.parent_id) if span.parent_id is not None else None
+        (row,) = page_rows(tree, [position], 0, 1, agents=view.agents)
+        row.update(
+            start=round(row["start"], 3),
+            duration=round(row["duration"], 3),
+            in_progress=int(row["in_progress"]),
+            span_status=span.status,
+            end=tree.ends[position],
+            parent=-1 if parent is None else parent,
+        )
+        for name in _WORDS:
+            row[name] = words.setdefault(row[name], len(words))
+        for name in _PAGE_COLUMNS:
+            columns[name].append(row[name])
+    return {**columns, "words": list(words)}
 
 
 def _ranges(ids: Sequence[int]) -> list[list[int]]:
@@ -142,26 +176,25 @@ def _ranges(ids: Sequence[int]) -> list[list[int]]:
     return ranges
 
 
-def _page_details(view: ExplorerView) -> tuple[list[str], dict[str, list[str | list[int]]]]:
-    """Every span's detail, with the parts that details share (`Shared`) stored once.
+def _page_details(view: ExplorerView) -> tuple[list[str], list[list[int | list[int]]]]:
+    """Every span's detail (in tree order), each distinct piece of HTML stored once.
 
-    The parts are numbered as they first appear, so the messages sent to a model call, the
-    previous call's and what came since, are a range or a few; a detail is its own HTML and
-    ranges of shared parts.
+    A detail is the numbers of its pieces in one table, a run of consecutive ones as a
+    ``[start, end)`` range: the messages sent to a model call (the previous call's and what
+    came since), the attribute rows a run's spans share, a heading, the words of a line, each
+    is stored the first time it appears and referred to after.
     """
-    shared: dict[str, int] = {}
+    table: dict[str, int] = {}
     draw = MessageBoxes()
-    details: dict[str, list[str | list[int]]] = {}
-    for position in range(len(view.tree.order)):
-        span = view.tree.span_at(position)
-        items: list[str | list[int]] = []
-        for piece in span_detail_pieces(view.trace, span, draw):
-            if isinstance(piece, str):
-                items.append(piece)
-            else:
-                items += _ranges([shared.setdefault(part, len(shared)) for part in piece.parts])
-        details[span.span_id] = items
-    return list(shared), details
+    details: list[list[int | list[int]]] = []
+    for position in range(len(view.tree)):
+        numbers = [
+            table.setdefault(part, len(table))
+            for piece in span_detail_pieces(view.trace, view.tree.span_at(position), draw)
+            for part in ((piece,) if isinstance(piece, str) else piece.parts)
+        ]
+        details.append([r[0] if r[1] == r[0] + 1 else r for r in _ranges(numbers)])
+    return list(table), details
 
 
 def explorer_page_html(view: ExplorerView, element_id: str = "wb-explorer") -> str:
@@ -173,15 +206,17 @@ def explorer_page_html(view: ExplorerView, element_id: str = "wb-explorer") -> s
     the trace can close the script element it travels in.
 
     Each model call's detail holds the whole conversation sent to it, so the details written
-    out whole grow with the square of a run's steps (76 MB at 300 steps). The page holds each
-    message box (and resource table) once and each detail as its own HTML and ranges of those
-    (`_page_details`), which the in-page model joins when a span is selected (9 MB).
+    out whole grow with the square of a run's steps. The page holds each part that details
+    repeat (a message box, an attribute's row, a span's heading, the resource table) once and
+    each detail as its own HTML and ranges of those (`_page_details`), which the in-page model
+    joins when a span is selected; the spans are columns (`_page_spans`), and a search looks
+    through the details' text, joined when the first search is typed.
     """
     tree = view.tree
     shared, details = _page_details(view)
     data = {
         "axis_ms": (tree.end_ns - tree.start_ns) / 1e6,
-        "spans": [_page_span(view, p) for p in range(len(tree.order))],
+        "spans": _page_spans(view),
         "shared": shared,
         "details": details,
     }

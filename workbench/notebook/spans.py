@@ -84,8 +84,9 @@ def waterfall_figure(
     spans = tree.in_order()
     origin = tree.start_ns
     rows = np.arange(len(spans))
+    kinds = trace.category_at
     categories = np.array(  # a failed span is drawn as failed, not as its category
-        ["failed" if s.is_error else s.category for s in spans], dtype=object
+        ["failed" if s.is_error else c for s, c in zip(spans, kinds, strict=True)], dtype=object
     )
     starts = np.array([(s.start_ns - origin) / 1e6 for s in spans], dtype=float)
     durations = np.array([s.duration_ns / 1e6 for s in spans], dtype=float)
@@ -96,7 +97,7 @@ def waterfall_figure(
             continue
         picked = [spans[i] for i in chosen]
         hover = [
-            _hover(s, s.category, starts[i], durations[i])
+            _hover(s, kinds[i], starts[i], durations[i])
             for s, i in zip(picked, chosen, strict=True)
         ]
         traces.append(

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from workbench.models.base import Model
     from workbench.telemetry._sdk import ExportStats
+    from workbench.telemetry.spandata import SpanData
     from workbench.telemetry.trace import Trace
 
 __all__ = ["RunLike", "Telemetry", "TelemetryExportWarning", "otlp_traces_endpoint"]
@@ -132,6 +133,9 @@ class Telemetry:
         self.flush_timeout = flush_timeout
         self._collector = Collector()
         tracer_provider.add_span_processor(self._collector)
+        self._converted: dict[tuple[int, int], SpanData] = {}
+        """The spans read as `SpanData` so far (`span_data`), by trace and span id."""
+        self._resources: dict[int, dict[str, Any]] = {}
         # False: nowhere, whatever the OTEL_* variables say (spans rebuilt for a view)
         self.endpoint = None if otlp_endpoint is False else otlp_traces_endpoint(otlp_endpoint)
         self._pipe: ExportPipe | None = None
@@ -190,6 +194,27 @@ class Telemetry:
         """The finished spans collected so far, in the order they ended."""
         return self._expanded(self._collector.spans)
 
+    def span_data(self) -> list[SpanData]:
+        """The finished spans collected so far as `SpanData` (what `workbench.trace_of` reads).
+
+        Each span is converted once, the first time it is read: a notebook asks for the
+        trace of a run, its DataFrames and its explorer many times over the same spans, and
+        reading the SDK's attributes span by span is the dearest part of every one of them.
+        """
+        from workbench.telemetry.spandata import span_data
+
+        store, converted = self._content_store, self._converted
+        out = []
+        for span in self._collector.spans:
+            context = span.context
+            key = (context.trace_id, context.span_id) if context is not None else (0, id(span))
+            found = converted.get(key)
+            if found is None:
+                shown = expand(span, store) if store is not None else span
+                found = converted[key] = span_data(shown, self._resources)
+            out.append(found)
+        return out
+
     def _expanded(self, spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
         """The spans as they leave: content references replaced by the content."""
         store = self._content_store
@@ -204,14 +229,16 @@ class Telemetry:
         """
         from workbench.telemetry.trace import Trace
 
-        spans = self._select(trace_id)
+        wanted = None if trace_id is None else trace_id.lower()
+        spans = [s for s in self.span_data() if wanted is None or s.trace_id == wanted]
         if not spans:
             raise LookupError(f"no spans{f' of trace {trace_id}' if trace_id else ''} collected")
-        return Trace.from_spans(spans)
+        return Trace.of(spans)
 
     def clear(self) -> None:
         """Forget the spans collected in memory (exports are not affected)."""
         self._collector.spans.clear()
+        self._converted.clear()
         if self._content_store is not None and self._pipe is None:
             self._content_store.clear()  # with an export, queued spans may still refer to it
 
@@ -245,7 +272,7 @@ class Telemetry:
         """Every span collected, as one `Trace` (empty when there are none yet)."""
         from workbench.telemetry.trace import Trace
 
-        return Trace.from_spans(self.spans)
+        return Trace.of(self.span_data())
 
     # -- delivery -------------------------------------------------------------------------------
 

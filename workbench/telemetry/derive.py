@@ -152,28 +152,32 @@ def _children(tree: SpanTree, position: int) -> Iterator[int]:
         child = tree.ends[child]
 
 
-def _our_steps(tree: SpanTree, agents: Sequence[str]) -> list[tuple[int, dict[str, Any]]]:
+def _our_steps(
+    tree: SpanTree, agents: Sequence[str], categories: Sequence[str]
+) -> list[tuple[int, dict[str, Any]]]:
     """Our steps: each ``workbench.step`` span, with its children."""
     rows = []
     for position in range(len(tree)):
-        span = tree.span_at(position)
-        if span.category != "step":
+        if categories[position] != "step":
             continue
-        inside = [tree.span_at(c) for c in _children(tree, position)]
-        model = next((s for s in inside if s.category == "model"), None)
-        tools = [s for s in inside if s.category == "tool"]
-        failed = sum(s.is_error for s in (span, *inside))
+        span = tree.span_at(position)
+        inside = list(_children(tree, position))
+        model = next((tree.span_at(c) for c in inside if categories[c] == "model"), None)
+        tools = [tree.span_at(c) for c in inside if categories[c] == "tool"]
+        failed = span.is_error + sum(tree.span_at(c).is_error for c in inside)
         row = _step_row(span, agents[position], span.attributes.get(n.STEP_INDEX), model, tools)
         rows.append((position, {**row, **_our_timing(span, model), "errors": failed}))
     return rows
 
 
-def _foreign_steps(tree: SpanTree, agents: Sequence[str]) -> list[tuple[int, dict[str, Any]]]:
+def _foreign_steps(
+    tree: SpanTree, agents: Sequence[str], categories: Sequence[str]
+) -> list[tuple[int, dict[str, Any]]]:
     """Another framework's steps: each model call, and the tool calls after it by the agent."""
     calls: dict[int, list[SpanData]] = {}
     last: dict[str, int] = {}
     for position in sorted(range(len(tree)), key=lambda p: tree.span_at(p).start_ns):
-        category = tree.span_at(position).category
+        category = categories[position]
         if category == "model":
             calls[position] = []
             last[agents[position]] = position
@@ -211,9 +215,14 @@ def _asked(model: SpanData) -> dict[str, Any]:
     return {"tool_calls": len(calls), "tools": ", ".join(call_label(c, "asked for") for c in calls)}
 
 
-def step_rows(tree: SpanTree, agents: Sequence[str]) -> list[dict[str, Any]]:
-    """One row per step, in start order (the columns of `frames.STEP_COLUMNS`)."""
-    found = _our_steps(tree, agents) or _foreign_steps(tree, agents)
+def step_rows(
+    tree: SpanTree, agents: Sequence[str], categories: Sequence[str]
+) -> list[dict[str, Any]]:
+    """One row per step, in start order (the columns of `frames.STEP_COLUMNS`).
+
+    ``agents`` and ``categories`` are each position's (`Trace.agent_at`, `Trace.category_at`).
+    """
+    found = _our_steps(tree, agents, categories) or _foreign_steps(tree, agents, categories)
     found.sort(key=lambda item: tree.span_at(item[0]).start_ns)
     rows = [row for _, row in found]
     for row, label in zip(rows, _labels(rows), strict=True):
@@ -324,17 +333,17 @@ _PHASES = {n.SPAN_PREPARE: "prepare", n.SPAN_CONTINUATION: "continuation"}
 
 
 def timing_rows(
-    tree: SpanTree, agents: Sequence[str], spans: Sequence[SpanData]
+    tree: SpanTree, agents: Sequence[str], categories: Sequence[str]
 ) -> list[dict[str, Any]]:
-    """The timed parts of every step, in start order (``spans``), with each one's agent.
+    """The timed parts of every step, in start order, with each one's agent.
 
     The columns of `frames.TIMING_COLUMNS`: a phase, a model call, a tool call, a hook, and the
     telemetry's own time on each step.
     """
-    agent_of = {tree.span_at(p).span_id: agents[p] for p in range(len(tree))}
     rows = []
-    for span in spans:
-        timed = _timed(span)
+    for position in sorted(range(len(tree)), key=lambda p: tree.span_at(p).start_ns):
+        span = tree.span_at(position)
+        timed = _timed(span, categories[position])
         if timed is None:
             continue
         a = span.attributes
@@ -343,7 +352,7 @@ def timing_rows(
             {
                 "trace_id": span.trace_id,
                 "run_id": a.get(n.RUN_ID),
-                "agent": agent_of.get(span.span_id, ""),
+                "agent": agents[position],
                 "execution_id": a.get(n.EXECUTION_ID),
                 "step": a.get(n.STEP_INDEX),
                 "component": component,
@@ -355,9 +364,8 @@ def timing_rows(
     return rows
 
 
-def _timed(span: SpanData) -> tuple[str, str, float] | None:
+def _timed(span: SpanData, category: str) -> tuple[str, str, float] | None:
     """The span as a timed part (component, name, ms); None for a span that is not one."""
-    category = span.category
     if category == "step":  # the observers' own cost, which the step measured
         overhead = _seconds_ms(span.attributes.get(n.TIMING_TELEMETRY))
         return None if overhead is None else ("telemetry", "telemetry", overhead)

@@ -148,8 +148,10 @@ def _frame(columns: Mapping[str, Sequence[Any]], order: Sequence[str]) -> pd.Dat
     return frame
 
 
-def spans_frame(spans: Sequence[SpanData], agents: Sequence[str]) -> pd.DataFrame:
-    """One row per span, in the order given (``agents[i]``: the agent of ``spans[i]``).
+def spans_frame(
+    spans: Sequence[SpanData], agents: Sequence[str], span_categories: Sequence[str]
+) -> pd.DataFrame:
+    """One row per span, in the order given, with each one's agent and category (by position).
 
     Built column by column (one list per column, filled in one pass) rather than from a dict per
     row: pandas makes a frame from lists several times faster.
@@ -159,10 +161,9 @@ def spans_frame(spans: Sequence[SpanData], agents: Sequence[str]) -> pd.DataFram
      ends, durations, statuses, error_types, run_ids, execution_ids, steps, snapshot_ids, models,
      tools, input_tokens, output_tokens, in_progress, attribute_dicts,
      ) = columns.values()  # fmt: skip
-    for span, agent in zip(spans, agents, strict=True):
+    for span, agent, category in zip(spans, agents, span_categories, strict=True):
         attributes = span.attributes
         get = attributes.get
-        category = span.category
         trace_ids.append(span.trace_id)
         span_ids.append(span.span_id)
         parent_ids.append(span.parent_id)

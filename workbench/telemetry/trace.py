@@ -14,10 +14,9 @@ It needs neither OpenTelemetry nor pandas until SDK spans are read or a DataFram
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
-
-from pydantic import PrivateAttr
 
 from workbench._record import Record
 from workbench.errors import StepNotInTrace, TraceLoadError
@@ -64,6 +63,19 @@ AGENT_COLUMNS = (
 charged from its sub-runs, so the column sums are the tree's."""
 
 
+_DERIVED = (
+    "tree",
+    "agent_at",
+    "categories",
+    "category_at",
+    "_step_rows",
+    "_model_calls",
+    "_errors",
+    "_problems",
+)
+"""The cached properties of `Trace`: a copy with other spans must not keep them."""
+
+
 class Trace(Record):
     """The spans of one trace (a file holding several keeps them all; ``trace_id`` is the first's).
 
@@ -75,8 +87,6 @@ class Trace(Record):
     trace_id: str
     spans: tuple[SpanData, ...]
     steps: tuple[StepRecord, ...] = ()
-    _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
-    """What is derived from ``spans``, built on first use (with the spans it was built from)."""
 
     def __repr__(self) -> str:
         return f"Trace(trace_id={self.trace_id!r}, spans={len(self.spans)})"
@@ -103,24 +113,36 @@ class Trace(Record):
         resources: dict[int, dict[str, Any]] = {}
         return cls.of((span_data(s, resources) for s in spans), steps=steps)
 
-    def _get(self, name: str, build: Any) -> Any:
-        """A derived value, built once per ``spans`` (a copy with other spans builds its own)."""
-        found = self._derived.get(name)
-        if found is None or found[0] is not self.spans:
-            found = self._derived[name] = (self.spans, build())
-        return found[1]
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Trace:
+        """A copy (`Record` semantics); what was derived from the spans is derived again."""
+        copy = super().model_copy(update=update, deep=deep)
+        for name in _DERIVED:
+            copy.__dict__.pop(name, None)
+        return copy
 
-    @property
+    # What is derived from the spans is built on first use and kept (`functools.cached_property`
+    # keeps it in the instance): every view asks for the tree, the categories and the step table
+    # many times over, and at 100,000 spans each is a pass over all of them.
+
+    @cached_property
     def tree(self) -> SpanTree:
         """The spans in depth-first order, with depths and subtree ends (`SpanTree`)."""
-        tree: SpanTree = self._get("tree", lambda: SpanTree.of(self.spans))
-        return tree
+        return SpanTree.of(self.spans)
 
-    @property
+    @cached_property
     def agent_at(self) -> list[str]:
         """The agent of each position of `tree` (``gen_ai.agent.name`` at or above it)."""
-        agents: list[str] = self._get("agents", lambda: agents_by_position(self.tree))
-        return agents
+        return agents_by_position(self.tree)
+
+    @cached_property
+    def categories(self) -> list[str]:
+        """What each span is (`SpanData.category`), in start order: read once per trace."""
+        return [s.category for s in self.spans]
+
+    @cached_property
+    def category_at(self) -> list[str]:
+        """What the span at each position of `tree` is (`categories` in tree order)."""
+        return [self.categories[i] for i in self.tree.order]
 
     def _agents_in_start_order(self) -> list[str]:
         tree, at = self.tree, self.agent_at
@@ -135,7 +157,7 @@ class Trace(Record):
         """One row per span, in start order (``frames.SPAN_COLUMNS``)."""
         from workbench.telemetry.frames import spans_frame
 
-        return spans_frame(self.spans, self._agents_in_start_order())
+        return spans_frame(self.spans, self._agents_in_start_order(), self.categories)
 
     def step_rows(self) -> list[dict[str, Any]]:
         """The step table as rows (``frames.STEP_COLUMNS``): one per step, in start order.
@@ -143,8 +165,11 @@ class Trace(Record):
         A step of ours is a ``workbench.step`` span; in a trace with none (another framework's)
         each model call is a step, with the tool calls its agent made after it.
         """
-        rows: list[dict[str, Any]] = self._get("steps", lambda: step_rows(self.tree, self.agent_at))
-        return rows
+        return self._step_rows
+
+    @cached_property
+    def _step_rows(self) -> list[dict[str, Any]]:
+        return step_rows(self.tree, self.agent_at, self.category_at)
 
     def steps_df(self) -> pd.DataFrame:
         """One row per step (``frames.STEP_COLUMNS``), the table every view shows."""
@@ -156,7 +181,8 @@ class Trace(Record):
         """Where the time went, one row per timed part of a step (``frames.TIMING_COLUMNS``)."""
         from workbench.telemetry.frames import TIMING_COLUMNS, rows_frame
 
-        return rows_frame(timing_rows(self.tree, self.agent_at, self.spans), TIMING_COLUMNS)
+        rows = timing_rows(self.tree, self.agent_at, self.category_at)
+        return rows_frame(rows, TIMING_COLUMNS)
 
     def agents(self) -> pd.DataFrame:
         """One row per agent (`AGENT_COLUMNS`): its runs, steps, own tokens and cost, its time.
@@ -186,10 +212,11 @@ class Trace(Record):
 
     def model_calls(self) -> list[SpanData]:
         """The model calls, in start order (``chat`` spans, OpenInference's LLM spans, ...)."""
-        calls: list[SpanData] = self._get(
-            "model_calls", lambda: [s for s in self.spans if s.category == "model"]
-        )
-        return calls
+        return self._model_calls
+
+    @cached_property
+    def _model_calls(self) -> list[SpanData]:
+        return [s for s, c in zip(self.spans, self.categories, strict=True) if c == "model"]
 
     def chat_spans(self) -> list[SpanData]:
         """The model calls, in start order (`model_calls`)."""
@@ -200,14 +227,19 @@ class Trace(Record):
 
         Each with its agent, run, step, call, span and traceback.
         """
-        found: tuple[RunError, ...] = self._get(
-            "errors", lambda: trace_errors(self.tree, self.agent_at)
-        )
-        return found
+        return self._errors
+
+    @cached_property
+    def _errors(self) -> tuple[RunError, ...]:
+        return trace_errors(self.tree, self.agent_at)
 
     def top_runs(self) -> list[SpanData]:
         """The run spans of the trace's top run, one per execution (ours only), in start order."""
-        agents = [s for s in self.spans if s.category == "agent" and n.RUN_ID in s.attributes]
+        agents = [
+            s
+            for s, c in zip(self.spans, self.categories, strict=True)
+            if c == "agent" and n.RUN_ID in s.attributes
+        ]
         top = [s for s in agents if n.PARENT_RUN_ID not in s.attributes]
         return top or agents[:1]
 
@@ -235,8 +267,11 @@ class Trace(Record):
 
         The views show the trace anyway, these values as missing, and list these lines.
         """
-        found: list[str] = self._get("problems", lambda: problems(self.spans))
-        return found
+        return self._problems
+
+    @cached_property
+    def _problems(self) -> list[str]:
+        return problems(self.spans)
 
     def messages(self, step: int | None = None) -> tuple[Message, ...]:
         """The conversation recovered from captured content, at ``step``.

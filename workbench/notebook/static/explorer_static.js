@@ -1,12 +1,23 @@
 // The report's explorer model: the anywidget model's traits and messages, answered in the page.
 //
-// The standalone report has no kernel, so the trace is inlined (one row per span in tree order,
-// the detail HTML of each) and this model does what the kernel's ExplorerView does: folds,
-// filters and windows. It is the same walk over the same arrays (`end`: where a subtree ends).
-// A detail is written as HTML strings and [start, end) ranges of `data.shared`, the HTML that
-// details repeat, stored once: every model call's messages are the whole conversation so far.
+// The standalone report has no kernel, so the trace is inlined (its spans as columns, in tree
+// order, and the detail HTML of each) and this model does what the kernel's ExplorerView does:
+// folds, filters and windows. It is the same walk over the same arrays (`end`: where a subtree
+// ends). A detail is written as HTML strings and [start, end) ranges of `data.shared`, the HTML
+// that details repeat, stored once: every model call's messages are the whole conversation so
+// far, and a run's spans share most of their attributes. A search looks through each span's
+// detail as text, made on the first search.
 function staticModel(data) {
-  const spans = data.spans;
+  const columns = data.spans;
+  const WORDS = ["name", "category", "status", "span_status"];
+  const spans = columns.id.map((id, i) => {
+    const span = {};
+    for (const key of Object.keys(columns)) if (key !== "words") span[key] = columns[key][i];
+    for (const key of WORDS) span[key] = columns.words[span[key]];
+    span.in_progress = span.in_progress === 1;
+    return span;
+  });
+  let texts = null;
   const state = {
     rows: [], total: 0, span_count: spans.length, matched: -1, offset: 0, page_size: 40,
     axis_ms: data.axis_ms, selected: "", scroll_to: 0, detail: "",
@@ -19,10 +30,16 @@ function staticModel(data) {
   let visible = [];
   let matches = null;
 
-  function detail(id) {
-    return (data.details[id] || [])
-      .map((item) => (typeof item === "string" ? item : data.shared.slice(...item).join("")))
+  function detail(id) {  // its pieces: a number each, a run of them as a [start, end) range
+    return (data.details[byId.get(id)] || [])
+      .map((item) => (typeof item === "number" ? data.shared[item] : data.shared.slice(...item).join("")))
       .join("");
+  }
+
+  const ENTITIES = { "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#x27;": "'", "&amp;": "&" };
+  function textOf(html) {  // the detail's words, lowercased (the HTML is ours: tags and entities)
+    return html.replace(/<[^>]*>/g, " ").replace(/&(lt|gt|quot|#x27|amp);/g, (e) => ENTITIES[e])
+      .toLowerCase();
   }
 
   function emit(name) { for (const f of handlers[`change:${name}`] || []) f(); }
@@ -31,7 +48,10 @@ function staticModel(data) {
     const query = state.query.trim().toLowerCase();
     if (!query && !state.status && !state.errors_only && !(state.slowest > 0)) return null;
     let keep = spans.map((_, i) => i);
-    if (query) keep = keep.filter((i) => spans[i].text.includes(query));
+    if (query) {
+      if (texts === null) texts = spans.map((span) => `${span.name} ${textOf(detail(span.id))}`);
+      keep = keep.filter((i) => texts[i].includes(query));
+    }
     if (state.status) keep = keep.filter((i) => spans[i].span_status === state.status);
     if (state.errors_only) keep = keep.filter((i) => spans[i].status === "error");
     if (state.slowest > 0) {
