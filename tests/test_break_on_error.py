@@ -8,49 +8,14 @@ import warnings
 import pytest
 
 import workbench as wb
+from tests._failing_team import team as _team
 from workbench.notebook import Stepper
-
-R = wb.ModelResponse
 
 
 @wb.tool
 def search(query: str) -> str:
     """Look something up."""
     return f"found {query}"
-
-
-@wb.tool
-def apply_discount(price: int, percent: str) -> int:
-    """Apply a discount (wrongly: the percent is text)."""
-    return price - price * percent  # type: ignore[operator]  # the bug: str * int
-
-
-def _team() -> wb.Agent:
-    """lead -> research (researcher) -> dig (digger: search, then apply_discount, which fails)."""
-    digger = wb.Agent(
-        model=wb.ScriptedModel(
-            [
-                R.tool_call("search", {"query": "price"}, call_id="s1"),
-                R.tool_call("apply_discount", {"price": 100, "percent": "10"}, call_id="a1"),
-                "could not apply it",
-            ]
-        ),
-        name="digger",
-        tools=[search, apply_discount],
-        store=False,
-    )
-    researcher = wb.Agent(
-        model=wb.ScriptedModel([R.tool_call("dig", {"task": "price"}, call_id="d1"), "done"]),
-        name="researcher",
-        tools=[digger.as_tool("dig")],
-        store=False,
-    )
-    return wb.Agent(
-        model=wb.ScriptedModel([R.tool_call("research", {"task": "price"}, call_id="r1"), "ok"]),
-        name="lead",
-        tools=[researcher.as_tool("research")],
-        store=False,
-    )
 
 
 def test_on_error_stops_after_the_failed_call_two_sub_agents_down() -> None:
@@ -61,14 +26,14 @@ def test_on_error_stops_after_the_failed_call_two_sub_agents_down() -> None:
         "digger",
         2,
         wb.Phase.TOOLS,
-        2,  # not step 1: its search call worked
+        3,  # not steps 1 and 2: their lookups worked
     )
     digger = run.subrun
     assert digger is not None and digger.state.agent_name == "digger"
     last = digger.state.messages[-1].parts[0]
     assert isinstance(last, wb.ToolResult) and last.is_error and "TypeError" in last.content
     assert run.run_to_breakpoint() is None  # nothing else failed: the tree finishes
-    assert run.result.output == "ok"
+    assert run.result.output == "9.99"
 
 
 def test_on_error_of_scope_run_does_not_stop_in_sub_runs() -> None:
@@ -88,19 +53,20 @@ def test_the_stepper_takes_error_in_its_breakpoint_box_and_continue_stops_there(
     assert "stopped at breakpoint on a tool error in digger" in stepper.status.value
     assert "TypeError" in stepper.messages.value  # the digger's failed result is shown
     stepper.run_button.click()
-    assert stepper.result.output == "ok" and stepper.errors == []
+    assert stepper.result.output == "9.99" and stepper.errors == []
 
 
 def test_a_breakpoint_on_a_tool_no_agent_has_warns_and_says_which_tools_there_are() -> None:
     with pytest.warns(wb.BreakpointWarning, match="no tool 'serach'") as caught:
         run = _team().start("go", breakpoints=[wb.Break.on_tool("serach")])
-    assert "apply_discount, dig, research, search" in str(caught[0].message)
+    assert "apply_discount, dig, lookup_price, research" in str(caught[0].message)
     assert [str(b) for b in run.breakpoints] == ["on tool 'serach'"]  # kept: tools may change
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # none of these warns: each tool is in the tree
-        _team().start("go", breakpoints=[wb.Break.on_tool("search"), wb.Break.on_tool("dig")])
-    with pytest.warns(wb.BreakpointWarning, match="this run has no tool 'search'"):
-        _team().start("go", breakpoints=[wb.Break.on_tool("search", scope="run")])
+        breakpoints = [wb.Break.on_tool("lookup_price"), wb.Break.on_tool("dig")]
+        _team().start("go", breakpoints=breakpoints)
+    with pytest.warns(wb.BreakpointWarning, match="this run has no tool 'lookup_price'"):
+        _team().start("go", breakpoints=[wb.Break.on_tool("lookup_price", scope="run")])
 
 
 def test_the_stepper_shows_the_warning_and_marks_the_breakpoint() -> None:
