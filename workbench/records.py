@@ -592,8 +592,13 @@ class RunResult(Record):
             if snapshot.step == step:
                 _handed_out[snapshot.id] = self  # what a re-run from it replays
                 return snapshot
-        steps = [s.step for s in self.snapshots]
-        have = f"steps {_ranges(steps)}" if steps else "no steps"
+        steps = sorted(s.step for s in self.snapshots)  # in a row: a re-run's start later
+        if not steps:
+            have = "no steps"
+        elif len(steps) == 1:
+            have = f"step {steps[0]}"
+        else:
+            have = f"steps {steps[0]}-{steps[-1]}"
         raise NoSuchStep(f"run {self.run_id} has no step {step}: it has {have}")
 
 
@@ -638,14 +643,3 @@ def recording_of(snapshot: StepContext) -> RunResult | None:
     files; this link lives only in this process, beside it.)
     """
     return _handed_out.get(snapshot.id)
-
-
-def _ranges(steps: Sequence[int]) -> str:
-    """``1-4, 7`` for steps 1, 2, 3, 4 and 7."""
-    parts: list[str] = []
-    for step in sorted(set(steps)):
-        if parts and step == int(parts[-1].rsplit("-", 1)[-1]) + 1:
-            parts[-1] = f"{parts[-1].split('-')[0]}-{step}"
-        else:
-            parts.append(str(step))
-    return ", ".join(parts)
