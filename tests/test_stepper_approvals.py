@@ -208,6 +208,8 @@ async def test_after_approving_a_call_inside_the_digger_the_stepper_is_still_in_
     assert stepper.run.state.status is wb.ExecutionStatus.PAUSED
     assert [r.pending.call_id for r in stepper.approval_rows] == ["w1"]
     assert "waits for your answer to <b>1</b> call" in stepper.status.value
+    stepper.close()  # a paused tree is data to resume: closing the view keeps it as it is
+    assert stepper.run.state.status is wb.ExecutionStatus.PAUSED
     stepper.approval_rows[0].approve_button.click()
     assert stepper.run.subrun is not None and stepper.run.subrun.state.agent_name == "digger"
     assert not stepper.step_out_button.disabled

@@ -254,7 +254,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     def close(self) -> None:
         """Close the widget; a run stopped inside a sub-run is aborted, so none is left waiting."""
         run: AgentRun | None = getattr(self, "run", None)  # None: __init__ failed (__del__)
-        if run is not None and run.subrun is not None:
+        if run is not None and run.subrun is not None and not run.done:  # paused: kept as is
             run.abort()
         super().close()
 
