@@ -59,3 +59,18 @@ def test_the_timeline_of_a_run_stepped_slowly_leaves_the_waits_out_and_says_so()
     assert max(ends) < 300  # ms: the phases' own time, not the 0.6 s and more between them
     axis = figure["layout"]["xaxis"]["title"]["text"]
     assert axis.startswith("ms running (") and "s idle between phases left out)" in axis
+
+
+def test_the_timeline_is_drawn_before_the_buttons_come_back() -> None:
+    """A click right after a press ends goes at once: nothing is left to draw behind it."""
+    agent = wb.Agent(model=wb.ScriptedModel(["one"]), name="solo", store=False)
+    stepper = Stepper(agent, "go")
+    seen: list[str] = []
+    stepper.timeline.observe(lambda _: seen.append("timeline"), names="outputs")
+    stepper.next_step_button.observe(
+        lambda change: seen.append("enabled" if not change["new"] else "disabled"),
+        names="disabled",
+    )
+    stepper.next_phase_button.click()
+    assert seen[0] == "disabled" and "timeline" in seen
+    assert seen.index("timeline") < seen.index("enabled")

@@ -404,7 +404,7 @@ def test_the_stepper_steps_into_a_sub_run_shows_its_messages_and_steps_over_it()
     log = stepper.phase_log.value
     assert "lead · step 1 · inference" in log
     assert "↳ researcher (depth 1) · step 1 · inference" in log
-    assert "inside sub-run <b>researcher</b> (depth 1, called by r1)" in log
+    assert "inside sub-run <b>researcher</b> (depth 1, via lead's research)" in log
     assert "Sub-run researcher (depth 1), step 1 so far" in stepper.messages.value
     assert "dig it" in stepper.messages.value  # the researcher's call, not the lead's
     assert "ran researcher (depth 1) inference of step 1" in stepper.status.value
@@ -426,6 +426,12 @@ def test_the_stepper_continues_to_a_breakpoint_inside_a_sub_run_and_closing_abor
     stepper = Stepper(_tree(), "go", breakpoints=[wb.Break.on_tool("search")])
     stepper.continue_button.click()
     assert stepper.stopped_at == wb.Break.on_tool("search")
+    # how Continue got two levels down, in the calls a person recognises
+    assert [r.state.agent_name for r in stepper.run.subrun_path] == ["researcher", "digger"]
+    assert (
+        "inside sub-run <b>digger</b> (depth 2, via lead's research ▸ researcher's dig)"
+        in stepper.phase_log.value
+    )
     assert "stopped at breakpoint on tool &#x27;search&#x27; in digger" in stepper.status.value
     assert "s1" in stepper.messages.value and "deep" in stepper.messages.value
     assert "stopped: on tool" in stepper.phase_log.value

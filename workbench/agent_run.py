@@ -76,6 +76,11 @@ class AgentRun:
         return subrun if isinstance(subrun, AgentRun) else None
 
     @property
+    def subrun_path(self) -> tuple[AgentRun, ...]:
+        """The sub-runs from this run's own down to `subrun`: how stepping got that deep."""
+        return tuple(run for run in self._stepping.path if isinstance(run, AgentRun))
+
+    @property
     def state(self) -> AgentState:
         """The current state."""
         return self._execution.state

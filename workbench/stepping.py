@@ -393,6 +393,15 @@ class Stepping:
         return self._phase is not None
 
     @property
+    def path(self) -> tuple[SubRun, ...]:
+        """The sub-runs from the stepped run's own down to `subrun`: how stepping got there."""
+        runs, subrun = self.gate.runs, self.subrun
+        if subrun is None:
+            return ()
+        key = self.where or next((k for k, run in runs.items() if run is subrun), ())
+        return tuple(runs[key[:i]] for i in range(1, len(key) + 1) if key[:i] in runs)
+
+    @property
     def focus(self) -> Key:
         """Where stepping over acts: the sub-run stopped in, or its nearest unfinished ancestor.
 

@@ -8,6 +8,7 @@ the run is escaped.
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 from collections.abc import Sequence
 from html import escape
@@ -551,12 +552,39 @@ def phase_log_html(events: Sequence[PhaseEvent]) -> str:
     return f'<div class="wb-phase-log" style="font-size:11px">{"".join(rows)}</div>'
 
 
-def subrun_html(state: AgentState, next_phase: Phase | None) -> str:
-    """Where stepping stopped inside a sub-run: which agent, how deep, called by which call."""
-    call = escape(state.parent_call_id or "?")
+def subrun_html(path: Sequence[AgentState], next_phase: Phase | None) -> str:
+    """Where stepping stopped inside a sub-run, and how it got there.
+
+    ``path`` is the stepped run's state, then each sub-run's down to the one stopped in: each
+    step down is read as the parent's call that started it ("lead's research ▸ researcher's
+    dig"), which a person recognises, not the call's id.
+
+    >>> import workbench as wb
+    >>> call = wb.Message.assistant_tool_call("dig", {}, call_id="d1")
+    >>> top = wb.AgentState(agent_name="researcher", messages=(call,))
+    >>> sub = wb.AgentState(agent_name="<b>", depth=1, parent_call_id="d1")
+    >>> html = subrun_html([top, sub], None)
+    >>> "&lt;b&gt;" in html and "via researcher's dig" in html
+    True
+    """
+    state = path[-1]
+    calls = [
+        f"{escape(parent.agent_name)}'s {escape(_call_name(parent, child.parent_call_id))}"
+        for parent, child in itertools.pairwise(path)
+    ]
+    via = f", via {' ▸ '.join(calls)}" if calls else ""
     return (
         f'<div class="wb-subrun" style="margin-left:{1.5 * state.depth}em">↳ inside sub-run '
-        f"<b>{escape(state.agent_name)}</b> (depth {state.depth}, called by {call}): "
+        f"<b>{escape(state.agent_name)}</b> (depth {state.depth}{via}): "
         f"step <b>{state.step}</b>, next phase <b>{next_phase.value if next_phase else '—'}</b>"
         "</div>"
     )
+
+
+def _call_name(state: AgentState, call_id: str | None) -> str:
+    """The tool of ``state``'s call ``call_id`` (its id when the call is not in the messages)."""
+    for message in reversed(state.messages):
+        for part in message.parts:
+            if isinstance(part, ToolCall) and part.call_id == call_id:
+                return part.name
+    return call_id or "?"

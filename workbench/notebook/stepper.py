@@ -366,14 +366,15 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         budget = run.snapshots[-1].budget if run.snapshots else None
         self.status.value = status_html(run.state, run.next_phase_name, budget, note=self._note)
         subrun = run.subrun
-        inside = subrun_html(subrun.state, subrun.next_phase_name) if subrun else ""
+        path = [run.state, *(sub.state for sub in run.subrun_path)]
+        inside = subrun_html(path, subrun.next_phase_name) if subrun else ""
         self.phase_log.value = phase_log_html(self._step_events()) + inside
+        if self._position() != self._drawn and not self.busy:
+            self._draw_timeline()  # before the buttons come back: a click then goes at once
         self._set_buttons()
         self._show_approvals()
         if len(run.steps) != self._shown_records:
             self._records_changed()
-        if self._position() != self._drawn and not self.busy:
-            self._draw_timeline()
         self._follow()
         self._show_messages()
 
