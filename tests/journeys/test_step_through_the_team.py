@@ -1,23 +1,22 @@
 """Journey 2: step through a three-level team with the Stepper, one click per cell.
 
 Continue stops at a breakpoint in the digger, two sub-agents down. From then on every button is
-clicked in the Stepper shown again by a later cell, after other cells ran in between (as a person
-inspects the run between clicks): Step over (the digger's search, at the digger's level), Next
-step (the rest of the digger's step), Step out (the digger goes on, and its note needs approval:
-Approve, in the row that says which sub-agent asks), Step out again (back in the researcher),
-Step out (back in the lead), Next phase (the lead's own phases), Step into (the researcher's
-second sub-run), Run to end.
+clicked after later cells ran (as a person looks at the run between clicks), in the Stepper shown
+again further down (twice: each view of it is one more for the page to keep up to date): Step
+over (the digger's search, at the digger's level), Next step (the rest of the digger's step),
+Step out (the digger goes on, and its note needs approval: Approve, in the row that says which
+sub-agent asks), Step out again (back in the researcher), Step out (back in the lead), Next phase
+(the lead's own phases), Step into (the researcher's second sub-run), Run to end.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from playwright.sync_api import expect
 
 from tests.journeys.conftest import OpenNotebook
-from tests.journeys.harness import Notebook, button, click
+from tests.journeys.harness import button, click
 from tests.journeys.team import STEPPING
 
 STEPPER = """stepper = Stepper(
@@ -29,9 +28,11 @@ stepper"""
 
 LOOK = [  # what a person types between two clicks, to look at where the run is
     "stepper.run.subrun.pending_calls",  # the digger's search, waiting at the breakpoint
+    "stepper",  # the Stepper shown again, further down
     "stepper.run.subrun.state.agent_name",
     "stepper.run.subrun.state.step",
     "stepper.run.state.status",  # approved, not yet going on
+    "stepper",
     "stepper.run.subrun.state.agent_name",
     "stepper.run.state.next_phase",
     "stepper.run.state.next_phase",
@@ -43,9 +44,7 @@ LOOK = [  # what a person types between two clicks, to look at where the run is
 def test_continue_into_a_sub_agent_then_every_button_from_later_cells(
     open_notebook: OpenNotebook,
 ) -> None:
-    cells = [*STEPPING, "from workbench.notebook import Stepper", STEPPER]
-    for look in LOOK:
-        cells += [look, "stepper"]
+    cells = [*STEPPING, "from workbench.notebook import Stepper", STEPPER, *LOOK]
     notebook = open_notebook("step-through-the-team", cells)
     notebook.run_until(len(STEPPING) + 1)
     stepper = notebook.run()
@@ -55,8 +54,8 @@ def test_continue_into_a_sub_agent_then_every_button_from_later_cells(
     expect(where).to_contain_text(re.compile(r"inside sub-run digger \(depth 2.*next phase tools"))
     notebook.shot("1-continue", stepper)
 
-    stepper = _later(notebook)  # the digger's search runs, the stepper stays in the digger
-    expect(button(stepper, "Step over")).to_be_enabled()
+    notebook.run()
+    stepper = notebook.run()  # the digger's search runs, the stepper stays in the digger
     click(stepper, "Step over")
     expect(stepper.locator(".wb-subrun")).to_contain_text(
         re.compile(r"inside sub-run digger \(depth 2.*next phase continuation")
@@ -64,13 +63,13 @@ def test_continue_into_a_sub_agent_then_every_button_from_later_cells(
     expect(stepper.locator(".wb-phase-log")).to_contain_text(re.compile(r"digger .*tools"))
     notebook.shot("2-step-over", stepper)
 
-    stepper = _later(notebook)  # the rest of the digger's step, at the digger's level
+    notebook.run()  # the rest of the digger's step, at the digger's level
     click(stepper, "Next step")
     expect(stepper.locator(".wb-subrun")).to_contain_text(
         re.compile(r"inside sub-run digger \(depth 2.*next phase prepare")
     )
 
-    stepper = _later(notebook)  # the digger goes on, and stops for its note's approval
+    notebook.run()  # the digger goes on, and stops for its note's approval
     click(stepper, "Step out")
     expect(stepper.locator(".wb-status")).to_contain_text("paused")
     approval = stepper.locator(".wb-pending", has_text="save_note")
@@ -80,26 +79,27 @@ def test_continue_into_a_sub_agent_then_every_button_from_later_cells(
     click(stepper, "Approve")
     expect(stepper.locator(".wb-status")).to_contain_text("1 approved")
 
-    stepper = _later(notebook)  # the digger finishes: back in the researcher
+    notebook.run()
+    stepper = notebook.run()  # the digger finishes: back in the researcher
     click(stepper, "Step out")
     expect(stepper.locator(".wb-subrun")).to_contain_text(
         re.compile(r"inside sub-run researcher \(depth 1.*next phase continuation")
     )
     notebook.shot("4-step-out-to-the-researcher", stepper)
 
-    stepper = _later(notebook)  # the researcher finishes: back in the lead
+    notebook.run()  # the researcher finishes: back in the lead
     click(stepper, "Step out")
     expect(stepper.locator(".wb-subrun")).to_have_count(0)
     expect(stepper.locator(".wb-status")).to_contain_text(re.compile(r"next phase continuation"))
     notebook.shot("5-step-out-to-the-lead", stepper)
 
     for phase in ("prepare", "inference", "tools"):  # the lead's own phases, one a click
-        stepper = _later(notebook)
+        notebook.run()
         click(stepper, "Next phase")
         expect(stepper.locator(".wb-status")).to_contain_text(f"next phase {phase}")
     notebook.shot("6-next-phase", stepper)
 
-    stepper = _later(notebook)  # the lead asks the researcher again: go in
+    notebook.run()  # the lead asks the researcher again: go in
     click(stepper, "Step into")
     expect(stepper.locator(".wb-subrun")).to_contain_text(
         re.compile(r"inside sub-run researcher \(depth 1.*step 1, next phase inference")
@@ -111,9 +111,3 @@ def test_continue_into_a_sub_agent_then_every_button_from_later_cells(
     expect(stepper).to_contain_text("The coat costs 120 and the shoes 80.")
     expect(button(stepper, "Next phase")).to_be_disabled()
     notebook.shot("8-run-to-end", stepper)
-
-
-def _later(notebook: Notebook) -> Any:
-    """Run the look-around cell, then the cell that shows the Stepper again; that cell."""
-    notebook.run()
-    return notebook.run()
