@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -209,7 +210,11 @@ def main() -> None:
         explorer_clicks(notebook, figures, rows=20)
         for trial in range(args.trials):
             stepper_trial(notebook, trial, figures)
-    print(f"click to render, JupyterLab in headless chromium ({args.trials} Stepper trials)")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"click to render, JupyterLab in headless chromium ({args.trials} Stepper trials, "
+        f"a {args.steps}-step run explored; load average {load})"
+    )
     report(figures)
 
 
