@@ -16,11 +16,8 @@ from typing import Any
 import pytest
 
 import workbench as wb
-from tests.test_browser import browser_context
 from workbench.notebook import trace_figures
 from workbench.report import write_report
-
-__all__ = ["browser_context"]  # the module-scoped fixture, used by name below
 
 LINK = '<a href="https://evil.example/steal">click me</a>'
 NAME = "<b>fake</b><a href='https://evil.example/name'>tool</a>"
@@ -69,14 +66,14 @@ def test_no_figure_renders_run_data_as_markup(with_telemetry: bool) -> None:
 
 @pytest.mark.browser
 def test_a_link_in_a_tool_result_is_text_in_the_reports_explorer(
-    browser_context: Any, tmp_path: Path
+    browser: Any, tmp_path: Path
 ) -> None:
     from playwright.sync_api import expect
 
     telemetry = wb.Telemetry(capture_content=True)
     result = a_run(telemetry)
     report = write_report(result, tmp_path / "run.html", telemetry=telemetry)
-    page = browser_context.new_page()
+    page = browser.new_page()
 
     def only_the_file(route: Any) -> None:
         if route.request.url.startswith("file://"):
