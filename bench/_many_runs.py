@@ -4,7 +4,8 @@
 failures, metadata); the rest are copies of those rows in every table (state, messages,
 snapshots, steps, summaries, tools) under new run ids and later start times, made in SQL,
 because writing 100,000 runs through an agent takes most of an hour on this machine. A copy's
-payloads still name the run it was copied from, which no listing reads.
+payloads still name the run it was copied from, which no listing reads; the copies' texts are
+indexed for text search in one go at the end, as the store's own migration indexes a store.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ from workbench.demo import run_eval
 REAL = 1_000
 """How many runs are made by the agent (the rest are copies of them)."""
 
-_TABLES = ("runs", "messages", "snapshots", "steps", "tool_sets", "summaries", "run_tools")
+_TABLES = (
+    "runs", "messages", "message_texts", "snapshots", "steps", "tool_sets", "summaries",
+    "run_tools",
+)  # fmt: skip
 _RENAMED = {
     "run_id": "run_id || :suffix",
     "root_run_id": "root_run_id || :suffix",
@@ -38,10 +42,14 @@ def build(path: Path, n: int) -> wb.RunStore:
         with conn:
             for copy in range(1, -(-n // REAL)):
                 for table in _TABLES:
-                    columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+                    columns = [
+                        column
+                        for (_, column, *_) in conn.execute(f"PRAGMA table_info({table})")
+                        if (table, column) != ("message_texts", "id")  # a copy gets a new one
+                    ]
                     values = ", ".join(_RENAMED.get(c, c) for c in columns)
                     conn.execute(
-                        f"INSERT INTO {table} SELECT {values} FROM {table} "
+                        f"INSERT INTO {table} ({', '.join(columns)}) SELECT {values} FROM {table} "
                         "WHERE run_id NOT LIKE '%~%'",
                         {"suffix": f"~{copy}", "shift": copy * span},
                     )
@@ -50,6 +58,8 @@ def build(path: Path, n: int) -> wb.RunStore:
             doomed = conn.execute(newest, (max(extra, 0),)).fetchall()  # n not a multiple of REAL
             for table in _TABLES:
                 conn.executemany(f"DELETE FROM {table} WHERE run_id = ?", doomed)
+            # the copies' texts indexed as the store indexes a run's: the index made again
+            conn.execute("INSERT INTO message_text_index (message_text_index) VALUES ('rebuild')")
     finally:
         conn.close()
     return wb.RunStore(path)

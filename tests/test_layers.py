@@ -77,7 +77,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("loop", ("workbench.config", "workbench.drafts", "workbench.engine", "workbench.toolcalls")),
     (
         "observers",
-        ("workbench.store", "workbench._storage", "workbench._runfacts", "workbench.telemetry"),
+        (
+            "workbench.store",
+            "workbench._storage",
+            "workbench._runfacts",
+            "workbench._textindex",
+            "workbench.telemetry",
+        ),
     ),
     ("agent", ("workbench.agent_run", "workbench.agent", "workbench.session", "workbench._proxy")),
     (

@@ -169,6 +169,36 @@ def test_text_is_what_a_person_reads_in_the_messages(store: wb.RunStore, runs: R
     assert wb.runs(store, text="1_0% s").empty
 
 
+SEARCHES = ("zebra", "ZEBRA", "no such key", "bad", "ba", "b", "%", "_", '"', "100% sure_",
+            "1_0% s", "role", "tool_call", "Task", "élan", "ÉLAN", "value of", " ")  # fmt: skip
+
+
+def _scanned(path: str, text: str) -> set[str]:
+    """The runs with ``text`` as the search was before the index: every message's JSON read."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute(
+            "SELECT DISTINCT m.run_id FROM messages m, json_tree(m.body) j "
+            "WHERE j.type = 'text' AND (j.key IN ('text', 'content', 'invalid_arguments') "
+            "OR instr(j.fullkey, '.arguments') > 0) AND j.atom LIKE ? ESCAPE '\\'",
+            (f"%{escaped}%",),
+        )
+        return {run_id for (run_id,) in rows}
+    finally:
+        conn.close()
+
+
+def test_text_search_through_the_index_finds_what_reading_every_message_did(
+    store: wb.RunStore, runs: Runs
+) -> None:
+    wb.Agent(model=wb.ScriptedModel(["Élan vital"]), name="poet", store=store).run_sync("write")
+    for text in SEARCHES:
+        assert set(_ids(wb.runs(store, text=text))) == _scanned(store.path, text), text
+    assert len(wb.runs(store, text="ÉLAN")) == 1  # ASCII letters fold, as they always did,
+    assert wb.runs(store, text="élan").empty  # others do not
+
+
 def test_sub_runs_rolled_up_under_their_root(store: wb.RunStore, runs: Runs) -> None:
     frame = wb.runs(store, rollup=True)
     assert _ids(frame) == [r.run_id for r in (runs.ok, runs.tool_error, runs.failed, runs.lead)]
@@ -218,8 +248,21 @@ def test_a_paused_run_is_listed_and_its_resume_adds_to_its_summary(tmp_path: Pat
         assert done.run_id == row.run_id
 
 
+def _as_version_4(path: Path) -> None:
+    """Make a store what workbench with store schema 4 left: no text index."""
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            conn.execute("DROP TABLE message_text_index")
+            conn.execute("DROP TABLE message_texts")
+            conn.execute("DELETE FROM schema_version WHERE version >= 5")
+    finally:
+        conn.close()
+
+
 def _as_version_2(path: Path) -> None:
     """Make a store what workbench with store schema 2 left: no summaries."""
+    _as_version_4(path)
     conn = sqlite3.connect(path)
     try:
         with conn:
@@ -247,6 +290,7 @@ def test_an_older_store_is_summarized_as_the_live_store_was(
 def _as_version_3(path: Path) -> None:
     """Make a store what workbench with store schema 3 left: summaries without status, agent
     and start."""
+    _as_version_4(path)
     conn = sqlite3.connect(path)
     try:
         with conn:
@@ -271,6 +315,63 @@ def test_a_version_3_store_lists_as_the_live_store_did(
             migrated.find(wb.RunFilter(status="completed", agent="solver"), descending=True) == live
         )
         assert migrated.count(wb.RunFilter(since=runs.between)) == 3
+
+
+def test_a_version_4_store_gets_its_text_index_and_searches_as_the_live_store_did(
+    store: wb.RunStore, runs: Runs, tmp_path: Path
+) -> None:
+    live = {text: store.find(wb.RunFilter(text=text)) for text in SEARCHES}
+    store.close()
+    old = tmp_path / "old.sqlite"
+    shutil.copy(store.path, old)
+    _as_version_4(old)
+    conn = sqlite3.connect(old)
+    with conn:  # messages that are not JSON (a damaged file) have no text, and stop nothing
+        conn.execute("UPDATE messages SET body = '{broken' WHERE run_id = ?", (runs.ok.run_id,))
+    conn.close()
+    with wb.RunStore(old) as migrated:
+        for text, rows in live.items():
+            found = migrated.find(wb.RunFilter(text=text))
+            assert found == [r for r in rows if r.run_id != runs.ok.run_id], text
+        assert migrated.find(wb.RunFilter(text="zebra")) == []
+        assert len(migrated.find()) == 5
+
+
+def test_a_deleted_run_leaves_nothing_to_find(store: wb.RunStore, runs: Runs) -> None:
+    store.delete(runs.lead.run_id)  # and its helper
+    assert _ids(wb.runs(store, text="bad")) == [runs.tool_error.run_id]
+    assert wb.runs(store, text="100% sure").empty
+    conn = sqlite3.connect(store.path)
+    try:
+        (left,) = conn.execute(
+            "SELECT count(*) FROM message_texts WHERE run_id IN (?, ?)",
+            (runs.lead.run_id, runs.helper.run_id),
+        ).fetchone()
+        assert left == 0
+        conn.execute(  # the index agrees with the texts it points into (SQLite raises if not)
+            "INSERT INTO message_text_index (message_text_index, rank) "
+            "VALUES ('integrity-check', 1)"
+        )
+    finally:
+        conn.close()
+
+
+def test_a_damaged_text_index_costs_text_search_only(
+    store: wb.RunStore, runs: Runs, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.close()
+    conn = sqlite3.connect(store.path)
+    with conn:
+        conn.execute("UPDATE message_text_index_data SET block = x'00ff00ff00ff'")
+    conn.close()
+    with pytest.raises(wb.StoreError, match="text search index is damaged"):
+        wb.runs(store, text="zebra")
+    assert _ids(wb.runs(store, status="failed")) == [runs.failed.run_id]  # other filters work
+    later = _solver(store, "k9").run_sync("Task 5: zebra again")  # runs are still recorded
+    assert store.write_errors == [] and store.load(later.run_id).state == later.state
+    assert "text search index is damaged" in caplog.text
+    store.delete(runs.ok.run_id)  # and deleted
+    assert runs.ok.run_id not in _ids(wb.runs(store))
 
 
 def test_a_damaged_run_is_listed_with_its_errors_unknown(

@@ -31,6 +31,7 @@ import pydantic_core
 from pydantic import TypeAdapter, ValidationError
 
 from workbench._runfacts import facts_of
+from workbench._textindex import TEXT_INDEX, V5
 from workbench.conversation import Messages
 from workbench.errors import RunNotFound, StoreError
 from workbench.messages import Message, ToolDefinition
@@ -62,7 +63,7 @@ __all__ = [
     "open_connection",
 ]
 
-STORE_SCHEMA_VERSION = 4
+STORE_SCHEMA_VERSION = 5
 """Version of the store's table layout. Bump it and add an entry to `_MIGRATIONS` on any change."""
 
 _T = TypeVar("_T")
@@ -171,7 +172,7 @@ _V4 = (
     "CREATE INDEX summaries_by_time ON summaries (created_at)",
 )
 
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: V5}
 """Statements that take the store from version ``n - 1`` to ``n``."""
 
 
@@ -357,7 +358,12 @@ def db_error(path: str, exc: sqlite3.Error | UnicodeDecodeError) -> StoreError:
         text = str(exc)
     hint = ""
     damage = ("malformed", "not a database", "disk image", "not text")
-    if any(word in text for word in damage):
+    if TEXT_INDEX in text or "fts5" in text:  # `workbench._textindex`
+        hint = (
+            " (the store's text search index is damaged: searching text cannot work, the runs "
+            "and every other filter are intact)"
+        )
+    elif any(word in text for word in damage):
         hint = " (the file looks damaged; it was not modified)"
     elif "locked" in text or "busy" in text:
         hint = " (another process holds a write lock for too long)"

@@ -21,6 +21,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import Field, field_validator
 
 from workbench._record import Record
+from workbench._textindex import text_term
 from workbench.messages import JsonValue
 from workbench.runfilter import RunFilter
 
@@ -121,18 +122,6 @@ _FROM = "FROM summaries s JOIN runs r ON r.run_id = s.run_id"
 COLUMNS = tuple(name for name in RunSummary.model_fields if name not in ("tools", "subruns"))
 """The `RunSummary` fields a listing query returns, in its column order (then ``subruns``)."""
 
-_TEXT_LEAVES = (
-    "j.type = 'text' AND (j.key IN ('text', 'content', 'invalid_arguments') "
-    "OR instr(j.fullkey, '.arguments') > 0)"
-)
-"""The parts of a stored message a person reads: texts, tool results, tool call arguments."""
-
-
-def _like(text: str) -> str:
-    """A LIKE pattern matching ``text`` anywhere (its wildcards escaped with a backslash)."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
 
 def _metadata_term(key: str, value: JsonValue) -> tuple[str, list[object]]:
     """A run whose metadata has ``key`` equal to ``value`` (JSON types kept apart: 1 is not '1')."""
@@ -174,14 +163,9 @@ def _run_terms(spec: RunFilter) -> tuple[list[str], list[object]]:
         terms.append(term)
         params += more
     if spec.text:
-        # the cheap test on the stored JSON first (the text as JSON writes it), then the exact
-        # one on what a person reads, so "role" or "kind" does not match every message
-        terms.append(
-            "EXISTS (SELECT 1 FROM messages mm WHERE mm.run_id = s.run_id "
-            "AND mm.body LIKE ? ESCAPE '\\' AND EXISTS (SELECT 1 FROM json_tree(mm.body) j "
-            f"WHERE {_TEXT_LEAVES} AND j.atom LIKE ? ESCAPE '\\'))"
-        )
-        params += [_like(json.dumps(spec.text, ensure_ascii=False)[1:-1]), _like(spec.text)]
+        term, more = text_term(spec.text)
+        terms.append(term)
+        params += more
     return terms, params
 
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from workbench import _storage as st
 from workbench._runfacts import RunFacts
 from workbench._storage import RunNotFound, StoreError
+from workbench._textindex import drop_texts, put_texts
 from workbench.conversation import Messages
 from workbench.messages import Message, ToolDefinition
 from workbench.observing import RunObserver
@@ -45,7 +46,7 @@ _Write = Callable[[RunLog, sqlite3.Connection], None]
 _CHILDREN = "SELECT run_id FROM runs WHERE parent_run_id = ? ORDER BY created_at, rowid"
 """The sub-runs of a run, in the order they started."""
 _TABLES = ("runs", "messages", "snapshots", "steps", "tool_sets", "summaries", "run_tools")
-"""Every table with rows of a run (by ``run_id``)."""
+"""Every table with rows of a run (by ``run_id``), besides its texts (`_textindex.drop_texts`)."""
 
 
 class RunStore(RunObserver):
@@ -81,6 +82,7 @@ class RunStore(RunObserver):
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._logs: dict[str, RunLog] = {}
+        self._index_warned = False
 
     @classmethod
     def default(cls) -> RunStore | None:
@@ -348,6 +350,7 @@ class RunStore(RunObserver):
             for doomed_id in doomed:
                 for table in _TABLES:
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (doomed_id,))
+                self._text_index_failed(drop_texts(conn, doomed_id))
 
     def _state(self, row: tuple[Any, ...], messages: Messages, run_id: str) -> AgentState:
         where = f"run {run_id} state"
@@ -504,6 +507,7 @@ class RunStore(RunObserver):
                     log = self._log(conn, run_id)
                     write(log, conn)
                     conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?)", log.rows)
+                    self._text_index_failed(put_texts(conn, log.rows))
                     if log.tool_rows:  # rare: a run's first step, or new tools
                         conn.executemany("INSERT INTO tool_sets VALUES (?, ?, ?)", log.tool_rows)
                 log.committed()
@@ -592,6 +596,17 @@ class RunStore(RunObserver):
         )
         if log.latest is not None:
             self._put_run(log, conn, log.latest, insert=False)
+
+    def _text_index_failed(self, error: str | None) -> None:
+        """The text index could not be written (a damaged file): say so once; runs go on."""
+        if error is not None and not self._index_warned:
+            self._index_warned = True
+            logger.warning(
+                "run store %s: its text search index is damaged (%s); runs are still recorded, "
+                "searching their text cannot work",
+                self.path,
+                error,
+            )
 
     def _write_failed(self, run_id: str, exc: Exception) -> None:
         text = f"run {run_id}: {type(exc).__name__}: {exc}"
