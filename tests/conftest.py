@@ -27,11 +27,14 @@ async def collect(run: wb.AgentRun) -> list[wb.PhaseEvent]:
 os.environ.setdefault("WORKBENCH_STORE", ":memory:")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Headless chromium (a Playwright browser context) shared by every browser test.
+    """Headless chromium (a Playwright browser context) shared by a module's browser tests.
 
-    One per session: Playwright's sync API cannot run two at once in a process.
+    One per module, ended with it: Playwright's sync API cannot run two at once in a process,
+    and while one runs its event loop is the main thread's running loop, so every asyncio test
+    after it in the session would fail ("Cannot run the event loop while another loop is
+    running"). A browser module holds only sync tests.
     """
     if (why := chromium_missing()) is not None:
         pytest.skip(why)
