@@ -17,39 +17,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
+from tests.faults.traces import attribute, otlp, tagged
 
-TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 PER_BYTE = 100
 """What reading may cost, at most, per byte of input (it is about 10)."""
 
 
-def otlp(value: Any) -> str:
-    span = {
-        "traceId": TRACE_ID,
-        "spanId": "b7ad6b7169203331",
-        "name": "chat",
-        "startTimeUnixNano": "1700000000000000000",
-        "endTimeUnixNano": "1700000001000000000",
-        "attributes": [{"key": "deep", "value": value}],
-    }
-    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
-
-
-def jaeger(value: Any) -> str:
-    tag = {"key": "deep", "type": "string", "value": value}
-    span = {
-        "traceID": TRACE_ID,
-        "spanID": "b7ad6b7169203331",
-        "operationName": "chat",
-        "startTime": 1700000000000000,
-        "duration": 1,
-        "tags": [tag],
-    }
-    return json.dumps({"data": [{"traceID": TRACE_ID, "spans": [span]}]})
-
-
 def peak_of_loading(text: str) -> int:
-    wb.load_trace(otlp({"stringValue": "warm"}))  # imports and caches are not the reading's
+    wb.load_trace(
+        otlp(attribute({"stringValue": "warm"}))
+    )  # imports and caches are not the reading's
     tracemalloc.start()
     try:
         wb.load_trace(text)
@@ -68,7 +45,7 @@ def kvlist(depth: int) -> dict[str, Any]:
 
 
 def test_a_kvlist_nested_25_deep_costs_what_its_file_does() -> None:
-    text = otlp(kvlist(25))  # 2.9 kB; read by doubling, this was 2**25 times the text
+    text = otlp(attribute(kvlist(25)))  # 2.9 kB; read by doubling, this was 2**25 times the text
     assert len(text) < 3_000
     assert peak_of_loading(text) < PER_BYTE * len(text)
     (span,) = wb.load_trace(text).spans
@@ -106,7 +83,7 @@ def chain(depth: int, leaf: Any) -> Any:
 @settings(max_examples=60, deadline=None)
 @given(leaf=any_values, depth=st.integers(0, 24))
 def test_any_otlp_value_is_read_in_memory_linear_in_its_size(leaf: Any, depth: int) -> None:
-    text = otlp(chain(depth, leaf))
+    text = otlp(attribute(chain(depth, leaf)))
     try:
         peak = peak_of_loading(text)
     except wb.TraceLoadError:  # nested past the depth rule: refused, at no cost
@@ -122,5 +99,5 @@ def test_a_jaeger_tag_holding_nested_json_is_read_in_memory_linear_in_its_size(
     value: Any = 'say "hi"'
     for _ in range(depth):
         value = {"k": value, "q": ['"x"']}
-    text = jaeger(value)
+    text = tagged(value)
     assert peak_of_loading(text) < PER_BYTE * len(text) + 20_000

@@ -21,18 +21,10 @@ from typing import Any
 import pytest
 
 import workbench as wb
+from tests.faults.traces import TRACE_ID, otlp_span
 from workbench.telemetry._fetch import PAGES
 
 pytestmark = pytest.mark.timeout(120)
-
-TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
-SPAN = {
-    "traceId": TRACE_ID,
-    "spanId": "b7ad6b7169203331",
-    "name": "chat",
-    "startTimeUnixNano": "1700000000000000000",
-    "endTimeUnixNano": "1700000001000000000",
-}
 
 
 @contextmanager
@@ -77,7 +69,7 @@ def drip(handler: Any) -> None:
 def endless_pages(handler: Any) -> None:
     """Phoenix's span pages, each with one span and a cursor never seen before."""
     cursor = next(_cursors)
-    body = json.dumps({"data": [dict(SPAN, spanId=f"{cursor:016x}")], "next_cursor": f"c{cursor}"})
+    body = json.dumps({"data": [otlp_span(spanId=f"{cursor:016x}")], "next_cursor": f"c{cursor}"})
     data = body.encode()
     handler.send_response(200)
     handler.send_header("Content-Type", "application/json")
@@ -117,7 +109,7 @@ def test_a_phoenix_with_endless_pages_is_also_bounded_by_the_deadline() -> None:
 
 def test_a_cursor_that_is_not_text_is_a_trace_load_error() -> None:
     def odd_cursor(handler: Any) -> None:
-        data = json.dumps({"data": [SPAN], "next_cursor": {"page": 2}}).encode()
+        data = json.dumps({"data": [otlp_span()], "next_cursor": {"page": 2}}).encode()
         handler.send_response(200)
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()

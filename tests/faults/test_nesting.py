@@ -21,11 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
+from tests.faults.traces import attribute, otlp, tagged
 from workbench._json import MAX_DEPTH, VALUE_DEPTH
 from workbench.hooks.command import parse_output
 from workbench.notebook.edit import messages_from_json
-
-TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 
 
 def nested(depth: int, leaf: Any = 1) -> Any:
@@ -69,31 +68,6 @@ def a_cassette(tmp_path: Path) -> str:
     return json.dumps(recorded)
 
 
-def otlp(attribute: str) -> str:
-    span = {
-        "traceId": TRACE_ID,
-        "spanId": "b7ad6b7169203331",
-        "name": "chat",
-        "startTimeUnixNano": "1700000000000000000",
-        "endTimeUnixNano": "1700000001000000000",
-        "attributes": [{"key": "deep", "value": {"stringValue": "x"}}],
-    }
-    text = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
-    return text.replace('{"stringValue": "x"}', attribute)
-
-
-def jaeger(value: str) -> str:
-    span = {
-        "traceID": TRACE_ID,
-        "spanID": "b7ad6b7169203331",
-        "operationName": "chat",
-        "startTime": 1700000000000000,
-        "duration": 1,
-        "tags": [{"key": "deep", "type": "string", "value": "x"}],
-    }
-    return json.dumps({"data": [{"traceID": TRACE_ID, "spans": [span]}]}).replace('"x"', value)
-
-
 def a_document_with(place: str, tmp_path: Path) -> tuple[Callable[[str], Any], str, type]:
     """A reader, a valid document with ``DEEP`` where the nesting goes, and the error."""
     state = json.loads(paused_state().to_json())
@@ -108,9 +82,9 @@ def a_document_with(place: str, tmp_path: Path) -> tuple[Callable[[str], Any], s
         case "cassette":
             return cassette_reader(tmp_path), a_cassette(tmp_path), wb.CassetteError
         case "otlp":
-            return wb.load_trace, otlp('"DEEP"'), wb.TraceLoadError
+            return wb.load_trace, otlp(attribute("DEEP")), wb.TraceLoadError
         case "jaeger":
-            return wb.load_trace, jaeger('"DEEP"'), wb.TraceLoadError
+            return wb.load_trace, tagged("DEEP"), wb.TraceLoadError
         case "edited messages":
             return messages_from_json, '[{"role": "user", "parts": "DEEP"}]', wb.MessageFormatError
     raise AssertionError(place)

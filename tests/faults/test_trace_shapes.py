@@ -21,43 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
+from tests.faults.traces import SPAN_ID, TRACE_ID, jaeger, otlp, otlp_span
 from workbench.telemetry.readers import phoenix_spans
-
-TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
-SPAN_ID = "b7ad6b7169203331"
-
-
-def otlp_span(**changes: Any) -> dict[str, Any]:
-    span = {
-        "traceId": TRACE_ID,
-        "spanId": SPAN_ID,
-        "name": "chat",
-        "startTimeUnixNano": "1700000000000000000",
-        "endTimeUnixNano": "1700000001000000000",
-    }
-    return {**span, **changes}
-
-
-def otlp(**changes: Any) -> str:
-    resource_spans = {
-        "resource": {},
-        "scopeSpans": [{"scope": {"name": "s"}, "spans": [otlp_span()]}],
-    }
-    return json.dumps({"resourceSpans": [{**resource_spans, **changes}]})
-
-
-def jaeger(processes: Any = None, **span_changes: Any) -> str:
-    span = {
-        "traceID": TRACE_ID,
-        "spanID": SPAN_ID,
-        "operationName": "chat",
-        "startTime": 1700000000000000,
-        "duration": 1,
-        "processID": "p1",
-        **span_changes,
-    }
-    trace = {"traceID": TRACE_ID, "spans": [span], "processes": processes or {"p1": {}}}
-    return json.dumps({"data": [trace]})
 
 
 @pytest.mark.parametrize(
