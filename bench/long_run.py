@@ -29,10 +29,7 @@ step grows with N; a size whose memory, projected from the size before, would pa
     .venv/bin/python bench/long_run.py            # a few minutes
     .venv/bin/python bench/long_run.py --quick    # smoke run (100, 200, 400 steps)
 
-Figures measured (2026-11-28, this 2-core VM shared with other work, load average about 8; see
-the printed table of a run for the spread):
-
-    ...
+Figures of past runs are in bench/README.md.
 """
 
 from __future__ import annotations
