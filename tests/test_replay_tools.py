@@ -526,12 +526,15 @@ def test_the_replay_verb_answers_an_agents_tools_from_the_recording(
 PANEL_SETUP = (
     DELETE_FILE_PANEL
     + """
-script = [R.tool_call("delete_file", {"path": "/important"}, call_id="d1"), R.text("done")]
+# the third response is only for a re-run that goes on live after replaying step 0
+script = [R.tool_call("delete_file", {"path": "/important"}, call_id="d1"), "done", "done, live"]
 agent = wb.Agent(model=wb.ScriptedModel(script), tools=[delete_file], store=wb.RunStore(":memory:"))
 paused = agent.run_sync("clean up")
 original = agent.resume_sync(paused.state, approvals={"d1": True})
 deleted.clear()
-panel = RerunPanel(original, agent, models={"replay": wb.ReplayModel.from_run(original)})
+live = wb.ScriptedModel([R.tool_call("delete_file", {"path": "/"})], name="live")
+replay = wb.ReplayModel.from_run(original)
+panel = RerunPanel(original, agent, models={"replay": replay, "live": live})
 panel.step_picker.value = 0
 panel.replay_tools.value = True
 
@@ -560,8 +563,17 @@ def test_the_rerun_panel_replays_tool_results(kernel: Kernel) -> None:
     assert replayed["on_screen"] is True and replayed["error"] == ""
     assert replayed["fork"] == "completed" and replayed["output"] == "done"
     assert replayed["deleted"] == []  # approved as in the original, answered from the recording
-    out, _ = kernel.run(
+    out, _ = kernel.run(  # the agent's model: its replay of step 0, then live
         "panel.model_picker.value = panel.model_picker.options[0]\n"
+        "panel.rerun_button.click()\nawait panel.wait()\n"
+        "panel.approval_rows[0].approve_button.click()\nawait panel.wait()\n"
+        "print(json.dumps(shown()))"
+    )
+    own = json.loads(out.strip().splitlines()[-1])
+    assert own["error"] == "" and own["fork"] == "completed" and own["output"] == "done, live"
+    assert own["deleted"] == []  # the approved call is answered from the recording after the pause
+    out, _ = kernel.run(
+        "panel.model_picker.value = 'live'\n"
         "panel.rerun_button.click()\nawait panel.wait()\nprint(json.dumps(shown()))"
     )
     refused = json.loads(out.strip().splitlines()[-1])

@@ -24,6 +24,7 @@ from workbench.conditions import RunView
 from workbench.engine import Execution
 from workbench.errors import UsageError
 from workbench.messages import JsonValue, ToolCall
+from workbench.models.base import Model
 from workbench.records import PhaseEvent, RunResult, StepContext, StepRecord
 from workbench.state import AgentState, Phase
 from workbench.stepping import Key, Stepping, Within, abort_scope, call_dropped, call_edited
@@ -84,6 +85,15 @@ class AgentRun:
     def state(self) -> AgentState:
         """The current state."""
         return self._execution.state
+
+    @property
+    def model(self) -> Model:
+        """The model this execution asks.
+
+        For a re-run left without ``model=`` it is the replay of its recording that
+        `Agent.start_rerun` chose: resume a pause of it on this model, so a replay goes on.
+        """
+        return self._execution.config.model
 
     @property
     def failure(self) -> Exception | None:

@@ -47,9 +47,10 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     replays the step's recorded answer (unless the messages were edited) and goes on live from
     the next step, as `Agent.rerun` does by default; another model answers from the step on.
 
-    "replay tool results" answers the fork's tool calls from the recording of the picked model
-    (a `ReplayModel`, say ``ReplayModel.from_run(run, until_step=N, then=live)``): nothing it
-    replays runs again. Any other model says, in the panel, that it has nothing recorded.
+    "replay tool results" answers the fork's tool calls from the recording: the agent's model's
+    replay of the run, or a `ReplayModel` picked (say ``ReplayModel.from_run(run,
+    until_step=N, then=live)``). Nothing it replays runs again, also after an approval. Another
+    model (a live one) says, in the panel, that it has nothing recorded.
 
     A fork asks for approval as the original run did: when it pauses, its calls are listed with
     Approve and Deny buttons, and nothing waiting runs until they are pressed. Approving every
@@ -94,7 +95,7 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             value=approve, description="approve every call the fork asks for", indent=False
         )
         self.replay_tools = widgets.Checkbox(
-            value=False, description="replay tool results (needs a ReplayModel)", indent=False
+            value=False, description="replay tool results (from the recording)", indent=False
         )
         self.approval_rows: list[ApprovalRow] = []
         self.approvals = widgets.VBox()
@@ -182,11 +183,9 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             # The agent's own model: left to the re-run, which replays the step's recorded answer
             # (unless the messages were edited) and goes on live; another is used as given.
             chosen = None if model is self.agent.model else model
-            self._model = chosen  # a paused fork resumes on it (a replay keeps replaying)
-            fork = await self.agent.rerun(
-                self.snapshot, messages=messages, model=chosen, tools=tools
-            )
-            await self._go_on([fork])
+            run = self.agent.start_rerun(self.snapshot, messages, chosen, tools=tools)
+            self._model = run.model  # a paused fork resumes on it (a replay keeps replaying)
+            await self._go_on([await run.arun_to_end()])
         finally:
             self.rerun_button.disabled = False
 
