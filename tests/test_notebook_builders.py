@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import workbench as wb
+from workbench import report as report_module
 from workbench.cli import main
 from workbench.demo import DEMO_PROMPT, demo_agent, run_demo
 from workbench.notebook import (
@@ -58,7 +59,9 @@ def traced() -> tuple[wb.RunResult, wb.Telemetry]:
     return combine_results(run_demo(demo_agent(store=False, telemetry=telemetry))), telemetry
 
 
-@pytest.mark.parametrize("module", [tables_module, edit_module, derive_module, spandata_module])
+@pytest.mark.parametrize(
+    "module", [tables_module, edit_module, derive_module, spandata_module, report_module]
+)
 def test_docstring_examples_run(module: object) -> None:
     failures, tried = doctest.testmod(module, raise_on_error=False)  # type: ignore[arg-type]
     assert tried > 0 and failures == 0
@@ -510,6 +513,19 @@ def test_stacked_bars_scale_to_the_largest_and_escape_labels() -> None:
     assert "2.000 ms" in html and "4.000 ms · note" in html
     assert "nothing here" in stacked_bars_html([("x", {"a": 0.0}, "")], colours, unit="ms",
                                                 empty="nothing here")  # fmt: skip
+
+
+def test_more_steps_than_bars_are_drawn_as_runs_of_steps_with_their_sums() -> None:
+    from workbench.notebook.bars import MAX_BARS, grouped, stacked_bars_html
+
+    rows = [(f"step {i}", {"a": 1.0, "b": 2.0}, f" · ${i}") for i in range(1, 1_201)]
+    bars = grouped(rows)
+    assert len(bars) == 400 <= MAX_BARS  # three steps a bar
+    assert bars[0] == ("step 1 to 3", {"a": 3.0, "b": 6.0}, " (3 steps) · $3")
+    assert bars[-1][0] == "step 1198 to 1200"
+    assert sum(sum(parts.values()) for _, parts, _ in bars) == 1_200 * 3.0  # nothing lost
+    assert grouped(rows[:MAX_BARS]) == rows[:MAX_BARS]  # as many bars as steps: one each
+    assert stacked_bars_html(rows, {"a": "#111", "b": "#222"}, unit="ms").count("<tr>") == 400
 
 
 def test_timing_and_token_bars_of_a_run(demo: wb.RunResult) -> None:

@@ -69,7 +69,8 @@ def report_html(
         f'<h2 id="explorer">Trace explorer</h2>{explorer_page_html(ExplorerView(trace))}'
         f'<h2 id="timing">Time per step</h2>{timing_bars_html(trace)}'
         f'<h2 id="tokens">Tokens per step</h2>{tokens_bars_html(trace)}'
-        f'<h2 id="messages">Messages, step by step</h2><nav>steps: {nav}</nav>{sections}'
+        f'<h2 id="messages">Messages, step by step</h2>'
+        f"{f'<nav>steps: {nav}</nav>' if nav else ''}{sections}"
     )
     return _page(title or _title(trace), _summary_html(trace), body)
 
@@ -183,14 +184,20 @@ def _steps_html(trace: Trace) -> tuple[str, str]:
     """The steps' navigation links and one section per step, with its messages.
 
     A step's record draws it when the trace came from a run; otherwise its model call's
-    captured content does: the first call's messages in full, then what each call added.
+    captured content does: the first call's messages in full, then what each call added. A
+    trace recorded without content has no sections, only a line that says so.
     """
     rows = trace.step_rows()
+    content = _model_content(trace)
+    if rows and not trace.steps and not content:
+        return "", (
+            "<p>The trace has no message content: it was recorded without it (a workbench run "
+            "keeps it with <code>Telemetry(capture_content=True)</code>).</p>"
+        )
     records = {(s.run_id, s.execution_id, s.index): s for s in trace.steps}
     by_run: dict[str, list[StepRecord]] = {}
     for each in trace.steps:
         by_run.setdefault(each.run_id, []).append(each)
-    content = _model_content(trace)
     links, sections = [], []
     for i, row in enumerate(rows):
         record = records.get((row["run_id"], row["execution_id"], row["step"]))
@@ -202,12 +209,6 @@ def _steps_html(trace: Trace) -> tuple[str, str]:
         links.append(f'<a href="#step-{i}">{label}</a>')
         sections.append(
             f'<section class="wb-step-section" id="step-{i}"><b>step {label}</b>{body}</section>'
-        )
-    if rows and not trace.steps and not content:
-        sections.insert(
-            0,
-            "<p>The trace has no message content: it was recorded without it (a workbench run "
-            "keeps it with <code>Telemetry(capture_content=True)</code>).</p>",
         )
     return " · ".join(links), "".join(sections)
 
@@ -235,11 +236,34 @@ def _model_content(trace: Trace) -> Mapping[str, str]:
         if not messages:
             continue
         agent = agent_of.get(call.span_id, "")
-        earlier = before.get(agent, ())
-        new = messages[len(earlier) :] if messages[: len(earlier)] == earlier else messages
+        new = added(before.get(agent, ()), messages)
         before[agent] = messages
         out[call.span_id] = f" · {escape(call.name)}{messages_html(new, empty='no new messages')}"
     return out
+
+
+def added(earlier: Sequence[Message], messages: Sequence[Message]) -> Sequence[Message]:
+    """What a model call was sent that its agent's previous call (sent ``earlier``) was not.
+
+    The messages after the first place the previous call's last message comes in
+    ``messages``: a conversation that grows adds at its end, and one a history processor
+    keeps to its last few (a window, perhaps after the prompt) still has the previous call's
+    last message where the new ones begin. All of them when it has not (the history was
+    rewritten); a message sent twice alike may show more than was added, never less.
+
+    >>> from workbench.messages import Message
+    >>> a, b, c, d, e = (Message.user(t) for t in "abcde")
+    >>> [m.text for m in added([a, b], [a, b, c])]
+    ['c']
+    >>> [m.text for m in added([a, b, c, d], [a, c, d, e])]  # the prompt, then a window
+    ['e']
+    """
+    if earlier:
+        last = earlier[-1]
+        for at, message in enumerate(messages):
+            if message == last:
+                return messages[at + 1 :]
+    return messages
 
 
 def _table_html(frame: pd.DataFrame) -> str:

@@ -15,21 +15,55 @@ from html import escape
 from workbench.notebook.tables import TIMING_PARTS, timing_breakdown, token_columns
 from workbench.telemetry.trace import Trace
 
-__all__ = ["stacked_bars_html", "timing_bars_html", "tokens_bars_html"]
+__all__ = ["MAX_BARS", "grouped", "stacked_bars_html", "timing_bars_html", "tokens_bars_html"]
 
 TOKEN_PARTS = {"input tokens": "#74b9ff", "output tokens": "#0984e3"}
 """The stacked parts of the tokens chart and their colours (as in `tokens_figure`)."""
 
 
+MAX_BARS = 500
+"""The most bars a chart draws: past that, each bar is a run of consecutive steps."""
+
+Bar = tuple[str, Mapping[str, float], str]
+"""A bar: its label, the value of each part, a note written after its total."""
+
+
+def grouped(rows: Sequence[Bar], limit: int = MAX_BARS) -> list[Bar]:
+    """``rows``, or runs of consecutive rows summed into a bar each past ``limit`` rows.
+
+    A run's bar is labelled by its first and last step and noted with how many it holds (the
+    last one's note kept). A bar per step of a 16,000-step run is 9 MB of HTML, and no one can
+    tell its bars apart.
+    """
+    if len(rows) <= limit:
+        return list(rows)
+    size = -(-len(rows) // limit)
+    out: list[Bar] = []
+    for start in range(0, len(rows), size):
+        chunk = rows[start : start + size]
+        parts: dict[str, float] = {}
+        for _, values, _ in chunk:
+            for part, value in values.items():
+                parts[part] = parts.get(part, 0.0) + value
+        first, last = chunk[0][0], chunk[-1][0]
+        label = first if len(chunk) == 1 else f"{first} to {last.removeprefix('step ')}"
+        out.append((label, parts, f" ({len(chunk)} steps){chunk[-1][2]}"))
+    return out
+
+
 def stacked_bars_html(
-    rows: Sequence[tuple[str, Mapping[str, float], str]],
+    rows: Sequence[Bar],
     colours: Mapping[str, str],
     *,
     unit: str,
     digits: int = 3,
     empty: str = "nothing to draw",
 ) -> str:
-    """One stacked bar per row (label, value of each part, a note), scaled to the largest."""
+    """One stacked bar per row (label, value of each part, a note), scaled to the largest.
+
+    At most `MAX_BARS` bars: more rows are drawn as runs of consecutive ones (`grouped`).
+    """
+    rows = grouped(rows)
     largest = max((sum(parts.values()) for _, parts, _ in rows), default=0.0)
     if largest <= 0:
         return (
