@@ -22,6 +22,7 @@ from workbench.notebook import (
     genai_messages_html,
 )
 from workbench.notebook.explorer_data import visible_positions
+from workbench.notebook.explorer_view import WHERE
 from workbench.telemetry.tree import SpanTree
 
 
@@ -374,10 +375,31 @@ def page_data(html: str) -> dict[str, Any]:
     return data
 
 
+def page_piece(data: dict[str, Any], number: int) -> str:
+    """A piece of the page's table: HTML, or the runs of markup and text it is made of."""
+    stored = data["shared"][number]
+    return stored if isinstance(stored, str) else "".join(data["runs"][i] for i in stored)
+
+
+def page_where(data: dict[str, Any], position: int) -> str:
+    """A span's line of times and ids as the page draws it from its row (its columns)."""
+    column = {name: values[position] for name, values in data["spans"].items() if name != "words"}
+    parent = "—" if column["parent"] < 0 else data["spans"]["id"][column["parent"]]
+    return (
+        f"<span class='wbx-where'>start {column['start']:.3f} ms · {column['duration']:.3f} ms"
+        f"{' so far' if column['in_progress'] else ''} · span <code>{column['id']}</code>"
+        f" · parent <code>{parent}</code>"
+    )
+
+
 def page_detail(data: dict[str, Any], position: int) -> str:
     """A span's detail as the page's model joins it: its pieces of the one table of them."""
     return "".join(
-        data["shared"][item] if isinstance(item, int) else "".join(data["shared"][slice(*item)])
+        page_where(data, position)
+        if item == WHERE
+        else page_piece(data, item)
+        if isinstance(item, int)
+        else "".join(page_piece(data, i) for i in range(*item))
         for item in data["details"][position]
     )
 
@@ -393,9 +415,14 @@ def test_the_page_details_joined_from_their_shared_parts_are_the_views_details()
         assert data["spans"]["id"] == ids and len(data["details"]) == len(ids)
         for position, span_id in enumerate(ids):
             assert page_detail(data, position) == view.detail(span_id)
-        assert len(data["shared"]) == len(set(data["shared"]))  # each piece once
-    boxes = [part for part in data["shared"] if part.startswith('<div class="wb-msg wb-role-')]
-    assert len(boxes) == 5  # sent: system, "Hi", "Hello", "More?", "<b>x</b>": each box once
+            assert WHERE in data["details"][position]  # its times and ids: from its row
+        pieces = [page_piece(data, i) for i in range(len(data["shared"]))]
+        assert len(pieces) == len(set(pieces))  # each piece once
+        assert len(data["runs"]) == len(set(data["runs"]))  # each run of markup or text once
+    boxes = [part for part in pieces if part.startswith('<div class="wb-msg wb-role-')]
+    # sent: system, "Hi", "Hello", "More?", "<b>x</b>", and the last answer "bye": each box once
+    # (an answer's box is the one the next call is sent)
+    assert len(boxes) == 6
     third = data["details"][2]  # the third model call: sent the first two calls' boxes again
     assert sum(1 for item in third if isinstance(item, list) and item[1] - item[0] >= 3) >= 1
 

@@ -140,6 +140,7 @@ def test_a_run_stopped_two_sub_runs_down_shows_its_spans_so_far() -> None:
     call = next(s for s in trace.spans if s.name == "execute_tool dig")
     explorer.select(call.span_id)
     assert "in progress" in explorer.detail
+    assert " ms so far · span" in explorer.detail  # its time is the time it has been open
     table = trace.steps_df()
     assert table["label"].tolist() == ["1 · lead", "1 · scout", "1 · digger"]
     assert table["in_progress"].all() and table["tools"].tolist() == [

@@ -51,6 +51,7 @@ __all__ = [
     "DetailPiece",
     "MessageBoxes",
     "Shared",
+    "Where",
     "genai_message_boxes",
     "genai_messages_html",
     "joined_html",
@@ -90,14 +91,41 @@ class Shared:
     parts: tuple[str, ...]
 
 
-DetailPiece = str | Shared
-"""A piece of a detail pane: HTML, or parts of it other details repeat (a page of every detail
-stores each distinct piece once, `explorer_view.explorer_page_html`)."""
+@dataclass(frozen=True)
+class Where:
+    """The line under a detail's heading: when the span started, how long it took, its ids.
+
+    Every span has its own, made of values the page's rows already hold (start, duration, the
+    span and its parent): a page of every detail draws it from those (``explorer_static.js``)
+    rather than storing it again for each span.
+    """
+
+    start_ms: float
+    duration_ms: float
+    open: bool
+    span_id: str
+    parent_id: str | None
+
+    def html(self) -> str:
+        """The line as HTML."""
+        return (
+            f"<span class='wbx-where'>start {self.start_ms:.3f} ms · {self.duration_ms:.3f} ms"
+            f"{' so far' if self.open else ''} · span <code>{safe_text(self.span_id)}</code>"
+            f" · parent <code>{safe_text(self.parent_id or '—')}</code>"
+        )
+
+
+DetailPiece = str | Shared | Where
+"""A piece of a detail pane: HTML, parts of it other details repeat, or its line of times and
+ids (a page of every detail stores each distinct piece once, `explorer_view.explorer_page_html`)."""
 
 
 def joined_html(pieces: Sequence[DetailPiece]) -> str:
     """The HTML of a detail's pieces, in order."""
-    return "".join(p if isinstance(p, str) else "".join(p.parts) for p in pieces)
+    return "".join(
+        p if isinstance(p, str) else p.html() if isinstance(p, Where) else "".join(p.parts)
+        for p in pieces
+    )
 
 
 def safe_text(value: object) -> str:
@@ -278,9 +306,8 @@ def _attribute_content(span: SpanData) -> list[DetailPiece]:
         if key in attributes:
             out += [_H.format(title), Shared(tuple(genai_message_boxes(attributes[key])))]
     if "gen_ai.output.messages" in attributes:
-        out.append(
-            _H.format("Output messages") + genai_messages_html(attributes["gen_ai.output.messages"])
-        )
+        answer = genai_message_boxes(attributes["gen_ai.output.messages"])
+        out += [_H.format("Output messages"), Shared(tuple(answer))]
     if "gen_ai.tool.call.arguments" in attributes:
         out.append(_H.format("Arguments") + _pre(_pretty(attributes["gen_ai.tool.call.arguments"])))
     if "gen_ai.tool.call.result" in attributes:
@@ -381,18 +408,17 @@ def span_detail_pieces(
         f'<div class="wb-detail-head"><b>{safe_text(span.name)}</b> '
         f"{_badge(span.category, '#6c5ce7')}{status}<br>"
     )
-    where = [  # its words apart from its values: a page of every detail stores each once
-        "<span class='wbx-where'>start ",
-        f"{(span.start_ns - origin) / 1e6:.3f}",
-        " ms · ",
-        f"{span.duration_ns / 1e6:.3f}",
-        " ms · span <code>",
-        safe_text(span.span_id),
-        "</code> · parent <code>",
-        safe_text(span.parent_id or "—"),
-        f"</code>{' · ' + safe_text(span.kind) if span.kind else ''}"
-        f"{' · scope ' + safe_text(span.scope) if span.scope else ''}</span></div>",
-    ]
+    where = Where(
+        start_ms=(span.start_ns - origin) / 1e6,
+        duration_ms=span.duration_ns / 1e6,
+        open=span.in_progress,
+        span_id=span.span_id,
+        parent_id=span.parent_id,
+    )
+    kind_and_scope = (
+        f"{' · ' + safe_text(span.kind) if span.kind else ''}"
+        f"{' · scope ' + safe_text(span.scope) if span.scope else ''}</span></div>"
+    )
     content = _record_content(span, trace.steps, draw) or _attribute_content(span)
     content = [*_failure_pieces(span), *content]
     events = "".join(
@@ -414,7 +440,8 @@ def span_detail_pieces(
     pieces: list[DetailPiece] = [
         '<div class="wb-span-detail">',
         Shared((title,)),
-        *where,
+        where,
+        kind_and_scope,
         *content,
         _H.format(f"Attributes ({len(span.attributes)})"),
         *_attribute_rows(span.attributes),

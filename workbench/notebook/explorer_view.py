@@ -9,7 +9,8 @@ window; only a new filter or fold walks the tree again.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,12 @@ from workbench.notebook.explorer_data import (
     search_text,
     visible_positions,
 )
-from workbench.notebook.explorer_html import MessageBoxes, span_detail_html, span_detail_pieces
+from workbench.notebook.explorer_html import (
+    MessageBoxes,
+    Where,
+    span_detail_html,
+    span_detail_pieces,
+)
 from workbench.telemetry.trace import Trace
 
 __all__ = ["STATIC", "ExplorerView", "explorer_page_html"]
@@ -176,25 +182,65 @@ def _ranges(ids: Sequence[int]) -> list[list[int]]:
     return ranges
 
 
-def _page_details(view: ExplorerView) -> tuple[list[str], list[list[int | list[int]]]]:
+WHERE = -1
+"""In a page's detail: the span's `Where` line, drawn from its row (start, duration, ids)."""
+_PLAIN_ID = re.compile(r"[0-9A-Za-z_.-]*")
+"""An id the page can write as it is (the HTML of the view's line escapes nothing in it)."""
+
+
+def _drawn_by_page(where: Where, positions: Mapping[str, int]) -> bool:
+    """Whether the page's row says everything the line says (a parent outside the trace: no)."""
+    parent = where.parent_id
+    return _PLAIN_ID.fullmatch(where.span_id) is not None and (
+        parent is None or (parent in positions and _PLAIN_ID.fullmatch(parent) is not None)
+    )
+
+
+_MARKUP = re.compile(r"((?:<[^>]*>)+)")
+"""A run of tags: what splits a piece of HTML into its markup and its text (ours is escaped,
+so a ``<`` only ever opens a tag)."""
+
+Pieces = list[str | list[int]]
+"""The page's table of pieces: HTML, or the numbers of its runs in the table of runs."""
+
+
+def _page_details(view: ExplorerView) -> tuple[Pieces, list[str], list[list[int | list[int]]]]:
     """Every span's detail (in tree order), each distinct piece of HTML stored once.
 
     A detail is the numbers of its pieces in one table, a run of consecutive ones as a
     ``[start, end)`` range: the messages sent to a model call (the previous call's and what
     came since), the attribute rows a run's spans share, a heading, the words of a line, each
-    is stored the first time it appears and referred to after.
+    is stored the first time it appears and referred to after. A piece with tags in it is
+    stored as the numbers of its runs of markup and of text in a second table: every message
+    box and attribute row is the same markup around its own few words, so the markup is stored
+    once too (returned: the pieces, the runs, the details).
     """
     table: dict[str, int] = {}
     draw = MessageBoxes()
     details: list[list[int | list[int]]] = []
     for position in range(len(view.tree)):
-        numbers = [
-            table.setdefault(part, len(table))
-            for piece in span_detail_pieces(view.trace, view.tree.span_at(position), draw)
-            for part in ((piece,) if isinstance(piece, str) else piece.parts)
-        ]
-        details.append([r[0] if r[1] == r[0] + 1 else r for r in _ranges(numbers)])
-    return list(table), details
+        items: list[int | list[int]] = []
+        numbers: list[int] = []
+        for piece in span_detail_pieces(view.trace, view.tree.span_at(position), draw):
+            if isinstance(piece, Where) and _drawn_by_page(piece, view.tree.positions):
+                items += [r[0] if r[1] == r[0] + 1 else r for r in _ranges(numbers)]
+                items.append(WHERE)
+                numbers = []
+                continue
+            parts = (
+                (piece,) if isinstance(piece, str)
+                else (piece.html(),) if isinstance(piece, Where)
+                else piece.parts
+            )  # fmt: skip
+            numbers += [table.setdefault(part, len(table)) for part in parts]
+        items += [r[0] if r[1] == r[0] + 1 else r for r in _ranges(numbers)]
+        details.append(items)
+    runs: dict[str, int] = {}
+    pieces: Pieces = []
+    for piece in table:
+        split = [r for r in _MARKUP.split(piece) if r]
+        pieces.append([runs.setdefault(r, len(runs)) for r in split] if len(split) > 1 else piece)
+    return pieces, list(runs), details
 
 
 def explorer_page_html(view: ExplorerView, element_id: str = "wb-explorer") -> str:
@@ -213,14 +259,15 @@ def explorer_page_html(view: ExplorerView, element_id: str = "wb-explorer") -> s
     through the details' text, joined when the first search is typed.
     """
     tree = view.tree
-    shared, details = _page_details(view)
+    shared, runs, details = _page_details(view)
     data = {
         "axis_ms": (tree.end_ns - tree.start_ns) / 1e6,
         "spans": _page_spans(view),
         "shared": shared,
+        "runs": runs,
         "details": details,
     }
-    payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     module = (STATIC / "explorer.js").read_text(encoding="utf-8")
     module = module.replace("export default { render };", "")
     model = (STATIC / "explorer_static.js").read_text(encoding="utf-8")

@@ -123,7 +123,7 @@ function render({ model, el }) {
       barNode.style.left = `${(row.start / length) * 100}%`;
       barNode.style.width = `max(2px, ${(row.duration / length) * 100}%)`;
       barNode.style.backgroundColor = row.status === "error" ? "#c62828" : (COLOURS[row.category] || COLOURS.other);
-      const took = make("span", "wbx-dur", ms(row.duration));
+      const took = make("span", "wbx-dur", ms(row.duration) + (row.in_progress ? " so far" : ""));
       if (row.in_progress) line.title = "in progress: still open when the trace was taken (its time so far)";
       time.append(barNode, took);
       line.append(name, time);

@@ -5,8 +5,11 @@
 // folds, filters and windows. It is the same walk over the same arrays (`end`: where a subtree
 // ends). A detail is written as HTML strings and [start, end) ranges of `data.shared`, the HTML
 // that details repeat, stored once: every model call's messages are the whole conversation so
-// far, and a run's spans share most of their attributes. A search looks through each span's
-// detail as text, made on the first search.
+// far, and a run's spans share most of their attributes. A piece with tags is stored as the
+// numbers of its runs of markup and of text in `data.runs` (boxes and rows share their
+// markup). A search looks through each span's detail as text, made on the first search.
+const WHERE = -1;  // in a detail: the span's line of times and ids, drawn from its row
+
 function staticModel(data) {
   const columns = data.spans;
   const WORDS = ["name", "category", "status", "span_status"];
@@ -30,9 +33,30 @@ function staticModel(data) {
   let visible = [];
   let matches = null;
 
+  function piece(i) {  // HTML, or the numbers of its runs of markup and of text
+    const stored = data.shared[i];
+    return typeof stored === "string" ? stored : stored.map((run) => data.runs[run]).join("");
+  }
+
+  function where(i) {  // the line of times and ids under the heading (`Where` in Python)
+    const span = spans[i];
+    const parent = span.parent < 0 ? "\u2014" : spans[span.parent].id;
+    const open = span.in_progress ? " so far" : "";
+    return `<span class='wbx-where'>start ${span.start.toFixed(3)} ms \u00b7 ` +
+      `${span.duration.toFixed(3)} ms${open} \u00b7 span <code>${span.id}</code>` +
+      ` \u00b7 parent <code>${parent}</code>`;
+  }
+
   function detail(id) {  // its pieces: a number each, a run of them as a [start, end) range
-    return (data.details[byId.get(id)] || [])
-      .map((item) => (typeof item === "number" ? data.shared[item] : data.shared.slice(...item).join("")))
+    const i = byId.get(id);
+    return (data.details[i] || [])
+      .map((item) => {
+        if (item === WHERE) return where(i);
+        if (typeof item === "number") return piece(item);
+        const parts = [];
+        for (let i = item[0]; i < item[1]; i += 1) parts.push(piece(i));
+        return parts.join("");
+      })
       .join("");
   }
 
