@@ -1,10 +1,12 @@
 """The recording proxy: debug an agent written with any framework by standing in for its model.
 
-`proxy()` starts an OpenAI-compatible Chat Completions endpoint that forwards to an upstream model
-(or answers from a recorded run) and records each conversation as a run: `handle` starts it,
-`server` answers, `recorder` turns the calls into step records, `scrub` keeps the API key out
-of them, `usage` asks for a stream's usage for agents that do not. Only `handle` is imported with
-``workbench``: the rest needs the ``proxy`` extra (aiohttp, starlette, uvicorn).
+`proxy()` starts one endpoint for the wires agents speak (Chat Completions, the Responses API,
+Anthropic Messages) that forwards to an upstream model (or answers from recorded runs) and records
+each conversation as a run: `handle` starts it, `server` routes each request to its `wire`
+(`chat`, `responses`, `anthropic`), `exchange` answers it, `replaying` answers from recordings,
+`recorder` turns the calls into runs, `scrub` keeps credentials out of them. Only `handle` (and
+`replaying`, for its types) is imported with ``workbench``: the rest needs the ``proxy`` extra
+(aiohttp, starlette, uvicorn).
 """
 
 from workbench._proxy.handle import ProxyHandle, proxy

@@ -80,8 +80,9 @@ VERBS: dict[str, Verb] = {
         run=run_trace,
     ),
     "proxy": Verb(
-        help="record any agent: an OpenAI-compatible endpoint forwarding to --upstream (or "
-        "answering from --replay RUN) that stores each conversation as a run",
+        help="record any agent (Claude Code, Codex, any SDK): one endpoint for Chat Completions, "
+        "the Responses API and Anthropic Messages, forwarding to --upstream (or answering from "
+        "--replay RUN) and storing each conversation as a run",
         setup=setup_proxy,
         run=run_proxy,
     ),
