@@ -281,3 +281,25 @@ def test_count_tokens_and_models_are_passed_through_and_not_recorded() -> None:
     assert upstream.paths == ["/v1/messages/count_tokens", "/v1/models?limit=5"]
     assert upstream.requests[0][1]["x-api-key"] == KEY
     assert proxy.run_ids == []
+    recorded = wb.RunStore(":memory:")
+    with wb.proxy(replay=record_once(recorded), store=recorded) as offline:
+        client = client_for(offline.url)
+        with pytest.raises(anthropic.BadRequestError, match="no upstream to ask"):
+            client.messages.count_tokens(model="m", messages=[{"role": "user", "content": "hi"}])
+        listed = httpx.get(f"{offline.url}/models", timeout=30).json()
+    assert [m["id"] for m in listed["data"]] == ["claude-test"]  # the model recorded
+
+
+def record_once(store: wb.RunStore) -> str:
+    """A one-step Messages run in ``store``; its id."""
+    body = {
+        "model": "claude-test",
+        "max_tokens": 8,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    with (
+        fake_upstream(lambda b, h: Answer(body=message("hi"))) as upstream,
+        wb.proxy(upstream.url, store=store) as proxy,
+    ):
+        httpx.post(f"{proxy.url}/messages", json=body, timeout=30)
+    return proxy.run_ids[0]

@@ -177,7 +177,7 @@ class ProxyApp:
             ) as answer:
                 content = await answer.read()
         except UPSTREAM_FAILED as exc:
-            return _own_error(cannot_reach(self.upstream, exc), "upstream_unreachable", 502)
+            return _own_error(path, cannot_reach(self.upstream, exc), "upstream_unreachable", 502)
         return Response(content, answer.status, returned(answer.headers))
 
     def _offline(self, path: str) -> Response:
@@ -187,7 +187,7 @@ class ProxyApp:
             model = {"id": name, "object": "model", "type": "model", "owned_by": "workbench"}
             return JSONResponse({"object": "list", "data": [model], "has_more": False})
         message = f"the workbench proxy replays offline: there is no upstream to ask for {path}"
-        return _own_error(message, "invalid_request_error", 400)
+        return _own_error(path, message, "invalid_request_error", 400)
 
     # --- model calls -------------------------------------------------------------------------
 
@@ -237,9 +237,10 @@ class ProxyApp:
         return self.client
 
 
-def _own_error(message: str, kind: str, status: int) -> Response:
-    """An error the proxy answers itself outside any wire, in the OpenAI shape."""
-    return JSONResponse(CHAT.error(message, kind, status), status_code=status)
+def _own_error(path: str, message: str, kind: str, status: int) -> Response:
+    """An error the proxy answers on a route passed through, in its wire's shape."""
+    wire = MESSAGES if path.startswith(MESSAGES.path) else CHAT
+    return JSONResponse(wire.error(message, kind, status), status_code=status)
 
 
 def _query(request: Request) -> str:
