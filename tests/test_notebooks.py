@@ -144,5 +144,6 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path, demo_env: dict[s
         assert "1 Bash         allow         deny list files with the Glob tool, not ls" in text
         assert "completed | Ship the proxy on Friday; Ada knows the Responses wire." in text
         assert "answers replayed: 1 | answered live: 1" in text and "step 3: changed" in text
+        assert list(tmp_path.iterdir()) == []  # its hook script went to a temporary folder
     elif name == "05_real_model":
         assert "LLM server at http://127.0.0.1:8088/v1: up" in text or "Skipping the rest" in text
