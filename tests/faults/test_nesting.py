@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import workbench as wb
 from tests.faults.traces import attribute, otlp, tagged
-from workbench._json import MAX_DEPTH, VALUE_DEPTH
+from workbench._json import MAX_DEPTH, VALUE_DEPTH, loads, text_depth, too_deep
 from workbench.hooks.command import parse_output
 from workbench.notebook.edit import messages_from_json
 
@@ -182,3 +182,41 @@ def test_whatever_is_accepted_is_stored_written_and_read_back(leaf: Any, depth: 
     assert loaded.state == result.state
     assert wb.AgentState.from_json(result.state.to_json()) == result.state
     assert wb.SessionState.from_json(session.state.to_json()) == session.state
+
+
+# Strings full of what the text check must see through: brackets, quotes, backslashes, escapes.
+tricky_text = st.text(st.sampled_from('[]{}"\\\\/ a\u00e9\U0001f600\ud800'), max_size=6)
+tricky_values = st.recursive(
+    st.none() | st.integers() | st.floats(allow_nan=False) | tricky_text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(tricky_text, inner, max_size=3),
+    max_leaves=20,
+)
+
+
+def walked_depth(value: Any) -> int:
+    """The depth ``too_deep`` sees: the least limit it accepts."""
+    depth = 0
+    while too_deep(value, depth):
+        depth += 1
+    return depth
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=tricky_values, ascii_only=st.booleans(), indent=st.none() | st.integers(0, 2))
+def test_the_depth_read_off_the_text_is_the_depth_of_what_it_parses_to(
+    value: Any, ascii_only: bool, indent: int | None
+) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only, indent=indent)
+    assert text_depth(text) == walked_depth(json.loads(text))
+    assert text_depth(text.encode("utf-16", "surrogatepass")) == text_depth(text)
+
+
+@pytest.mark.parametrize("inside", ["]]]]", "[[[[", '"]', "\\", '\\"]', "\\\\]"])
+def test_brackets_and_escapes_in_strings_do_not_move_the_limit(inside: str) -> None:
+    for depth in (MAX_DEPTH, MAX_DEPTH + 1):
+        text = json.dumps(nested(depth, inside))
+        if depth <= MAX_DEPTH:
+            assert loads(text) == json.loads(text)
+        else:
+            with pytest.raises(ValueError, match="nested deeper"):
+                loads(text)
