@@ -293,6 +293,22 @@ def test_chat_tool_and_run_attributes() -> None:
     assert paused_run[n.RUN_PENDING] == (paused.pending[0].call_id,)
 
 
+def test_run_metadata_is_on_the_run_span_and_reads_back_as_it_was(tmp_path: Path) -> None:
+    telemetry = wb.Telemetry()
+    metadata = {"split": "dev", "task": 3, "ratio": 0.5, "gold": True, "tags": ["a", "b"],
+                "item": {"sku": "u-1"}, "note": None, "digits": "[12]"}  # fmt: skip
+    agent = wb.Agent(model=wb.ScriptedModel(["ok"]), telemetry=telemetry, store=False)
+    result = agent.run_sync("hi", metadata=metadata)
+    run = by_name(telemetry.spans, "invoke_agent")[0].attributes or {}
+    assert (run[n.RUN_METADATA + "split"], run[n.RUN_METADATA + "task"]) == ("dev", 3)
+    assert run[n.RUN_METADATA + "tags"] == '["a", "b"]'  # JSON text where it is structured
+    assert run[n.RUN_METADATA + "digits"] == "[12]"  # a string stays one
+    assert wb.trace_of(result, telemetry=telemetry).metadata() == metadata
+    assert wb.trace_of(result).metadata() == metadata  # spans made from the records: the same
+    telemetry.write_otlp_json(tmp_path / "run.otlp.json")
+    assert wb.load_trace(tmp_path / "run.otlp.json").metadata() == metadata
+
+
 def test_timing_numbers_agree_with_span_durations() -> None:
     telemetry = wb.Telemetry()
     paused, done = run_with_pause(telemetry)
@@ -400,7 +416,7 @@ def test_secrets_never_reach_spans_events_or_files(tmp_path: Path) -> None:
         telemetry=telemetry,
         store=False,
     )
-    agent.run_sync(f"use {SECRET}")
+    agent.run_sync(f"use {SECRET}", metadata={"note": f"key {SECRET}", "acct-123456": [SECRET]})
     jaeger = telemetry.write_jaeger_json(tmp_path / "t.jaeger.json").read_text()
     otlp = telemetry.write_otlp_json(tmp_path / "t.otlp.json").read_text()
     frame = telemetry.spans_df().to_json(date_format="iso")

@@ -10,8 +10,12 @@ Durations in ``workbench.timing.*`` attributes are seconds (floats), like `workb
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any, Final, Literal
+
+from workbench._json import loads
 
 CONVENTIONS_VERSION: Final = "1.41.0"
 """The OpenTelemetry semantic conventions release whose GenAI names (``gen_ai.*``) are written.
@@ -121,6 +125,37 @@ def tokens_of(attributes: Mapping[str, Any]) -> tuple[Any, Any]:
     )
 
 
+def metadata_attributes(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's metadata as run span attributes (see `RUN_METADATA`)."""
+    attributes: dict[str, Any] = {}
+    encoded = []
+    for key, value in metadata.items():
+        if isinstance(value, str | bool | int | float):
+            attributes[RUN_METADATA + key] = value
+        else:  # None, a list, an object: attributes hold none of these
+            attributes[RUN_METADATA + key] = json.dumps(value, ensure_ascii=False)
+            encoded.append(key)
+    if encoded:
+        attributes[RUN_METADATA_JSON] = encoded
+    return attributes
+
+
+def metadata_of(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """The run metadata `metadata_attributes` wrote (a value that is not JSON stays text)."""
+    listed = attributes.get(RUN_METADATA_JSON)
+    encoded = set(listed) if isinstance(listed, list | tuple) else set()
+    metadata: dict[str, Any] = {}
+    for name, value in attributes.items():
+        if not name.startswith(RUN_METADATA):
+            continue
+        key = name[len(RUN_METADATA) :]
+        metadata[key] = value
+        if key in encoded and isinstance(value, str):
+            with suppress(ValueError, RecursionError):
+                metadata[key] = loads(value)
+    return metadata
+
+
 def _first(attributes: Mapping[str, Any], *keys: str) -> Any:
     return next((attributes[k] for k in keys if k in attributes), None)
 
@@ -151,6 +186,14 @@ RUN_STOP_REASON: Final = "workbench.run.stop_reason"
 RUN_STEPS: Final = "workbench.run.steps"
 RUN_PENDING: Final = "workbench.run.pending"
 """Call ids waiting for approval or results when the execution paused."""
+RUN_METADATA: Final = "workbench.run.metadata."
+"""``workbench.run.metadata.<key>``: one key of the run's metadata, on its run span, so a
+backend can filter runs by it (Phoenix's ``attribute=``, Jaeger's tags). A string, number or
+boolean is written as itself; anything else as JSON text, its key listed in `RUN_METADATA_JSON`
+so that it reads back as the value it was (`metadata_of`)."""
+RUN_METADATA_JSON: Final = "workbench.run.metadata_json"
+OI_METADATA: Final = "metadata"
+"""OpenInference's run metadata: one JSON object, as text, on a span."""
 RERUN_OF: Final = "workbench.rerun.of"
 """On the run span of a re-run: the original run's id (its step and snapshot follow)."""
 RERUN_STEP: Final = "workbench.rerun.step"

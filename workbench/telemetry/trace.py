@@ -18,9 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from workbench._json import loads
 from workbench._record import Record
 from workbench.errors import StepNotInTrace, TraceLoadError
-from workbench.messages import Message
+from workbench.messages import JsonValue, Message
 from workbench.records import RunError, StepRecord, errors_summary
 from workbench.telemetry import names as n
 from workbench.telemetry.derive import (
@@ -242,6 +243,22 @@ class Trace(Record):
         ]
         top = [s for s in agents if n.PARENT_RUN_ID not in s.attributes]
         return top or agents[:1]
+
+    def metadata(self) -> dict[str, JsonValue]:
+        """The top run's metadata, from its run span (`names.metadata_of`).
+
+        A trace another framework wrote: OpenInference's ``metadata`` object on its root span.
+        """
+        runs = self.top_runs()
+        if runs:
+            return n.metadata_of(runs[0].attributes)
+        roots = [s for s in self.spans if s.parent_id is None]
+        text = roots[0].attributes.get(n.OI_METADATA) if roots else None
+        try:
+            found = loads(text) if isinstance(text, str) else None
+        except (ValueError, RecursionError):  # not JSON: no metadata it could be read as
+            return {}
+        return found if isinstance(found, dict) else {}
 
     def status(self) -> str:
         """How the top run ended (``completed``, ``failed``, ...; ``running`` while it runs).

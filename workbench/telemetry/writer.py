@@ -179,6 +179,8 @@ class SpanWriter:
         }
         if self._provider is not None:
             attributes[n.PROVIDER] = self._provider
+        # the keys are the user's words too: redacted like the values (which `_start` redacts)
+        attributes |= n.metadata_attributes({self._redact(k): v for k, v in state.metadata.items()})
         if state.rerun_of is not None:
             attributes[n.RERUN_OF] = state.rerun_of.run_id
             attributes[n.RERUN_STEP] = state.rerun_of.step
