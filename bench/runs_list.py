@@ -156,7 +156,7 @@ def _wait_for_roots(url: str, count: int) -> None:
 
 def bench_phoenix(count: int, folder: Path, repeat: int) -> dict[str, Any]:
     """Our browser over Phoenix and over a store, beside Phoenix's UI query, on ``count`` runs."""
-    from tests.test_phoenix_e2e import Phoenix
+    from tests._phoenix import Phoenix
 
     (folder / "phoenix").mkdir()
     server = Phoenix(folder / "phoenix")

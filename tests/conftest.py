@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import workbench as wb
+from tests._phoenix import Phoenix
 from tests.journeys.harness import Jupyter, chromium, chromium_missing, jupyter_server
 
 
@@ -47,3 +48,19 @@ def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter]:
     """One Jupyter server (JupyterLab and Notebook 7) with a clean home, for every browser test."""
     with jupyter_server(tmp_path_factory.mktemp("jupyter-home")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
+    """One Arize Phoenix on SQLite for the session (each start costs half a minute here).
+
+    Tests share it by keeping to their own traces: by trace id, or in a project of their own
+    (the ``openinference.project.name`` resource attribute).
+    """
+    server = Phoenix(tmp_path_factory.mktemp("phoenix"))
+    try:
+        server.wait_ready()
+        print(f"phoenix started in {server.startup_seconds:.1f}s")
+        yield server
+    finally:
+        server.stop()

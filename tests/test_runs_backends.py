@@ -1,15 +1,20 @@
 """The run list over a trace backend: a real Phoenix (SQLite and PostgreSQL) and Jaeger's API.
 
-The eval's runs are written twice, by the same agents: into a run store and, as spans with
-their content, to the backend. The same filters must then find the same runs in both (by trace
-id), a row must open as the whole trace, and a run must re-run from a step of it.
+The eval's runs are made once, by the same agent, into a run store and as spans with their
+content; the spans are then sent to each backend. The same filters must find the same runs in
+the store and in the backend (by trace id), a row must open as the whole trace, and a run must
+re-run from a step of it.
 
-Phoenix runs as ``phoenix serve`` on loopback (tests/test_phoenix_e2e.py), on its default SQLite
-and on PostgreSQL: a throwaway cluster of Debian's PostgreSQL (installed by
+Phoenix runs as ``phoenix serve`` on loopback (tests/_phoenix.py): the session's one on its
+default SQLite (shared with tests/test_phoenix_e2e.py: these runs go to a project of their own),
+and one on PostgreSQL, a throwaway cluster of Debian's PostgreSQL (installed by
 ``scripts/install-postgres``) on a free port in a temporary folder, run as the unprivileged
-``postgres`` user when the tests run as root. Jaeger cannot be installed here, so its query API
-v3 is answered by a small server on loopback that keeps the traces as Jaeger documents them
-(OTLP JSON under ``result``) and honours the documented query parameters, checking each.
+``postgres`` user when the tests run as root. On PostgreSQL Phoenix answers the questions a
+listing asks of it itself (status, agent, time, metadata) with SQL of its own, so those are
+asked of both; the rest of a filter is checked here on the traces, by the same code whatever
+the database, and is asked of SQLite only. Jaeger cannot be installed here, so its query API v3
+is answered by a small server on loopback that keeps the traces as Jaeger documents them (OTLP
+JSON under ``result``) and honours the documented query parameters, checking each.
 """
 
 from __future__ import annotations
@@ -18,12 +23,11 @@ import glob
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -35,7 +39,7 @@ import pandas as pd
 import pytest
 
 import workbench as wb
-from tests.test_phoenix_e2e import Phoenix
+from tests._phoenix import Phoenix, free_port
 from workbench.backends import JaegerRuns, PhoenixRuns
 from workbench.demo import eval_agent, eval_task
 from workbench.notebook import RunsBrowser, TraceExplorer
@@ -44,6 +48,8 @@ from workbench.telemetry.files import otlp_json
 RUNS = 40
 """The eval's first tasks: completed runs, tool errors (an unknown item, an expired code), and
 a failed run (the model server drops) among them."""
+PROJECT = "workbench-runs"
+"""The Phoenix project the eval's runs are sent to (the session's Phoenix has others)."""
 
 
 class Eval:
@@ -61,20 +67,50 @@ class Eval:
         return set(wb.runs(self.store, **filters)["trace_id"])
 
 
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Eval:
+    """The eval's runs, made once for every backend, as spans of the project `PROJECT`."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+
+    resource = Resource.create({"service.name": "workbench", "openinference.project.name": PROJECT})
+    telemetry = wb.Telemetry(TracerProvider(resource=resource), capture_content=True)
+    return Eval(wb.RunStore(tmp_path_factory.mktemp("store") / "runs.sqlite"), telemetry)
+
+
+def _send(spans: Sequence[Any], url: str) -> None:
+    """Spans to a backend's OTLP endpoint, in one request."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    exporter = OTLPSpanExporter(endpoint=f"{url}/v1/traces", timeout=60)
+    try:
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+
+
 def _wait_for_roots(url: str, count: int) -> None:
     """Phoenix ingests in the background: wait (bounded) until every run's root span is in."""
     deadline = time.monotonic() + 90
     pause = threading.Event()
     while time.monotonic() < deadline:
         answer = httpx.get(
-            f"{url}/v1/projects/default/spans/otlpv1",
+            f"{url}/v1/projects/{PROJECT}/spans/otlpv1",
             params={"parent_id": "null", "limit": 1000},
             timeout=10,
         )
-        if len(answer.json()["data"]) >= count:
+        if answer.status_code == 200 and len(answer.json()["data"]) >= count:
             return
-        pause.wait(0.3)
+        pause.wait(0.3)  # 404 until the project's first span is in
     raise TimeoutError(f"Phoenix at {url} did not ingest {count} runs within 90 s")
+
+
+def _holding(server: Phoenix, runs: Eval) -> str:
+    """The server with the eval's runs in it; its URL."""
+    _send(runs.telemetry.spans, server.url)
+    _wait_for_roots(server.url, RUNS)
+    return server.url
 
 
 # -- PostgreSQL ----------------------------------------------------------------------------------
@@ -97,12 +133,6 @@ def _initdb() -> Path:
     return Path(found[-1]).parent
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[str]:
     """A throwaway PostgreSQL cluster on a free loopback port; yields its URL."""
@@ -112,7 +142,7 @@ def postgres() -> Iterator[str]:
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root
         shutil.chown(home, "postgres", "postgres")
         as_user = ["runuser", "-u", "postgres", "--"]
-    data, port = home / "data", _free_port()
+    data, port = home / "data", free_port()
 
     def pg(*command: str) -> None:
         subprocess.run([*as_user, *command], check=True, capture_output=True, timeout=120)
@@ -140,29 +170,33 @@ def postgres() -> Iterator[str]:
 # -- Phoenix on SQLite and on PostgreSQL -----------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def phoenix(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, Eval]]:
-    """A Phoenix holding the eval's runs; yields its URL and the runs."""
-    env = {}
-    if request.param == "postgresql":
-        env["PHOENIX_SQL_DATABASE_URL"] = request.getfixturevalue("postgres")
-    server = Phoenix(tmp_path_factory.mktemp(f"phoenix-{request.param}"), env)
+@pytest.fixture(scope="module")
+def on_sqlite(phoenix: Phoenix, runs: Eval) -> str:
+    """The session's Phoenix (SQLite) holding the eval's runs; its URL."""
+    return _holding(phoenix, runs)
+
+
+@pytest.fixture(scope="module")
+def on_postgresql(
+    postgres: str, runs: Eval, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A Phoenix on PostgreSQL holding the eval's runs; its URL."""
+    server = Phoenix(tmp_path_factory.mktemp("phoenix-pg"), {"PHOENIX_SQL_DATABASE_URL": postgres})
     try:
         server.wait_ready()
-        telemetry = wb.Telemetry(capture_content=True, otlp_endpoint=server.url)
-        runs = Eval(wb.RunStore(tmp_path_factory.mktemp("store") / "runs.sqlite"), telemetry)
-        telemetry.shutdown(timeout=60)
-        _wait_for_roots(server.url, RUNS)
-        yield server.url, runs
+        yield _holding(server, runs)
     finally:
         server.stop()
 
 
-def test_a_phoenix_project_lists_as_its_runs(phoenix: tuple[str, Eval]) -> None:
-    url, runs = phoenix
-    frame = wb.runs(source=f"phoenix+{url}")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def both(request: pytest.FixtureRequest) -> str:
+    """Each Phoenix in turn (tests that ask Phoenix itself a question); its URL."""
+    return str(request.getfixturevalue(f"on_{request.param}"))
+
+
+def test_a_phoenix_project_lists_as_its_runs(both: str, runs: Eval) -> None:
+    frame = wb.runs(source=f"phoenix+{both}/{PROJECT}")
     assert set(frame["run"]) == set(runs.by_trace) and len(frame) == RUNS
     stored = wb.runs(runs.store).set_index("trace_id")
     for row in frame.itertuples():
@@ -173,7 +207,7 @@ def test_a_phoenix_project_lists_as_its_runs(phoenix: tuple[str, Eval]) -> None:
             run.tools,
             run.steps,
         ), row.run
-        assert (row.tokens, row.errors) == (run.tokens, run.errors), row.run
+        assert (row.tokens, row.errors, row.metadata) == (run.tokens, run.errors, run.metadata)
     # a trace starts when its run span opened, a stored run when its state was made: in order
     by_start = frame.sort_values("started")["run"].tolist()
     assert by_start == stored.sort_values("started").index.tolist()
@@ -182,41 +216,63 @@ def test_a_phoenix_project_lists_as_its_runs(phoenix: tuple[str, Eval]) -> None:
         assert row.first_error == first or (pd.isna(row.first_error) and pd.isna(first)), row.run
 
 
+ASKED = [
+    {"status": "failed"},
+    {"metadata": {"split": "dev"}},
+    {"metadata": {"item": "unicorn", "task": 5}},
+    {"agent": "shopper", "metadata": {"code": "SAVE10"}},
+]
+"""Filters Phoenix answers itself (``status_code=``, ``attribute=``), with SQL of its own."""
+
+
+def _ids(filters: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in filters.items()) or "all"
+
+
+@pytest.mark.parametrize("filters", ASKED, ids=_ids)
+def test_phoenix_itself_keeps_the_runs_a_filter_asks_for(
+    both: str, runs: Eval, filters: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = f"phoenix+{both}/{PROJECT}"
+    found = set(wb.runs(source=source, **filters)["run"])
+    assert found == runs.trace_ids(**filters) and found
+    # what Phoenix answered, before the filter is checked here: the same runs
+    monkeypatch.setattr("workbench.backends.matches", lambda row, trace, spec: True)
+    assert set(wb.runs(source=source, **filters)["run"]) == found
+
+
 @pytest.mark.parametrize(
     "filters",
     [
-        {"status": "failed"},
         {"errors": True},
         {"errors": False},
         {"tool": "apply_discount"},
         {"agent": "shopper", "errors": True},
         {"text": "unicorn"},
+        {"metadata": {"item": ["a", "list"]}},
     ],
-    ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()),
+    ids=_ids,
 )
-def test_the_same_filter_finds_the_same_runs_in_the_store_and_in_phoenix(
-    phoenix: tuple[str, Eval], filters: dict[str, Any]
+def test_the_rest_of_a_filter_is_checked_on_each_trace(
+    on_sqlite: str, runs: Eval, filters: dict[str, Any]
 ) -> None:
-    url, runs = phoenix
-    found = set(wb.runs(source=f"phoenix+{url}", **filters)["run"])
-    assert found == runs.trace_ids(**filters) and found
+    found = set(wb.runs(source=f"phoenix+{on_sqlite}/{PROJECT}", **filters)["run"])
+    assert found == runs.trace_ids(**filters)
+    assert found or filters.get("metadata")  # nothing has a list for its item
 
 
-def test_a_time_range_is_asked_of_phoenix(phoenix: tuple[str, Eval]) -> None:
-    url, runs = phoenix
+def test_a_time_range_is_asked_of_phoenix(both: str, runs: Eval) -> None:
+    source = f"phoenix+{both}/{PROJECT}"
     middle = runs.results[RUNS // 2].state.created_at
-    assert set(wb.runs(source=f"phoenix+{url}", since=middle)["run"]) == runs.trace_ids(
-        since=middle
-    )
-    assert wb.runs(source=f"phoenix+{url}", until="2000-01-01").empty
+    assert set(wb.runs(source=source, since=middle)["run"]) == runs.trace_ids(since=middle)
+    assert wb.runs(source=source, until="2000-01-01").empty
 
 
 def test_the_browser_over_phoenix_opens_a_trace_and_re_runs_from_its_step(
-    phoenix: tuple[str, Eval],
+    on_sqlite: str, runs: Eval
 ) -> None:
-    url, runs = phoenix
     agent = eval_agent()
-    browser = RunsBrowser(f"phoenix+{url}", agent=agent, live=False)
+    browser = RunsBrowser(f"phoenix+{on_sqlite}/{PROJECT}", agent=agent, live=False)
     try:
         assert browser.table.total == RUNS and browser.table.complete
         assert browser.table.agents == ["shopper"]
@@ -238,16 +294,29 @@ def test_the_browser_over_phoenix_opens_a_trace_and_re_runs_from_its_step(
         browser.close()
 
 
-def test_a_listing_is_bounded_and_says_so(phoenix: tuple[str, Eval]) -> None:
-    url, _ = phoenix
-    source = PhoenixRuns(url, limit=5)
+def test_a_listing_is_bounded_and_says_so(on_sqlite: str) -> None:
+    source = PhoenixRuns(on_sqlite, PROJECT, limit=5)
     assert source.count(wb.RunFilter()) == 5 and not source.complete(wb.RunFilter())
     with pytest.warns(UserWarning, match="listed the first 5 runs the filter keeps and stopped"):
         wb.runs(source=source)
 
 
+def test_the_first_page_asks_phoenix_for_the_pages_it_needs_only(
+    on_sqlite: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("workbench.backends.ROOTS", 10)  # 10 traces a page of Phoenix's
+    browser = RunsBrowser(f"phoenix+{on_sqlite}/{PROJECT}", live=False)
+    try:
+        table = browser.table  # newest first: three pages of ten give the 25 shown, and 1 more
+        assert (table.total, table.complete, len(table.rows)) == (30, False, 25)
+        browser._on_message(None, {"type": "sort", "column": "tokens"}, None)  # needs them all
+        assert (table.total, table.complete) == (RUNS, True)
+    finally:
+        browser.close()
+
+
 def test_a_backend_that_is_down_is_one_clear_error() -> None:
-    port = _free_port()
+    port = free_port()
     with pytest.raises(
         wb.TraceLoadError, match=f"cannot reach http://127.0.0.1:{port}/v1/projects"
     ):
@@ -312,7 +381,7 @@ class JaegerAnswers(BaseHTTPRequestHandler):
             start = min(s.start_time for s in spans)
             match = any(
                 (operation is None or s.name == operation)
-                and all(s.attributes.get(k) == v for k, v in wanted.items())
+                and all(_text(s.attributes.get(k)) == v for k, v in wanted.items())
                 for s in spans
             )
             if low <= start < high and match:
@@ -321,19 +390,23 @@ class JaegerAnswers(BaseHTTPRequestHandler):
         return [s for _, spans in found[:depth] for s in spans]
 
 
+def _text(value: Any) -> str | None:
+    """A tag's value as Jaeger compares it with a query's: as text."""
+    return None if value is None else json.dumps(value) if isinstance(value, bool) else str(value)
+
+
 @pytest.fixture(scope="module")
-def jaeger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Eval]]:
-    telemetry = wb.Telemetry(capture_content=True)
-    runs = Eval(wb.RunStore(tmp_path_factory.mktemp("store") / "runs.sqlite"), telemetry)
+def jaeger(runs: Eval) -> Iterator[str]:
+    """Jaeger's API over the eval's runs; its URL."""
     by_trace: dict[str, list[Any]] = {}
-    for span in telemetry.spans:
+    for span in runs.telemetry.spans:
         by_trace.setdefault(format(span.context.trace_id, "032x"), []).append(span)
     JaegerAnswers.traces = by_trace
     server = ThreadingHTTPServer(("127.0.0.1", 0), JaegerAnswers)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", runs
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
@@ -347,14 +420,15 @@ def jaeger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Eval
         {"agent": "shopper", "errors": True},
         {"tool": "price"},
         {"text": "expired"},
+        {"metadata": {"split": "dev"}},
+        {"status": "failed", "metadata": {"task": 13, "item": "dates"}},
     ],
-    ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "all",
+    ids=_ids,
 )
 def test_jaegers_traces_list_as_the_stored_runs(
-    jaeger: tuple[str, Eval], filters: dict[str, Any]
+    jaeger: str, runs: Eval, filters: dict[str, Any]
 ) -> None:
-    url, runs = jaeger
-    source = JaegerRuns(url)
+    source = JaegerRuns(jaeger)
     source.depth = 7  # fewer than the runs: the window moves back search by search
     found = set(wb.runs(source=source, **filters)["run"])
     assert found == runs.trace_ids(**filters) and found
@@ -362,13 +436,14 @@ def test_jaegers_traces_list_as_the_stored_runs(
     assert len(JaegerAnswers.asked) >= 2 and asked["query.search_depth"] == ["7"]
     if "agent" in filters:
         assert asked["query.operation_name"] == ["invoke_agent shopper"]
+    tags = {f"workbench.run.metadata.{k}": str(v) for k, v in filters.get("metadata", {}).items()}
     if "status" in filters:
-        assert json.loads(asked["query.attributes"][0]) == {"workbench.run.status": "failed"}
+        tags["workbench.run.status"] = "failed"
+    assert json.loads(asked.get("query.attributes", ["{}"])[0]) == tags  # asked of Jaeger itself
 
 
-def test_a_jaeger_row_opens_as_its_trace(jaeger: tuple[str, Eval]) -> None:
-    url, runs = jaeger
-    browser = RunsBrowser(f"jaeger+{url}/workbench", live=False)
+def test_a_jaeger_row_opens_as_its_trace(jaeger: str, runs: Eval) -> None:
+    browser = RunsBrowser(f"jaeger+{jaeger}/workbench", live=False)
     try:
         assert browser.table.total == RUNS
         browser.table.opened = browser.table.rows[0]["id"]
@@ -376,21 +451,6 @@ def test_a_jaeger_row_opens_as_its_trace(jaeger: tuple[str, Eval]) -> None:
         assert browser.opened_run.trace_id in runs.by_trace
     finally:
         browser.close()
-    fresh = JaegerRuns(url)  # no listing yet: the trace is loaded by its id (/api/v3/traces/ID)
+    fresh = JaegerRuns(jaeger)  # no listing yet: the trace is loaded by its id (/api/v3/traces/ID)
     trace = fresh.open(runs.results[0].trace_id)
     assert len(trace.spans) == len(runs.telemetry.trace(runs.results[0].trace_id).spans)
-
-
-def test_the_first_page_asks_phoenix_for_the_pages_it_needs_only(
-    phoenix: tuple[str, Eval], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    url, _ = phoenix
-    monkeypatch.setattr("workbench.backends.ROOTS", 10)  # 10 traces a page of Phoenix's
-    browser = RunsBrowser(f"phoenix+{url}", live=False)
-    try:
-        table = browser.table  # newest first: three pages of ten give the 25 shown, and 1 more
-        assert (table.total, table.complete, len(table.rows)) == (30, False, 25)
-        browser._on_message(None, {"type": "sort", "column": "tokens"}, None)  # needs them all
-        assert (table.total, table.complete) == (RUNS, True)
-    finally:
-        browser.close()

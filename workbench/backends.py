@@ -107,6 +107,7 @@ def trace_summary(trace: Trace) -> RunSummary:
         output=None,
         errors=len(failed),
         first_error=failed[0].line if failed else None,
+        metadata=trace.metadata(),
         tools=tuple(sorted(tools)),
         tool_calls=len(called),
         duration=(root.end_ns - root.start_ns) / 1e9,
@@ -339,6 +340,25 @@ def _traces(spans: Sequence[SpanData]) -> list[Trace]:
     return sorted(traces, key=lambda t: t.spans[0].start_ns, reverse=True)
 
 
+def _tags(spec: RunFilter) -> dict[str, str | int | float | bool]:
+    """The metadata filters a backend can ask of the run span's attributes itself.
+
+    Those of a value an attribute holds as itself (`names.metadata_attributes`); a list or an
+    object is JSON text there, and checked on each trace like the rest of the filter. A key
+    with a colon is too: Phoenix reads ``key:value`` up to the first one.
+    """
+    return {
+        n.RUN_METADATA + key: value
+        for key, value in spec.metadata.items()
+        if isinstance(value, str | bool | int | float) and ":" not in key
+    }
+
+
+def _tag_text(value: str | int | float | bool) -> str:
+    """A tag's value as Jaeger compares it: as text (``true``, not ``True``)."""
+    return json.dumps(value) if isinstance(value, bool) else str(value)
+
+
 def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
 
@@ -372,8 +392,12 @@ class PhoenixRuns(BackendRuns):
             params["end_time"] = _iso(spec.until)
         if spec.status == ("failed",):
             params["status_code"] = "ERROR"
+        # each `attribute` narrows further; the value is read as JSON (a string quoted)
+        attribute = [f"{key}:{json.dumps(value)}" for key, value in _tags(spec).items()]
         if len(spec.agent) == 1:
-            params["attribute"] = f"{n.AGENT_NAME}:{spec.agent[0]}"
+            attribute.append(f"{n.AGENT_NAME}:{json.dumps(spec.agent[0])}")
+        if attribute:
+            params["attribute"] = attribute
         return params
 
     def _candidates(self, listing: Listing, spec: RunFilter) -> Iterator[Page]:
@@ -453,8 +477,11 @@ class JaegerRuns(BackendRuns):
         }
         if len(spec.agent) == 1:  # the GenAI conventions name an agent's span after it
             params["query.operation_name"] = f"invoke_agent {spec.agent[0]}"
+        tags = {key: _tag_text(value) for key, value in _tags(spec).items()}
         if len(spec.status) == 1:  # a workbench run says how it ended on its run span
-            params["query.attributes"] = json.dumps({n.RUN_STATUS: spec.status[0]})
+            tags[n.RUN_STATUS] = spec.status[0]
+        if tags:
+            params["query.attributes"] = json.dumps(tags)
         return params
 
     def _candidates(self, listing: Listing, spec: RunFilter) -> Iterator[Page]:
