@@ -1,6 +1,6 @@
 """Click-to-render latency of the journeys' clicks, in JupyterLab in headless chromium.
 
-    .venv/bin/python bench/journey_latency.py [--trials 5] [--steps 25]
+    .venv/bin/python bench/journey_latency.py [--trials 5] [--steps 25] [--read 0]
 
 What is measured: the time from a click in the page to the widget showing the new state, per
 kind of click a person makes in the journeys (tests/journeys/):
@@ -8,6 +8,8 @@ kind of click a person makes in the journeys (tests/journeys/):
 - **Stepper buttons** (Continue to a breakpoint two sub-agents down, Step over, Step out, Next
   phase, Step into, Run to end), each on a fresh three-level team per trial; "shown" is the
   Stepper's status line saying something new with its buttons enabled again (or "completed");
+  ``--read S`` waits S seconds before each click, as a person reading the Stepper does (its
+  timeline is redrawn a moment after the presses pause: with 0 the clicks come too fast for it);
 - **explorer row click**: a span row of `TraceExplorer` over a run of ``--steps`` steps (six spans
   a step); "shown" is the row drawn selected and the detail pane naming the span;
 - **explorer filter**: the "errors only" box checked or unchecked; "shown" is the count line
@@ -133,13 +135,16 @@ def _mark(cell: Any, name: str) -> None:
     cell.evaluate("(node, name) => { node.dataset.wbBench = name; }", name)
 
 
-def stepper_trial(notebook: Notebook, trial: int, figures: dict[str, list[float]]) -> None:
+def stepper_trial(
+    notebook: Notebook, trial: int, figures: dict[str, list[float]], read: float
+) -> None:
     """Show a fresh Stepper and click one trial's buttons, timing each."""
     cell = notebook.run()
     _mark(cell, f"stepper-{trial}")
     for name in CLICKS:
         target = button(cell, name)
         target.wait_for()
+        notebook.page.wait_for_timeout(read * 1000)
         status = cell.locator(".wb-status").text_content()
         shown = _STEPPER_SHOWN % (f"stepper-{trial}", json.dumps(status))
         figures[f"Stepper: {name}"].append(click_latency(notebook.page, target, shown))
@@ -189,6 +194,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=5, help="fresh Steppers clicked through")
     parser.add_argument("--steps", type=int, default=25, help="steps of the explored run")
+    parser.add_argument("--read", type=float, default=0, help="seconds before each Stepper click")
     args = parser.parse_args()
     if (why := chromium_missing()) is not None:
         print(f"journey latency skipped: {why}")
@@ -209,11 +215,12 @@ def main() -> None:
         notebook.run_until(2)
         explorer_clicks(notebook, figures, rows=20)
         for trial in range(args.trials):
-            stepper_trial(notebook, trial, figures)
+            stepper_trial(notebook, trial, figures, args.read)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
         f"click to render, JupyterLab in headless chromium ({args.trials} Stepper trials, "
-        f"a {args.steps}-step run explored; load average {load})"
+        f"{args.read} s read before each click, a {args.steps}-step run explored; "
+        f"load average {load})"
     )
     report(figures)
 

@@ -245,8 +245,10 @@ def test_the_stepper_draws_its_timeline_once_a_press_ends_not_at_every_step(
     stepper = stepper_module.Stepper(agent, "go")
     assert drawn == [0]  # the run before it starts
     stepper.next_step_button.click()
+    stepper.draw_timeline()  # (it follows a moment after the clicks pause: a test does not wait)
     assert drawn == [0, 1]
     stepper.run_button.click()
+    stepper.draw_timeline()
     assert drawn == [0, 1, 7]  # one drawing for the six steps the press ran, with all of them
     steps = {s.name for s in wb.trace_of(stepper.run).spans}
     assert {f"workbench.step {i}" for i in range(1, 8)} <= steps

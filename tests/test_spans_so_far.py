@@ -243,6 +243,7 @@ def test_the_stepper_draws_the_run_so_far_after_continue_stops_in_a_sub_run() ->
     assert "appears when the first phase ends" in str(stepper.timeline.outputs)
     stepper.continue_button.click()  # no running loop here: the click returns when it is done
     assert stepper.run.subrun is not None and stepper.run.subrun.state.agent_name == "digger"
+    stepper.draw_timeline()  # (it follows a moment after the clicks pause: a test does not wait)
     figure = stepper.timeline.outputs[0]["data"]["application/vnd.plotly.v1+json"]
     ticks = figure["layout"]["yaxis"]["ticktext"]
     title = figure["layout"]["title"]["text"]
@@ -253,6 +254,7 @@ def test_the_stepper_draws_the_run_so_far_after_continue_stops_in_a_sub_run() ->
     assert len(view.trace.spans) == 14 and view.table["in_progress"].all()
     assert "invoke_agent digger" in report_html(stepper.run)
     stepper.run_button.click()
+    stepper.draw_timeline()
     figure = stepper.timeline.outputs[0]["data"]["application/vnd.plotly.v1+json"]
     assert "so far" not in figure["layout"]["title"]["text"]
 

@@ -37,6 +37,7 @@ def test_a_run_driven_to_the_end_from_code_shows_in_the_stepper() -> None:
     ]
     assert len(stepper.events) == 12  # every phase the code ran is in the Stepper's log
     assert stepper.next_phase_button.disabled and stepper.run_button.disabled
+    stepper.draw_timeline()  # it follows on its own a moment later; a test does not wait
     figure = stepper.timeline.outputs[0]["data"]["application/vnd.plotly.v1+json"]
     assert {trace["name"] for trace in figure["data"]} >= {"agent", "step", "tool"}
 

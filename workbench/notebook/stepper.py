@@ -10,6 +10,7 @@ later click or cell.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from html import escape
@@ -52,6 +53,10 @@ _PRESSES: dict[Action, Callable[[AgentRun], Awaitable[object]]] = {
     "abort": lambda run: run.aabort(),
 }
 """What each button asks of the run: the widget only presses, the run drives itself."""
+_TIMELINE_DELAY = 0.3
+"""Seconds after the last press before the timeline is redrawn. Rebuilding a figure and its
+rendering in the page take longer than a press; presses in a row redraw it once, and the status
+and buttons of each reach the page first, so the clicks stay quick."""
 LIVE = -1
 """The step picker's value for the step under way."""
 
@@ -159,6 +164,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._shown_records = -1
         self._drawn: tuple[object, ...] | None = None
         """Where the run was when the timeline was drawn (it is redrawn when a press moved it)."""
+        self._timeline_timer: asyncio.TimerHandle | None = None
+        """The redrawing due once the presses pause (on the portal loop)."""
         self._live_from = len(self.run.state.messages)
         self._auto_picked = LIVE
 
@@ -233,8 +240,12 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         return self._busy or self.run.driving
 
     async def wait(self) -> None:
-        """Wait until the work started by the last button is finished (errors are shown)."""
+        """Wait until the work started by the last button is finished (errors are shown).
+
+        The timeline is drawn as the run then stands (`draw_timeline`).
+        """
         await finished(self.task)
+        self.draw_timeline()
 
     def stop(self) -> None:
         """End the run as ABORTED: now when idle, after the current phase when busy.
@@ -256,6 +267,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         run: AgentRun | None = getattr(self, "run", None)  # None: __init__ failed (__del__)
         if run is not None and run.subrun is not None and not run.done:  # paused: kept as is
             run.abort()
+        if getattr(self, "_timeline_timer", None) is not None:
+            self._cancel_timeline()
         super().close()
 
     def add_breakpoint(self, spec: str | Break) -> None:
@@ -361,6 +374,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
         While a press runs phases the timeline waits for the press to end: it is the run so far
         rebuilt, and redrawing it at every step would make a long run's Run to end quadratic.
+        It then follows once the presses pause (`_TIMELINE_DELAY`): a new figure costs the page
+        more than the status and buttons of a press, which go first.
         """
         run = self.run
         budget = run.snapshots[-1].budget if run.snapshots else None
@@ -369,12 +384,12 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         path = [run.state, *(sub.state for sub in run.subrun_path)]
         inside = subrun_html(path, subrun.next_phase_name) if subrun else ""
         self.phase_log.value = phase_log_html(self._step_events()) + inside
-        if self._position() != self._drawn and not self.busy:
-            self._draw_timeline()  # before the buttons come back: a click then goes at once
         self._set_buttons()
         self._show_approvals()
         if len(run.steps) != self._shown_records:
             self._records_changed()
+        if self._position() != self._drawn and not self.busy:
+            self._timeline_soon()
         self._follow()
         self._show_messages()
 
@@ -398,6 +413,37 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         run, subrun = self.run, self.run.subrun
         inside = (subrun.state.run_id, subrun.state.step, subrun.next_phase_name) if subrun else ()
         return (len(run.steps), run.state.step, run.next_phase_name, run.state.status, *inside)
+
+    def draw_timeline(self) -> None:
+        """Redraw the timeline now if the run moved since it was drawn.
+
+        It otherwise follows a moment after the presses pause (`_TIMELINE_DELAY`); `wait`
+        draws it too, so a cell after it reads the timeline as the run stands.
+        """
+        self._cancel_timeline()
+        if self._position() != self._drawn:
+            self._draw_timeline()
+
+    def _timeline_soon(self) -> None:
+        """Redraw the timeline once the presses pause (the first drawing at once)."""
+        if self._drawn is None:
+            self._draw_timeline()
+            return
+        portal().call_soon_threadsafe(self._arm_timeline)
+
+    def _arm_timeline(self) -> None:  # on the portal, like the presses
+        self._cancel_timeline()
+        self._timeline_timer = portal().call_later(_TIMELINE_DELAY, self._timeline_due)
+
+    def _timeline_due(self) -> None:
+        self._timeline_timer = None
+        if self._position() != self._drawn and not self.busy:
+            self._draw_timeline()
+
+    def _cancel_timeline(self) -> None:
+        timer, self._timeline_timer = self._timeline_timer, None
+        if timer is not None:
+            portal().call_soon_threadsafe(timer.cancel)  # its loop's own thread cancels it
 
     def _draw_timeline(self) -> None:
         """The run so far (`trace_of`): closed steps, and the steps and calls under way."""
