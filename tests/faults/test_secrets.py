@@ -24,6 +24,7 @@ from tests.faults.server import (
     Answer,
     ModelServer,
     TraceReceiver,
+    completion,
     receiving,
     reply,
     serving,
@@ -264,3 +265,32 @@ def test_a_key_in_a_message_a_strict_replay_compares_is_not_shown_cut_in_the_dif
     message = result.error.message
     assert "[REDACTED] please" in message and "[REDACTED] now" in message
     assert "123456" not in message and "nopqrstuvwxyz" not in message
+
+
+# --- a one-letter key (what local servers are given) is scrubbed as a word, not inside words ----
+
+
+@pytest.mark.parametrize("key", ["k", "x", "t"])
+def test_a_one_letter_key_keeps_recorded_words_whole_and_is_still_scrubbed_alone(
+    server: ModelServer, tmp_path: Path, key: str
+) -> None:
+    """A key scrubbed inside words turned a recorded ``"text"`` into ``"te[REDACTED]t"`` (key
+    ``x``): the cassette refused its own recording and the run failed; with ``k`` the person's
+    ``ok`` was recorded as ``o[REDACTED]``. Where the key stands alone, it is still replaced."""
+    said = f"take the text, ok? the key is {key}."
+    server.answer(reply(200, completion(said)), reply(200, completion(said)))
+    path = tmp_path / "cassette.json"
+    telemetry = wb.Telemetry(capture_content=True)
+    recording = wb.cassette(path, openai(server, key), mode="record")
+    result = wb.Agent(model=recording, telemetry=telemetry).run_sync(said)
+    assert result.status is wb.ExecutionStatus.COMPLETED, result.state.error
+    scrubbed = said.replace(f"is {key}.", "is [REDACTED].")
+    assert result.output == said  # what the run itself holds is the model's answer as sent
+    recorded = path.read_text()
+    assert recorded.count(scrubbed) == 2 and f"is {key}." not in recorded  # request and answer
+    spans = "\n".join(span.to_json() for span in telemetry.spans)
+    assert scrubbed in spans and f"is {key}." not in spans
+
+    replayed = wb.Agent(model=wb.cassette(path, mode="replay")).run_sync(scrubbed)
+    assert replayed.status is wb.ExecutionStatus.COMPLETED, replayed.state.error
+    assert replayed.output == scrubbed

@@ -145,11 +145,36 @@ def _secrets(
     return tuple(SecretStr(v) for v in found)
 
 
+_SHORT = 8
+"""A secret shorter than this may also be a word (``k``, ``x``, ``EMPTY``, ``ollama``)."""
+
+
 def _redact(text: str, secrets: tuple[SecretStr, ...]) -> str:
-    """``text`` without the client's secrets (whatever their length) and without bearer tokens."""
-    for secret in secrets:
-        text = text.replace(secret.get_secret_value(), "[REDACTED]")
+    """``text`` without the client's secrets (whatever their length) and without bearer tokens.
+
+    A long secret is replaced wherever its text is, glued to other text or not. A short one is
+    replaced where it stands as a word, not inside a longer run of letters and digits: local
+    servers are often given keys like ``k`` or ``x``, and replaced inside words such a key made a
+    recorded ``"text"`` into ``"te[REDACTED]t"``, a cassette its own reader refused. A server
+    quoting a key puts it between spaces, quotes, ``=`` or ``:``, where it is replaced.
+    """
+    present = [v for s in secrets if (v := s.get_secret_value()) in text]
+    if present:
+        text = re.sub("|".join(map(_alone, present)), "[REDACTED]", text)
     return _BEARER.sub(r"\1[REDACTED]", text)
+
+
+def _alone(secret: str) -> str:
+    """A pattern for ``secret``: a short one not glued to a letter or digit at a letter or digit."""
+    if len(secret) >= _SHORT:
+        return re.escape(secret)
+    before = r"(?<![A-Za-z0-9])" if _alnum(secret[0]) else ""
+    after = r"(?![A-Za-z0-9])" if _alnum(secret[-1]) else ""
+    return f"{before}{re.escape(secret)}{after}"
+
+
+def _alnum(char: str) -> bool:
+    return char.isascii() and char.isalnum()
 
 
 def _server_message(response: httpx.Response, redact: Callable[[str], str]) -> str:
