@@ -207,6 +207,37 @@ def headers_then_drop(length: int, sent: bytes) -> Answer:
     return send
 
 
+def drip(payload: bytes) -> Answer:
+    """A complete JSON body, its length promised, sent one byte every 0.2 s (until released)."""
+
+    def send(handler: _Handler) -> None:
+        handler.send_response(200)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(payload)))
+        handler.end_headers()
+        for byte in payload:
+            handler.wfile.write(bytes([byte]))
+            handler.wfile.flush()
+            if handler.server.owner.released.wait(0.2):
+                return
+
+    return send
+
+
+def false_gzip() -> Answer:
+    """A 200 that says its body is gzip, and it is not."""
+
+    def send(handler: _Handler) -> None:
+        handler.send_response(200)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-encoding", "gzip")
+        handler.send_header("content-length", "10")
+        handler.end_headers()
+        handler.wfile.write(b"not gzip!!")
+
+    return send
+
+
 def elapsed(since: float) -> float:
     """Seconds since a ``time.monotonic()`` reading."""
     return time.monotonic() - since

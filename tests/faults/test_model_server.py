@@ -21,7 +21,9 @@ from tests.faults.server import (
     ModelServer,
     chunk,
     completion,
+    drip,
     drop,
+    false_gzip,
     hang,
     headers_then_drop,
     reply,
@@ -119,25 +121,10 @@ def test_a_dripping_stream_is_bounded_by_the_timeout(server: ModelServer) -> Non
 
 def test_a_dripping_complete_body_is_bounded_by_the_timeout(server: ModelServer) -> None:
     payload = json.dumps(completion("slowly")).encode()
-    server.answer(_drip_body(payload))
+    server.answer(drip(payload))
     started = time.monotonic()
     failed_with(run(server, timeout=1.0), wb.ModelTimeoutError)
     assert time.monotonic() - started < 5
-
-
-def _drip_body(payload: bytes) -> Any:
-    def send(handler: Any) -> None:
-        handler.send_response(200)
-        handler.send_header("content-type", "application/json")
-        handler.send_header("content-length", str(len(payload)))
-        handler.end_headers()
-        for byte in payload:
-            handler.wfile.write(bytes([byte]))
-            handler.wfile.flush()
-            if handler.server.owner.released.wait(0.2):
-                return
-
-    return send
 
 
 def test_a_slow_but_steady_stream_within_the_timeout_completes(server: ModelServer) -> None:
@@ -190,15 +177,7 @@ def test_a_200_of_the_wrong_shape_fails_the_run(server: ModelServer, body: Any, 
 def test_a_body_that_lies_about_its_encoding_fails_the_run_with_a_model_error(
     server: ModelServer,
 ) -> None:
-    def gzip_that_is_not(handler: Any) -> None:
-        handler.send_response(200)
-        handler.send_header("content-type", "application/json")
-        handler.send_header("content-encoding", "gzip")
-        handler.send_header("content-length", "10")
-        handler.end_headers()
-        handler.wfile.write(b"not gzip!!")
-
-    server.answer(gzip_that_is_not)
+    server.answer(false_gzip())
     assert "could not be decoded" in failed_with(run(server), wb.MalformedResponseError)
 
 
