@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import ipywidgets as widgets
 import pytest
 
 import workbench as wb
@@ -121,11 +122,8 @@ def test_a_run_opened_with_an_agent_can_be_re_run(store: wb.RunStore) -> None:
     browser = RunsBrowser(store, agent=eval_agent(store=store), live=False)
     try:
         browser.open_run(browser.table.rows[0]["id"])
-        button = next(
-            c
-            for c in browser.pane.children
-            if getattr(c, "description", "") == "Re-run from a step…"
-        )
+        (buttons,) = [c for c in browser.pane.children if isinstance(c, widgets.HBox)]
+        button = next(b for b in buttons.children if b.description == "Re-run from a step…")
         button.click()
         assert type(browser.pane.children[-1]).__name__ == "RerunPanel"
     finally:

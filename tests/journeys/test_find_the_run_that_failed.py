@@ -1,7 +1,8 @@
 """Journey: an eval of 2,000 runs went partly wrong. Find the failures, open one, compare two.
 
 A person runs the eval into a store, shows the `RunsBrowser`, picks "failed" in the status box,
-clicks a failed run (it opens below in the trace explorer), ticks a run with an error and a
+clicks a failed run (it opens below in the trace explorer), steps through it as the Stepper
+shows a run (it opens on the step that broke; step 1 picked), ticks a run with an error and a
 good one and presses Compare (side by side, step by step), then runs three more tasks in a
 later cell and sees them appear in the open browser.
 """
@@ -58,6 +59,17 @@ def test_find_the_runs_that_failed_open_one_and_compare_two(open_notebook: OpenN
     expect(cell.locator(".wb-run-result")).to_contain_text(run_id)
     expect(explorer.locator(".wbx-row.wbx-error").first).to_be_visible()  # the failed call
     notebook.shot("3-opened", cell)
+
+    cell.get_by_role("button", name="Step through…").click()  # the run as the Stepper shows it
+    history = cell.locator(".wb-history")
+    expect(history.locator(".wb-status")).to_contain_text("This run has ended")
+    expect(history.locator(".wb-status")).to_contain_text("ConnectionError: the model server")
+    step = history.locator(".wb-step-head")
+    expect(step).to_contain_text("Step 2 · failed")  # it opens on the step that broke
+    history.locator("select").nth(1).select_option("step 1")  # the step picker
+    expect(step).to_contain_text("Step 1 · ")
+    expect(history.locator(".wb-step")).to_contain_text("Tool calls")  # price, called at step 1
+    notebook.shot("3b-stepped-through", history)
 
     table.locator(".wbr-status-filter").select_option("")
     table.locator(".wbr-errors-only").check()

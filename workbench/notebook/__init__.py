@@ -17,6 +17,7 @@ from workbench.notebook.explorer import TraceExplorer
 from workbench.notebook.explorer_data import SpanFilter
 from workbench.notebook.explorer_html import genai_messages_html, span_detail_html
 from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
+from workbench.notebook.history import StepperHistory
 from workbench.notebook.html import (
     message_html,
     messages_diff_html,
@@ -42,6 +43,7 @@ __all__ = [
     "RunsView",
     "SpanFilter",
     "Stepper",
+    "StepperHistory",
     "TraceExplorer",
     "TraceView",
     "agents_table",

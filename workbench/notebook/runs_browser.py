@@ -4,7 +4,8 @@ The table is an anywidget (``static/runs.js``) syncing a few traits: the filter'
 sort, the page's offset and the page's rows. The kernel keeps the list in a `RunsView` and sends
 only the rows of the page shown (25 by default), whatever the size of the store. Clicking a row
 sets ``opened``: the run opens below the table in the trace explorer (a backend's trace through
-`wb.load_trace`). Ticking two rows and pressing Compare draws them side by side, step by step.
+`wb.load_trace`); a stored run's "Step through" shows it as the Stepper does, step by step
+(`Stepper.of`). Ticking two rows and pressing Compare draws them side by side, step by step.
 
 Live: a thread asks the source, every ``poll`` seconds, whether anything changed (for a store,
 two counters SQLite keeps, no query of a table) and redraws the page when it did, so runs
@@ -26,9 +27,11 @@ import traitlets
 from workbench.agent import Agent
 from workbench.notebook.explorer import TraceExplorer
 from workbench.notebook.explorer_view import STATIC
+from workbench.notebook.history import StepperHistory
 from workbench.notebook.reprs import run_result_html
 from workbench.notebook.rerun_panel import RerunPanel
 from workbench.notebook.runs_view import RunsView, compare_html
+from workbench.notebook.stepper import Stepper
 from workbench.records import RunResult
 from workbench.runlist import RunSource, source_of
 from workbench.store import RunStore
@@ -79,8 +82,9 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     opened stored run can be re-run from any step (a `RerunPanel`).
 
     From Python: ``filter(...)`` takes `RunFilter`'s fields, ``open_run(run_id)`` and
-    ``compare(a, b)`` do what the clicks do, ``opened_run`` and ``explorer`` are what is open,
-    ``view`` is the `RunsView` behind the table; ``close()`` stops watching the source.
+    ``compare(a, b)`` and ``step_through()`` do what the clicks do, ``opened_run``, ``explorer``
+    and ``history`` are what is open, ``view`` is the `RunsView` behind the table; ``close()``
+    stops watching the source.
     """
 
     def __init__(
@@ -98,6 +102,8 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.rerun_result: RunResult | None = None
         """The run the last re-run from a backend's trace made."""
         self.explorer: TraceExplorer | None = None
+        self.history: StepperHistory | None = None
+        """The opened run's step-by-step view, once asked for (`step_through`)."""
         self.table = RunsTable(page_size=page_size, source=self.view.source.label)
         self.pane = widgets.VBox()
         self._lock = threading.RLock()
@@ -159,8 +165,9 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     def close(self) -> None:
         """Stop watching the source and close the widgets."""
         self._stop.set()
-        if self.explorer is not None:
-            self.explorer.close()
+        for opened in (self.explorer, self.history):
+            if opened is not None:
+                opened.close()
         self.table.close()
         super().close()
 
@@ -232,19 +239,32 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             return
         if self.explorer is not None:
             self.explorer.close()
-        self.opened_run, self.explorer = opened, explorer
+        if self.history is not None:
+            self.history.close()
+        self.opened_run, self.explorer, self.history = opened, explorer, None
         self.table.note = ""
         self.pane.children = self._opened_children(opened, explorer)
 
     def _opened_children(self, opened: RunResult | Trace, explorer: TraceExplorer) -> list[Any]:
         if not isinstance(opened, RunResult):
             return [*self._trace_rerun(opened), explorer]
-        children: list[Any] = [widgets.HTML(run_result_html(opened)), explorer]
+        steps = widgets.Button(description="Step through…", icon="list-ol")
+        steps.on_click(lambda _: self.step_through())
+        buttons = [steps]
         if self.agent is not None and opened.snapshots:
             button = widgets.Button(description="Re-run from a step…", icon="code-fork")
             button.on_click(lambda _: self._rerun_panel(opened))
-            children.insert(1, button)
-        return children
+            buttons.append(button)
+        return [widgets.HTML(run_result_html(opened)), widgets.HBox(buttons), explorer]
+
+    def step_through(self) -> StepperHistory:
+        """The opened run in the Stepper's views, step by step, below it (`Stepper.of`)."""
+        if not isinstance(self.opened_run, RunResult):
+            raise ValueError("open a stored run first: a backend's trace opens in the explorer")
+        if self.history is None or self.history.result is not self.opened_run:
+            self.history = Stepper.of(self.opened_run)
+            self.pane.children = [*self.pane.children, self.history]
+        return self.history
 
     def _rerun_panel(self, opened: RunResult) -> None:
         assert self.agent is not None

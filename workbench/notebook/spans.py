@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
 from workbench.notebook.html import FAILED_COLOUR
+from workbench.notebook.tables import trace_heading
 from workbench.telemetry.spandata import SpanData
 from workbench.telemetry.trace import Trace
 
@@ -181,3 +182,16 @@ def idle_closed(trace: Trace) -> tuple[Trace, float]:
     ]
     closed = Trace.of(spans, steps=trace.steps, trace_id=trace.trace_id)
     return closed, gap_totals[-1] / 1e9
+
+
+def timeline_figure(trace: Trace, *, so_far: bool = False) -> go.Figure | None:
+    """The Stepper's timeline of a run: its waterfall, idle time left out as the axis says.
+
+    None when the trace has no spans yet (`idle_closed`; ``so_far``: the run goes on).
+    """
+    if not trace.spans:
+        return None
+    trace, idle = idle_closed(trace)
+    left_out = f" ({idle:.1f} s idle between phases left out)" if idle >= 0.05 else ""
+    title = f"Timeline: {trace_heading(trace)}" + (", so far" if so_far else "")
+    return waterfall_figure(trace, title=title, axis=f"ms running{left_out}")

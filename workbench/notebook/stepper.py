@@ -24,6 +24,7 @@ from workbench.breakpoints import Break, parse_break
 from workbench.messages import Message
 from workbench.models.base import ModelSettings
 from workbench.notebook._output import figure_output, finished, html_output, schedule, show
+from workbench.notebook.history import StepperHistory
 from workbench.notebook.html import (
     calls_html,
     messages_html,
@@ -33,8 +34,8 @@ from workbench.notebook.html import (
     step_html,
     subrun_html,
 )
-from workbench.notebook.spans import idle_closed, waterfall_figure
-from workbench.notebook.tables import step_labels, trace_heading
+from workbench.notebook.spans import timeline_figure
+from workbench.notebook.tables import step_labels
 from workbench.records import PhaseEvent
 from workbench.session import Session
 from workbench.state import PendingCall, Phase
@@ -231,6 +232,15 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     def result(self) -> RunResult:
         """The run's result so far (for `TraceView`, `RerunPanel`, the report)."""
         return self.run.result
+
+    @staticmethod
+    def of(run: RunResult | AgentRun) -> StepperHistory:
+        """A run that has ended (a stored one too) in the Stepper's views, step by step.
+
+        The same status line, errors, step messages and timeline, with no buttons to drive it:
+        a `StepperHistory`. ``Stepper(agent, prompt)`` is for a run you start.
+        """
+        return StepperHistory(run)
 
     # -- actions --------------------------------------------------------------------------------
 
@@ -448,16 +458,12 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     def _draw_timeline(self) -> None:
         """The run so far (`trace_of`): closed steps, and the steps and calls under way."""
         self._drawn = self._position()
-        trace = trace_of(self.run)
-        if not trace.spans:
+        figure = timeline_figure(trace_of(self.run), so_far=not self.run.done)
+        if figure is None:
             show(
                 self.timeline, html_output("<i>The timeline appears when the first phase ends.</i>")
             )
             return
-        trace, idle = idle_closed(trace)
-        left_out = f" ({idle:.1f} s idle between phases left out)" if idle >= 0.05 else ""
-        title = f"Timeline: {trace_heading(trace)}" + (", so far" if not self.run.done else "")
-        figure = waterfall_figure(trace, title=title, axis=f"ms running{left_out}")
         show(self.timeline, figure_output(figure))
 
     def _follow(self) -> None:
