@@ -13,6 +13,7 @@ model call captured. Needs the ``notebook`` extra (pandas).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
@@ -65,6 +66,7 @@ def report_html(
     if len(agents) > 1:  # a run tree: what each agent took
         body += f'<h2 id="agents">Per agent</h2>{_table_html(for_people(agents))}'
     nav, sections = _steps_html(trace)
+    sections, styles = _hoisted(sections)
     body += (
         f'<h2 id="explorer">Trace explorer</h2>{explorer_page_html(ExplorerView(trace))}'
         f'<h2 id="timing">Time per step</h2>{timing_bars_html(trace)}'
@@ -72,13 +74,13 @@ def report_html(
         f'<h2 id="messages">Messages, step by step</h2>'
         f"{f'<nav>steps: {nav}</nav>' if nav else ''}{sections}"
     )
-    return _page(title or _title(trace), _summary_html(trace), body)
+    return _page(title or _title(trace), _summary_html(trace), body, styles)
 
 
-def _page(title: str, summary: str, body: str) -> str:
+def _page(title: str, summary: str, body: str, styles: str = "") -> str:
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<title>{escape(title)}</title><style>{_STYLE}{styles}</style></head><body>"
         f"<h1>{escape(title)}</h1>{summary}{body}</body></html>"
     )
 
@@ -264,6 +266,30 @@ def added(earlier: Sequence[Message], messages: Sequence[Message]) -> Sequence[M
             if message == last:
                 return messages[at + 1 :]
     return messages
+
+
+_STYLED = re.compile(r'(?: class="([^"]*)")? style="([^"<>&]*)"')
+"""An element's inline style (and the class before it), when the style is plain CSS."""
+
+
+def _hoisted(html: str) -> tuple[str, str]:
+    """``html`` with each distinct inline style made a class, and the CSS of those classes.
+
+    The message boxes carry their look inline (a notebook output has no stylesheet of its own),
+    so a report of thousands of steps repeated the same few styles in every box: most of the
+    bytes of its messages. A style with an escaped character in it stays inline.
+
+    >>> _hoisted('<b style="color:red">a</b><i class="x" style="color:red">b</i>')
+    ('<b class="wbs0">a</b><i class="x wbs0">b</i>', '.wbs0{color:red}')
+    """
+    classes: dict[str, str] = {}
+
+    def classed(match: re.Match[str]) -> str:
+        name = classes.setdefault(match[2], f"wbs{len(classes)}")
+        return f' class="{match[1]} {name}"' if match[1] else f' class="{name}"'
+
+    out = _STYLED.sub(classed, html)
+    return out, "".join(f".{name}{{{style}}}" for style, name in classes.items())
 
 
 def _table_html(frame: pd.DataFrame) -> str:
