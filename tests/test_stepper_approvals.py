@@ -226,3 +226,48 @@ async def test_after_approving_a_call_inside_the_digger_the_stepper_is_still_in_
     assert stepper.result.output == "done" and stepper.errors == []
     (researcher,) = stepper.result.children
     assert researcher.children[-1].output == "dug and wiped"
+
+
+def test_a_sub_run_paused_and_resumed_keeps_what_it_did_before_the_pause() -> None:
+    """Without a store the resumed sub-runs hold only their own execution: the run combines them.
+
+    Else the timeline drew the lead's first call as one long wait with nothing under it.
+    """
+    run = _digging_team().start("go")
+    run.next_step()  # the digger searches, then its wipe waits: the tree pauses
+    assert run.state.status is wb.ExecutionStatus.PAUSED
+    run.resume(approvals={"w1": True})
+    run.run_to_end()
+    (researcher,) = run.result.children
+    (digger,) = researcher.children
+    assert [s.index for s in researcher.steps] == [1, 1, 2]  # paused step 1, resumed, step 2
+    assert [s.index for s in digger.steps] == [1, 2, 2, 3]
+    assert len({s.execution_id for s in digger.steps}) == 2
+    spans = wb.trace_of(run).spans
+    names = {s.span_id: s.name for s in spans}
+    calls = [s for s in spans if s.name == "execute_tool research"]
+    assert len(calls) == 2  # one a lead's execution, each with the researcher's work under it
+    for call in calls:
+        assert any(
+            s.parent_id == call.span_id and s.name == "invoke_agent researcher" for s in spans
+        ), names
+
+
+async def test_stepping_inside_a_resumed_sub_run_the_run_so_far_keeps_its_paused_execution() -> (
+    None
+):
+    stepper = Stepper(_digging_team(), "go", breakpoints=[wb.Break.on_tool("search")])
+    for button in (stepper.continue_button, stepper.next_phase_button, stepper.step_out_button):
+        button.click()
+        await stepper.wait()
+    stepper.approval_rows[0].approve_button.click()
+    stepper.step_out_button.click()  # the digger finishes: stopped in the researcher, resumed
+    await stepper.wait()
+    assert stepper.run.subrun is not None and stepper.run.subrun.state.agent_name == "researcher"
+    (researcher,) = stepper.run.so_far().result.children
+    assert len({s.execution_id for s in researcher.steps}) == 2  # paused, and resumed so far
+    (digger,) = researcher.children
+    assert [s.index for s in digger.steps] == [1, 2, 2, 3]
+    stepper.run_button.click()  # (a run left inside a sub-run keeps its phase's task waiting)
+    await stepper.wait()
+    assert stepper.run.state.status is wb.ExecutionStatus.COMPLETED

@@ -48,6 +48,15 @@ def test_the_gaps_between_busy_stretches_are_closed_and_containers_shrink() -> N
     assert idle_closed(closed) == (closed, 0.0)  # nothing left to close
 
 
+def test_a_run_stopped_for_now_ends_with_its_work_not_with_the_reading_since() -> None:
+    open_root = _span("root", 0, 100, parent=None).model_copy(update={"in_progress": True})
+    trace = Trace.of([open_root, _span("a", 0, 10), _span("b", 30, 40)])
+    closed, idle = idle_closed(trace)
+    assert idle == 80e-9  # 10-30, and 40-100: "now" came long after the last work
+    bounds = {s.span_id: (s.start_ns, s.end_ns) for s in closed.spans}
+    assert bounds == {"root": (0, 20), "a": (0, 10), "b": (10, 20)}
+
+
 def test_the_timeline_of_a_run_stepped_slowly_leaves_the_waits_out_and_says_so() -> None:
     agent = wb.Agent(model=wb.ScriptedModel(["one", "two"]), name="solo", store=False)
     stepper = Stepper(agent, "go")

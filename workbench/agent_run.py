@@ -20,6 +20,7 @@ from typing import Any
 from workbench._record import Record
 from workbench._sync import run_sync
 from workbench.breakpoints import Break, BreakpointWarning, first_hit, never_fires
+from workbench.combined import each_run_once
 from workbench.conditions import RunView
 from workbench.engine import Execution
 from workbench.errors import UsageError
@@ -135,8 +136,8 @@ class AgentRun:
             state=self.state,
             steps=(earlier.steps if earlier else ()) + self.steps,
             snapshots=(earlier.snapshots if earlier else ()) + self.snapshots,
-            children=_latest(
-                (earlier.children if earlier else ()) + tuple(self._execution.children)
+            children=each_run_once(
+                (*(earlier.children if earlier else ()), *self._execution.children)
             ),
         )
 
@@ -166,8 +167,8 @@ class AgentRun:
             else:
                 steps = (*whole.steps, step)
                 open_steps.add((step.run_id, step.execution_id, step.index))
-            children = {child.run_id: child for child in whole.children} | below_so_far
-            return whole.model_copy(update={"steps": steps, "children": tuple(children.values())})
+            children = each_run_once((*whole.children, *below_so_far.values()))
+            return whole.model_copy(update={"steps": steps, "children": children})
 
         return SoFar(result=tree(self), open_steps=frozenset(open_steps))
 
@@ -480,9 +481,3 @@ class AgentRun:
             if run is not None and any(c.call_id == call_id for c in run.pending_calls):
                 return run
         raise KeyError(f"no pending tool call {call_id!r} (calls can be changed only before TOOLS)")
-
-
-def _latest(runs: tuple[RunResult, ...]) -> tuple[RunResult, ...]:
-    """Each run once, as it was last seen (a sub-run paused and resumed is one child)."""
-    by_id = {run.run_id: run for run in runs}
-    return tuple(by_id[run_id] for run_id in dict.fromkeys(run.run_id for run in runs))

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from workbench._record import collector_paused
 from workbench.agent_run import AgentRun
+from workbench.combined import combine_results
 from workbench.errors import UsageError
 from workbench.records import RunResult, StepRecord
 from workbench.telemetry import names as n
@@ -189,24 +190,3 @@ def _recorded(telemetry: Telemetry, runs: Sequence[RunResult]) -> list[SpanData]
             break
         wanted |= below
     return [s for s in spans if s.attributes.get(n.RUN_ID) in wanted]
-
-
-def combine_results(results: Sequence[RunResult]) -> RunResult:
-    """One result for a run made of several executions (paused, then resumed).
-
-    A resumed result already holds the steps before the pause when the store had them; each
-    step record and snapshot is kept once, and each sub-run as it was last seen.
-    """
-    if not results:
-        raise ValueError("no results to combine")
-    steps: dict[tuple[str, int, float], StepRecord] = {
-        (s.execution_id, s.index, s.started_at): s for r in results for s in r.steps
-    }
-    snapshots = {s.id: s for r in results for s in r.snapshots}
-    children = {c.run_id: c for r in results for c in r.children}
-    return RunResult(
-        state=results[-1].state,
-        steps=tuple(steps.values()),
-        snapshots=tuple(snapshots.values()),
-        children=tuple(children.values()),
-    )

@@ -153,14 +153,17 @@ def idle_closed(trace: Trace) -> tuple[Trace, float]:
     a parent's TOOLS phase spans every pause inside the sub-run stepped into. Here only what
     worked counts: the spans with nothing under them (a phase, a model call, a tool, a hook)
     mark the busy stretches, each gap between stretches is closed, and every span's start and
-    end move back by the gaps before them, so a container shrinks to the work inside it.
+    end move back by the gaps before them, so a container shrinks to the work inside it. A run
+    stopped for now (its open containers end "now") ends with the work done so far: the time
+    since is the person reading too.
     """
     parents = {s.parent_id for s in trace.spans}
     busy = sorted((s.start_ns, s.end_ns) for s in trace.spans if s.span_id not in parents)
+    now = max((s.end_ns for s in trace.spans if s.in_progress), default=None)
     gap_ends: list[int] = []  # where each gap ends, and the total length up to there
     gap_totals: list[int] = []
     reached: int | None = None
-    for start, end in busy:
+    for start, end in [*busy, *([(now, now)] if now is not None else [])]:
         if reached is not None and start > reached:
             gap_ends.append(start)
             gap_totals.append((gap_totals[-1] if gap_totals else 0) + start - reached)
