@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -442,13 +443,20 @@ def test_jaegers_traces_list_as_the_stored_runs(
     assert json.loads(asked.get("query.attributes", ["{}"])[0]) == tags  # asked of Jaeger itself
 
 
-def test_a_jaeger_row_opens_as_its_trace(jaeger: str, runs: Eval) -> None:
+def test_a_jaeger_row_opens_as_its_trace_and_two_compare(jaeger: str, runs: Eval) -> None:
     browser = RunsBrowser(f"jaeger+{jaeger}/workbench", live=False)
     try:
         assert browser.table.total == RUNS
         browser.table.opened = browser.table.rows[0]["id"]
         assert isinstance(browser.opened_run, wb.Trace)
         assert browser.opened_run.trace_id in runs.by_trace
+        failed = runs.trace_ids(status="failed").pop()  # beside a good run: as the runs compare
+        good = runs.trace_ids(status="completed", errors=False).pop()
+        browser.compare(failed, good)
+        (shown,) = [child.value for child in browser.pane.children]
+        expected = wb.diff(runs.by_trace[failed], runs.by_trace[good])
+        assert escape(expected.verdict) in shown and expected.first_divergence is not None
+        assert runs.by_trace[failed].run_id in shown and runs.by_trace[good].run_id in shown
     finally:
         browser.close()
     fresh = JaegerRuns(jaeger)  # no listing yet: the trace is loaded by its id (/api/v3/traces/ID)

@@ -32,6 +32,8 @@ from workbench.models.replay import describe_part
 from workbench.models.request_diff import describe_pair
 from workbench.records import StepRecord, Timing, ToolOutcome
 from workbench.state import AgentState, StopReason
+from workbench.telemetry.records_of import result_of_trace
+from workbench.telemetry.trace import Trace
 
 
 class _Run(Protocol):
@@ -45,8 +47,14 @@ class _Run(Protocol):
     def children(self) -> Sequence[_Run]: ...
 
 
-def diff(a: _Run, b: _Run) -> RunDiff:
-    """Compare two runs (results of `Agent.run`, `Agent.rerun` or `RunStore.load`) step by step."""
+def diff(a: _Run | Trace, b: _Run | Trace) -> RunDiff:
+    """Compare two runs (results of `Agent.run`, `Agent.rerun` or `RunStore.load`) step by step.
+
+    Two traces (`Trace`: `wb.load_trace`, a backend's) compare as their top runs rebuilt from
+    their spans (`result_of_trace`): the steps, not the sub-runs.
+    """
+    a = result_of_trace(a) if isinstance(a, Trace) else a
+    b = result_of_trace(b) if isinstance(b, Trace) else b
     views_a, views_b = _views(a.steps), _views(b.steps)
     inherited_b = _inherited(b.state, a.state.run_id)
     inherited_a = _inherited(a.state, b.state.run_id)

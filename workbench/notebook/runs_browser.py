@@ -35,6 +35,7 @@ from workbench.notebook.stepper import Stepper
 from workbench.records import RunResult
 from workbench.runlist import RunSource, source_of
 from workbench.store import RunStore
+from workbench.telemetry.records_of import result_of_trace
 from workbench.telemetry.trace import Trace
 from workbench.traces import trace_of
 
@@ -304,13 +305,10 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         if len(picked) != 2:
             self.table.note = "tick two runs to compare them"
             return
-        try:
-            a, b = (self.view.source.open(run_id) for run_id in picked)
-        except Exception as exc:
+        try:  # a backend's trace compares as its run rebuilt from its spans
+            a, b = (_as_run(self.view.source.open(run_id)) for run_id in picked)
+        except Exception as exc:  # a trace that did not capture content says so here
             self.table.note = f"cannot compare: {type(exc).__name__}: {exc}"
-            return
-        if not isinstance(a, RunResult) or not isinstance(b, RunResult):
-            self.table.note = "runs compare step by step; traces from a backend open one at a time"
             return
         self.table.note = ""
         self.pane.children = [widgets.HTML(compare_html(a, b))]
@@ -327,3 +325,8 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                     self.refresh(choices=True)
             except Exception:  # never let a watcher thread die with a traceback in a notebook
                 log.exception("the runs browser could not check %s", self.view.source.label)
+
+
+def _as_run(opened: RunResult | Trace) -> RunResult:
+    """A stored run as it is; a backend's trace as its top run rebuilt from the spans."""
+    return opened if isinstance(opened, RunResult) else result_of_trace(opened)

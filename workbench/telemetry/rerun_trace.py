@@ -46,17 +46,17 @@ def snapshot_from_trace(trace: Trace, step: int) -> StepContext:
     if not found:
         raise StepNotInTrace(no_step(chats, step))
     chat = found[0]
-    messages = _request(chat)
+    messages = request_of(chat)
     if not messages:
         raise TraceLoadError(
             f"step {step} of trace {trace.trace_id} has no captured messages: "
             "record with Telemetry(capture_content=True) to re-run from a trace"
         )
     earlier = [c for index, c in numbered if index < step]
-    run = _run_span(trace, chat)
-    run_id = _id_of(chat, n.RUN_ID, trace.trace_id, "run id")
-    execution_id = _id_of(chat, n.EXECUTION_ID, chat.trace_id, "execution id")
-    usage = sum((_usage(c) for c in earlier), Usage())
+    run = run_span_of(trace, chat)
+    run_id = id_of(chat, n.RUN_ID, trace.trace_id, "run id")
+    execution_id = id_of(chat, n.EXECUTION_ID, chat.trace_id, "execution id")
+    usage = sum((usage_of(c) for c in earlier), Usage())
     origin = _parent(trace, chat) or chat
     state = AgentState(
         run_id=run_id,
@@ -75,7 +75,7 @@ def snapshot_from_trace(trace: Trace, step: int) -> StepContext:
         ),
     )
     return StepContext(
-        id=_id_of(chat, n.SNAPSHOT_ID, f"span_{chat.span_id}", "snapshot id"),
+        id=id_of(chat, n.SNAPSHOT_ID, f"span_{chat.span_id}", "snapshot id"),
         run_id=run_id,
         execution_id=execution_id,
         parent_run_id=None,
@@ -98,7 +98,7 @@ def snapshot_from_trace(trace: Trace, step: int) -> StepContext:
     )
 
 
-def _id_of(chat: SpanData, key: str, default: str, what: str) -> str:
+def id_of(chat: SpanData, key: str, default: str, what: str) -> str:
     """An id the trace gives (the run's, say): it becomes the re-run's, so it is checked."""
     try:
         return checked_id(str(chat.attributes.get(key) or default), what)
@@ -106,7 +106,7 @@ def _id_of(chat: SpanData, key: str, default: str, what: str) -> str:
         raise TraceLoadError(f"span {chat.span_id} ({key}): {exc}") from None
 
 
-def _request(chat: SpanData) -> tuple[Message, ...]:
+def request_of(chat: SpanData) -> tuple[Message, ...]:
     """What the model was sent (the span's recovered messages without its answer)."""
     without_answer = {
         k: v
@@ -116,7 +116,8 @@ def _request(chat: SpanData) -> tuple[Message, ...]:
     return messages_of_chat(without_answer)
 
 
-def _usage(chat: SpanData) -> Usage:
+def usage_of(chat: SpanData) -> Usage:
+    """The tokens a model call's span says it used (one request; no cost)."""
     tokens_in, tokens_out = n.tokens_of(chat.attributes)
     return Usage(
         input_tokens=int(tokens_in or 0),
@@ -138,7 +139,7 @@ def _parent(trace: Trace, span: SpanData) -> SpanData | None:
     return next((s for s in trace.spans if s.span_id == span.parent_id), None)
 
 
-def _run_span(trace: Trace, chat: SpanData) -> SpanData | None:
+def run_span_of(trace: Trace, chat: SpanData) -> SpanData | None:
     """The ``invoke_agent`` span above the model call, if the trace has one.
 
     A damaged file can make parents loop (a's parent b, b's parent a): the walk stops at a span

@@ -1,0 +1,205 @@
+"""A trace's top run as a `RunResult`, rebuilt from its spans: for `wb.diff` of two traces.
+
+A trace loaded from a file or read from a backend has no step records, but a trace that captured
+content says, on each model call's span, what the model was sent and what it answered, and its
+``execute_tool`` spans say which tools ran and how they ended. That is what a step record holds
+for a comparison: `result_of_trace` makes one per model call of the top run, so two traces
+compare step by step as two runs do (`workbench.diff`).
+
+What cannot be read off spans is left out, not made up: no snapshots (a re-run from a trace goes
+through `Agent.rerun_from_trace`), no sub-runs (a sub-agent's calls are a conversation of their
+own: ``children`` is empty), no hooks and no tools offered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from workbench._json import loads
+from workbench.errors import TraceLoadError
+from workbench.messages import (
+    FinishReason,
+    JsonValue,
+    Message,
+    ModelResponse,
+    ResponsePart,
+    ToolCall,
+    Usage,
+)
+from workbench.records import RunResult, StepRecord, Timing, ToolOutcome
+from workbench.state import AgentState, ErrorInfo, ExecutionStatus, StopReason
+from workbench.telemetry import names as n
+from workbench.telemetry.recover import messages_of_chat
+from workbench.telemetry.rerun_trace import id_of, request_of, run_span_of, usage_of
+from workbench.telemetry.trace import SpanData, Trace, conversation_chats
+
+__all__ = ["result_of_trace"]
+
+
+def result_of_trace(trace: Trace) -> RunResult:
+    """The top run of ``trace`` as a `RunResult`: one step record per model call of it.
+
+    Raises `TraceLoadError` when the trace has no model call with captured messages (record
+    with ``Telemetry(capture_content=True)``).
+    """
+    run = trace.top_runs()[0] if trace.top_runs() else None
+    run_key = run.span_id if run is not None else None
+    chats = [c for c in conversation_chats(trace) if _run_key(trace, c) == run_key]
+    sent = [request_of(c) for c in chats]
+    if not chats or not any(sent):
+        raise TraceLoadError(
+            f"trace {trace.trace_id} has no model call with captured messages: record with "
+            "Telemetry(capture_content=True) to compare traces"
+        )
+    tools = [s for s in trace.spans if s.category == "tool" and _run_key(trace, s) == run_key]
+    run_id = id_of(chats[0], n.RUN_ID, trace.trace_id, "run id")
+    steps = []
+    for i, chat in enumerate(chats):
+        more = i + 1 < len(chats)
+        ends = chats[i + 1].start_ns if more else float("inf")
+        called = [t for t in tools if chat.start_ns <= t.start_ns < ends]
+        following = sent[i + 1] if more else None
+        steps.append(_step(chat, i + 1, run_id, sent[i], following, called))
+    attributes = run.attributes if run is not None else {}
+    status = _status(trace, attributes)
+    last = steps[-1]
+    steps[-1] = last.model_copy(update={"status": status, "stop_reason": _stop_reason(attributes)})
+    conversation = (*sent[-1], *_answer(chats[-1], sent[-1]))
+    failure = next((e for e in trace.errors() if e.kind == "run"), None)
+    state = AgentState(
+        run_id=run_id,
+        execution_id=last.execution_id,
+        agent_name=str(attributes.get(n.AGENT_NAME, "agent")),
+        status=status,
+        stop_reason=_stop_reason(attributes),
+        step=len(steps),
+        messages=conversation,
+        usage=sum((s.usage for s in steps), Usage()),
+        metadata=trace.metadata(),
+        trace_id=trace.trace_id,
+        error=None
+        if failure is None
+        else ErrorInfo(
+            type=failure.type or "Error",
+            message=failure.message,
+            step=failure.step,
+            traceback=failure.traceback,
+        ),
+        created_at=trace.spans[0].start_ns / 1e9,
+    )
+    return RunResult(state=state, steps=tuple(steps), snapshots=())
+
+
+def _run_key(trace: Trace, span: SpanData) -> str | None:
+    """The span id of the run span above ``span`` (None in a trace without run spans)."""
+    run = run_span_of(trace, span)
+    return run.span_id if run is not None else None
+
+
+def _answer(chat: SpanData, sent: Sequence[Message]) -> tuple[Message, ...]:
+    """What the model answered: the span's messages after those it was sent."""
+    return messages_of_chat(chat.attributes)[len(sent) :]
+
+
+def _step(
+    chat: SpanData,
+    number: int,
+    run_id: str,
+    sent: tuple[Message, ...],
+    following: tuple[Message, ...] | None,
+    called: Sequence[SpanData],
+) -> StepRecord:
+    """One model call, the tool calls after it, and what the next call was sent beyond it."""
+    answer = _answer(chat, sent)
+    added: tuple[Message, ...] = answer
+    if following is not None and len(following) > len(sent) + len(answer):
+        added = following[len(sent) :]  # the answer and the tool results the next call got
+    outcomes = tuple(_outcome(t) for t in called)
+    return StepRecord(
+        index=int(chat.attributes.get(n.STEP_INDEX, number)),
+        run_id=run_id,
+        execution_id=id_of(chat, n.EXECUTION_ID, chat.trace_id, "execution id"),
+        messages_in=sent,
+        new_messages=added,
+        response=_response(chat, answer),
+        tool_outcomes=outcomes,
+        usage=usage_of(chat),
+        timing=Timing(inference=chat.duration_ns / 1e9, tools=sum(o.duration for o in outcomes)),
+        status=ExecutionStatus.RUNNING,
+        stop_reason=None,
+        tools_offered=(),
+        snapshot_id=None,
+        started_at=chat.start_ns / 1e9,
+        model_started_at=chat.start_ns / 1e9,
+        model_duration=chat.duration_ns / 1e9,
+        ended_at=chat.end_ns / 1e9,
+    )
+
+
+def _response(chat: SpanData, answer: Sequence[Message]) -> ModelResponse | None:
+    """The model's answer as a response: the parts of its assistant messages (None: no answer)."""
+    parts = [
+        p for m in answer if m.role == "assistant" for p in m.parts if isinstance(p, ResponsePart)
+    ]
+    if not parts:
+        return None
+    calls = any(isinstance(p, ToolCall) for p in parts)
+    return ModelResponse(
+        parts=tuple(parts),
+        usage=usage_of(chat),
+        finish_reason=FinishReason.TOOL_CALLS if calls else FinishReason.STOP,
+        model_name=str(
+            chat.attributes.get(n.RESPONSE_MODEL) or chat.attributes.get(n.REQUEST_MODEL) or ""
+        ),
+    )
+
+
+def _outcome(span: SpanData) -> ToolOutcome:
+    """An ``execute_tool`` span as the tool call's outcome (a failed one with its exception)."""
+    attributes = span.attributes
+    raised = next((e for e in span.events if e.name == "exception"), None)
+    exception = None
+    if raised is not None:
+        exception = ErrorInfo(
+            type=str(raised.attributes.get(n.EXCEPTION_TYPE, "Error")),
+            message=str(raised.attributes.get(n.EXCEPTION_MESSAGE, "")),
+            traceback=str(raised.attributes.get(n.EXCEPTION_STACKTRACE) or "") or None,
+        )
+    result = attributes.get(n.TOOL_CALL_RESULT)
+    return ToolOutcome(
+        call_id=str(attributes.get(n.TOOL_CALL_ID) or span.span_id),
+        name=str(attributes.get(n.TOOL_NAME) or attributes.get(n.OI_TOOL_NAME) or span.name),
+        arguments=_arguments(attributes.get(n.TOOL_CALL_ARGUMENTS)),
+        status="error" if span.is_error else "ok",
+        content=str(result if result is not None else span.status_message or ""),
+        duration=span.duration_ns / 1e9,
+        started_at=span.start_ns / 1e9,
+        exception=exception,
+    )
+
+
+def _arguments(value: object) -> dict[str, JsonValue]:
+    """A call's arguments: the JSON object the span holds (anything else: none)."""
+    if isinstance(value, dict):
+        return value
+    try:
+        found = loads(value) if isinstance(value, str) else None
+    except (ValueError, RecursionError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _status(trace: Trace, attributes: dict[str, object]) -> ExecutionStatus:
+    """The run span's status, else failed when a root span failed, else completed."""
+    try:
+        return ExecutionStatus(str(attributes[n.RUN_STATUS]))
+    except (KeyError, ValueError):
+        failed = trace.status() == "failed"
+        return ExecutionStatus.FAILED if failed else ExecutionStatus.COMPLETED
+
+
+def _stop_reason(attributes: dict[str, object]) -> StopReason | None:
+    try:
+        return StopReason(str(attributes[n.RUN_STOP_REASON]))
+    except (KeyError, ValueError):
+        return None
