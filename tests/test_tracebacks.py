@@ -12,6 +12,8 @@ import doctest
 import json
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import workbench as wb
 from tests._failing_team import team
@@ -107,6 +109,33 @@ def test_lone_surrogates_and_secrets_are_made_safe() -> None:
 def _exception_event(span: object) -> dict[str, object]:
     (event,) = [e for e in span.events if e.name == n.EVENT_EXCEPTION]  # type: ignore[attr-defined]
     return dict(event.attributes)
+
+
+CELL = """def apply_discount(price, discount):
+    return price * (1 - discount / 100)
+"""
+
+
+def test_a_frame_in_a_notebook_cell_is_named_as_ipython_names_it(monkeypatch) -> None:
+    """In a kernel the cell's file is a made-up temporary path: the traceback says which cell."""
+    import IPython
+    from IPython.core.compilerop import CachingCompiler
+
+    cells = CachingCompiler()  # IPython's own: the kernel compiles every cell through it
+    filename = cells.cache(CELL, number=4)  # the cell run as In[4]
+    namespace: dict[str, Any] = {}
+    exec(compile(CELL, filename, "exec"), namespace)
+    exc = _raised(namespace["apply_discount"], 120.0, "25%")
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)  # a script: the file as it is
+    plain = traceback_text(exc)
+    assert f'File "{filename}", line 2, in apply_discount' in plain
+    monkeypatch.setattr(IPython, "get_ipython", lambda: SimpleNamespace(compile=cells))
+    text = traceback_text(exc)
+    assert 'File "Cell In[4]", line 2, in apply_discount' in text
+    # everything else as Python printed it: the line, the carets under it, the exception
+    assert text == plain.replace(filename, "Cell In[4]")
+    assert "    return price * (1 - discount / 100)\n" in text and "^" in text
 
 
 def test_a_failed_tool_span_has_an_exception_event_with_its_stack_trace() -> None:

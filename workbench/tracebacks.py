@@ -7,6 +7,10 @@ those come first and say nothing new, so the leading run of them is left out, wi
 how many. Frames inside the user's code stay, even when they are the workbench's (a tool that
 calls a workbench function that raises).
 
+In a notebook the user's code lives in cells, which the kernel compiles from files with made-up
+names (``/tmp/ipykernel_2786/2788880837.py``); a frame in one is named as IPython names it in its
+own tracebacks (``Cell In[4]``), so the person finds the cell.
+
 The text is kept in the run's records, the store, the spans and every view, so it is made once,
 here: redacted (an exception message or a source line may quote a key), made valid UTF-8, and
 bounded, with a note of what was cut. Redaction comes before the cut, so no half secret survives
@@ -17,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import linecache
 import os
+import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator
@@ -90,7 +96,7 @@ def _one(exc: traceback.TracebackException) -> Iterator[str]:
         calling = "frame that calls" if skipped == 1 else "frames that call"
         note = f"; {skipped} {calling} your code left out" if skipped else ""
         yield f"Traceback (most recent call last{note}):\n"
-        kept = frames[skipped:]
+        kept = _in_cells(frames[skipped:])
         if len(kept) > MAX_FRAMES:
             head, tail = kept[:10], kept[-(MAX_FRAMES - 10) :]
             yield from traceback.StackSummary.from_list(head).format()
@@ -98,6 +104,36 @@ def _one(exc: traceback.TracebackException) -> Iterator[str]:
             kept = tail
         yield from traceback.StackSummary.from_list(kept).format()
     yield from exc.format_exception_only()
+
+
+def _in_cells(frames: list[traceback.FrameSummary]) -> list[traceback.FrameSummary]:
+    """The frames, those in a notebook cell named as IPython names it (``Cell In[4]``).
+
+    Nothing changes outside IPython (it is looked up, never imported: most runs have none).
+    """
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return frames
+    renamed = []
+    for frame in frames:
+        cell = shell.compile.format_code_name(frame.filename)
+        if cell is None:
+            renamed.append(frame)
+            continue
+        renamed.append(
+            traceback.FrameSummary(
+                " ".join(cell),
+                frame.lineno,
+                frame.name,
+                lookup_line=False,
+                line=linecache.getline(frame.filename, frame.lineno or 0),
+                end_lineno=frame.end_lineno,
+                colno=frame.colno,
+                end_colno=frame.end_colno,
+            )
+        )
+    return renamed
 
 
 def _leading_machinery(frames: list[traceback.FrameSummary]) -> int:

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from tests.journeys.conftest import OpenNotebook
 from tests.journeys.harness import RED, Interface
-from tests.journeys.team import BUG_LINE, RUN, TEAM
+from tests.journeys.team import BUG_LINE, BUGGY_TOOL, RUN, TEAM
 
 
 @pytest.mark.parametrize("ui", ["lab", "notebook"], ids=["jupyterlab", "notebook7"])
@@ -48,7 +48,11 @@ def test_find_the_failing_tool_from_the_result_then_its_traceback(
     expect(detail).to_contain_text("TypeError")
     expect(detail).to_contain_text("unsupported operand type(s) for /: 'str' and 'int'")
     expect(detail).to_contain_text("What went wrong")  # at the top, its traceback open
-    frame = detail.get_by_text(re.compile(rf"line {BUG_LINE}, in apply_discount")).first
+    # the tool's cell, the second one run, named as the notebook shows it (not the kernel's file)
+    tool_cell = TEAM.index(BUGGY_TOOL) + 1
+    frame = detail.get_by_text(
+        re.compile(rf'File "Cell In\[{tool_cell}\]", line {BUG_LINE}, in apply_discount')
+    ).first
     expect(frame).to_be_visible()
     expect(detail).to_contain_text("return price * (1 - discount / 100)")
     notebook.shot("3-traceback", explorer)
