@@ -25,6 +25,7 @@ read the load average printed with them. Figures of past runs: ``bench/README.md
 
     .venv/bin/python bench/view_build.py          # all sizes (the 100,000-span run takes minutes)
     .venv/bin/python bench/view_build.py --quick      # 1,000 and 10,000 spans, once
+    .venv/bin/python bench/view_build.py --repeat 1   # all sizes, each measure once
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ def measure_live(result: wb.RunResult, telemetry: wb.Telemetry, repeat: int) -> 
     }
 
 
-def baseline(commit: str, work: list[str]) -> list[dict[str, Any]]:
+def baseline(commit: str, work: list[str], repeat: int) -> list[dict[str, Any]]:
     """The same measures by the code at ``commit``, in a subprocess that imports it first."""
     with tempfile.TemporaryDirectory() as folder:
         archive = subprocess.run(
@@ -221,7 +222,7 @@ def baseline(commit: str, work: list[str]) -> list[dict[str, Any]]:
         subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
         env = {**os.environ, "PYTHONPATH": folder}
         done = subprocess.run(
-            [sys.executable, __file__, "--worker", *work],
+            [sys.executable, __file__, "--repeat", str(repeat), "--worker", *work],
             env=env,
             check=True,
             capture_output=True,
@@ -281,9 +282,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1,000 and 10,000 spans, once")
     parser.add_argument("--baseline", default=BASELINE, help="the commit to compare with")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument("--repeat", type=int, help="times each measure is taken (3; --quick: 1)")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    repeat = 1 if args.quick else 3
+    repeat = args.repeat or (1 if args.quick else 3)
     if args.worker:
         _worker(args.worker, repeat)
         return 0
@@ -300,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = telemetry.write_otlp_json(Path(folder) / f"{size}.otlp.json")
             live = measure_live(result, telemetry, repeat)
             new = measure_file(path, repeat)
-            (old,) = baseline(args.baseline, [str(path)])
+            (old,) = baseline(args.baseline, [str(path)], repeat)
             print(_line(size, new, old), flush=True)
             print(
                 f"{'':>14}the run's telemetry: spans_df {live['spans_df_first_s']:.2f} s the first "
@@ -318,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 found[f"{new['spans']:,} spans: the report opens in chromium"] = opened is not None
     steps = REPORT_STEPS[:2] if args.quick else REPORT_STEPS
     reports = [measure_report(s) for s in steps]
-    old_reports = baseline(args.baseline, [f"steps:{s}" for s in steps])
+    old_reports = baseline(args.baseline, [f"steps:{s}" for s in steps], repeat)
     for new_r, old_r in zip(reports, old_reports, strict=True):
         per, was = new_r["report_bytes"] / new_r["steps"], old_r["report_bytes"] / old_r["steps"]
         steps_n = new_r["steps"]
