@@ -266,3 +266,23 @@ def test_a_stopped_run_with_telemetry_is_read_from_its_records(telemetry: bool) 
     run = stopped_in_the_digger()
     assert fold(wb.trace_of(run, telemetry=tel)) == STOPPED_IN_THE_DIGGER
     run.run_to_end()
+
+
+def test_a_run_stepped_by_hand_is_explored_without_the_time_it_waited_on_the_person() -> None:
+    """As the Stepper's timeline draws it: the explorer's axis and durations are the work."""
+    import time
+
+    run = stopped_in_the_digger()
+    time.sleep(0.6)  # a person reads the stopped run, then lets it finish
+    run.run_to_end()
+    waited = wb.trace_of(run)
+    root = waited.tree.span_at(0)
+    assert root.duration_ns >= 0.6e9  # the spans as recorded: the reading is in the lead's run
+    explorer = TraceExplorer(run)
+    assert explorer.idle_s >= 0.55 and explorer.axis_ms < root.duration_ns / 1e6 - 550
+    assert explorer.span_count == len(waited.spans)
+    drawn = explorer.trace.tree.span_at(0)
+    assert drawn.name == root.name and drawn.duration_ns < root.duration_ns - 0.55e9
+    explorer.select(drawn.span_id)
+    assert f"· {drawn.duration_ns / 1e6:.3f} ms · span" in explorer.detail  # its time: the work
+    assert TraceExplorer(run.result).idle_s == 0.0  # a result: drawn as recorded

@@ -14,8 +14,10 @@ from typing import Any
 import anywidget
 import traitlets
 
+from workbench.agent_run import AgentRun
 from workbench.notebook.explorer_data import SpanFilter, SpanStatus
 from workbench.notebook.explorer_view import STATIC, ExplorerView
+from workbench.notebook.spans import idle_closed
 from workbench.notebook.stepper import Stepper
 from workbench.telemetry.core import Telemetry
 from workbench.telemetry.trace import Trace
@@ -33,7 +35,8 @@ class TraceExplorer(anywidget.AnyWidget):
     It shows whatever `workbench.trace_of` reads: ``TraceExplorer(result,
     telemetry=agent.telemetry)`` a run's recorded spans; ``TraceExplorer(result)`` a run without
     telemetry (the spans its records make); ``TraceExplorer(run)`` or ``TraceExplorer(stepper)``
-    a run stopped anywhere (its spans so far, the open ones in italics);
+    a run stopped anywhere (its spans so far, the open ones in italics), drawn as the Stepper's
+    timeline draws it: the time it waited on the person stepping it left out (`idle_closed`);
     ``TraceExplorer(trace)`` a `wb.Trace`, a file, a backend URL, a `Telemetry` or
     OpenTelemetry spans. ``select(span_id)`` and ``selected`` drive and read the selection
     from Python; ``view`` is the `ExplorerView` behind it, ``trace`` the trace.
@@ -49,6 +52,7 @@ class TraceExplorer(anywidget.AnyWidget):
     offset = traitlets.Int(0).tag(sync=True)
     page_size = traitlets.Int(40).tag(sync=True)
     axis_ms = traitlets.Float(0.0).tag(sync=True)
+    idle_s = traitlets.Float(0.0).tag(sync=True)
     selected = traitlets.Unicode("").tag(sync=True)
     scroll_to = traitlets.Int(0).tag(sync=True)
     detail = traitlets.Unicode("").tag(sync=True)
@@ -65,12 +69,16 @@ class TraceExplorer(anywidget.AnyWidget):
         page_size: int = 40,
     ) -> None:
         run = source.run if isinstance(source, Stepper) else source
-        self.view = ExplorerView(trace_of(run, telemetry=telemetry))
+        trace, idle = trace_of(run, telemetry=telemetry), 0.0
+        if isinstance(run, AgentRun):  # stepped by hand: the time it waited on the person goes
+            trace, idle = idle_closed(trace)
+        self.view = ExplorerView(trace)
         tree = self.view.tree
         super().__init__(
             page_size=page_size,
             span_count=len(tree.order),
             axis_ms=(tree.end_ns - tree.start_ns) / 1e6,
+            idle_s=idle,
             total=len(self.view.visible),
             rows=self.view.rows(0, page_size),
         )
