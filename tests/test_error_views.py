@@ -152,6 +152,21 @@ def test_the_explorer_names_each_agents_model_calls_and_says_what_failed_first()
     assert ">unset<" not in view.detail(ok["id"])
 
 
+def test_the_waterfall_names_each_agents_model_calls_as_the_explorer_does() -> None:
+    """TraceView's waterfall and the Stepper's timeline: ``chat M`` alone reads the same for all."""
+    from workbench.notebook.spans import waterfall_figure
+
+    labels = list(
+        waterfall_figure(wb.trace_of(team().run_sync("price the hat"))).layout.yaxis.ticktext
+    )
+    assert "·· chat lead-model · lead" in labels
+    assert "········ chat digger-model · digger" in labels
+    assert "········ execute_tool apply_discount" in labels  # only model calls get the agent
+    alone = wb.Agent(model=wb.ScriptedModel(["hi"], name="m"), name="solo", store=False)
+    labels = list(waterfall_figure(wb.trace_of(alone.run_sync("hi"))).layout.yaxis.ticktext)
+    assert "·· chat m" in labels  # one agent: nothing to tell apart
+
+
 @pytest.mark.parametrize("secret", ["sk-abcdefghijklmnopqrstuvwx", "acct-99887766"])
 def test_a_secret_in_an_exception_reaches_no_view(secret: str) -> None:
     """Not the report, a result's HTML, TraceView's top, or the explorer widget's synced state."""

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from workbench._record import Record
 from workbench.telemetry.spandata import SpanData, Status
+from workbench.telemetry.trace import Trace
 from workbench.telemetry.tree import SpanTree
 
 __all__ = [
@@ -133,7 +134,7 @@ def page_rows(
         rows.append(
             {
                 "id": span.span_id,
-                "name": _row_name(span, agents[position] if agents else ""),
+                "name": span_label(span, agents[position] if agents else ""),
                 "depth": tree.depths[position],
                 "start": (span.start_ns - origin) / 1e6,
                 "duration": span.duration_ns / 1e6,
@@ -148,6 +149,19 @@ def page_rows(
     return rows
 
 
-def _row_name(span: SpanData, agent: str) -> str:
-    """The span's name; a model call's with its agent (``chat gpt-4o · digger``)."""
+def agents_named(trace: Trace) -> Sequence[str]:
+    """The agent of each position of ``trace.tree`` when the trace has several, else ().
+
+    With one agent, naming it beside every model call says nothing new.
+    """
+    several = len({a for a in trace.agent_at if a}) > 1
+    return trace.agent_at if several else ()
+
+
+def span_label(span: SpanData, agent: str) -> str:
+    """The name a row shows: a model call's with its agent (``chat gpt-4o · digger``).
+
+    Every agent's model calls are named ``chat <model>``: in a team of agents on one model
+    they would all read the same.
+    """
     return f"{span.name} · {agent}" if agent and span.category == "model" else span.name

@@ -17,6 +17,7 @@ from typing import Any
 from workbench._record import collector_paused
 from workbench.notebook.explorer_data import (
     SpanFilter,
+    agents_named,
     matching_positions,
     page_rows,
     search_text,
@@ -48,8 +49,7 @@ class ExplorerView:
         self.matches: set[int] | None = None
         self._texts: list[str] | None = None
         self.visible = visible_positions(self.tree)
-        several = len({a for a in trace.agent_at if a}) > 1
-        self.agents: Sequence[str] = trace.agent_at if several else ()
+        self.agents: Sequence[str] = agents_named(trace)
         """The agent of each position, when the trace has several (model calls name theirs)."""
 
     def _refresh(self) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
+from workbench.notebook.explorer_data import agents_named, span_label
 from workbench.notebook.html import FAILED_COLOUR
 from workbench.notebook.tables import trace_heading
 from workbench.telemetry.spandata import SpanData
@@ -75,8 +76,9 @@ def waterfall_figure(
 ) -> go.Figure:
     """A nested waterfall of the trace's spans, coloured by category, attributes on hover.
 
-    One bar per span, children under their parent (a label's dots say how deep it is); a failed
-    span is red whatever its category (the legend's "failed"), a span in progress hatched.
+    One bar per span, children under their parent (a label's dots say how deep it is; a model
+    call names its agent, as in the explorer, when the trace has several); a failed span is
+    red whatever its category (the legend's "failed"), a span in progress hatched.
 
     Rows are labelled with indented span names while there are at most ``max_labels`` of them;
     a bigger trace keeps its bars and hovers but drops the labels, which would be unreadable.
@@ -119,8 +121,10 @@ def waterfall_figure(
             }
         )
     labelled = len(spans) <= max_labels
+    agents = agents_named(trace)
     labels = [  # escaped: plotly renders markup in tick labels too
-        "·" * d + " " + escape(s.name, quote=False) for d, s in zip(tree.depths, spans, strict=True)
+        "·" * d + " " + escape(span_label(s, agents[p] if agents else ""), quote=False)
+        for p, (d, s) in enumerate(zip(tree.depths, spans, strict=True))
     ]
     layout = dict(
         title=title,
