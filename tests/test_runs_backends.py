@@ -450,6 +450,10 @@ def test_a_jaeger_row_opens_as_its_trace_and_two_compare(jaeger: str, runs: Eval
         browser.table.opened = browser.table.rows[0]["id"]
         assert isinstance(browser.opened_run, wb.Trace)
         assert browser.opened_run.trace_id in runs.by_trace
+        stepped = browser.step_through().result  # its run, rebuilt from the spans
+        run = runs.by_trace[browser.opened_run.trace_id]
+        assert [s.index for s in stepped.steps] == [s.index for s in run.steps]
+        assert stepped.status == run.status and stepped.run_id == run.run_id
         failed = runs.trace_ids(status="failed").pop()  # beside a good run: as the runs compare
         good = runs.trace_ids(status="completed", errors=False).pop()
         browser.compare(failed, good)

@@ -80,7 +80,7 @@ def test_model_text_is_drawn_escaped() -> None:
 def test_a_browser_row_steps_through_its_run(stored: wb.RunStore) -> None:
     browser = RunsBrowser(stored, live=False)
     try:
-        with pytest.raises(ValueError, match="open a stored run first"):
+        with pytest.raises(ValueError, match="open a run first"):
             browser.step_through()
         browser.filter(rollup=True)
         browser.open_run(browser.table.rows[0]["id"])

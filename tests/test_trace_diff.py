@@ -1,4 +1,6 @@
-"""`wb.diff` of two traces: their top runs rebuilt from the spans alone (`result_of_trace`).
+"""Two traces compared, and one stepped through: their top runs rebuilt from the spans alone.
+
+`wb.diff` of two traces and `Stepper.of(trace)` read `result_of_trace`.
 
 Each run's trace is written to an OTLP file and loaded back (`wb.load_trace`: no step records,
 as a trace from a backend), then compared; the comparison must say what `wb.diff` of the two
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
+from workbench.notebook import Stepper
 from workbench.telemetry.records_of import result_of_trace
 
 R = wb.ModelResponse
@@ -80,6 +83,18 @@ def test_a_rebuilt_run_has_the_steps_calls_and_errors_the_spans_say(tmp_path: Pa
     assert rebuilt.state.metadata == {"case": "c"}
     assert rebuilt.state.usage.total_tokens == sum(s.usage.total_tokens for s in rebuilt.steps) > 0
     assert [e.kind for e in rebuilt.errors] == ["tool"]
+
+
+def test_a_trace_steps_through_in_the_stepper_history(tmp_path: Path) -> None:
+    _, trace = _traced(
+        tmp_path, "e", [R.tool_call("divide", {"a": 1, "b": 0}, call_id="d1"), "Cannot."]
+    )
+    history = Stepper.of(trace)
+    assert history.trace is trace and [s.index for s in history.result.steps] == [1, 2]
+    assert history.step_picker.label == "step 1"  # where the tool failed
+    assert "ZeroDivisionError" in history.messages.value and "divide" in history.errors.value
+    figure = history.timeline.outputs[0]["data"]["application/vnd.plotly.v1+json"]
+    assert "execute_tool divide" in str(figure["layout"]["yaxis"])  # the trace's own spans
 
 
 def test_a_trace_without_content_cannot_be_compared(tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ from workbench.notebook._output import figure_output, html_output, show
 from workbench.notebook.html import errors_html, status_html, step_html
 from workbench.notebook.spans import timeline_figure
 from workbench.records import RunResult, step_labels
+from workbench.telemetry.records_of import result_of_trace
+from workbench.telemetry.trace import Trace
 from workbench.traces import trace_of
 
 __all__ = ["StepperHistory"]
@@ -31,14 +33,20 @@ NOTE = (
 class StepperHistory(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     """A run that has ended, as the Stepper shows one: status, errors, a step's messages, timeline.
 
-    ``run`` is a `RunResult` (a stored run loads as one) or an `AgentRun` (its result so far).
+    ``run`` is a `RunResult` (a stored run loads as one), an `AgentRun` (its result so far) or a
+    `Trace` that captured content (its top run rebuilt from the spans, `result_of_trace`: no
+    sub-runs; the timeline is the trace's own).
     The run picker lists every run of the tree, the step picker that run's step records; it
     opens on the run and step of the tree's first error, else on the run's last step.
     ``show(run=, step=)`` picks from Python what the pickers pick.
     """
 
-    def __init__(self, run: RunResult | AgentRun) -> None:
-        self.result = run.result if isinstance(run, AgentRun) else run
+    def __init__(self, run: RunResult | AgentRun | Trace) -> None:
+        if isinstance(run, Trace):  # a file's or a backend's: its top run, rebuilt from the spans
+            self.trace, self.result = run, result_of_trace(run)
+        else:
+            self.result = run.result if isinstance(run, AgentRun) else run
+            self.trace = trace_of(self.result)
         self.runs = _tree(self.result)
         """The runs of the tree, depth first (the run itself first), as the run picker lists."""
         self.run_picker = widgets.Dropdown(
@@ -97,7 +105,7 @@ class StepperHistory(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         self.messages.value = step_html(steps[chosen], steps)
 
     def _draw_timeline(self) -> None:
-        figure = timeline_figure(trace_of(self.result))
+        figure = timeline_figure(self.trace)
         if figure is None:
             show(self.timeline, html_output("<i>No spans: the run never started a step.</i>"))
             return

@@ -247,10 +247,10 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.pane.children = self._opened_children(opened, explorer)
 
     def _opened_children(self, opened: RunResult | Trace, explorer: TraceExplorer) -> list[Any]:
-        if not isinstance(opened, RunResult):
-            return [*self._trace_rerun(opened), explorer]
         steps = widgets.Button(description="Step through…", icon="list-ol")
-        steps.on_click(lambda _: self.step_through())
+        steps.on_click(lambda _: self._step_through_clicked())
+        if not isinstance(opened, RunResult):
+            return [steps, *self._trace_rerun(opened), explorer]
         buttons = [steps]
         if self.agent is not None and opened.snapshots:
             button = widgets.Button(description="Re-run from a step…", icon="code-fork")
@@ -259,13 +259,23 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         return [widgets.HTML(run_result_html(opened)), widgets.HBox(buttons), explorer]
 
     def step_through(self) -> StepperHistory:
-        """The opened run in the Stepper's views, step by step, below it (`Stepper.of`)."""
-        if not isinstance(self.opened_run, RunResult):
-            raise ValueError("open a stored run first: a backend's trace opens in the explorer")
-        if self.history is None or self.history.result is not self.opened_run:
+        """The opened run in the Stepper's views, step by step, below it (`Stepper.of`).
+
+        A backend's trace shows as its top run rebuilt from its spans; one that did not capture
+        content raises `TraceLoadError`.
+        """
+        if self.opened_run is None:
+            raise ValueError("open a run first")
+        if self.history is None:
             self.history = Stepper.of(self.opened_run)
             self.pane.children = [*self.pane.children, self.history]
         return self.history
+
+    def _step_through_clicked(self) -> None:
+        try:
+            self.step_through()
+        except Exception as exc:  # a trace without captured content
+            self.table.note = f"cannot step through: {type(exc).__name__}: {exc}"
 
     def _rerun_panel(self, opened: RunResult) -> None:
         assert self.agent is not None

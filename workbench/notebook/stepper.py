@@ -39,6 +39,7 @@ from workbench.notebook.tables import step_labels
 from workbench.records import PhaseEvent
 from workbench.session import Session
 from workbench.state import PendingCall, Phase
+from workbench.telemetry.trace import Trace
 from workbench.traces import trace_of
 
 __all__ = ["ApprovalRow", "Stepper"]
@@ -234,8 +235,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         return self.run.result
 
     @staticmethod
-    def of(run: RunResult | AgentRun) -> StepperHistory:
-        """A run that has ended (a stored one too) in the Stepper's views, step by step.
+    def of(run: RunResult | AgentRun | Trace) -> StepperHistory:
+        """A run that has ended (a stored one, a trace's too) in the Stepper's views, step by step.
 
         The same status line, errors, step messages and timeline, with no buttons to drive it:
         a `StepperHistory`. ``Stepper(agent, prompt)`` is for a run you start.
