@@ -156,6 +156,22 @@ def test_metadata_values_keep_their_json_type(store: wb.RunStore, runs: Runs) ->
     assert wb.runs(store, metadata={"split": "dev", "task": 1}).empty
 
 
+def test_a_text_value_is_found_however_its_json_is_escaped(tmp_path: Path) -> None:
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    values = ['ünï "quoted" \\ back', "tab\there", "😀", 'a:b,"c"', "<b>"]
+
+    def run(metadata: dict[str, wb.JsonValue]) -> str:
+        agent = wb.Agent(model=wb.ScriptedModel(["ok"]), store=store)
+        return agent.run_sync("hi", metadata=metadata).run_id
+
+    made = {v: run({"k": v, "inner": {"k": v + "!"}}) for v in values}
+    nested = run({"inner": {"k": "x"}})  # the pair's text is there, one level down
+    for value in values:
+        assert _ids(wb.runs(store, metadata={"k": value})) == [made[value]], value
+    assert wb.runs(store, metadata={"k": "x"}).empty and nested
+    assert _ids(wb.runs(store, metadata={"inner": {"k": "😀!"}})) == [made["😀"]]
+
+
 def test_text_is_what_a_person_reads_in_the_messages(store: wb.RunStore, runs: Runs) -> None:
     assert _ids(wb.runs(store, text="ZEBRA")) == [runs.ok.run_id]  # any case
     assert _ids(wb.runs(store, text="no such key")) == [

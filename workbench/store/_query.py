@@ -141,6 +141,12 @@ def _metadata_term(key: str, value: JsonValue) -> tuple[str, list[object]]:
                 [json.dumps(value)],
             )
     where = f"EXISTS (SELECT 1 FROM json_each(s.metadata) m WHERE m.key = ? AND {test})"
+    if isinstance(value, str):
+        # First a look for the pair in the summary's JSON text, as `_runfacts` writes it (compact,
+        # ASCII): a scan of bytes, where json_each parses every run's metadata. A pair written
+        # that way is always found; json_each still decides (the text may be inside a string).
+        pair = f"{json.dumps(key)}:{json.dumps(value)}"
+        return f"instr(s.metadata, ?) AND {where}", [pair, key, *params]
     return where, [key, *params]
 
 
