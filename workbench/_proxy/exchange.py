@@ -10,6 +10,7 @@ own error or garbage reaches the agent as sent.
 
 from __future__ import annotations
 
+import io
 import time
 
 import aiohttp
@@ -28,7 +29,7 @@ from workbench.messages import ModelResponse
 from workbench.records import StepContext
 from workbench.state import ErrorInfo, Phase
 
-__all__ = ["Exchange", "cannot_reach", "posted"]
+__all__ = ["Exchange", "cannot_reach", "posted", "sent"]
 
 
 async def posted(
@@ -42,9 +43,18 @@ async def posted(
     hangs up again is down.
     """
     try:
-        return await client.post(target, data=body, headers=headers, allow_redirects=False)
+        return await client.post(target, data=sent(body), headers=headers, allow_redirects=False)
     except aiohttp.ServerDisconnectedError:  # the stale connection is dropped: a new one now
-        return await client.post(target, data=body, headers=headers, allow_redirects=False)
+        return await client.post(target, data=sent(body), headers=headers, allow_redirects=False)
+
+
+def sent(body: bytes) -> io.BytesIO:
+    """``body`` as aiohttp sends it upstream: written in pieces, with its ``Content-Length``.
+
+    Handed bytes, aiohttp writes them in one go and warns (a `ResourceWarning`) about any body
+    over 1 MiB: where warnings are errors, a long conversation could not be forwarded at all.
+    """
+    return io.BytesIO(body)
 
 
 def cannot_reach(upstream: str, exc: Exception) -> str:

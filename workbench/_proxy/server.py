@@ -40,7 +40,7 @@ from starlette.responses import JSONResponse, Response
 from workbench._proxy.anthropic import MESSAGES
 from workbench._proxy.calls import Call
 from workbench._proxy.chat import CHAT
-from workbench._proxy.exchange import Exchange, cannot_reach
+from workbench._proxy.exchange import Exchange, cannot_reach, sent
 from workbench._proxy.headers import forwarded, returned
 from workbench._proxy.recorder import Recorder
 from workbench._proxy.relay import UPSTREAM_FAILED, Relay
@@ -68,6 +68,11 @@ WIRES: dict[str, Wire] = {wire.path: wire for wire in (CHAT, RESPONSES, MESSAGES
 """The wires served, by their path after ``/v1``."""
 _PASSED = (("GET", "/models"), ("POST", "/messages/count_tokens"))
 """Routes passed through to the upstream and not recorded (``/models`` and what follows it)."""
+
+MAX_BODY = 64 * 2**20
+"""The largest request body the proxy takes: 64 MiB, twice what Anthropic's Messages API takes
+(32 MB). A bigger one is refused with a 413 and never held whole, so a client that sends without
+end cannot make the proxy (in a notebook, the agent's own interpreter) hold it."""
 
 _DEPARTED = 400
 """A request the recording cannot answer is the client's bad request: SDKs show it at once (they
@@ -163,6 +168,9 @@ class ProxyApp:
         Without an upstream (an offline replay) ``/models`` lists the recorded model, and
         anything else is a 400 saying there is no upstream to ask.
         """
+        body = await _body(request)
+        if body is None:
+            return _own_error(path, _TOO_LARGE, "request_too_large", 413)
         if self.upstream is None:
             return self._offline(path)
         target = f"{self.upstream}{path}{_query(request)}"
@@ -171,7 +179,7 @@ class ProxyApp:
             async with self._client.request(
                 request.method,
                 target,
-                data=await request.body(),
+                data=sent(body),
                 headers=headers,
                 allow_redirects=False,
             ) as answer:
@@ -193,7 +201,10 @@ class ProxyApp:
 
     async def call(self, request: Request, wire: Wire) -> Response | Relay:
         """Record one model call and answer it, from the upstream or from the recording."""
-        body = await request.body()
+        body = await _body(request)
+        if body is None:
+            error = wire.error(_TOO_LARGE, "request_too_large", 413)
+            return JSONResponse(error, status_code=413)
         headers = request.headers
         scrubber = Scrubber.of(headers, self._credentials)
         try:
@@ -241,6 +252,30 @@ def _own_error(path: str, message: str, kind: str, status: int) -> Response:
     """An error the proxy answers on a route passed through, in its wire's shape."""
     wire = MESSAGES if path.startswith(MESSAGES.path) else CHAT
     return JSONResponse(wire.error(message, kind, status), status_code=status)
+
+
+_TOO_LARGE = (
+    f"the request body is over the workbench proxy's {MAX_BODY // 2**20} MiB limit: "
+    "it was neither sent upstream nor recorded"
+)
+
+
+async def _body(request: Request) -> bytes | None:
+    """The request's body; None, once all of it has come, when it is over `MAX_BODY`.
+
+    What is over the bound is read to its end and dropped, not kept: a client reads the answer
+    once it has sent its request, so one cut off mid-send would see a broken connection instead
+    of the 413 that says why.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            chunks.clear()
+        else:
+            chunks.append(chunk)
+    return b"".join(chunks) if size <= MAX_BODY else None
 
 
 def _query(request: Request) -> str:
