@@ -143,7 +143,9 @@ def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path, demo_env: dict[s
     elif name == "09_claude_code":
         assert "completed completed | 3 steps" in text and "step 1: Bash('ls')" in text
         assert "steps in the Stepper: ['step 1', 'step 2', 'step 3', 'live']" in text
-        assert "step 2 shows the listing: True" in text
+        assert "steps: ['step 1', 'step 2', 'step 3']" in text  # the history view, Stepper.of
+        assert "\nstep 2 shows the listing: True" in text
+        assert "replayed step 2 shows the listing: True" in text
         assert "1 Bash         allow         deny list files with the Glob tool, not ls" in text
         assert "completed | Ship the proxy on Friday; Ada knows the Responses wire." in text
         assert "answers replayed: 1 | answered live: 1" in text and "step 3: changed" in text
