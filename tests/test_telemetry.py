@@ -579,3 +579,17 @@ def test_a_telemetry_failure_never_breaks_the_run(
     assert telemetry.spans == []
     assert "failed on step_ended; the run goes on" in caplog.text  # spans are written there
     assert "RuntimeError: exporter exploded" in caplog.text
+
+
+def test_the_tables_of_a_telemetry_follow_its_spans_and_derive_once_between_them() -> None:
+    telemetry = wb.Telemetry()
+    agent = wb.Agent(model=wb.ScriptedModel(["one"]), telemetry=telemetry, store=False)
+    agent.run_sync("a")
+    first = telemetry.spans_df()
+    assert telemetry._whole() is telemetry._whole()  # kept while no span arrives
+    assert telemetry.spans_df().equals(first) and telemetry.spans_df() is not first
+    wb.Agent(model=wb.ScriptedModel(["two"]), telemetry=telemetry, store=False).run_sync("b")
+    assert len(telemetry.spans_df()) == 2 * len(first)  # the second run's spans too
+    assert telemetry.steps_df()["run_id"].nunique() == 2
+    telemetry.clear()
+    assert telemetry.spans_df().empty

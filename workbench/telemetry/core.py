@@ -136,6 +136,8 @@ class Telemetry:
         self._converted: dict[tuple[int, int], SpanData] = {}
         """The spans read as `SpanData` so far (`span_data`), by trace and span id."""
         self._resources: dict[int, dict[str, Any]] = {}
+        self._whole_trace: Trace | None = None
+        """Every span collected as one `Trace` (`_whole`), kept until a span arrives."""
         # False: nowhere, whatever the OTEL_* variables say (spans rebuilt for a view)
         self.endpoint = None if otlp_endpoint is False else otlp_traces_endpoint(otlp_endpoint)
         self._pipe: ExportPipe | None = None
@@ -239,6 +241,7 @@ class Telemetry:
         """Forget the spans collected in memory (exports are not affected)."""
         self._collector.spans.clear()
         self._converted.clear()
+        self._whole_trace = None
         if self._content_store is not None and self._pipe is None:
             self._content_store.clear()  # with an export, queued spans may still refer to it
 
@@ -269,10 +272,18 @@ class Telemetry:
         return self._whole().timing_df()
 
     def _whole(self) -> Trace:
-        """Every span collected, as one `Trace` (empty when there are none yet)."""
+        """Every span collected, as one `Trace` (empty when there are none yet).
+
+        Kept while no span arrives (spans are only ever added, until `clear`), with what it
+        derived: asking a run's telemetry for its DataFrames again derives nothing again.
+        """
         from workbench.telemetry.trace import Trace
 
-        return Trace.of(self.span_data())
+        spans = self.span_data()
+        kept = self._whole_trace
+        if kept is None or len(kept.spans) != len(spans):
+            kept = self._whole_trace = Trace.of(spans)
+        return kept
 
     # -- delivery -------------------------------------------------------------------------------
 
