@@ -2,9 +2,9 @@
 
 For traces of about 1,000, 10,000, 50,000 and 100,000 spans, each from one real run (a
 `FunctionModel` asking for two tool calls a step, so six spans a step, content captured) written
-as an OTLP/JSON file, the same file is measured by this code and, in a subprocess, by the code
-at ``--baseline`` (8d5357f by default: `git archive` of its ``workbench/`` into a temporary
-folder, imported first on the path), in the same run:
+as an OTLP/JSON file, the same file is measured by this code and by the code at ``--baseline``
+(8d5357f by default: `git archive` of its ``workbench/`` into a temporary folder, imported first
+on the path), each in a fresh process of its own, in the same run:
 
 - **load**: ``wb.load_trace(file)``;
 - **spans_df**: ``trace.spans_df()`` of the loaded trace;
@@ -211,16 +211,22 @@ def measure_live(result: wb.RunResult, telemetry: wb.Telemetry, repeat: int) -> 
     }
 
 
-def baseline(commit: str, work: list[str], repeat: int) -> list[dict[str, Any]]:
-    """The same measures by the code at ``commit``, in a subprocess that imports it first."""
+def in_subprocess(work: list[str], repeat: int, commit: str | None = None) -> list[dict[str, Any]]:
+    """The measures of ``work`` in a fresh process: this code, or the code at ``commit``.
+
+    Both code bases are measured the same way, each in a process of its own that holds only the
+    trace measured (the parent holds the live run, whose objects the collector would walk too).
+    """
     with tempfile.TemporaryDirectory() as folder:
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", commit, "workbench"],
-            check=True,
-            capture_output=True,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
-        env = {**os.environ, "PYTHONPATH": folder}
+        env = dict(os.environ)
+        if commit is not None:  # its ``workbench/`` imported first
+            archive = subprocess.run(
+                ["git", "-C", str(ROOT), "archive", commit, "workbench"],
+                check=True,
+                capture_output=True,
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+            env["PYTHONPATH"] = folder
         done = subprocess.run(
             [sys.executable, __file__, "--repeat", str(repeat), "--worker", *work],
             env=env,
@@ -301,8 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = make_run(max(size // SPANS_PER_STEP, 1), telemetry)
             path = telemetry.write_otlp_json(Path(folder) / f"{size}.otlp.json")
             live = measure_live(result, telemetry, repeat)
-            new = measure_file(path, repeat)
-            (old,) = baseline(args.baseline, [str(path)], repeat)
+            (new,) = in_subprocess([str(path)], repeat)
+            (old,) = in_subprocess([str(path)], repeat, args.baseline)
             print(_line(size, new, old), flush=True)
             print(
                 f"{'':>14}the run's telemetry: spans_df {live['spans_df_first_s']:.2f} s the first "
@@ -319,8 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{'':>14}the report opens in chromium: {said}")
                 found[f"{new['spans']:,} spans: the report opens in chromium"] = opened is not None
     steps = REPORT_STEPS[:2] if args.quick else REPORT_STEPS
-    reports = [measure_report(s) for s in steps]
-    old_reports = baseline(args.baseline, [f"steps:{s}" for s in steps], repeat)
+    reports = in_subprocess([f"steps:{s}" for s in steps], repeat)
+    old_reports = in_subprocess([f"steps:{s}" for s in steps], repeat, args.baseline)
     for new_r, old_r in zip(reports, old_reports, strict=True):
         per, was = new_r["report_bytes"] / new_r["steps"], old_r["report_bytes"] / old_r["steps"]
         steps_n = new_r["steps"]
