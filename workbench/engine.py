@@ -54,7 +54,7 @@ from workbench.state import (
     Transition,
     new_id,
 )
-from workbench.stepping import StepGate, step_gate
+from workbench.stepping import reading_clock
 from workbench.subagent import SubagentTool
 from workbench.toolcalls import CallResult, ToolRunner
 from workbench.tools import Tool, ToolContext, tools_hash
@@ -87,11 +87,9 @@ class Execution:
         """Seconds the run has spent inside phases: what `Timeout` counts (not time paused or
         spent reading between manual steps)."""
         self._phase_started: float | None = None
-        self._gate: StepGate | None = None
-        """The gate of a phase stepped into that the phase under way is part of, if any."""
-        self._gate_idle = 0.0
-        """The gate's idle time when the phase under way began (see `_worked`)."""
         """When the phase under way started; None between phases."""
+        self._reading = reading_clock()
+        """The person's reading since the phase under way began, if it is stepped into."""
         self.failure: Exception | None = None
         """The exception that failed this execution, for callers in this process (the state
         keeps its `ErrorInfo`): a sub-run's caller tells a replay's departure by it."""
@@ -135,15 +133,13 @@ class Execution:
         TOOLS phase stepped into waits at the `StepGate` while they read between presses), so
         reading never eats a `Timeout` or shows as a slow phase.
         """
-        waited = self._gate.idle_seconds() - self._gate_idle if self._gate is not None else 0.0
-        return time.perf_counter() - started - waited
+        return time.perf_counter() - started - self._reading()
 
     async def phases(self) -> AsyncGenerator[PhaseEvent, None]:
         """The loop: run a phase, yield what happened, until the run ends or pauses."""
         phase = await self._start()  # PREPARE, TOOLS for a resumed run, None if it cannot run
         while phase is not None and not self.state.done:  # done: aborted between phases
-            self._gate = step_gate.get()  # stepped into: a person reads between its presses
-            self._gate_idle = self._gate.idle_seconds() if self._gate is not None else 0.0
+            self._reading = reading_clock()  # stepped into: a person reads between its presses
             self._phase_started = started = time.perf_counter()
             try:
                 following = await self._run_phase(phase)

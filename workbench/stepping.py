@@ -60,6 +60,7 @@ __all__ = [
     "call_dropped",
     "call_edited",
     "drive",
+    "reading_clock",
     "step_gate",
 ]
 
@@ -108,6 +109,19 @@ step_gate: ContextVar[StepGate | None] = ContextVar("workbench_step_gate", defau
 """The gate of the stepped phase the running code belongs to; None when nobody steps into it."""
 _place: ContextVar[Key] = ContextVar("workbench_step_place", default=())
 """The key of the sub-run whose phase is running here (empty: the stepped run's own phase)."""
+
+
+def reading_clock() -> Callable[[], float]:
+    """A clock of the person's reading from now on: the seconds they spent between presses.
+
+    Always 0 for code nobody steps into. A phase leaves it out of its time (`Execution._worked`),
+    so reading never shows as slow work or eats a `Timeout`.
+    """
+    gate = step_gate.get()
+    if gate is None:
+        return lambda: 0.0
+    since = gate.idle_seconds()
+    return lambda: gate.idle_seconds() - since
 
 
 _aborting: ContextVar[Callable[[], bool] | None] = ContextVar("workbench_aborting", default=None)
