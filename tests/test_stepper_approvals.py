@@ -123,7 +123,7 @@ async def test_the_first_press_after_an_approval_goes_on() -> None:
 
 def test_the_approval_row_says_which_sub_agent_asks_and_through_which_call() -> None:
     cleaner = wb.Agent(
-        model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/b"}, call_id="w1"), "Wiped."]),
+        model=wb.ScriptedModel([R.tool_call("wipe", {"path": "/b"}, call_id="<i>w1"), "Wiped."]),
         name="cleaner",
         tools=[wipe],
         store=False,
@@ -144,8 +144,9 @@ def test_the_approval_row_says_which_sub_agent_asks_and_through_which_call() -> 
     stepper.run_button.click()
     [row] = stepper.approval_rows
     label = row.label.value
-    assert "asked by sub-agent <b>cleaner</b> via call <code>&lt;i&gt;m1&lt;/i&gt;</code>" in label
-    assert "<i>" not in label
+    # the calls a person knows, down to the one that asks; the id only on hover
+    assert "asked by sub-agent <b>cleaner</b>, via lead's manage ▸ manager's clean" in label
+    assert "title='call &lt;i&gt;w1'" in label and "<i>" not in label
 
     solo = Stepper(_solo(), "go")
     solo.run_button.click()
@@ -271,3 +272,58 @@ async def test_stepping_inside_a_resumed_sub_run_the_run_so_far_keeps_its_paused
     stepper.run_button.click()  # (a run left inside a sub-run keeps its phase's task waiting)
     await stepper.wait()
     assert stepper.run.state.status is wb.ExecutionStatus.COMPLETED
+
+
+async def test_the_phase_log_says_which_tools_phase_paused_and_which_resumed() -> None:
+    stepper = Stepper(_digging_team(), "go", breakpoints=[wb.Break.on_tool("search")])
+    for button in (stepper.continue_button, stepper.next_step_button):
+        button.click()
+        await stepper.wait()
+    # between two of the digger's steps: the PREPARE that comes is step 2's, not step 1's
+    inside = "step <b>1</b> done, next phase <b>prepare</b> of step <b>2</b></div>"
+    assert stepper.phase_log.value.endswith(inside)
+    stepper.step_out_button.click()  # the digger's wipe asks for approval: the tree pauses
+    await stepper.wait()
+    log = stepper.phase_log.value
+    assert log.count("<b>paused</b>: waits for your answer") == 2  # the researcher, the lead
+    assert "(resumed)" not in log
+    stepper.approval_rows[0].approve_button.click()
+    stepper.next_phase_button.click()  # step over, in the digger: its TOOLS goes on
+    await stepper.wait()
+    assert "digger (depth 2) · step 2 · tools (resumed) · " in stepper.phase_log.value
+    stepper.step_out_button.click()
+    await stepper.wait()
+    assert "researcher (depth 1) · step 1 · tools (resumed) · " in stepper.phase_log.value
+    stepper.step_out_button.click()
+    await stepper.wait()
+    assert "lead · step 1 · tools (resumed) · " in stepper.phase_log.value
+    stepper.run_button.click()
+    await stepper.wait()
+    assert stepper.result.output == "done"
+
+
+@wb.tool
+def fragile(x: int) -> int:
+    """Fails on 0."""
+    return 10 // x
+
+
+async def test_the_status_says_what_went_wrong_and_where_a_breakpoint_predicate_raised() -> None:
+    def broken(view: wb.RunView) -> bool:
+        return view.state.missing_attribute  # type: ignore[attr-defined, no-any-return]
+
+    script = [R.tool_call("fragile", {"x": 0}), "gave up"]
+    agent = wb.Agent(wb.ScriptedModel(script), name="solo", tools=[fragile], store=False)
+    stepper = Stepper(agent, "go", breakpoints=[wb.Break.when(broken, "broken")])
+    assert "wb-summary-line" not in stepper.status.value  # nothing went wrong yet
+    stepper.continue_button.click()
+    await stepper.wait()
+    status = stepper.status.value
+    assert "stopped at breakpoint when broken (raised: AttributeError" in status
+    assert "wb-traceback" in status and "missing_attribute" in status  # the user's frame
+    stepper.run_button.click()
+    await stepper.wait()
+    status = stepper.status.value
+    assert status.startswith('<div class="wb-summary-line"')
+    assert "1 tool error" in status and "fragile" in status
+    assert "missing_attribute" not in status  # the traceback went with its note

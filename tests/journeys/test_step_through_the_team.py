@@ -66,7 +66,7 @@ def test_continue_into_a_sub_agent_then_every_button_from_later_cells(
     notebook.run()  # the rest of the digger's step, at the digger's level
     click(stepper, "Next step")
     expect(stepper.locator(".wb-subrun")).to_contain_text(
-        re.compile(r"inside sub-run digger \(depth 2.*next phase prepare")
+        re.compile(r"inside sub-run digger \(depth 2.*step 1 done, next phase prepare of step 2")
     )
 
     notebook.run()  # the digger goes on, and stops for its note's approval

@@ -8,7 +8,6 @@ the run is escaped.
 from __future__ import annotations
 
 import difflib
-import itertools
 import json
 from collections.abc import Sequence
 from html import escape
@@ -23,7 +22,7 @@ from workbench.messages import (
     ToolCall,
     ToolResult,
 )
-from workbench.records import PhaseEvent, RunError, StepRecord, ToolOutcome
+from workbench.records import RunError, StepRecord, ToolOutcome
 from workbench.session_state import boundary_number, summary_span
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase
 
@@ -41,6 +40,7 @@ __all__ = [
     "pending_html",
     "status_html",
     "step_html",
+    "step_position",
     "summary_html",
     "thinking_html",
     "traceback_html",
@@ -508,8 +508,7 @@ def status_html(
     }.get(state.status.value, "#1565c0")
     parts = [
         _badge(state.status.value, colour),
-        f"step <b>{state.step}</b>",
-        _next_text(state, next_phase),
+        *step_position(state, next_phase),
         f"stop reason <b>{state.stop_reason.value if state.stop_reason else '—'}</b>",
         escape(_budget_text(budget)),
         f"tokens {state.usage.total_tokens:,}",
@@ -520,6 +519,14 @@ def status_html(
     return f'<div class="wb-status">{" · ".join(parts)}{error}{extra}</div>'
 
 
+def step_position(state: AgentState, next_phase: Phase | None) -> tuple[str, str]:
+    """The step, and what comes next: between steps, the next PREPARE is the next step's."""
+    if next_phase is Phase.PREPARE and state.step:
+        done, following = f"<b>{state.step}</b>", f"<b>{state.step + 1}</b>"
+        return f"step {done} done", f"next phase <b>prepare</b> of step {following}"
+    return f"step <b>{state.step}</b>", _next_text(state, next_phase)
+
+
 def _next_text(state: AgentState, next_phase: Phase | None) -> str:
     """What comes next: a phase, the answer a paused run waits for, or nothing (it ended)."""
     if next_phase is not None:
@@ -528,63 +535,3 @@ def _next_text(state: AgentState, next_phase: Phase | None) -> str:
     if state.status is ExecutionStatus.PAUSED and waiting:
         return f"waits for your answer to <b>{waiting}</b> call{'s' if waiting > 1 else ''}"
     return "next phase <b>—</b>"
-
-
-def phase_log_html(events: Sequence[PhaseEvent]) -> str:
-    """Phases as they ran, each sub-run's indented under the phase of its parent that ran it.
-
-    >>> import workbench as wb
-    >>> state = wb.AgentState(agent_name="<b>", depth=1)
-    >>> "&lt;b&gt;" in phase_log_html([wb.PhaseEvent(phase=wb.Phase.PREPARE, step=1, state=state)])
-    True
-    """
-    rows = []
-    for event in events:
-        state = event.state
-        who = escape(state.agent_name)
-        who = f"↳ {who} (depth {state.depth})" if state.depth else who
-        stop = f" · <b>stopped: {escape(str(event.breakpoint))}</b>" if event.breakpoint else ""
-        rows.append(
-            f'<div class="wb-phase" style="margin-left:{1.5 * state.depth}em">'
-            f"{who} · step {event.step} · {event.phase.value} · "
-            f"{event.duration * 1e3:.1f} ms{stop}</div>"
-        )
-    return f'<div class="wb-phase-log" style="font-size:11px">{"".join(rows)}</div>'
-
-
-def subrun_html(path: Sequence[AgentState], next_phase: Phase | None) -> str:
-    """Where stepping stopped inside a sub-run, and how it got there.
-
-    ``path`` is the stepped run's state, then each sub-run's down to the one stopped in: each
-    step down is read as the parent's call that started it ("lead's research ▸ researcher's
-    dig"), which a person recognises, not the call's id.
-
-    >>> import workbench as wb
-    >>> call = wb.Message.assistant_tool_call("dig", {}, call_id="d1")
-    >>> top = wb.AgentState(agent_name="researcher", messages=(call,))
-    >>> sub = wb.AgentState(agent_name="<b>", depth=1, parent_call_id="d1")
-    >>> html = subrun_html([top, sub], None)
-    >>> "&lt;b&gt;" in html and "via researcher's dig" in html
-    True
-    """
-    state = path[-1]
-    calls = [
-        f"{escape(parent.agent_name)}'s {escape(_call_name(parent, child.parent_call_id))}"
-        for parent, child in itertools.pairwise(path)
-    ]
-    via = f", via {' ▸ '.join(calls)}" if calls else ""
-    return (
-        f'<div class="wb-subrun" style="margin-left:{1.5 * state.depth}em">↳ inside sub-run '
-        f"<b>{escape(state.agent_name)}</b> (depth {state.depth}{via}): "
-        f"step <b>{state.step}</b>, next phase <b>{next_phase.value if next_phase else '—'}</b>"
-        "</div>"
-    )
-
-
-def _call_name(state: AgentState, call_id: str | None) -> str:
-    """The tool of ``state``'s call ``call_id`` (its id when the call is not in the messages)."""
-    for message in reversed(state.messages):
-        for part in message.parts:
-            if isinstance(part, ToolCall) and part.call_id == call_id:
-                return part.name
-    return call_id or "?"

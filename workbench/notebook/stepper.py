@@ -29,16 +29,16 @@ from workbench.notebook.html import (
     calls_html,
     messages_html,
     pending_html,
-    phase_log_html,
     status_html,
     step_html,
-    subrun_html,
+    summary_html,
 )
 from workbench.notebook.spans import timeline_figure
+from workbench.notebook.stepping_html import asked_html, phase_log_html, subrun_html
 from workbench.notebook.tables import step_labels
 from workbench.records import PhaseEvent
 from workbench.session import Session
-from workbench.state import PendingCall, Phase
+from workbench.state import AgentState, PendingCall, Phase
 from workbench.telemetry.trace import Trace
 from workbench.traces import trace_of
 
@@ -70,10 +70,16 @@ class ApprovalRow(widgets.HBox):  # type: ignore[misc]  # ipywidgets is untyped
         self,
         pending: PendingCall,
         decide: Callable[[str, bool | str], None],
-        asker: str | None = None,
+        path: Sequence[AgentState] = (),
     ) -> None:
+        """A row for ``pending``; ``decide`` gets its call id and the decision.
+
+        ``path``: for a call a sub-run asks, the states from this run down to that sub-run (the
+        row says which sub-agent asks, and through which calls).
+        """
         self.pending = pending
-        self.label = widgets.HTML(pending_html([pending]) + _asked_html(pending, asker))
+        asked = asked_html(path, pending.call_id) if len(path) > 1 else ""
+        self.label = widgets.HTML(pending_html([pending]) + asked)
         self.reason = widgets.Text(placeholder="reason (sent to the model if denied)")
         self.approve_button = widgets.Button(description="Approve", button_style="success")
         self.deny_button = widgets.Button(description="Deny", button_style="danger")
@@ -84,25 +90,14 @@ class ApprovalRow(widgets.HBox):  # type: ignore[misc]  # ipywidgets is untyped
         super().__init__([self.label, self.reason, self.approve_button, self.deny_button])
 
 
-def _asked_html(pending: PendingCall, asker: str | None) -> str:
-    """Who asks for a sub-run's call: its agent and the call of this run that started it.
-
-    The parent's row would otherwise show only the tool, and two sub-agents may share one.
-    """
-    if pending.via is None:
-        return ""
-    who = f"sub-agent <b>{escape(asker)}</b>" if asker else "a sub-run"
-    return f"<div class='wb-asked'>asked by {who} via call <code>{escape(pending.via)}</code></div>"
-
-
-def _asker(result: RunResult, call_id: str) -> str | None:
-    """The agent of the sub-run that waits on ``call_id`` itself (not through a sub-run)."""
+def _asking(result: RunResult, call_id: str) -> list[AgentState]:
+    """The states from ``result``'s run down to the sub-run that asks ``call_id`` itself."""
     for child in result.children:
         if any(p.call_id == call_id and p.via is None for p in child.state.pending):
-            return child.state.agent_name
-        if (found := _asker(child, call_id)) is not None:
-            return found
-    return None
+            return [result.state, child.state]
+        if below := _asking(child, call_id):
+            return [result.state, *below]
+    return []
 
 
 class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
@@ -161,6 +156,9 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._busy = False
         self._stop_requested = False
         self._note = " · ".join(f"warning: {w}" for w in warned)
+        self._summary_shown = ""
+        self._traceback: str | None = None
+        """Under the note: the traceback of the breakpoint predicate that raised, if one did."""
         self.stopped_at: Break | None = None
         """The breakpoint Continue last stopped at."""
         self._shown_records = -1
@@ -333,6 +331,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                 self.stopped_at = event.breakpoint
                 where = f" in {event.state.agent_name}" if event.depth else ""
                 self._note = f"stopped at breakpoint {event.breakpoint}{where}"
+                self._traceback = event.breakpoint.traceback  # its predicate raised
         finally:
             self._busy = False
             self.refresh()
@@ -349,6 +348,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         ms = event.duration * 1e3
         who = f"{event.state.agent_name} (depth {event.depth}) " if event.depth else ""
         self._note = f"ran {who}{event.phase.value} of step {event.step} in {ms:.1f} ms"
+        self._traceback = None
         if event.phase is Phase.PREPARE and not event.depth:
             self.streamed = self.stream.value = ""
         self.refresh()
@@ -390,7 +390,10 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         """
         run = self.run
         budget = run.snapshots[-1].budget if run.snapshots else None
-        self.status.value = status_html(run.state, run.next_phase_name, budget, note=self._note)
+        status = status_html(
+            run.state, run.next_phase_name, budget, note=self._note, traceback=self._traceback
+        )
+        self.status.value = self._summary() + status
         subrun = run.subrun
         path = [run.state, *(sub.state for sub in run.subrun_path)]
         inside = subrun_html(path, subrun.next_phase_name) if subrun else ""
@@ -403,6 +406,14 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self._timeline_soon()
         self._follow()
         self._show_messages()
+
+    def _summary(self) -> str:
+        """What went wrong anywhere in the tree, in one red line once a press ends ("")."""
+        if self.busy:  # the errors are read from the whole tree: once a press, not every phase
+            return self._summary_shown
+        result = self.run.result
+        self._summary_shown = summary_html(result.summary, failed=True) if result.errors else ""
+        return self._summary_shown
 
     def _step_events(self) -> list[PhaseEvent]:
         """The events since the run's own step began: its phases and those of its sub-runs."""
@@ -501,7 +512,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             return
         result = self.run.result
         self.approval_rows = [
-            ApprovalRow(p, self._decide, _asker(result, p.call_id)) for p in pending
+            ApprovalRow(p, self._decide, _asking(result, p.call_id)) for p in pending
         ]
         self.approvals.children = tuple(self.approval_rows)
 
