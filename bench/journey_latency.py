@@ -1,4 +1,4 @@
-"""Click-to-render latency of the journeys' clicks, in JupyterLab in headless chromium.
+"""Click-to-render latency of the journeys' clicks: JupyterLab, Notebook 7, the report offline.
 
     .venv/bin/python bench/journey_latency.py [--trials 5] [--steps 25] [--read 0]
 
@@ -15,7 +15,9 @@ kind of click a person makes in the journeys (tests/journeys/):
 - **explorer filter**: the "errors only" box checked or unchecked; "shown" is the count line
   changing;
 - **explorer search typed**: a word typed into the search box (from the input event; the box
-  waits 150 ms for the typing to stop before asking the kernel, which is in the figure).
+  waits 150 ms for the typing to stop before asking the kernel, which is in the figure);
+- the same three explorer clicks in **Notebook 7** (journey 6) and in the **report opened
+  offline** (journey 5: the page's own script, no kernel).
 
 Both ends are timed by the page (`tests.journeys.harness.click_latency`: the click event and
 the DOM change a `MutationObserver` sees), so the browser driver's polling is not in the figure;
@@ -94,6 +96,9 @@ result = agent.run_sync("go")
 explorer = TraceExplorer(result)
 explorer'''
 
+REPORT_FILE = "journey-latency-report.html"
+REPORT = f"from workbench.report import write_report\nwrite_report(result, {REPORT_FILE!r})"
+
 STEPPER = """stepper = Stepper(team(), "Prices?", breakpoints=[wb.Break.on_tool("search")])
 stepper"""
 
@@ -119,14 +124,14 @@ _STEPPER_SHOWN = """() => {
 }"""
 
 _ROW_SHOWN = """() => {
-  const root = document.querySelector("[data-wb-bench='explorer']");
+  const root = document.querySelector("[data-wb-bench='%s']");
   const row = root.querySelector(".wbx-row.wbx-selected");
   return row !== null && row.dataset.id === %s
     && root.querySelector(".wbx-detail").textContent.includes(%s);
 }"""
 
 _COUNT_CHANGED = """() => {
-  const count = document.querySelector("[data-wb-bench='explorer'] .wbx-count");
+  const count = document.querySelector("[data-wb-bench='%s'] .wbx-count");
   return count.textContent !== %s;
 }"""
 
@@ -150,40 +155,39 @@ def stepper_trial(
         figures[f"Stepper: {name}"].append(click_latency(notebook.page, target, shown))
 
 
-def explorer_clicks(notebook: Notebook, figures: dict[str, list[float]], rows: int) -> None:
-    """Click span rows, toggle "errors only", type searches: each timed."""
-    cell = notebook.run()
-    _mark(cell, "explorer")
-    explorer = cell.locator(".wbx")
-    page = notebook.page
+def explorer_clicks(
+    page: Any, root: Any, where: str, figures: dict[str, list[float]], rows: int
+) -> None:
+    """Click span rows, toggle "errors only", type searches in the explorer ``root``: each timed."""
+    root.evaluate("(node, name) => { node.dataset.wbBench = name; }", where)
     for index in range(rows):
-        row = explorer.locator(".wbx-row").nth(index)
+        row = root.locator(".wbx-row").nth(index)
         span, label = row.get_attribute("data-id"), row.locator(".wbx-label").inner_text()
-        shown = _ROW_SHOWN % (json.dumps(span), json.dumps(label))
-        figures["explorer: row click"].append(click_latency(page, row, shown))
-    errors = explorer.get_by_role("checkbox", name="errors only")
-    for _ in range(rows // 2):
-        before = explorer.locator(".wbx-count").text_content()
-        changed = _COUNT_CHANGED % json.dumps(before)
-        figures["explorer: errors-only filter"].append(click_latency(page, errors, changed))
-    search = explorer.locator(".wbx-search")
+        shown = _ROW_SHOWN % (where, json.dumps(span), json.dumps(label))
+        figures[f"{where}: row click"].append(click_latency(page, row, shown))
+    errors = root.get_by_role("checkbox", name="errors only")
+    for _ in range(2 * max(rows // 4, 1)):  # an even count: the box ends unchecked
+        before = root.locator(".wbx-count").text_content()
+        changed = _COUNT_CHANGED % (where, json.dumps(before))
+        figures[f"{where}: errors-only filter"].append(click_latency(page, errors, changed))
+    search = root.locator(".wbx-search")
     for word in ["add", "", "chat", "", "step", "", "tool", ""][: max(rows // 2, 2)]:
-        before = explorer.locator(".wbx-count").text_content()
-        changed = _COUNT_CHANGED % json.dumps(before)
-        figures["explorer: search typed"].append(
+        before = root.locator(".wbx-count").text_content()
+        changed = _COUNT_CHANGED % (where, json.dumps(before))
+        figures[f"{where}: search typed"].append(
             click_latency(page, search, changed, start="input", act=lambda w=word: search.fill(w))
         )
 
 
 def report(figures: dict[str, list[float]]) -> None:
-    print(f"{'click':32} {'n':>3} {'median s':>9} {'p90 s':>7} {'max s':>7}")
+    print(f"{'click':40} {'n':>3} {'median s':>9} {'p90 s':>7} {'max s':>7}")
     for kind, values in figures.items():
         ordered = sorted(values)
         p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
         median = statistics.median(ordered)
-        print(f"{kind:32} {len(ordered):>3} {median:>9.3f} {p90:>7.3f} {ordered[-1]:>7.3f}")
-    stepper = [v for k, v in figures.items() if k.startswith("Stepper") for v in v]
-    explorer = [v for k, v in figures.items() if k.startswith("explorer") for v in v]
+        print(f"{kind:40} {len(ordered):>3} {median:>9.3f} {p90:>7.3f} {ordered[-1]:>7.3f}")
+    stepper = [x for k, values in figures.items() if k.startswith("Stepper") for x in values]
+    explorer = [x for k, values in figures.items() if not k.startswith("Stepper") for x in values]
     print(
         f"\nall Stepper clicks: median {statistics.median(stepper):.3f} s (target 0.1-0.2 s); "
         f"all explorer clicks: median {statistics.median(explorer):.3f} s (target 0.1-0.5 s)"
@@ -203,6 +207,7 @@ def main() -> None:
         "import workbench as wb\nfrom workbench.notebook import Stepper, TraceExplorer",
         TEAM,
         LONG_RUN.format(steps=args.steps),
+        REPORT,
         *[STEPPER] * args.trials,
     ]
     figures: dict[str, list[float]] = defaultdict(list)
@@ -213,9 +218,20 @@ def main() -> None:
     ):
         notebook = server.open(browser.new_page(), "journey-latency", cells)
         notebook.run_until(2)
-        explorer_clicks(notebook, figures, rows=20)
+        page = notebook.page
+        explorer_clicks(page, notebook.run().locator(".wbx"), "explorer", figures, rows=20)
+        notebook.run()  # the same run's report, written for the offline clicks below
         for trial in range(args.trials):
             stepper_trial(notebook, trial, figures, args.read)
+        # Journey 6's clicks in Notebook 7, and journey 5's in the report opened offline.
+        classic = server.open(browser.new_page(), "journey-latency-nb7", cells[:3], ui="notebook")
+        classic.run_until(2)
+        root = classic.run().locator(".wbx")
+        explorer_clicks(classic.page, root, "Notebook 7 explorer", figures, rows=10)
+        offline = browser.new_page()
+        offline.goto((server.root / REPORT_FILE).as_uri())
+        root = offline.locator("#wb-explorer")
+        explorer_clicks(offline, root, "report explorer", figures, rows=10)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
         f"click to render, JupyterLab in headless chromium ({args.trials} Stepper trials, "

@@ -361,5 +361,11 @@ def click_latency(
         target.click()
     else:
         act()
-    ms: float = page.evaluate("() => window.wbLatency")
+    ms: float = page.evaluate(_SHOWN_IN_TIME, TIMEOUT_MS)
     return ms / 1000
+
+
+_SHOWN_IN_TIME = """(timeout) => Promise.race([
+  window.wbLatency,
+  new Promise((_, fail) => setTimeout(() => fail(new Error("never shown")), timeout)),
+])"""
