@@ -110,4 +110,8 @@ def test_continue_into_a_sub_agent_then_every_button_from_later_cells(
     expect(stepper.locator(".wb-status")).to_contain_text("completed")
     expect(stepper).to_contain_text("The coat costs 120 and the shoes 80.")
     expect(button(stepper, "Next phase")).to_be_disabled()
+    # the timeline follows a moment later: the whole run, no longer "so far"
+    title = stepper.locator(".js-plotly-plot .gtitle")
+    expect(title).to_have_text(re.compile(r"^Timeline: \d+ steps of 3 agents"))
+    expect(title).not_to_contain_text("so far")
     notebook.shot("8-run-to-end", stepper)
