@@ -475,6 +475,17 @@ def test_report_says_steps_and_links_the_resumed_part_by_its_label(demo: wb.RunR
     assert 'id="wb-explorer"' in html and "staticModel(data)" in html
 
 
+def test_the_reports_step_links_fold_past_a_hundred_steps() -> None:
+    from tests._counting import counting_agent
+    from workbench.report import NAV_OPEN
+
+    few = report_html(counting_agent(3).run_sync("count"))
+    assert '<nav>steps: <a href="#step-0">1</a>' in few  # open: a few links
+    many = report_html(counting_agent(NAV_OPEN + 1).run_sync("count"))
+    assert f"<nav><details><summary>{NAV_OPEN + 1:,} steps: go to one</summary>" in many
+    assert f'<a href="#step-{NAV_OPEN}">{NAV_OPEN + 1}</a>' in many  # every step still linked
+
+
 def test_a_failed_model_call_is_on_the_timeline() -> None:
     async def down(messages: object, request: object) -> wb.ModelResponse:
         raise RuntimeError("model down")

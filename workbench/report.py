@@ -71,8 +71,7 @@ def report_html(
         f'<h2 id="explorer">Trace explorer</h2>{explorer_page_html(ExplorerView(trace))}'
         f'<h2 id="timing">Time per step</h2>{timing_bars_html(trace)}'
         f'<h2 id="tokens">Tokens per step</h2>{tokens_bars_html(trace)}'
-        f'<h2 id="messages">Messages, step by step</h2>'
-        f"{f'<nav>steps: {nav}</nav>' if nav else ''}{sections}"
+        f'<h2 id="messages">Messages, step by step</h2>{_nav_html(nav)}{sections}'
     )
     return _page(title or _title(trace), _summary_html(trace), body, styles)
 
@@ -82,6 +81,25 @@ def _page(title: str, summary: str, body: str, styles: str = "") -> str:
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>{_STYLE}{styles}</style></head><body>"
         f"<h1>{escape(title)}</h1>{summary}{body}</body></html>"
+    )
+
+
+NAV_OPEN = 100
+"""The most step links the messages' navigation shows open (more are folded, one click away)."""
+
+
+def _nav_html(links: Sequence[str]) -> str:
+    """The links to the steps' sections: open for a few, folded under a summary for many.
+
+    A link per step of a 1,667-step trace is a page of numbers above the first message.
+    """
+    if not links:
+        return ""
+    joined = " · ".join(links)
+    if len(links) <= NAV_OPEN:
+        return f"<nav>steps: {joined}</nav>"
+    return (
+        f"<nav><details><summary>{len(links):,} steps: go to one</summary>{joined}</details></nav>"
     )
 
 
@@ -182,7 +200,7 @@ def _summary_html(trace: Trace) -> str:
     return f'{top}<table class="wb-summary">{cells}</table>'
 
 
-def _steps_html(trace: Trace) -> tuple[str, str]:
+def _steps_html(trace: Trace) -> tuple[list[str], str]:
     """The steps' navigation links and one section per step, with its messages.
 
     A step's record draws it when the trace came from a run; otherwise its model call's
@@ -192,7 +210,7 @@ def _steps_html(trace: Trace) -> tuple[str, str]:
     rows = trace.step_rows()
     content = _model_content(trace)
     if rows and not trace.steps and not content:
-        return "", (
+        return [], (
             "<p>The trace has no message content: it was recorded without it (a workbench run "
             "keeps it with <code>Telemetry(capture_content=True)</code>).</p>"
         )
@@ -212,7 +230,7 @@ def _steps_html(trace: Trace) -> tuple[str, str]:
         sections.append(
             f'<section class="wb-step-section" id="step-{i}"><b>step {label}</b>{body}</section>'
         )
-    return " · ".join(links), "".join(sections)
+    return links, "".join(sections)
 
 
 def _step_record_html(record: StepRecord, steps: Sequence[StepRecord]) -> str:
