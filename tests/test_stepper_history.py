@@ -65,6 +65,7 @@ def test_a_run_with_no_steps_says_so() -> None:
     agent = wb.Agent(model=wb.ScriptedModel(["never"]), store=False)
     run = agent.start("hi")  # started, no phase run yet
     history = Stepper.of(run)
+    assert "This run has not ended" in history.status.value
     assert history.step_picker.options == ()
     assert "never started a step" in history.messages.value
     assert "never started a step" in history.timeline.outputs[0]["data"]["text/html"]

@@ -28,6 +28,10 @@ NOTE = (
     "This run has ended: its history, step by step. Nothing is left to drive; "
     "a Stepper drives a run you start (Stepper(agent, prompt)), a RerunPanel re-runs from a step."
 )
+NOTE_SO_FAR = (
+    "This run has not ended: its history so far, step by step. It goes on from its AgentRun "
+    "(or agent.resume for a paused run); these views do not drive it."
+)
 
 
 class StepperHistory(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
@@ -87,7 +91,8 @@ class StepperHistory(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         result = self.runs[place][0]
         steps = result.steps
         budget = result.snapshots[-1].budget if result.snapshots else None
-        self.status.value = status_html(result.state, None, budget, note=NOTE)
+        note = NOTE if result.status.is_terminal else NOTE_SO_FAR
+        self.status.value = status_html(result.state, None, budget, note=note)
         own = result.state.run_id  # its own failure is in the status line, traceback and all
         others = [e for e in result.errors if e.run_id != own or e.kind not in ("run", "subrun")]
         self.errors.value = errors_html(others)
