@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from workbench.notebook import Stepper
+from tests.test_telemetry import run_with_pause
+from workbench.notebook import Stepper, combine_results
 from workbench.telemetry.records_of import result_of_trace
 
 R = wb.ModelResponse
@@ -83,6 +84,20 @@ def test_a_rebuilt_run_has_the_steps_calls_and_errors_the_spans_say(tmp_path: Pa
     assert rebuilt.state.metadata == {"case": "c"}
     assert rebuilt.state.usage.total_tokens == sum(s.usage.total_tokens for s in rebuilt.steps) > 0
     assert [e.kind for e in rebuilt.errors] == ["tool"]
+
+
+def test_a_paused_and_resumed_run_is_one_run(tmp_path: Path) -> None:
+    telemetry = wb.Telemetry(capture_content=True)
+    paused, done = run_with_pause(telemetry)  # the resumption in a trace of its own
+    rebuilt = result_of_trace(wb.load_trace(telemetry.write_otlp_json(tmp_path / "p.otlp.json")))
+    called = [s.index for s in (*paused.steps, *done.steps) if s.response is not None]
+    assert [s.index for s in rebuilt.steps] == called and rebuilt.run_id == done.run_id
+    assert (rebuilt.status, rebuilt.output) == (done.status, done.output)
+    found = wb.diff(rebuilt, combine_results([paused, done]))
+    # the one thing spans cannot say: the conventions have no retry prompt, so the retry the
+    # model was sent at step 1 reads back as the tool's result
+    assert [s.step for s in found.steps if s.status != "same"] == [1]
+    assert "result of" in str(found) and "→ retry prompt" in str(found)
 
 
 def test_a_trace_steps_through_in_the_stepper_history(tmp_path: Path) -> None:

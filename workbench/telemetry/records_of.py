@@ -8,12 +8,14 @@ compare step by step as two runs do (`workbench.diff`).
 
 What cannot be read off spans is left out, not made up: no snapshots (a re-run from a trace goes
 through `Agent.rerun_from_trace`), no sub-runs (a sub-agent's calls are a conversation of their
-own: ``children`` is empty), no hooks and no tools offered.
+own: ``children`` is empty), no hooks and no tools offered. A retry prompt reads back as the
+tool's result (the GenAI conventions have no part for one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast, get_args
 
 from workbench._json import loads
 from workbench.errors import TraceLoadError
@@ -26,7 +28,7 @@ from workbench.messages import (
     ToolCall,
     Usage,
 )
-from workbench.records import RunResult, StepRecord, Timing, ToolOutcome
+from workbench.records import OutcomeStatus, RunResult, StepRecord, Timing, ToolOutcome
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, StopReason
 from workbench.telemetry import names as n
 from workbench.telemetry.recover import messages_of_chat
@@ -42,8 +44,9 @@ def result_of_trace(trace: Trace) -> RunResult:
     Raises `TraceLoadError` when the trace has no model call with captured messages (record
     with ``Telemetry(capture_content=True)``).
     """
-    run = trace.top_runs()[0] if trace.top_runs() else None
-    run_key = run.span_id if run is not None else None
+    executions = trace.top_runs()  # a paused run and its resumption: one run, two run spans
+    run = executions[-1] if executions else None
+    run_key = _key(run) if run is not None else None
     chats = [c for c in conversation_chats(trace) if _run_key(trace, c) == run_key]
     sent = [request_of(c) for c in chats]
     if not chats or not any(sent):
@@ -91,9 +94,14 @@ def result_of_trace(trace: Trace) -> RunResult:
 
 
 def _run_key(trace: Trace, span: SpanData) -> str | None:
-    """The span id of the run span above ``span`` (None in a trace without run spans)."""
+    """The run above ``span`` (`_key`; None in a trace without run spans)."""
     run = run_span_of(trace, span)
-    return run.span_id if run is not None else None
+    return _key(run) if run is not None else None
+
+
+def _key(run: SpanData) -> str:
+    """A run span's run: its ``workbench.run.id`` (every execution's), else the span itself."""
+    return str(run.attributes.get(n.RUN_ID) or run.span_id)
 
 
 def _answer(chat: SpanData, sent: Sequence[Message]) -> tuple[Message, ...]:
@@ -170,12 +178,20 @@ def _outcome(span: SpanData) -> ToolOutcome:
         call_id=str(attributes.get(n.TOOL_CALL_ID) or span.span_id),
         name=str(attributes.get(n.TOOL_NAME) or attributes.get(n.OI_TOOL_NAME) or span.name),
         arguments=_arguments(attributes.get(n.TOOL_CALL_ARGUMENTS)),
-        status="error" if span.is_error else "ok",
+        status=_outcome_status(span),
         content=str(result if result is not None else span.status_message or ""),
         duration=span.duration_ns / 1e9,
         started_at=span.start_ns / 1e9,
         exception=exception,
     )
+
+
+def _outcome_status(span: SpanData) -> OutcomeStatus:
+    """How the call ended: as our span says it (a retry, a denial), else by the span's status."""
+    said = span.attributes.get(n.TOOL_STATUS)
+    if said in get_args(OutcomeStatus):
+        return cast(OutcomeStatus, said)
+    return "error" if span.is_error else "ok"
 
 
 def _arguments(value: object) -> dict[str, JsonValue]:
