@@ -25,7 +25,7 @@ def answer(messages, request):
 def test_agent(model_cassette):
     agent = wb.Agent(model=model_cassette(wb.FunctionModel(answer)), store=False)
     result = agent.run_sync(os.environ.get("PROMPT", "there"))
-    assert result.error is None, result.error.message
+    assert result.error is None, f"{result.error.type}: {result.error.message}"
     assert result.output == "hello there"
 
 
