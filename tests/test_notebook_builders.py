@@ -291,6 +291,9 @@ def test_message_html_colours_roles_and_escapes() -> None:
 def test_step_html_shows_calls_results_retries_and_a_diff(demo: wb.RunResult) -> None:
     first = step_html(demo.steps[0], demo.steps)
     assert "Step 1" in first and "wb-retry" in first and "twenty-five" in first
+    assert "running" not in first  # the run went on from step 1: its header says nothing of it
+    last = step_html(demo.steps[-1], demo.steps)
+    assert "completed · stop: completed" in last  # the step that ended the run says how
     assert "What the model saw</h4>" in first
     second = step_html(demo.steps[1], demo.steps)
     assert "against step 1" in second

@@ -389,10 +389,13 @@ def step_html(step: StepRecord, steps: Sequence[StepRecord] = ()) -> str:
     records, in order), so it shows exactly what changed in what the model saw.
     """
     t = step.timing
-    stop = f" · stop: {step.stop_reason.value}" if step.stop_reason is not None else ""
+    # A step the run went on from says nothing of the run's status: "running" read as if the
+    # step had not ended. The step that ended the run says how and why it ended.
+    status = "" if step.status is ExecutionStatus.RUNNING else f"{step.status.value} · "
+    stop = f"stop: {step.stop_reason.value} · " if step.stop_reason is not None else ""
     head = (
         f'<div class="wb-step-head" style="font-weight:600">Step {step.index} · '
-        f"{step.status.value}{stop} · {t.total * 1e3:.2f} ms · "
+        f"{status}{stop}{t.total * 1e3:.2f} ms · "
         f"{step.usage.input_tokens} in / {step.usage.output_tokens} out tokens</div>"
     )
     sections = [head, "<h4 style='margin:6px 0 2px'>What this step added</h4>"]
