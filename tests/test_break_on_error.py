@@ -8,6 +8,7 @@ import warnings
 import pytest
 
 import workbench as wb
+from tests._failing_team import BROKEN_LINE
 from tests._failing_team import team as _team
 from workbench.notebook import Stepper
 
@@ -52,6 +53,9 @@ def test_the_stepper_takes_error_in_its_breakpoint_box_and_continue_stops_there(
     assert stepper.stopped_at == wb.Break.on_error()
     assert "stopped at breakpoint on a tool error in digger" in stepper.status.value
     assert "TypeError" in stepper.messages.value  # the digger's failed result is shown
+    # and where it was raised: the failed call of the step so far, with its traceback
+    assert "Failed so far" in stepper.messages.value
+    assert "in apply_discount" in stepper.messages.value and BROKEN_LINE in stepper.messages.value
     stepper.run_button.click()
     assert stepper.result.output == "9.99" and stepper.errors == []
 

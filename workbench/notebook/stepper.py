@@ -28,6 +28,7 @@ from workbench.notebook.history import StepperHistory
 from workbench.notebook.html import (
     calls_html,
     messages_html,
+    outcomes_html,
     pending_html,
     status_html,
     step_html,
@@ -522,7 +523,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         if subrun is not None and chosen == LIVE:  # stopped inside a sub-run: its conversation
             name, depth = escape(subrun.state.agent_name), subrun.state.depth
             head = f"<b>Sub-run {name} (depth {depth}), step {subrun.state.step} so far</b>"
-            shown = messages_html(subrun.state.messages)
+            shown = messages_html(subrun.state.messages) + _failed_so_far(subrun)
             self.messages.value = head + shown + calls_html(subrun.pending_calls)
             return
         if chosen is not None and 0 <= chosen < len(steps):
@@ -535,4 +536,23 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         if not steps and not self.events:
             head = "<b>The run has not started</b>: its first messages"
         waiting = calls_html(self.run.pending_calls)
-        self.messages.value = head + messages_html(live, empty="no new messages yet") + waiting
+        shown = messages_html(live, empty="no new messages yet") + _failed_so_far(self.run)
+        self.messages.value = head + shown + waiting
+
+
+def _failed_so_far(run: AgentRun) -> str:
+    """The failed tool calls of the step under way, each with its traceback.
+
+    Stopped where a tool failed (`Break.on_error`), the conversation shows only the message the
+    model will read; the person looking for the bug needs the file, function and line too.
+    """
+    so_far = run.so_far()
+    steps = so_far.result.steps
+    if not steps or (steps[-1].run_id, steps[-1].execution_id, steps[-1].index) not in (
+        so_far.open_steps
+    ):
+        return ""
+    failed = [o for o in steps[-1].tool_outcomes if o.status == "error"]
+    if not failed:
+        return ""
+    return "<h4 style='margin:6px 0 2px'>Failed so far</h4>" + outcomes_html(failed)
