@@ -61,7 +61,9 @@ def test_first_run_records_then_replays_without_the_model(
     monkeypatch.setenv("PROMPT", "you")  # the test changed: the cassette says how
     result = run(pytester, "-k", "test_agent")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*ReplayDivergence*", "*- recorded: text 'there'*"])
+    # what diverged, and how (pytest prints the assertion's message before the failing value)
+    result.stdout.fnmatch_lines(["*ReplayDivergence*"])
+    result.stdout.fnmatch_lines(["*- recorded: text 'there'*", "*+ sent:     text 'you'*"])
 
 
 def test_the_command_line_mode_wins(
