@@ -61,7 +61,9 @@ def test_the_stepper_takes_error_in_its_breakpoint_box_and_continue_stops_there(
 
 
 def test_a_breakpoint_on_a_tool_no_agent_has_warns_and_says_which_tools_there_are() -> None:
-    with pytest.warns(wb.BreakpointWarning, match="no tool 'serach'") as caught:
+    with pytest.warns(
+        wb.BreakpointWarning, match="no agent of this run's tree has a tool 'serach'"
+    ) as caught:
         run = _team().start("go", breakpoints=[wb.Break.on_tool("serach")])
     assert "apply_discount, dig, lookup_price, research" in str(caught[0].message)
     assert [str(b) for b in run.breakpoints] == ["on tool 'serach'"]  # kept: tools may change

@@ -207,9 +207,10 @@ def never_fires(breakpoint: Break, tools: frozenset[str] | None) -> str | None:
     """
     if breakpoint.kind != "tool" or tools is None or breakpoint.tool in tools:
         return None
-    where = "this run" if breakpoint.scope == "run" else "any agent of this run's tree"
     known = ", ".join(sorted(tools)) or "none"
-    return (
-        f"breakpoint {breakpoint} can never fire: {where} has no tool {breakpoint.tool!r} "
-        f"(tools: {known})"
+    missing = (
+        f"this run has no tool {breakpoint.tool!r}"
+        if breakpoint.scope == "run"
+        else f"no agent of this run's tree has a tool {breakpoint.tool!r}"
     )
+    return f"breakpoint {breakpoint} can never fire: {missing} (tools: {known})"
