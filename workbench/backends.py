@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -193,7 +194,7 @@ _SORT_KEYS: dict[str, Callable[[RunSummary], Any]] = {
 _UNSEEN = object()
 
 
-class BackendRuns:
+class BackendRuns(ABC):
     """A trace backend as a `workbench.runlist.RunSource`: its traces, listed within bounds.
 
     ``timeout`` bounds one listing (every request it makes), ``pages`` its requests, ``limit``
@@ -318,17 +319,17 @@ class BackendRuns:
                 return listing.traces[trace_id]
         return load_trace(self._trace_url(trace_id), timeout=self.timeout)
 
+    @abstractmethod
     def _candidates(self, listing: Listing, spec: RunFilter) -> Iterator[Page]:
         """The backend's traces for ``spec``, newest first, asked for page by page."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _newest(self) -> object:
         """The newest trace's id (None: the backend cannot say cheaply)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _trace_url(self, trace_id: str) -> str:
         """The `load_trace` source of one trace."""
-        raise NotImplementedError
 
 
 def _traces(spans: Sequence[SpanData]) -> list[Trace]:

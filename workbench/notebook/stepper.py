@@ -416,6 +416,27 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._summary_shown = summary_html(result.summary, failed=True) if result.errors else ""
         return self._summary_shown
 
+    def _failed_so_far(self, run: AgentRun) -> str:
+        """The failed tool calls of the step under way, each with its traceback.
+
+        Stopped where a tool failed (`Break.on_error`), the conversation shows only the message the
+        model will read; the person looking for the bug needs the file, function and line too.
+        Read once a press ends, not at every phase of one: the step so far is the run tree
+        rebuilt, and a long Run to end would rebuild it at every phase.
+        """
+        if self.busy:
+            return ""
+        so_far = run.so_far()
+        steps = so_far.result.steps
+        if not steps or (steps[-1].run_id, steps[-1].execution_id, steps[-1].index) not in (
+            so_far.open_steps
+        ):
+            return ""
+        failed = [o for o in steps[-1].tool_outcomes if o.status == "error"]
+        if not failed:
+            return ""
+        return "<h4 style='margin:6px 0 2px'>Failed so far</h4>" + outcomes_html(failed)
+
     def _step_events(self) -> list[PhaseEvent]:
         """The events since the run's own step began: its phases and those of its sub-runs."""
         starts = [i for i, e in enumerate(self.events) if not e.depth and e.phase is Phase.PREPARE]
@@ -523,7 +544,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         if subrun is not None and chosen == LIVE:  # stopped inside a sub-run: its conversation
             name, depth = escape(subrun.state.agent_name), subrun.state.depth
             head = f"<b>Sub-run {name} (depth {depth}), step {subrun.state.step} so far</b>"
-            shown = messages_html(subrun.state.messages) + _failed_so_far(subrun)
+            shown = messages_html(subrun.state.messages) + self._failed_so_far(subrun)
             self.messages.value = head + shown + calls_html(subrun.pending_calls)
             return
         if chosen is not None and 0 <= chosen < len(steps):
@@ -536,23 +557,5 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         if not steps and not self.events:
             head = "<b>The run has not started</b>: its first messages"
         waiting = calls_html(self.run.pending_calls)
-        shown = messages_html(live, empty="no new messages yet") + _failed_so_far(self.run)
+        shown = messages_html(live, empty="no new messages yet") + self._failed_so_far(self.run)
         self.messages.value = head + shown + waiting
-
-
-def _failed_so_far(run: AgentRun) -> str:
-    """The failed tool calls of the step under way, each with its traceback.
-
-    Stopped where a tool failed (`Break.on_error`), the conversation shows only the message the
-    model will read; the person looking for the bug needs the file, function and line too.
-    """
-    so_far = run.so_far()
-    steps = so_far.result.steps
-    if not steps or (steps[-1].run_id, steps[-1].execution_id, steps[-1].index) not in (
-        so_far.open_steps
-    ):
-        return ""
-    failed = [o for o in steps[-1].tool_outcomes if o.status == "error"]
-    if not failed:
-        return ""
-    return "<h4 style='margin:6px 0 2px'>Failed so far</h4>" + outcomes_html(failed)
