@@ -17,6 +17,7 @@ import pytest
 
 import workbench as wb
 from bench.load_trace import SPANS, TRACE_ID, write_trace
+from tests.foreign.openai_chat import ANSWERS
 from tests.test_telemetry import GOLDEN, R, add, multiply, run_with_pause, save
 from workbench.telemetry import names as n
 from workbench.telemetry.files import jaeger_json, otlp_json
@@ -503,30 +504,7 @@ def test_an_openinference_trace_from_its_own_instrumentation() -> None:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    answer = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": "gpt-4o-mini",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "tool_calls",
-                "message": {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "call_1",
-                            "type": "function",
-                            "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
-                        }
-                    ],
-                },
-            }
-        ],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
-    }
+    answer = ANSWERS[0]  # the tool call of the two-call loop the foreign traces record
     transport = httpx.MockTransport(lambda request: httpx.Response(200, json=answer))
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

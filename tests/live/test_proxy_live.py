@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import workbench as wb
+from tests.foreign.openai_chat import TOOLS
 from tests.live.fewshot import MODEL
 from workbench.notebook.html import step_html
 
@@ -77,19 +78,7 @@ def langgraph_agent(base_url: str) -> str:
 def openai_loop(base_url: str) -> str:
     import openai
 
-    tools: Any = [
-        {
-            "type": "function",
-            "function": {
-                "name": "add",
-                "description": "Add two integers.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                },
-            },
-        }
-    ]
+    tools: Any = TOOLS
     messages: list[Any] = [{"role": "user", "content": PROMPT}]
     with openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0) as client:
         for _ in range(4):

@@ -38,12 +38,16 @@ function staticModel(data) {
     return typeof stored === "string" ? stored : stored.map((run) => data.runs[run]).join("");
   }
 
+  function escaped(text) {  // ids are hex when read from a trace; a SpanData made by hand need not be
+    return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  }
+
   function where(i) {  // the line of times and ids under the heading (`Where` in Python)
     const span = spans[i];
-    const parent = span.parent < 0 ? "\u2014" : spans[span.parent].id;
+    const parent = span.parent < 0 ? "\u2014" : escaped(spans[span.parent].id);
     const open = span.in_progress ? " so far" : "";
     return `<span class='wbx-where'>start ${span.start.toFixed(3)} ms \u00b7 ` +
-      `${span.duration.toFixed(3)} ms${open} \u00b7 span <code>${span.id}</code>` +
+      `${span.duration.toFixed(3)} ms${open} \u00b7 span <code>${escaped(span.id)}</code>` +
       ` \u00b7 parent <code>${parent}</code>`;
   }
 
