@@ -95,6 +95,19 @@ def test_a_dropped_connection_is_retried(server: ModelServer) -> None:
     assert run(server).output == "after the drop"
 
 
+def test_a_connection_closed_before_any_answer_is_sent_again_once_even_with_no_retries(
+    server: ModelServer,
+) -> None:
+    """What llama-server does to a kept-alive connection: with ``max_retries=0`` the run fails
+    only when the fresh connection is closed too, and then as a connection error."""
+    no_retries = wb.RetryPolicy(max_retries=0)
+    server.answer(drop(), drop(), drop(), reply(200, completion("on a fresh connection")))
+    message = failed_with(run(server, retry=no_retries), wb.ModelConnectionError)
+    assert "cannot reach" in message and len(server.requests) == 2
+    assert run(server, retry=no_retries).output == "on a fresh connection"
+    assert len(server.requests) == 4
+
+
 # --- hangs and drips -----------------------------------------------------------------------------
 
 

@@ -70,7 +70,7 @@ class _StaleConnection(ModelConnectionError):
     """The server closed a kept-alive connection as the request went out; it never saw it.
 
     llama-server does this after a streamed answer: the next request, sent at once on the same
-    pooled connection, meets the close. Retried at once, without backoff.
+    pooled connection, meets the close. Sent again once at once, outside the retry budget.
     """
 
 
@@ -409,17 +409,25 @@ class HTTPModel(ABC):
         client = self._given_client or await _SHARED_CLIENTS.get()
         first_attempt = time.monotonic()
         attempt = 0
+        resent = False
         while True:
             outcome = await self._attempt(client, body, limits, read)
             if isinstance(outcome, ModelResponse):
                 return outcome
             error, retry_after = outcome
+            if isinstance(error, _StaleConnection) and not resent:
+                # The pool handed out a connection the server had closed: the request never got
+                # an answer on a live one. Sent once more on a new connection, outside the retry
+                # budget, so `max_retries=0` does not turn a pool's stale socket into an error.
+                resent = True
+                continue
             delay = self._retry_delay(error, attempt, retry_after, first_attempt)
             if delay is None:
+                if isinstance(error, _StaleConnection):  # closed again: a plain connection error
+                    raise ModelConnectionError(*error.args) from None
                 raise error
             attempt += 1
-            logger.log(
-                logging.DEBUG if isinstance(error, _StaleConnection) else logging.WARNING,
+            logger.warning(
                 "%s: %s; retry %d of %d in %.2fs",
                 self._model,
                 type(error).__name__,
@@ -490,8 +498,6 @@ class HTTPModel(ABC):
         )
         if not retryable or attempt >= self.retry.max_retries:
             return None
-        if isinstance(error, _StaleConnection):
-            return 0.0
         delay = retry_after if retry_after is not None else self.retry.backoff(attempt)
         spent = time.monotonic() - first_attempt
         if spent + delay > self.retry.max_total_seconds:
