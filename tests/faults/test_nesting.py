@@ -184,8 +184,11 @@ def test_whatever_is_accepted_is_stored_written_and_read_back(leaf: Any, depth: 
     assert wb.SessionState.from_json(session.state.to_json()) == session.state
 
 
-# Strings full of what the text check must see through: brackets, quotes, backslashes, escapes.
-tricky_text = st.text(st.sampled_from('[]{}"\\\\/ a\u00e9\U0001f600\ud800'), max_size=6)
+# Strings full of what the text check must see through: brackets, quotes, backslashes, escapes
+# (control characters are written as ``\n``, ``\u0001``: an escape whose letter is a word's).
+tricky_text = st.text(
+    st.sampled_from('[]{}"\\\\/ a\u00e9\U0001f600\ud800\n\t\b\f\r\x01bfnrtu'), max_size=6
+)
 tricky_values = st.recursive(
     st.none() | st.integers() | st.floats(allow_nan=False) | tricky_text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(tricky_text, inner, max_size=3),

@@ -32,6 +32,8 @@ __all__ = ["phoenix_spans", "spans_from_document", "spans_from_jaeger", "spans_f
 _HEX = re.compile(r"[0-9a-f]+")
 _OTLP_KINDS = {0: "INTERNAL", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
 _STATUS = {0: "unset", 1: "ok", 2: "error"}
+_Kinds = Mapping[str, Callable[[Any], Any]]
+"""How each kind of OTLP ``AnyValue`` is read (`_VALUES`, `_PLAIN`)."""
 _JAEGER_SPECIAL = {
     "span.kind",
     "otel.status_code",
@@ -334,24 +336,26 @@ def _status(code: Any) -> Any:
     return _STATUS.get(_int(code), "unset")
 
 
-def _attributes(items: Any, read: Callable[[Any], Any] | None = None) -> dict[str, Any]:
-    """Key/values as a dict, each value read by ``read`` (`_value`: as an attribute keeps it)."""
+def _attributes(items: Any, kinds: _Kinds | None = None) -> dict[str, Any]:
+    """Key/values as a dict, each value read as `_value` reads it with ``kinds``."""
     if not items:
         return {}
     if type(items) is not list:
         raise TraceLoadError(
             f"attributes should be a list of key/values, found {type(items).__name__}"
         )
-    read = read or _value
-    return {
-        str(kv["key"]) if type(kv) is dict and "key" in kv else str(_field(kv, "key")): read(
-            kv["value"] if type(kv) is dict and "value" in kv else _field(kv, "value")
-        )
-        for kv in items
-    }
+    kinds = kinds or _VALUES
+    attributes = {}
+    for kv in items:
+        if type(kv) is dict and "key" in kv and "value" in kv:
+            key, value = kv["key"], kv["value"]
+        else:
+            key, value = _field(kv, "key"), _field(kv, "value")
+        attributes[str(key)] = _value(value, kinds)
+    return attributes
 
 
-def _value(value: Any, kinds: Mapping[str, Callable[[Any], Any]] | None = None) -> Any:
+def _value(value: Any, kinds: _Kinds | None = None) -> Any:
     """An OTLP ``AnyValue`` as an attribute keeps it: arrays as tuples, key/value lists as JSON.
 
     ``kinds`` reads each kind (`_VALUES` by default; `_PLAIN` inside arrays and key/value lists).
@@ -381,7 +385,7 @@ def _kvlist(inner: Any) -> str:
     Encoding each nested list as it was read, and that text again in the list around it,
     doubled the text at every level: a 2 kB file nested 40 levels deep grew past 20 GB.
     """
-    return dumps(_attributes(_field(inner, "values", default=[]), _plain))
+    return dumps(_attributes(_field(inner, "values", default=[]), _PLAIN))
 
 
 def _kept(plain: Any) -> Any:
@@ -412,7 +416,22 @@ def _text_value(value: Any) -> str:
     A foreign tracer may have recorded a key (a header, an error message), and no view, repr or
     report of the workbench shows one.
     """
+    if type(value) is str and len(value) <= _SHORT:
+        return _short_text(value)
     return redacted(str(value))
+
+
+_SHORT = 256
+
+
+@functools.lru_cache(maxsize=8192)
+def _short_text(value: str) -> str:
+    """A short string redacted, remembered: names, ids and models repeat on span after span.
+
+    A 100,000-span trace holds about a million string values and a tenth as many distinct
+    ones; long ones (messages) are mostly distinct and are not kept.
+    """
+    return redacted(value)
 
 
 _VALUES: dict[str, Callable[[Any], Any]] = {
@@ -429,7 +448,7 @@ _VALUES.update({_snake(kind): read for kind, read in list(_VALUES.items())})
 _PLAIN: dict[str, Callable[[Any], Any]] = {
     **_VALUES,
     "arrayValue": lambda inner: [_plain(v) for v in _field(inner, "values", default=[]) or []],
-    "kvlistValue": lambda inner: _attributes(_field(inner, "values", default=[]), _plain),
+    "kvlistValue": lambda inner: _attributes(_field(inner, "values", default=[]), _PLAIN),
 }
 """The same inside an array or a key/value list: plain lists and dicts, encoded once above."""
 _PLAIN.update({_snake(kind): _PLAIN[kind] for kind in ("arrayValue", "kvlistValue")})

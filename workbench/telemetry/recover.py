@@ -97,6 +97,7 @@ _LONE_ESCAPE = re.compile(
 )
 """A UTF-16 surrogate escape not in a pair (or a literal backslash before "u": harmless)."""
 _LONE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def read_json(text: str) -> Any:
@@ -105,11 +106,13 @@ def read_json(text: str) -> Any:
     A text that is not JSON, or nests too deeply, is a `ValueError`. A tracer that cuts a long
     string inside a pair writes a high surrogate's escape alone; Python reads it as a lone
     surrogate, which no UTF-8 file, page or Jupyter message can hold, so every view of the trace
-    would fail on it. The strings are walked only when the text has such an escape (looked for
-    with ``in`` first: a regular expression over a large file would cost as much as parsing it).
+    would fail on it. The strings are walked only when the text has such an escape: any
+    surrogate's escape is looked for first, by a pattern that starts with a fixed backslash and
+    so runs at the speed of a plain search; the pattern of a lone one, with its look-arounds,
+    only runs over a text that has some.
     """
     value = loads(text)
-    if ("\\ud" in text or "\\uD" in text) and _LONE_ESCAPE.search(text):
+    if _SURROGATE_ESCAPE.search(text) and _LONE_ESCAPE.search(text):
         return _replaced(value)
     return value
 
