@@ -7,11 +7,13 @@ Traces come from real runs (the demo agent, with and without telemetry) and from
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
 import workbench as wb
+from tests._report_page import detail_numbers, drawn, numbers, page_data, page_detail, page_piece
 from tests.test_trace_cli import foreign_trace
 from workbench.demo import DEMO_PROMPT, demo_agent
 from workbench.notebook import (
@@ -22,7 +24,7 @@ from workbench.notebook import (
     genai_messages_html,
 )
 from workbench.notebook.explorer_data import visible_positions
-from workbench.notebook.explorer_view import WHERE
+from workbench.notebook.explorer_page import WHERE
 from workbench.telemetry.tree import SpanTree
 
 
@@ -187,6 +189,8 @@ def test_message_content_is_whole_rendered_as_messages_and_escaped() -> None:
     assert "\x1b" not in html
     assert 'class="wb-msg wb-role-user"' in html and "wb-role-assistant" in html
     assert "<b>add</b>" in html and "&quot;a&quot;: 1" in html  # arguments as indented JSON
+    result = html[html.index('<div class="wb-tool-result">') :]
+    assert result.index("<b>add</b>") < result.index("c1")  # the result names its call's tool
     assert "\\u" not in html and '\\"' not in html  # never an escaped JSON string
     assert "shown as content above" in html
 
@@ -367,43 +371,6 @@ def test_a_lone_surrogate_in_a_loaded_traces_messages_shows_as_a_replacement_cha
     assert "cut \N{REPLACEMENT CHARACTER} here" in explorer.detail.encode("utf-8").decode()
 
 
-def page_data(html: str) -> dict[str, Any]:
-    """The data a report's explorer page inlines."""
-    start = html.index('<script type="application/json" id="wb-explorer-data">')
-    payload = html[html.index(">", start) + 1 : html.index("</script>", start)]
-    data: dict[str, Any] = json.loads(payload)
-    return data
-
-
-def page_piece(data: dict[str, Any], number: int) -> str:
-    """A piece of the page's table: HTML, or the runs of markup and text it is made of."""
-    stored = data["shared"][number]
-    return stored if isinstance(stored, str) else "".join(data["runs"][i] for i in stored)
-
-
-def page_where(data: dict[str, Any], position: int) -> str:
-    """A span's line of times and ids as the page draws it from its row (its columns)."""
-    column = {name: values[position] for name, values in data["spans"].items() if name != "words"}
-    parent = "—" if column["parent"] < 0 else data["spans"]["id"][column["parent"]]
-    return (
-        f"<span class='wbx-where'>start {column['start']:.3f} ms · {column['duration']:.3f} ms"
-        f"{' so far' if column['in_progress'] else ''} · span <code>{column['id']}</code>"
-        f" · parent <code>{parent}</code>"
-    )
-
-
-def page_detail(data: dict[str, Any], position: int) -> str:
-    """A span's detail as the page's model joins it: its pieces of the one table of them."""
-    return "".join(
-        page_where(data, position)
-        if item == WHERE
-        else page_piece(data, item)
-        if isinstance(item, int)
-        else "".join(page_piece(data, i) for i in range(*item))
-        for item in data["details"][position]
-    )
-
-
 def test_the_page_details_joined_from_their_shared_parts_are_the_views_details() -> None:
     telemetry = wb.Telemetry(capture_content=True)
     result = lead_with_researcher(telemetry, ["look", "look again"]).run_sync("go <b>")
@@ -415,16 +382,19 @@ def test_the_page_details_joined_from_their_shared_parts_are_the_views_details()
         assert data["spans"]["id"] == ids and len(data["details"]) == len(ids)
         for position, span_id in enumerate(ids):
             assert page_detail(data, position) == view.detail(span_id)
-            assert WHERE in data["details"][position]  # its times and ids: from its row
+            assert WHERE in detail_numbers(data, position)  # its times and ids: from its row
         pieces = [page_piece(data, i) for i in range(len(data["shared"]))]
         assert len(pieces) == len(set(pieces))  # each piece once
+        if view is runs:  # a run's spans of a kind (its phases, tool calls) share a template
+            assert len(data["templates"]) < len(ids) / 2
         assert len(data["runs"]) == len(set(data["runs"]))  # each run of markup or text once
     boxes = [part for part in pieces if part.startswith('<div class="wb-msg wb-role-')]
     # sent: system, "Hi", "Hello", "More?", "<b>x</b>", and the last answer "bye": each box once
     # (an answer's box is the one the next call is sent)
     assert len(boxes) == 6
-    third = data["details"][2]  # the third model call: sent the first two calls' boxes again
-    assert sum(1 for item in third if isinstance(item, list) and item[1] - item[0] >= 3) >= 1
+    numbered = {n for n, part in enumerate(pieces) if part.startswith('<div class="wb-msg')}
+    first, third = detail_numbers(data, 0), detail_numbers(data, 2)  # model calls
+    assert len(numbered & set(first) & set(third)) == 3  # sent to both: the same boxes, by number
 
 
 def test_a_long_runs_report_grows_with_its_steps_not_their_square() -> None:
@@ -447,3 +417,24 @@ def test_a_long_runs_report_grows_with_its_steps_not_their_square() -> None:
     result = agent.run_sync("go")
     assert len(result.steps) == 201
     assert len(report_html(result)) < 10_000_000
+
+
+def test_the_reports_step_sections_are_the_boxes_the_details_hold() -> None:
+    from workbench.report import report_html
+
+    telemetry = wb.Telemetry(capture_content=True)
+    run = lead_with_researcher(telemetry, ["look", "look again"]).run_sync("go <b>")
+    foreign = wb.load_trace(json.dumps(foreign_trace(["Hello", "<b>x</b>", "bye"])))
+    for source in (run, foreign):  # drawn from step records, and from captured content
+        html = report_html(source, telemetry=telemetry if source is run else None)
+        data = page_data(html)
+        held = {n for p in range(len(data["details"])) for n in detail_numbers(data, p)}
+        sections = [numbers(json.loads(s)) for s in re.findall(r'data-pieces="([^"]*)"', html)]
+        assert len(sections) == html.count('class="wb-step-section"') >= 2
+        for each in sections:
+            shown = each if source is run else each[1:]  # after " · chat gpt-4o": the boxes
+            assert shown and set(shown) <= held  # stored once, for the explorer's details
+    page = drawn(html)  # as the browser fills it: what each call added, escaped
+    second = page.split("<b>step 2</b>")[1].split("</section>")[0]
+    assert second.startswith(" · chat gpt-4o") and "More?" in second and "Hello" not in second
+    assert "&lt;b&gt;x&lt;/b&gt;" in second and "<b>x</b>" not in page

@@ -14,6 +14,7 @@ import pytest
 from pydantic import TypeAdapter
 
 import workbench as wb
+from tests._report_page import drawn
 from workbench.history import approx_tokens
 from workbench.hooks.transcript import transcript_line
 from workbench.notebook.edit import keep_provenance, messages_from_text, messages_to_text
@@ -273,7 +274,7 @@ def test_the_explorer_and_the_report_draw_thinking_folded() -> None:
     assert html.count('<details class="wb-thinking"') == 2 and "<details open" not in html
     assert "thinking · 47 characters (anthropic, signature kept)" in html
     # the run's report (from its records) and a trace's report (from captured content)
-    for page in (report_html(result), report_html(telemetry.trace())):
-        # (the report gives the element a class for its style: no closing quote)
+    for report in (report_html(result), report_html(telemetry.trace())):
+        page = drawn(report)  # its step sections filled, as in a browser
         assert '<details class="wb-thinking' in page and "<details open" not in page
         assert "The user wants 17 + 25" in page

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import workbench as wb
+from tests._report_page import drawn
 from tests.test_cli import CONTROL, HOSTILE, cli
 from tests.test_telemetry import run_with_pause
 from workbench.report import report_html
@@ -114,7 +115,7 @@ def test_another_frameworks_trace_is_read_from_its_model_calls(tmp_path: Path) -
         "user",
         "assistant",
     ]
-    html = (tmp_path / "r.html").read_text()
+    html = drawn((tmp_path / "r.html").read_text())  # the step sections filled, as in a browser
     assert html.count('class="wb-step-section"') == 2
     second = html.split("<b>step 2</b>")[1]  # only what the second call added
     assert "More?" in second and "Be brief." not in second

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from workbench.messages import Message
+    from workbench.notebook.explorer_page import ExplorerPage
     from workbench.records import StepRecord
     from workbench.telemetry.core import Telemetry
 
@@ -57,7 +58,8 @@ def report_html(
     spans.
     """
     from workbench.notebook.bars import timing_bars_html, tokens_bars_html
-    from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
+    from workbench.notebook.explorer_page import ExplorerPage
+    from workbench.notebook.explorer_view import ExplorerView
     from workbench.notebook.tables import for_people
 
     trace = trace_of(source, telemetry=telemetry)
@@ -65,21 +67,21 @@ def report_html(
     agents = trace.agents()
     if len(agents) > 1:  # a run tree: what each agent took
         body += f'<h2 id="agents">Per agent</h2>{_table_html(for_people(agents))}'
-    nav, sections = _steps_html(trace)
-    sections, styles = _hoisted(sections)
+    explorer = ExplorerPage(ExplorerView(trace))
+    nav, sections = _steps_html(trace, explorer)
     body += (
-        f'<h2 id="explorer">Trace explorer</h2>{explorer_page_html(ExplorerView(trace))}'
+        f'<h2 id="explorer">Trace explorer</h2>{explorer.html()}'
         f'<h2 id="timing">Time per step</h2>{timing_bars_html(trace)}'
         f'<h2 id="tokens">Tokens per step</h2>{tokens_bars_html(trace)}'
         f'<h2 id="messages">Messages, step by step</h2>{_nav_html(nav)}{sections}'
     )
-    return _page(title or _title(trace), _summary_html(trace), body, styles)
+    return _page(title or _title(trace), _summary_html(trace), body)
 
 
-def _page(title: str, summary: str, body: str, styles: str = "") -> str:
+def _page(title: str, summary: str, body: str) -> str:
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{_STYLE}{styles}</style></head><body>"
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{escape(title)}</h1>{summary}{body}</body></html>"
     )
 
@@ -200,12 +202,14 @@ def _summary_html(trace: Trace) -> str:
     return f'{top}<table class="wb-summary">{cells}</table>'
 
 
-def _steps_html(trace: Trace) -> tuple[list[str], str]:
+def _steps_html(trace: Trace, page: ExplorerPage) -> tuple[list[str], str]:
     """The steps' navigation links and one section per step, with its messages.
 
     A step's record draws it when the trace came from a run; otherwise its model call's
     captured content does: the first call's messages in full, then what each call added. A
-    trace recorded without content has no sections, only a line that says so.
+    trace recorded without content has no sections, only a line that says so. A section's
+    messages are the boxes the explorer's details hold (the step's span, the model call's
+    conversation), so the page stores them once and fills the section when it loads.
     """
     rows = trace.step_rows()
     content = _model_content(trace)
@@ -221,14 +225,16 @@ def _steps_html(trace: Trace) -> tuple[list[str], str]:
     links, sections = [], []
     for i, row in enumerate(rows):
         record = records.get((row["run_id"], row["execution_id"], row["step"]))
+        body: Sequence[str]
         if record is not None:
-            body = _step_record_html(record, by_run[record.run_id])
+            body = [_step_record_html(record, by_run[record.run_id])]
         else:
-            body = content.get(row["model_span_id"], "<p>no model call in this step</p>")
+            body = content.get(row["model_span_id"], ["<p>no model call in this step</p>"])
         label = escape(str(row["label"]))
         links.append(f'<a href="#step-{i}">{label}</a>')
         sections.append(
-            f'<section class="wb-step-section" id="step-{i}"><b>step {label}</b>{body}</section>'
+            f'<section class="wb-step-section" id="step-{i}"{page.pieces(body)}>'
+            f"<b>step {label}</b></section>"
         )
     return links, "".join(sections)
 
@@ -239,26 +245,36 @@ def _step_record_html(record: StepRecord, steps: Sequence[StepRecord]) -> str:
     return step_html(record, steps)
 
 
-def _model_content(trace: Trace) -> Mapping[str, str]:
-    """Each model call's captured messages by span id: what it added to its agent's last call."""
-    from workbench.notebook.html import messages_html
+def _model_content(trace: Trace) -> Mapping[str, Sequence[str]]:
+    """Each model call's captured messages by span id: what it added to its agent's last call.
+
+    As HTML pieces: the call's name, then the boxes of the messages it added, the same boxes
+    its detail in the explorer draws when they are the conventions' JSON (a box for each
+    message read back); content of another shape is drawn here.
+    """
+    from workbench.notebook.explorer_html import content_boxes
+    from workbench.notebook.html import message_html, messages_html
     from workbench.telemetry.recover import messages_of_chat
 
-    out: dict[str, str] = {}
+    out: dict[str, Sequence[str]] = {}
     before: dict[str, tuple[Message, ...]] = {}
     agent_of = dict(zip((s.span_id for s in trace.tree.in_order()), trace.agent_at, strict=True))
     for call in trace.model_calls():
         try:
             messages = messages_of_chat(call.attributes)
         except TraceLoadError as exc:  # content a tracer wrote in a shape that is not messages
-            out[call.span_id] = f"<p class='wb-problem'>{escape(str(exc))}</p>"
+            out[call.span_id] = [f"<p class='wb-problem'>{escape(str(exc))}</p>"]
             continue
         if not messages:
             continue
         agent = agent_of.get(call.span_id, "")
         new = added(before.get(agent, ()), messages)
         before[agent] = messages
-        out[call.span_id] = f" · {escape(call.name)}{messages_html(new, empty='no new messages')}"
+        boxes = content_boxes(call.attributes)
+        if len(boxes) != len(messages):  # not a box a message (flattened content): drawn here
+            boxes = [message_html(m) for m in messages]
+        shown = boxes[len(boxes) - len(new) :] or [messages_html((), empty="no new messages")]
+        out[call.span_id] = [f" · {escape(call.name)}", *shown]
     return out
 
 
@@ -286,33 +302,17 @@ def added(earlier: Sequence[Message], messages: Sequence[Message]) -> Sequence[M
     return messages
 
 
-_STYLED = re.compile(r'(?: class="([^"]*)")? style="([^"<>&]*)"')
-"""An element's inline style (and the class before it), when the style is plain CSS."""
-
-
-def _hoisted(html: str) -> tuple[str, str]:
-    """``html`` with each distinct inline style made a class, and the CSS of those classes.
-
-    The message boxes carry their look inline (a notebook output has no stylesheet of its own),
-    so a report of thousands of steps repeated the same few styles in every box: most of the
-    bytes of its messages. A style with an escaped character in it stays inline.
-
-    >>> _hoisted('<b style="color:red">a</b><i class="x" style="color:red">b</i>')
-    ('<b class="wbs0">a</b><i class="x wbs0">b</i>', '.wbs0{color:red}')
-    """
-    classes: dict[str, str] = {}
-
-    def classed(match: re.Match[str]) -> str:
-        name = classes.setdefault(match[2], f"wbs{len(classes)}")
-        return f' class="{match[1]} {name}"' if match[1] else f' class="{name}"'
-
-    out = _STYLED.sub(classed, html)
-    return out, "".join(f".{name}{{{style}}}" for style, name in classes.items())
+_INDENT = re.compile(r">\n\s*<")
+"""The line break and indentation ``to_html`` writes between two tags."""
 
 
 def _table_html(frame: pd.DataFrame) -> str:
-    """A table that scrolls in its own box; its text escaped (``to_html`` escapes by default)."""
+    """A table that scrolls in its own box; its text escaped (``to_html`` escapes by default).
+
+    Without the indentation pandas writes: a third of a table of thousands of steps was spaces.
+    """
     html = frame.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="")
+    html = _INDENT.sub("><", html)
     return f'<div class="wb-table">{html}</div>'
 
 

@@ -16,7 +16,8 @@ from workbench.notebook.edit import (
 from workbench.notebook.explorer import TraceExplorer
 from workbench.notebook.explorer_data import SpanFilter
 from workbench.notebook.explorer_html import genai_messages_html, span_detail_html
-from workbench.notebook.explorer_view import ExplorerView, explorer_page_html
+from workbench.notebook.explorer_page import explorer_page_html
+from workbench.notebook.explorer_view import ExplorerView
 from workbench.notebook.history import StepperHistory
 from workbench.notebook.html import (
     message_html,

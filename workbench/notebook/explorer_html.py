@@ -52,6 +52,7 @@ __all__ = [
     "MessageBoxes",
     "Shared",
     "Where",
+    "content_boxes",
     "genai_message_boxes",
     "genai_messages_html",
     "joined_html",
@@ -148,7 +149,8 @@ def _pretty(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
 
 
-def _genai_part(part: Any) -> str:
+def _genai_part(part: Any, names: Mapping[str, str]) -> str:
+    """One part of a message; ``names``: the tool of each call id (a result does not say it)."""
     if not isinstance(part, Mapping):
         return _pre(_pretty(part))
     kind = part.get("type")
@@ -170,9 +172,11 @@ def _genai_part(part: Any) -> str:
             f"{_pre(_pretty(part.get('arguments', {})))}</div>"
         )
     if kind == "tool_call_response":
+        tool = names.get(str(part.get("id", "")), "")
         return (
             f'<div class="wb-tool-result">{_badge("result", "#fb8c00")}'
-            f'<code style="font-size:11px;color:#666">{safe_text(part.get("id", ""))}</code>'
+            f"{f'<b>{safe_text(tool)}</b>' if tool else ''}"
+            f'<code style="font-size:11px;color:#666"> {safe_text(part.get("id", ""))}</code>'
             f"{_pre(_pretty(part.get('response', part.get('result', ''))))}</div>"
         )
     return f"{_badge(str(kind or 'part'), '#636e72')}{_pre(_pretty(dict(part)))}"
@@ -199,6 +203,13 @@ def genai_message_boxes(value: object) -> list[str]:
     if value and all(isinstance(v, Mapping) and "role" not in v for v in value):
         value = [{"role": "system", "parts": value}]
     out = []
+    names = {  # the tool of each call these messages make, named beside its result
+        str(p.get("id")): str(p.get("name", ""))
+        for m in value
+        if isinstance(m, Mapping) and isinstance(m.get("parts"), list)
+        for p in m["parts"]
+        if isinstance(p, Mapping) and p.get("type") == "tool_call"
+    }
     for message in value:
         if not isinstance(message, Mapping):
             out.append(_pre(_pretty(message)))
@@ -206,7 +217,8 @@ def genai_message_boxes(value: object) -> list[str]:
         role = str(message.get("role", "?"))
         bg, border = ROLE_COLOURS.get(role, ("#ffffff", "#999999"))
         parts = message.get("parts", [])
-        body = "".join(_genai_part(p) for p in (parts if isinstance(parts, list) else [parts]))
+        listed = parts if isinstance(parts, list) else [parts]
+        body = "".join(_genai_part(p, names) for p in listed)
         finish = message.get("finish_reason")
         tail = f" · {safe_text(finish)}" if finish else ""
         out.append(
@@ -271,8 +283,8 @@ def _record_content(
     if step is None:
         return []
     category = span.category
-    if category == "step":
-        return [step_html(step, steps)]
+    if category == "step":  # its diff is against its own run's previous step (as the report's)
+        return [step_html(step, [s for s in steps if s.run_id == step.run_id])]
     if category == "model":
         return [
             _H.format("Sent to the model"),
@@ -291,6 +303,16 @@ _SENT_TITLES = {
     "gen_ai.system_instructions": "System instructions",
     "gen_ai.input.messages": "Input messages",
 }
+
+
+def content_boxes(attributes: Mapping[str, Any]) -> list[str]:
+    """The message boxes a model call's detail draws of its content (the conventions' JSON).
+
+    System instructions, input, then output, each box as the detail has it: a page that stores
+    the details' pieces holds these already ([] when the span has no such content).
+    """
+    keys = [k for k in (*_SENT_TITLES, "gen_ai.output.messages") if k in attributes]
+    return [box for key in keys for box in genai_message_boxes(attributes[key])]
 
 
 def _attribute_content(span: SpanData) -> list[DetailPiece]:

@@ -3,12 +3,53 @@
 // The standalone report has no kernel, so the trace is inlined (its spans as columns, in tree
 // order, and the detail HTML of each) and this model does what the kernel's ExplorerView does:
 // folds, filters and windows. It is the same walk over the same arrays (`end`: where a subtree
-// ends). A detail is written as HTML strings and [start, end) ranges of `data.shared`, the HTML
-// that details repeat, stored once: every model call's messages are the whole conversation so
-// far, and a run's spans share most of their attributes. A piece with tags is stored as the
-// numbers of its runs of markup and of text in `data.runs` (boxes and rows share their
-// markup). A search looks through each span's detail as text, made on the first search.
+// ends). A detail is written as numbers of pieces in `data.shared`, the HTML that details
+// repeat, stored once (a run of consecutive ones as a [start, end) range): every model call's
+// messages are the whole conversation so far, and a run's spans share most of their
+// attributes. Details of one kind share a template (`data.templates`) and hold only their own
+// numbers, those of the template's holes. A piece with tags is stored as the numbers of its
+// runs of markup and of text in `data.runs` (boxes and rows share their markup). Elements of
+// the page with a `data-pieces` attribute (the report's step sections) are made of the same
+// pieces, filled when the page has loaded. A search looks through each span's detail as text,
+// made on the first search.
 const WHERE = -1;  // in a detail: the span's line of times and ids, drawn from its row
+const HOLE = -2;  // in a template: where a detail made from it has a number of its own
+
+function piece(data, i) {  // HTML, or the numbers of its runs of markup and of text
+  const stored = data.shared[i];
+  return typeof stored === "string" ? stored : stored.map((run) => data.runs[run]).join("");
+}
+
+function numbers(items) {  // items as numbers: a number each, a [start, end) range of them
+  const out = [];
+  for (const item of items) {
+    if (typeof item === "number") out.push(item);
+    else for (let i = item[0]; i < item[1]; i += 1) out.push(i);
+  }
+  return out;
+}
+
+function joined(data, items, where) {  // the HTML of items (WHERE: the span's line)
+  return numbers(items).map((n) => (n === WHERE ? where() : piece(data, n))).join("");
+}
+
+function detailItems(data, i) {  // its template, with its own numbers in the template's holes
+  const [template, ...own] = data.details[i];
+  const holes = numbers(own);
+  let next = 0;
+  return numbers(data.templates[template]).map((n) => (n === HOLE ? holes[next++] : n));
+}
+
+function fillPieces(data) {  // the page's elements made of stored pieces: the HTML is ours, escaped
+  for (const el of document.querySelectorAll("[data-pieces]")) {
+    el.insertAdjacentHTML("beforeend", joined(data, JSON.parse(el.dataset.pieces)));
+  }
+}
+
+function whenLoaded(f) {  // the elements to fill come after the explorer's script in the page
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", f);
+  else f();
+}
 
 function staticModel(data) {
   const columns = data.spans;
@@ -33,11 +74,6 @@ function staticModel(data) {
   let visible = [];
   let matches = null;
 
-  function piece(i) {  // HTML, or the numbers of its runs of markup and of text
-    const stored = data.shared[i];
-    return typeof stored === "string" ? stored : stored.map((run) => data.runs[run]).join("");
-  }
-
   function escaped(text) {  // ids are hex when read from a trace; a SpanData made by hand need not be
     return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   }
@@ -51,17 +87,9 @@ function staticModel(data) {
       ` \u00b7 parent <code>${parent}</code>`;
   }
 
-  function detail(id) {  // its pieces: a number each, a run of them as a [start, end) range
+  function detail(id) {
     const i = byId.get(id);
-    return (data.details[i] || [])
-      .map((item) => {
-        if (item === WHERE) return where(i);
-        if (typeof item === "number") return piece(item);
-        const parts = [];
-        for (let i = item[0]; i < item[1]; i += 1) parts.push(piece(i));
-        return parts.join("");
-      })
-      .join("");
+    return i === undefined ? "" : joined(data, detailItems(data, i), () => where(i));
   }
 
   const ENTITIES = { "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#x27;": "'", "&amp;": "&" };

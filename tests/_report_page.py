@@ -1,0 +1,79 @@
+"""A report's explorer page read back in Python as its script reads it (`explorer_static.js`).
+
+The page stores each distinct piece of HTML once and draws details and the step sections from
+those pieces when it loads; these helpers join them the same way, so a test can read what the
+page shows without a browser (the browser tests read it in chromium).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from workbench.notebook.explorer_page import HOLE, WHERE
+
+
+def page_data(html: str) -> dict[str, Any]:
+    """The data a report's explorer page inlines."""
+    start = html.index('<script type="application/json" id="wb-explorer-data">')
+    payload = html[html.index(">", start) + 1 : html.index("</script>", start)]
+    data: dict[str, Any] = json.loads(payload)
+    return data
+
+
+def page_piece(data: dict[str, Any], number: int) -> str:
+    """A piece of the page's table: HTML, or the runs of markup and text it is made of."""
+    stored = data["shared"][number]
+    return stored if isinstance(stored, str) else "".join(data["runs"][i] for i in stored)
+
+
+def page_where(data: dict[str, Any], position: int) -> str:
+    """A span's line of times and ids as the page draws it from its row (its columns)."""
+    column = {name: values[position] for name, values in data["spans"].items() if name != "words"}
+    parent = "—" if column["parent"] < 0 else data["spans"]["id"][column["parent"]]
+    return (
+        f"<span class='wbx-where'>start {column['start']:.3f} ms · {column['duration']:.3f} ms"
+        f"{' so far' if column['in_progress'] else ''} · span <code>{column['id']}</code>"
+        f" · parent <code>{parent}</code>"
+    )
+
+
+def numbers(items: list[Any]) -> list[int]:
+    """Items as numbers: a number each, a ``[start, end)`` range of them."""
+    return [n for item in items for n in ([item] if isinstance(item, int) else range(*item))]
+
+
+def joined(data: dict[str, Any], items: list[Any], position: int = -1) -> str:
+    """The HTML of items, pieces of the page's table (`WHERE`: the span's line)."""
+    return "".join(
+        page_where(data, position) if n == WHERE else page_piece(data, n) for n in numbers(items)
+    )
+
+
+def detail_numbers(data: dict[str, Any], position: int) -> list[int]:
+    """The numbers of a span's detail: its template's, its own ones in the template's holes."""
+    template, *own = data["details"][position]
+    holes = iter(numbers(own))
+    filled = [next(holes) if n == HOLE else n for n in numbers(data["templates"][template])]
+    assert next(holes, None) is None  # as many numbers of its own as its template has holes
+    return filled
+
+
+def page_detail(data: dict[str, Any], position: int) -> str:
+    """A span's detail as the page's model joins it from the one table of pieces."""
+    return joined(data, detail_numbers(data, position), position)
+
+
+_FILLED = re.compile(r'<(\w+)([^>]*) data-pieces="([^"]*)"([^>]*)>(.*?)</\1>', re.S)
+
+
+def drawn(html: str) -> str:
+    """The report as the page shows it once loaded: each ``data-pieces`` element filled."""
+    data = page_data(html)
+
+    def fill(match: re.Match[str]) -> str:
+        tag, before, items, after, inner = match.groups()
+        return f"<{tag}{before}{after}>{inner}{joined(data, json.loads(items))}</{tag}>"
+
+    return _FILLED.sub(fill, html)

@@ -1,0 +1,240 @@
+"""The explorer as one self-contained HTML fragment (the report's): no kernel, the trace inlined.
+
+The page runs the widget's own ES module with an in-page model (``explorer_static.js``) that
+folds, filters and windows the inlined rows, so a big trace still draws one window of rows at a
+time. What the page holds of a trace:
+
+- every span as the page's rows say it, column by column (`_page_spans`);
+- every span's detail (`span_detail_pieces`), each distinct piece of HTML stored once in one
+  table: each model call's detail holds the whole conversation sent to it, so the details
+  written out whole grow with the square of a run's steps. A detail is the numbers of its
+  pieces, written as a template that the details of its kind share and its own numbers
+  (`_templates`); a piece with tags in it is the numbers of its runs of markup and of text in
+  a second table (every message box and attribute row is the same markup around its own few
+  words);
+- other parts of the page made of the same pieces (`ExplorerPage.pieces`): the report's step
+  sections show the message boxes the details hold, so the page stores them once and fills
+  those sections when it loads.
+
+Every ``<`` in the data is written as a JSON ``u003c`` escape: no text from the trace can close
+the script element it travels in.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workbench.notebook.explorer_data import page_rows
+from workbench.notebook.explorer_html import DetailPiece, MessageBoxes, Where, span_detail_pieces
+from workbench.notebook.explorer_view import STATIC, ExplorerView
+
+__all__ = ["HOLE", "WHERE", "ExplorerPage", "explorer_page_html"]
+
+_PAGE_COLUMNS = (
+    "id",
+    "name",
+    "depth",
+    "start",
+    "duration",
+    "category",
+    "status",
+    "in_progress",
+    "span_status",
+    "end",
+    "parent",
+)
+"""What the page's model keeps of each span, a list each (in tree order)."""
+
+
+_WORDS = ("name", "category", "status", "span_status")
+"""Columns of few distinct values, written as numbers into one list of words."""
+
+
+def _page_spans(view: ExplorerView) -> dict[str, list[Any]]:
+    """Every span as the page's rows say it, column by column, times rounded to the microsecond.
+
+    Columns, not an object per span: at 100,000 spans the keys repeated in every object were a
+    third of the page. The names and categories and statuses (``execute_tool add``, ``tool``,
+    ``ok`` again and again) are numbers into one list of ``words``.
+    """
+    tree = view.tree
+    columns: dict[str, list[Any]] = {name: [] for name in _PAGE_COLUMNS}
+    words: dict[str, int] = {}
+    for position in range(len(tree)):
+        span = tree.span_at(position)
+        parent = tree.positions.get(span.parent_id) if span.parent_id is not None else None
+        (row,) = page_rows(tree, [position], 0, 1, agents=view.agents)
+        row.update(
+            start=round(row["start"], 3),
+            duration=round(row["duration"], 3),
+            in_progress=int(row["in_progress"]),
+            span_status=span.status,
+            end=tree.ends[position],
+            parent=-1 if parent is None else parent,
+        )
+        for name in _WORDS:
+            row[name] = words.setdefault(row[name], len(words))
+        for name in _PAGE_COLUMNS:
+            columns[name].append(row[name])
+    return {**columns, "words": list(words)}
+
+
+Items = list[int | list[int]]
+"""Numbers of pieces in the page's table, a run of consecutive ones as a ``[start, end)`` range
+(a negative number, a mark, stands alone)."""
+
+
+def _items(numbers: Sequence[int]) -> Items:
+    """Numbers as items: a run of consecutive ones as its ``[start, end)`` range."""
+    ranges: list[list[int]] = []
+    for i in numbers:
+        if i >= 0 and ranges and ranges[-1][0] >= 0 and ranges[-1][1] == i:
+            ranges[-1][1] = i + 1
+        else:
+            ranges.append([i, i + 1])
+    return [r[0] if r[1] == r[0] + 1 else r for r in ranges]
+
+
+HOLE = -2
+"""In a template: where each detail made from it has a number of its own."""
+
+
+def _templates(
+    details: Sequence[Sequence[int]], kinds: Sequence[str]
+) -> tuple[list[Items], list[Items]]:
+    """Details as templates of their kind and each one's own numbers.
+
+    The details of one kind and length (every ``execute_tool add`` that went well) are the same
+    pieces but in a few places (the rows of their step's attributes, their call id, their
+    messages): a template holds what they share and a `HOLE` where they differ, and a detail is
+    its template's number and, as items, its numbers for the holes (returned: the templates,
+    the details).
+    """
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i, (numbers, kind) in enumerate(zip(details, kinds, strict=True)):
+        groups.setdefault((kind, len(numbers)), []).append(i)
+    templates: list[Items] = []
+    own: list[Items] = [[] for _ in details]
+    for members in groups.values():
+        template = [
+            column[0] if all(n == column[0] for n in column) else HOLE
+            for column in zip(*(details[i] for i in members), strict=True)
+        ]
+        holes = [j for j, n in enumerate(template) if n == HOLE]
+        for i in members:
+            own[i] = [len(templates), *_items([details[i][j] for j in holes])]
+        templates.append(_items(template))
+    return templates, own
+
+
+WHERE = -1
+"""In a page's detail: the span's `Where` line, drawn from its row (start, duration, ids)."""
+_PLAIN_ID = re.compile(r"[0-9A-Za-z_.-]*")
+"""An id the page can write as it is (the HTML of the view's line escapes nothing in it)."""
+
+
+def _drawn_by_page(where: Where, positions: Mapping[str, int]) -> bool:
+    """Whether the page's row says everything the line says (a parent outside the trace: no)."""
+    parent = where.parent_id
+    return _PLAIN_ID.fullmatch(where.span_id) is not None and (
+        parent is None or (parent in positions and _PLAIN_ID.fullmatch(parent) is not None)
+    )
+
+
+_MARKUP = re.compile(r"((?:<[^>]*>)+)")
+"""A run of tags: what splits a piece of HTML into its markup and its text (ours is escaped,
+so a ``<`` only ever opens a tag)."""
+
+
+class ExplorerPage:
+    """The report's explorer: every span's row and detail, each distinct piece of HTML once.
+
+    Built in two steps so that other parts of the page can be made of the same pieces
+    (`pieces`) before the whole is written (`html`).
+    """
+
+    def __init__(self, view: ExplorerView, element_id: str = "wb-explorer") -> None:
+        self.view = view
+        self.element_id = element_id
+        self._table: dict[str, int] = {}
+        draw = MessageBoxes()
+        self._details = [
+            self._detail(span_detail_pieces(view.trace, view.tree.span_at(p), draw))
+            for p in range(len(view.tree))
+        ]
+
+    def _numbers(self, html: Sequence[str]) -> list[int]:
+        """The numbers of pieces of HTML in the table, each stored the first time it comes."""
+        return [self._table.setdefault(piece, len(self._table)) for piece in html]
+
+    def _detail(self, pieces: Sequence[DetailPiece]) -> list[int]:
+        """A detail as numbers; its `Where` line `WHERE` when the page draws it from the row."""
+        numbers: list[int] = []
+        for piece in pieces:
+            if isinstance(piece, Where) and _drawn_by_page(piece, self.view.tree.positions):
+                numbers.append(WHERE)
+                continue
+            parts = (
+                (piece,) if isinstance(piece, str)
+                else (piece.html(),) if isinstance(piece, Where)
+                else piece.parts
+            )  # fmt: skip
+            numbers += self._numbers(parts)
+        return numbers
+
+    def pieces(self, html: Sequence[str]) -> str:
+        """A ``data-pieces`` attribute: the page fills its element with ``html`` when it loads.
+
+        The pieces go into the page's table, so HTML the details hold already (a message box)
+        costs a number. The page has one table: one explorer page fills a document's elements.
+        """
+        return f' data-pieces="{json.dumps(_items(self._numbers(html)), separators=(",", ":"))}"'
+
+    def _table_of_runs(self) -> tuple[list[str | list[int]], list[str]]:
+        """The pieces as stored: HTML, or the numbers of its runs of markup and text; the runs."""
+        runs: dict[str, int] = {}
+        pieces: list[str | list[int]] = []
+        for piece in self._table:
+            split = [r for r in _MARKUP.split(piece) if r]
+            many = len(split) > 1
+            pieces.append([runs.setdefault(r, len(runs)) for r in split] if many else piece)
+        return pieces, list(runs)
+
+    def html(self) -> str:
+        """The fragment: the explorer's element, its data, and the script that draws it."""
+        tree = self.view.tree
+        shared, runs = self._table_of_runs()
+        kinds = [tree.span_at(p).category for p in range(len(tree))]
+        templates, details = _templates(self._details, kinds)
+        data = {
+            "axis_ms": (tree.end_ns - tree.start_ns) / 1e6,
+            "spans": _page_spans(self.view),
+            "shared": shared,
+            "runs": runs,
+            "templates": templates,
+            "details": details,
+        }
+        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        payload = payload.replace("<", "\\u003c")
+        module = (STATIC / "explorer.js").read_text(encoding="utf-8")
+        module = module.replace("export default { render };", "")
+        model = (STATIC / "explorer_static.js").read_text(encoding="utf-8")
+        css = (STATIC / "explorer.css").read_text(encoding="utf-8")
+        element = self.element_id
+        return (
+            f'<style>{css}</style><div id="{element}" class="wb-explorer"></div>'
+            f'<script type="application/json" id="{element}-data">{payload}</script>'
+            f"<script>(() => {{{module}\n{model}\n"
+            f"const data = JSON.parse(document.getElementById('{element}-data').textContent);\n"
+            f"render({{ model: staticModel(data), el: document.getElementById('{element}') }});\n"
+            "whenLoaded(() => fillPieces(data));"
+            "})();</script>"
+        )
+
+
+def explorer_page_html(view: ExplorerView, element_id: str = "wb-explorer") -> str:
+    """The explorer as a self-contained HTML fragment: no kernel, no network, the trace inlined."""
+    return ExplorerPage(view, element_id).html()
