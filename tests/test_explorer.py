@@ -107,6 +107,19 @@ def test_orphans_and_parent_cycles_still_show_every_span() -> None:
     assert sorted(tree.positions) == ["p", "q", "x"]
     assert len(tree.order) == 3
     assert tree.ancestors(tree.positions["q"]) == [tree.positions["p"]]  # no endless walk
+    assert [s.span_id for s in tree.spans] == ["p", "q", "x"]  # in start order
+
+
+def test_a_trace_keeps_the_spans_given_in_another_order_and_reads_them_right() -> None:
+    """`Trace.of` puts the spans in start order; a `Trace` made directly keeps the order given,
+    and its tree, tables and categories still line up with its spans."""
+    ordered = small_trace()
+    given = wb.Trace(trace_id=ordered.trace_id, spans=tuple(reversed(ordered.spans)))
+    assert given.spans[0].span_id == "t2" and given.tree.spans is given.spans
+    assert [s.span_id for s in given.tree.in_order()] == ["a", "s1", "c1", "t1", "s2", "c2", "t2"]
+    frame = given.spans_df().set_index("span_id").sort_index()
+    assert frame.equals(ordered.spans_df().set_index("span_id").sort_index())
+    assert frame.loc["t2", "category"] == "tool" and frame.loc["c1", "category"] == "model"
 
 
 def test_folding_hides_a_subtree_and_opening_brings_it_back() -> None:

@@ -134,13 +134,12 @@ def _shown(value: Any) -> str:
 def agents_by_position(tree: SpanTree) -> list[str]:
     """The agent of each position: the nearest ``gen_ai.agent.name`` at or above the span."""
     agents: list[str] = []
-    for position in range(len(tree)):
-        own = tree.span_at(position).attributes.get(n.AGENT_NAME)
+    for span, parent in zip(tree.in_order(), tree.parents, strict=True):
+        own = span.attributes.get(n.AGENT_NAME)
         if own is not None:
             agents.append(str(own))
-            continue
-        parent = tree.parent_of(position)
-        agents.append(agents[parent] if parent is not None else "")
+        else:
+            agents.append(agents[parent] if parent is not None else "")
     return agents
 
 

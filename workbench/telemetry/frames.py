@@ -115,8 +115,8 @@ _NUMBERS = (
     *(c for c in STEP_COLUMNS if c.endswith("_ms")),
 )
 """Columns of numbers: a value a tracer wrote as something else is NaN there."""
-_NS_LIMIT = 2**63 - 1
-"""The largest time in nanoseconds a ``datetime64[ns]`` holds (April 2262)."""
+_STATUS_COLUMN = {"unset": "UNSET", "ok": "OK", "error": "ERROR"}
+"""The status as the column shows it: OpenTelemetry's names (one string each, not one a row)."""
 
 
 def _pandas() -> Any:
@@ -130,18 +130,21 @@ def _pandas() -> Any:
 def _times(values: Sequence[int]) -> Any:
     """Epoch nanoseconds as UTC datetimes: nanoseconds when they fit, else microseconds."""
     pandas = _pandas()
-    if all(-_NS_LIMIT <= v <= _NS_LIMIT for v in values):
-        return pandas.to_datetime(pandas.Series(values, dtype="int64"), unit="ns", utc=True)
-    micro = pandas.Series([v // 1000 for v in values], dtype="int64")
-    return micro.astype("datetime64[us]").dt.tz_localize("UTC")
+    try:
+        nanos = pandas.Series(values, dtype="int64")
+    except OverflowError:  # past April 2262, which nanoseconds cannot hold: microseconds can
+        micro = pandas.Series([v // 1000 for v in values], dtype="int64")
+        return micro.astype("datetime64[us]").dt.tz_localize("UTC")
+    return pandas.to_datetime(nanos, unit="ns", utc=True)
 
 
 def _frame(columns: Mapping[str, Sequence[Any]], order: Sequence[str]) -> pd.DataFrame:
     pandas = _pandas()
-    frame = pandas.DataFrame({name: columns[name] for name in order}, columns=list(order))
+    data = {name: columns[name] for name in order}
     for name in ("start", "end"):
-        if name in frame:
-            frame[name] = _times(list(columns[name]))
+        if name in data:
+            data[name] = _times(data[name])
+    frame = pandas.DataFrame(data, columns=list(order))
     for name in _NUMBERS:
         if name in frame:
             frame[name] = pandas.to_numeric(frame[name], errors="coerce")
@@ -175,7 +178,7 @@ def spans_frame(
         starts.append(span.start_ns)
         ends.append(span.end_ns)
         durations.append(span.duration_ns / 1e6)
-        statuses.append(span.status.upper())
+        statuses.append(_STATUS_COLUMN[span.status])
         error_types.append(get(n.ERROR_TYPE))
         run_ids.append(get(n.RUN_ID))
         execution_ids.append(get(n.EXECUTION_ID))

@@ -157,7 +157,10 @@ def metadata_of(attributes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _first(attributes: Mapping[str, Any], *keys: str) -> Any:
-    return next((attributes[k] for k in keys if k in attributes), None)
+    for key in keys:
+        if key in attributes:
+            return attributes[key]
+    return None
 
 
 def renamed(attributes: dict[str, Any], conventions: Conventions) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from workbench._json import loads
-from workbench._record import Record
+from workbench._record import Record, collector_paused
 from workbench.errors import StepNotInTrace, TraceLoadError
 from workbench.messages import JsonValue, Message
 from workbench.records import RunError, StepRecord, errors_summary
@@ -33,7 +33,7 @@ from workbench.telemetry.derive import (
 )
 from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.spandata import SpanData, SpanEvent, SpanLink, span_data
-from workbench.telemetry.tree import SpanTree, in_start_order, nest_subruns
+from workbench.telemetry.tree import SpanTree, nest_subruns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -100,11 +100,14 @@ class Trace(Record):
 
         Its id is ``trace_id``, else the earliest root's trace id ("" for no spans at all).
         """
-        ordered = tuple(in_start_order(nest_subruns(list(spans))))
+        tree = SpanTree.of(nest_subruns(list(spans)))
+        ordered = tree.spans
         if not trace_id and ordered:
             roots = [s for s in ordered if s.parent_id is None] or list(ordered)
             trace_id = roots[0].trace_id
-        return cls(trace_id=trace_id, spans=ordered, steps=tuple(steps))
+        trace = cls(trace_id=trace_id, spans=ordered, steps=tuple(steps))
+        trace.__dict__["tree"] = tree  # the tree that ordered the spans is the one `tree` derives
+        return trace
 
     @classmethod
     def from_spans(
@@ -127,8 +130,17 @@ class Trace(Record):
 
     @cached_property
     def tree(self) -> SpanTree:
-        """The spans in depth-first order, with depths and subtree ends (`SpanTree`)."""
-        return SpanTree.of(self.spans)
+        """The spans in depth-first order, with depths, parents and subtree ends (`SpanTree`).
+
+        `Trace.of` keeps the tree that put the spans in start order. A trace made otherwise
+        (``Trace(...)``, ``model_validate``) derives it here, over its spans as they are given.
+        """
+        tree = SpanTree.of(self.spans)
+        if tree.spans == self.spans:
+            return tree
+        index = {id(span): i for i, span in enumerate(self.spans)}
+        order = tuple(index[id(tree.span_at(position))] for position in range(len(tree)))
+        return tree.model_copy(update={"spans": self.spans, "order": order})
 
     @cached_property
     def agent_at(self) -> list[str]:
@@ -158,7 +170,8 @@ class Trace(Record):
         """One row per span, in start order (``frames.SPAN_COLUMNS``)."""
         from workbench.telemetry.frames import spans_frame
 
-        return spans_frame(self.spans, self._agents_in_start_order(), self.categories)
+        with collector_paused():  # a dict a row (its attributes), none ever in a cycle
+            return spans_frame(self.spans, self._agents_in_start_order(), self.categories)
 
     def step_rows(self) -> list[dict[str, Any]]:
         """The step table as rows (``frames.STEP_COLUMNS``): one per step, in start order.

@@ -1,56 +1,21 @@
 """The span tree of a trace: start order, the depth-first order every view walks, sub-runs nested.
 
 `SpanTree.of` orders the spans depth first once (children by start time) and records each
-span's depth and where its subtree ends, so folding a span in the explorer is skipping a range
-and the waterfall's rows are the same walk. Orphans (a parent not in the trace) are roots and a
-loop of parents (a damaged file) cannot make the walk go round.
+span's depth, parent and where its subtree ends, so folding a span in the explorer is skipping
+a range and the waterfall's rows are the same walk. The same walk gives the start order a
+`Trace` keeps its spans in. Orphans (a parent not in the trace) are roots and a loop of
+parents (a damaged file) cannot make the walk go round.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import groupby
-from operator import attrgetter
 
 from workbench._record import Record
 from workbench.telemetry import names as n
 from workbench.telemetry.spandata import SpanData
 
-__all__ = ["SpanTree", "in_start_order", "nest_subruns"]
-
-
-def in_start_order(spans: Sequence[SpanData]) -> list[SpanData]:
-    """The spans by start time, a parent before the children that start at the same instant.
-
-    A run, its first step and the step's first phase often start within the clock's
-    resolution, and spans are finished (so exported) children first: by time alone a run's
-    first span would be its innermost phase.
-    """
-    ordered = sorted(spans, key=attrgetter("start_ns"))
-    starts = [s.start_ns for s in ordered]
-    if len(set(starts)) == len(starts):  # no two start together: nothing to reorder
-        return ordered
-    grouped = groupby(ordered, key=attrgetter("start_ns"))
-    return [s for _, group in grouped for s in _parents_first(list(group))]
-
-
-def _parents_first(group: list[SpanData]) -> list[SpanData]:
-    """Spans starting together, each after its ancestors among them.
-
-    A loop of parents (a damaged file) stops the walk up at a span it has seen.
-    """
-    if len(group) == 1:
-        return group
-    parent = {s.span_id: s.parent_id for s in group}
-
-    def depth(span_id: str) -> int:
-        seen = {span_id}
-        while (up := parent.get(span_id)) is not None and up in parent and up not in seen:
-            seen.add(up)
-            span_id = up
-        return len(seen)
-
-    return sorted(group, key=lambda s: depth(s.span_id))
+__all__ = ["SpanTree", "nest_subruns"]
 
 
 def nest_subruns(spans: Sequence[SpanData]) -> list[SpanData]:
@@ -62,6 +27,8 @@ def nest_subruns(spans: Sequence[SpanData]) -> list[SpanData]:
     that already have their parent in the trace are left as they are.
     """
     known = {s.span_id for s in spans}
+    if not any(s.parent_id not in known and n.PARENT_RUN_ID in s.attributes for s in spans):
+        return list(spans)  # no sub-run outside its parent's trace (the usual case)
     tools: dict[str, list[SpanData]] = {}
     for span in spans:
         if span.name.startswith(n.SPAN_TOOL) and n.RUN_ID in span.attributes:
@@ -80,16 +47,21 @@ def nest_subruns(spans: Sequence[SpanData]) -> list[SpanData]:
 
 
 class SpanTree(Record):
-    """Spans in depth-first order with each one's depth and the end of its subtree.
+    """Spans in start order, and their depth-first order with depths, parents and subtree ends.
 
-    ``order[i]`` is the index in ``spans`` of the span at position ``i``; the span's subtree is
-    the positions ``i + 1`` up to ``ends[i]`` (exclusive). Built once per trace; every view of
-    it is a walk over these arrays.
+    ``spans`` are in start order, a parent before its children when they start at the same
+    instant (a run, its first step and the step's first phase often start within the clock's
+    resolution, and spans are exported children first: by time alone a run's first span would
+    be its innermost phase). ``order[i]`` is the index in ``spans`` of the span at position
+    ``i`` of the depth-first order; the span's subtree is the positions ``i + 1`` up to
+    ``ends[i]`` (exclusive); ``parents[i]`` is the position of its parent (None for a root).
+    Built once per trace; every view of it is a walk over these arrays.
     """
 
     spans: tuple[SpanData, ...]
     order: tuple[int, ...]
     depths: tuple[int, ...]
+    parents: tuple[int | None, ...]
     ends: tuple[int, ...]
     positions: dict[str, int]
     """Position of each span id."""
@@ -98,37 +70,38 @@ class SpanTree(Record):
 
     @classmethod
     def of(cls, spans: Sequence[SpanData]) -> SpanTree:
-        """The tree of ``spans`` (any order)."""
+        """The tree of ``spans`` (any order).
+
+        Each span is read once, into plain lists the rest of the work walks: in a big trace,
+        going back to the spans (scattered in memory among their content) for each pass costs
+        more than the passes themselves.
+        """
         items = tuple(spans)
-        known = {s.span_id for s in items}
-        children: dict[str | None, list[int]] = {}
-        by_start = sorted(range(len(items)), key=lambda i: items[i].start_ns)
-        for index in by_start:
-            parent = items[index].parent_id
-            children.setdefault(parent if parent in known else None, []).append(index)
-        order: list[int] = []
-        depths: list[int] = []
-        seen: set[int] = set()
-        # Roots first; then anything a parent cycle kept from being reached, as a root of its own.
-        for root in [*children.get(None, []), *by_start]:
-            stack = [(root, 0)]
-            while stack:
-                index, depth = stack.pop()
-                if index in seen:
-                    continue
-                seen.add(index)
-                order.append(index)
-                depths.append(depth)
-                below = children.get(items[index].span_id, ())
-                stack.extend((child, depth + 1) for child in reversed(below))
+        ids: list[str] = []
+        parent_ids: list[str | None] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        for span in items:
+            ids.append(span.span_id)
+            parent_ids.append(span.parent_id)
+            starts.append(span.start_ns)
+            ends.append(span.end_ns)
+        order, depths, parents = _depth_first(ids, parent_ids, starts)
+        # Start order: the depth-first order (every parent before its children) sorted by start
+        # time, stably, so that a parent stays before the children starting with it.
+        by_start = sorted(range(len(order)), key=lambda position: starts[order[position]])
+        index_of = [0] * len(order)
+        for index, position in enumerate(by_start):
+            index_of[position] = index
         return cls(
-            spans=items,
-            order=tuple(order),
+            spans=tuple(items[order[position]] for position in by_start),
+            order=tuple(index_of),
             depths=tuple(depths),
+            parents=tuple(parents),
             ends=_subtree_ends(depths),
-            positions={items[index].span_id: pos for pos, index in enumerate(order)},
-            start_ns=min((s.start_ns for s in items), default=0),
-            end_ns=max((s.end_ns for s in items), default=0),
+            positions={ids[index]: position for position, index in enumerate(order)},
+            start_ns=min(starts, default=0),
+            end_ns=max(ends, default=0),
         )
 
     def __len__(self) -> int:
@@ -140,26 +113,54 @@ class SpanTree(Record):
 
     def parent_of(self, position: int) -> int | None:
         """The position of the span's parent (None for a root)."""
-        if self.depths[position] == 0:
-            return None
-        parent = self.span_at(position).parent_id
-        return self.positions.get(parent) if parent is not None else None
+        return self.parents[position]
 
     def ancestors(self, position: int) -> list[int]:
-        """Positions of the span's ancestors, nearest first.
-
-        A span's depth bounds the walk up: a span a parent loop made a root has none.
-        """
+        """Positions of the span's ancestors, nearest first."""
         out: list[int] = []
-        parent = self.span_at(position).parent_id
-        while parent is not None and parent in self.positions and len(out) < self.depths[position]:
-            out.append(self.positions[parent])
-            parent = self.span_at(out[-1]).parent_id
+        parent = self.parents[position]
+        while parent is not None:
+            out.append(parent)
+            parent = self.parents[parent]
         return out
 
     def in_order(self) -> list[SpanData]:
         """The spans in depth-first order."""
         return [self.spans[i] for i in self.order]
+
+
+def _depth_first(
+    ids: Sequence[str], parent_ids: Sequence[str | None], starts: Sequence[int]
+) -> tuple[list[int], list[int], list[int | None]]:
+    """The depth-first order (indexes), children by start, with each position's depth and parent.
+
+    Orphans (a parent not among the spans) are roots; a span a loop of parents kept from being
+    reached becomes a root of its own, after the others.
+    """
+    known = set(ids)
+    children: dict[str | None, list[int]] = {}
+    by_start = sorted(range(len(ids)), key=starts.__getitem__)
+    for index in by_start:
+        parent = parent_ids[index]
+        children.setdefault(parent if parent in known else None, []).append(index)
+    order: list[int] = []
+    depths: list[int] = []
+    parents: list[int | None] = []
+    seen = [False] * len(ids)
+    for root in [*children.get(None, []), *by_start]:
+        stack: list[tuple[int, int, int | None]] = [(root, 0, None)]
+        while stack:
+            index, depth, parent_position = stack.pop()
+            if seen[index]:
+                continue
+            seen[index] = True
+            position = len(order)
+            order.append(index)
+            depths.append(depth)
+            parents.append(parent_position)
+            below = children.get(ids[index], ())
+            stack.extend((child, depth + 1, position) for child in reversed(below))
+    return order, depths, parents
 
 
 def _subtree_ends(depths: Sequence[int]) -> tuple[int, ...]:
