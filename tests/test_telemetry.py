@@ -584,12 +584,16 @@ def test_a_telemetry_failure_never_breaks_the_run(
 def test_the_tables_of_a_telemetry_follow_its_spans_and_derive_once_between_them() -> None:
     telemetry = wb.Telemetry()
     agent = wb.Agent(model=wb.ScriptedModel(["one"]), telemetry=telemetry, store=False)
-    agent.run_sync("a")
+    one = agent.run_sync("a")
     first = telemetry.spans_df()
-    assert telemetry._whole() is telemetry._whole()  # kept while no span arrives
+    assert telemetry.trace() is telemetry.trace()  # kept while no span arrives
     assert telemetry.spans_df().equals(first) and telemetry.spans_df() is not first
+    run_trace = wb.trace_of(one, telemetry=telemetry)  # the run's views: the same tree
+    assert run_trace.steps == one.steps and run_trace.tree is telemetry.trace().tree
     wb.Agent(model=wb.ScriptedModel(["two"]), telemetry=telemetry, store=False).run_sync("b")
     assert len(telemetry.spans_df()) == 2 * len(first)  # the second run's spans too
+    alone = wb.trace_of(one, telemetry=telemetry)  # only its own spans, its own tree
+    assert alone.spans == run_trace.spans and alone.tree is not telemetry.trace().tree
     assert telemetry.steps_df()["run_id"].nunique() == 2
     telemetry.clear()
     assert telemetry.spans_df().empty

@@ -70,8 +70,9 @@ def trace_of(source: TraceSource, *, telemetry: Telemetry | None = None) -> Trac
     if telemetry is not None:
         with collector_paused():
             recorded = _recorded(telemetry, runs)
-            if recorded:
-                return Trace.of(recorded, steps=_tree_steps(runs))
+            if recorded is not None:
+                # a copy with other spans derives again; with the same spans it keeps the tree
+                return recorded.model_copy(update={"steps": _tree_steps(runs)})
     return _rebuilt(runs)
 
 
@@ -141,7 +142,7 @@ def _spans_source(source: TraceSource) -> Trace:
         case str() | Path():
             return load_trace(source)
         case Telemetry():
-            return Trace.of(source.span_data())
+            return source.trace()
         case Sequence():
             return Trace.from_spans(_sdk_spans(source))
     raise TypeError(
@@ -172,21 +173,23 @@ def run_tree(run: RunResult) -> list[tuple[int, RunResult]]:
     return out
 
 
-def _recorded(telemetry: Telemetry, runs: Sequence[RunResult]) -> list[SpanData]:
+def _recorded(telemetry: Telemetry, runs: Sequence[RunResult]) -> Trace | None:
     """The telemetry's spans of the runs' trees: their runs, and sub-runs found by their spans.
 
-    A long session collects many runs in one telemetry; only this tree's are kept (the
-    telemetry reads each of its spans once, whichever run is asked for).
+    A long session collects many runs in one telemetry; only this tree's are kept. A telemetry
+    holding this tree alone (the usual notebook) gives its own kept `Telemetry.trace`, so the
+    run's views and the telemetry's DataFrames share one tree, derived once. None when the
+    telemetry has no span of these runs.
     """
-    spans = telemetry.span_data()
+    whole = telemetry.trace()
+    runs_of = [(s.attributes.get(n.RUN_ID), s.attributes.get(n.PARENT_RUN_ID)) for s in whole.spans]
     wanted = {tree_run.run_id for run in runs for _, tree_run in run_tree(run)}
     while True:  # sub-runs the records do not hold (yet): their spans name their parent run
-        below = {
-            str(s.attributes.get(n.RUN_ID))
-            for s in spans
-            if s.attributes.get(n.PARENT_RUN_ID) in wanted
-        }
+        below = {str(run) for run, parent in runs_of if parent in wanted}
         if below <= wanted:
             break
         wanted |= below
-    return [s for s in spans if s.attributes.get(n.RUN_ID) in wanted]
+    spans = [s for s, (run, _) in zip(whole.spans, runs_of, strict=True) if run in wanted]
+    if not spans:
+        return None
+    return whole if len(spans) == len(whole.spans) else Trace.of(spans)

@@ -137,7 +137,7 @@ class Telemetry:
         """The spans read as `SpanData` so far (`span_data`), by trace and span id."""
         self._resources: dict[int, dict[str, Any]] = {}
         self._whole_trace: Trace | None = None
-        """Every span collected as one `Trace` (`_whole`), kept until a span arrives."""
+        """Every span collected as one `Trace` (`trace`), kept until a span arrives."""
         # False: nowhere, whatever the OTEL_* variables say (spans rebuilt for a view)
         self.endpoint = None if otlp_endpoint is False else otlp_traces_endpoint(otlp_endpoint)
         self._pipe: ExportPipe | None = None
@@ -228,13 +228,22 @@ class Telemetry:
         """The spans collected in memory as a `Trace` (those of ``trace_id``, or all of them).
 
         Runs that have ended are whole; a run still going has the spans of its finished steps.
+        All of them are one `Trace`, kept until a span arrives (spans are only ever added, until
+        `clear`), with what it derived: the DataFrames, the explorer and the other views of a
+        run's telemetry read it again without deriving its tree again. A ``trace_id`` none of
+        the spans has raises `LookupError`.
         """
         from workbench.telemetry.trace import Trace
 
-        wanted = None if trace_id is None else trace_id.lower()
-        spans = [s for s in self.span_data() if wanted is None or s.trace_id == wanted]
+        if trace_id is None:
+            kept = self._whole_trace
+            if kept is None or len(kept.spans) != len(self._collector.spans):
+                kept = self._whole_trace = Trace.of(self.span_data())
+            return kept
+        wanted = trace_id.lower()
+        spans = [s for s in self.span_data() if s.trace_id == wanted]
         if not spans:
-            raise LookupError(f"no spans{f' of trace {trace_id}' if trace_id else ''} collected")
+            raise LookupError(f"no spans of trace {trace_id} collected")
         return Trace.of(spans)
 
     def clear(self) -> None:
@@ -261,29 +270,15 @@ class Telemetry:
 
     def spans_df(self) -> pd.DataFrame:
         """One row per span collected (`Trace.spans_df` of every span: ``frames.SPAN_COLUMNS``)."""
-        return self._whole().spans_df()
+        return self.trace().spans_df()
 
     def steps_df(self) -> pd.DataFrame:
         """One row per step (`Trace.steps_df` of every span: ``frames.STEP_COLUMNS``)."""
-        return self._whole().steps_df()
+        return self.trace().steps_df()
 
     def timing_df(self) -> pd.DataFrame:
         """Where the time went (`Trace.timing_df` of every span: ``frames.TIMING_COLUMNS``)."""
-        return self._whole().timing_df()
-
-    def _whole(self) -> Trace:
-        """Every span collected, as one `Trace` (empty when there are none yet).
-
-        Kept while no span arrives (spans are only ever added, until `clear`), with what it
-        derived: asking a run's telemetry for its DataFrames again derives nothing again.
-        """
-        from workbench.telemetry.trace import Trace
-
-        spans = self.span_data()
-        kept = self._whole_trace
-        if kept is None or len(kept.spans) != len(spans):
-            kept = self._whole_trace = Trace.of(spans)
-        return kept
+        return self.trace().timing_df()
 
     # -- delivery -------------------------------------------------------------------------------
 

@@ -74,7 +74,8 @@ _DERIVED = (
     "_errors",
     "_problems",
 )
-"""The cached properties of `Trace`: a copy with other spans must not keep them."""
+"""The cached properties of `Trace`, all derived from its spans alone: a copy with other spans
+must not keep them."""
 
 
 class Trace(Record):
@@ -118,10 +119,15 @@ class Trace(Record):
         return cls.of((span_data(s, resources) for s in spans), steps=steps)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Trace:
-        """A copy (`Record` semantics); what was derived from the spans is derived again."""
+        """A copy (`Record` semantics), sharing what was derived unless it has other spans.
+
+        Only the step records or the id changed (a run's steps on its telemetry's trace): the
+        tree, the tables and the errors are those of the same spans, derived once.
+        """
         copy = super().model_copy(update=update, deep=deep)
-        for name in _DERIVED:
-            copy.__dict__.pop(name, None)
+        if deep or "spans" in (update or {}):
+            for name in _DERIVED:
+                copy.__dict__.pop(name, None)
         return copy
 
     # What is derived from the spans is built on first use and kept (`functools.cached_property`
