@@ -56,5 +56,13 @@ def test_the_failing_span_in_the_report_opened_offline(browser: Any, tmp_path: P
     expect(frame).to_be_visible()
     explorer.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "report-offline-2-traceback.png"))
+
+    # the steps' messages: the page fills each section from the boxes its explorer holds
+    dug = page.locator("section.wb-step-section").filter(has_text="step 1 · digger")
+    expect(dug).to_have_count(1)
+    told = dug.locator(".wb-msg").filter(has_text="failed: TypeError: unsupported operand")
+    expect(told).to_have_count(1)  # what the digger's model was told of its tool call
+    dug.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "report-offline-3-step-messages.png"))
     assert refused == []
     page.close()
