@@ -451,3 +451,15 @@ def test_the_reports_step_sections_are_the_boxes_the_details_hold() -> None:
     second = page.split("<b>step 2</b>")[1].split("</section>")[0]
     assert second.startswith(" · chat gpt-4o") and "More?" in second and "Hello" not in second
     assert "&lt;b&gt;x&lt;/b&gt;" in second and "<b>x</b>" not in page
+
+
+def test_a_steps_diff_is_against_its_own_runs_previous_step() -> None:
+    from workbench.notebook.html import step_html
+
+    telemetry = wb.Telemetry(capture_content=True)
+    result = lead_with_researcher(telemetry, ["look", "look again"]).run_sync("go")
+    steps = wb.trace_of(result).steps  # the run tree's: the researcher's between the lead's
+    assert len({s.run_id for s in steps}) == 3
+    for step in steps:
+        own = [s for s in steps if s.run_id == step.run_id]
+        assert step_html(step, steps) == step_html(step, own)

@@ -219,15 +219,12 @@ def _steps_html(trace: Trace, page: ExplorerPage) -> tuple[list[str], str]:
             "keeps it with <code>Telemetry(capture_content=True)</code>).</p>"
         )
     records = {(s.run_id, s.execution_id, s.index): s for s in trace.steps}
-    by_run: dict[str, list[StepRecord]] = {}
-    for each in trace.steps:
-        by_run.setdefault(each.run_id, []).append(each)
     links, sections = [], []
     for i, row in enumerate(rows):
         record = records.get((row["run_id"], row["execution_id"], row["step"]))
         body: Sequence[str]
         if record is not None:
-            body = [_step_record_html(record, by_run[record.run_id])]
+            body = [_step_record_html(record, trace.steps)]  # the HTML of its span's detail
         else:
             body = content.get(row["model_span_id"], ["<p>no model call in this step</p>"])
         label = escape(str(row["label"]))

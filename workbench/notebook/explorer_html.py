@@ -283,8 +283,8 @@ def _record_content(
     if step is None:
         return []
     category = span.category
-    if category == "step":  # its diff is against its own run's previous step (as the report's)
-        return [step_html(step, [s for s in steps if s.run_id == step.run_id])]
+    if category == "step":
+        return [step_html(step, steps)]
     if category == "model":
         return [
             _H.format("Sent to the model"),

@@ -372,12 +372,16 @@ def errors_html(errors: Sequence[RunError], *, open_first: bool = True, limit: i
 
 
 def _previous_model_step(step: StepRecord, steps: Sequence[StepRecord]) -> StepRecord | None:
-    """The last record before ``step`` that made a model call (None if there is none)."""
+    """The last record of ``step``'s run before it that made a model call (None if none).
+
+    ``steps`` may be a run tree's: a sub-agent's step between two of its caller's is not what
+    the caller's model saw before.
+    """
     previous = None
     for candidate in steps:
         if candidate is step:
             return previous
-        if candidate.messages_in:
+        if candidate.messages_in and candidate.run_id == step.run_id:
             previous = candidate
     return None
 
