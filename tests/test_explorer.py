@@ -24,6 +24,7 @@ from workbench.notebook import (
     genai_messages_html,
 )
 from workbench.notebook.explorer_data import visible_positions
+from workbench.notebook.explorer_html import StepRecords
 from workbench.notebook.explorer_page import WHERE
 from workbench.telemetry.tree import SpanTree
 
@@ -460,6 +461,7 @@ def test_a_steps_diff_is_against_its_own_runs_previous_step() -> None:
     result = lead_with_researcher(telemetry, ["look", "look again"]).run_sync("go")
     steps = wb.trace_of(result).steps  # the run tree's: the researcher's between the lead's
     assert len({s.run_id for s in steps}) == 3
+    records = StepRecords(steps)  # what a page of every step finds in one pass
     for step in steps:
         own = [s for s in steps if s.run_id == step.run_id]
-        assert step_html(step, steps) == step_html(step, own)
+        assert step_html(step, steps) == step_html(step, own) == records.html(step)

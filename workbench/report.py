@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
     from workbench.messages import Message
     from workbench.notebook.explorer_page import ExplorerPage
-    from workbench.records import StepRecord
     from workbench.telemetry.core import Telemetry
 
 __all__ = ["report_html", "trace_summary", "write_report"]
@@ -211,6 +210,8 @@ def _steps_html(trace: Trace, page: ExplorerPage) -> tuple[list[str], str]:
     messages are the boxes the explorer's details hold (the step's span, the model call's
     conversation), so the page stores them once and fills the section when it loads.
     """
+    from workbench.notebook.explorer_html import StepRecords
+
     rows = trace.step_rows()
     content = _model_content(trace)
     if rows and not trace.steps and not content:
@@ -218,13 +219,13 @@ def _steps_html(trace: Trace, page: ExplorerPage) -> tuple[list[str], str]:
             "<p>The trace has no message content: it was recorded without it (a workbench run "
             "keeps it with <code>Telemetry(capture_content=True)</code>).</p>"
         )
-    records = {(s.run_id, s.execution_id, s.index): s for s in trace.steps}
+    records = StepRecords(trace.steps)
     links, sections = [], []
     for i, row in enumerate(rows):
-        record = records.get((row["run_id"], row["execution_id"], row["step"]))
+        record = records.get(row["run_id"], row["execution_id"], row["step"])
         body: Sequence[str]
         if record is not None:
-            body = [_step_record_html(record, trace.steps)]  # the HTML of its span's detail
+            body = [records.html(record)]  # the HTML of its step span's detail
         else:
             body = content.get(row["model_span_id"], ["<p>no model call in this step</p>"])
         label = escape(str(row["label"]))
@@ -234,12 +235,6 @@ def _steps_html(trace: Trace, page: ExplorerPage) -> tuple[list[str], str]:
             f"<b>step {label}</b></section>"
         )
     return links, "".join(sections)
-
-
-def _step_record_html(record: StepRecord, steps: Sequence[StepRecord]) -> str:
-    from workbench.notebook.html import step_html
-
-    return step_html(record, steps)
 
 
 def _model_content(trace: Trace) -> Mapping[str, Sequence[str]]:

@@ -51,6 +51,7 @@ __all__ = [
     "DetailPiece",
     "MessageBoxes",
     "Shared",
+    "StepRecords",
     "Where",
     "content_boxes",
     "genai_message_boxes",
@@ -229,24 +230,52 @@ def genai_message_boxes(value: object) -> list[str]:
     return out
 
 
-def _step_for(span: SpanData, steps: Sequence[StepRecord]) -> StepRecord | None:
-    """The record of the span's step: same index, and same run and execution where it says.
+class StepRecords:
+    """A trace's step records, found by their spans, each with the record its diff is against.
 
-    The records may be a whole run tree's, whose runs all have a step 1.
+    Indexed once for a page of every detail: a walk of the records for each span (and for
+    each step, its run's previous model call) made a long run's page take time with the square
+    of its steps. The records may be a whole run tree's, whose runs all have a step 1.
     """
-    index = span.attributes.get("workbench.step.index")
-    if index is None or not steps:
-        return None
-    run = span.attributes.get("workbench.run.id")
-    execution = span.attributes.get("workbench.execution.id")
-    for step in steps:
-        if (
-            step.index == index
-            and (run is None or step.run_id == run)
-            and (execution is None or step.execution_id == execution)
-        ):
-            return step
-    return None
+
+    def __init__(self, steps: Sequence[StepRecord]) -> None:
+        self.steps = steps
+        self._keyed: dict[tuple[str, str, int], StepRecord] = {}
+        self._before: dict[int, StepRecord | None] = {}  # by id: ``steps`` holds the records
+        last: dict[str, StepRecord] = {}  # each run's last record that made a model call
+        for step in steps:
+            self._keyed.setdefault((step.run_id, step.execution_id, step.index), step)
+            self._before[id(step)] = last.get(step.run_id)
+            if step.messages_in:
+                last[step.run_id] = step
+
+    def get(self, run: str, execution: str, index: int) -> StepRecord | None:
+        """The record of a run's execution's step."""
+        return self._keyed.get((run, execution, index))
+
+    def of(self, span: SpanData) -> StepRecord | None:
+        """The record of the span's step: same index, and same run and execution where it says."""
+        index = span.attributes.get("workbench.step.index")
+        if index is None or not self.steps:
+            return None
+        run = span.attributes.get("workbench.run.id")
+        execution = span.attributes.get("workbench.execution.id")
+        if run is not None and execution is not None:
+            return self._keyed.get((run, execution, index))
+        return next(  # a span that does not say its run or execution: the first that fits
+            (
+                step
+                for step in self.steps
+                if step.index == index
+                and (run is None or step.run_id == run)
+                and (execution is None or step.execution_id == execution)
+            ),
+            None,
+        )
+
+    def html(self, step: StepRecord) -> str:
+        """The step drawn whole (`step_html`), its diff against its run's previous model call."""
+        return step_html(step, previous=self._before.get(id(step)))
 
 
 class MessageBoxes:
@@ -276,15 +305,15 @@ def _sent(messages: Sequence[Message], draw: Callable[[Message], str]) -> Detail
 
 
 def _record_content(
-    span: SpanData, steps: Sequence[StepRecord], draw: Callable[[Message], str]
+    span: SpanData, records: StepRecords, draw: Callable[[Message], str]
 ) -> list[DetailPiece]:
     """The span's content from its step record, or none when there is none to draw from."""
-    step = _step_for(span, steps)
+    step = records.of(span)
     if step is None:
         return []
     category = span.category
     if category == "step":
-        return [step_html(step, steps)]
+        return [records.html(step)]
     if category == "model":
         return [
             _H.format("Sent to the model"),
@@ -416,11 +445,15 @@ def span_detail_html(trace: Trace, span: SpanData) -> str:
 
 
 def span_detail_pieces(
-    trace: Trace, span: SpanData, draw: Callable[[Message], str] = message_html
+    trace: Trace,
+    span: SpanData,
+    draw: Callable[[Message], str] = message_html,
+    records: StepRecords | None = None,
 ) -> list[DetailPiece]:
     """The pieces of `span_detail_html`, what other details repeat apart (see `Shared`).
 
-    ``draw`` draws a message sent to the model: a `MessageBoxes` when building many details.
+    ``draw`` draws a message sent to the model: a `MessageBoxes` when building many details;
+    ``records``: the trace's `StepRecords`, indexed once when building many.
     """
     origin = trace.tree.start_ns
     status = _status_badge(span)
@@ -441,7 +474,8 @@ def span_detail_pieces(
         f"{' · ' + safe_text(span.kind) if span.kind else ''}"
         f"{' · scope ' + safe_text(span.scope) if span.scope else ''}</span></div>"
     )
-    content = _record_content(span, trace.steps, draw) or _attribute_content(span)
+    records = StepRecords(trace.steps) if records is None else records
+    content = _record_content(span, records, draw) or _attribute_content(span)
     content = [*_failure_pieces(span), *content]
     events = "".join(
         f"<li><b>{safe_text(e.name)}</b> at {(e.time_ns - origin) / 1e6:.3f} ms"

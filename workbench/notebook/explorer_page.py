@@ -28,7 +28,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workbench.notebook.explorer_data import page_rows
-from workbench.notebook.explorer_html import DetailPiece, MessageBoxes, Where, span_detail_pieces
+from workbench.notebook.explorer_html import (
+    DetailPiece,
+    MessageBoxes,
+    StepRecords,
+    Where,
+    span_detail_pieces,
+)
 from workbench.notebook.explorer_view import STATIC, ExplorerView
 
 __all__ = ["HOLE", "WHERE", "ExplorerPage", "explorer_page_html"]
@@ -160,9 +166,9 @@ class ExplorerPage:
         self.view = view
         self.element_id = element_id
         self._table: dict[str, int] = {}
-        draw = MessageBoxes()
+        draw, records = MessageBoxes(), StepRecords(view.trace.steps)
         self._details = [
-            self._detail(span_detail_pieces(view.trace, view.tree.span_at(p), draw))
+            self._detail(span_detail_pieces(view.trace, view.tree.span_at(p), draw, records))
             for p in range(len(view.tree))
         ]
 

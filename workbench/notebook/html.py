@@ -386,11 +386,15 @@ def _previous_model_step(step: StepRecord, steps: Sequence[StepRecord]) -> StepR
     return None
 
 
-def step_html(step: StepRecord, steps: Sequence[StepRecord] = ()) -> str:
+def step_html(
+    step: StepRecord, steps: Sequence[StepRecord] = (), *, previous: StepRecord | None = None
+) -> str:
     """One step: header, what it added, its tool calls, hooks, and a diff of the model's input.
 
-    The diff is against the previous record that made a model call (``steps`` gives the run's
-    records, in order), so it shows exactly what changed in what the model saw.
+    The diff is against the previous record of its run that made a model call, so it shows
+    exactly what changed in what the model saw: ``previous`` when the caller has found it (a
+    page of every step, `explorer_html.StepRecords`), else found in ``steps`` (the run's
+    records, in order).
     """
     t = step.timing
     # A step the run went on from says nothing of the run's status: "running" read as if the
@@ -413,7 +417,7 @@ def step_html(step: StepRecord, steps: Sequence[StepRecord] = ()) -> str:
     sections.append(_hooks_html(step))
     sections.append(_breakpoint_errors_html(step))
     if step.messages_in:
-        previous = _previous_model_step(step, steps)
+        previous = previous or _previous_model_step(step, steps)
         title = (
             f"What the model saw, against step {previous.index}"
             if previous is not None
