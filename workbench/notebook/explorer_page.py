@@ -235,8 +235,8 @@ class ExplorerPage:
             f'<script type="application/json" id="{element}-data">{payload}</script>'
             f"<script>(() => {{{module}\n{model}\n"
             f"const data = JSON.parse(document.getElementById('{element}-data').textContent);\n"
-            f"render({{ model: staticModel(data), el: document.getElementById('{element}') }});\n"
-            "whenLoaded(() => fillPieces(data));"
+            "whenLoaded(() => fillPieces(data));\n"  # first: the messages need no explorer
+            f"render({{ model: staticModel(data), el: document.getElementById('{element}') }});"
             "})();</script>"
         )
 
