@@ -336,6 +336,25 @@ def test_a_sub_run_is_nested_under_the_tool_call_that_ran_it() -> None:
     assert chat.attributes["workbench.run.id"] != result.run_id
 
 
+def test_a_sub_run_recorded_as_a_trace_of_its_own_is_nested_under_its_call() -> None:
+    """Older telemetry wrote each sub-run as a trace of its own, its root span naming its
+    parent run: `Trace.of` puts it under the parent's tool call whose time holds its start."""
+    lead = {"workbench.run.id": "r1"}
+    spans = [
+        span("run", None, "invoke_agent lead", 0, 100, lead),
+        span("early", "run", "execute_tool ask", 10, 20, lead),
+        span("call", "run", "execute_tool ask", 30, 90, lead),
+        span("sub", None, "invoke_agent helper", 40, 80,
+             {"workbench.run.id": "r2", "workbench.parent_run.id": "r1"}),
+        span("subchat", "sub", "chat m", 45, 60, {"workbench.run.id": "r2"}),
+    ]  # fmt: skip
+    trace = wb.Trace.of(reversed(spans))
+    tree = trace.tree
+    assert [s.span_id for s in tree.in_order()] == ["run", "early", "call", "sub", "subchat"]
+    assert tree.parent_of(tree.positions["sub"]) == tree.positions["call"]
+    assert [s.span_id for s in trace.spans] == ["run", "early", "call", "sub", "subchat"]
+
+
 def test_an_empty_trace_opens_empty() -> None:
     explorer = TraceExplorer(wb.Trace.of([]))
     assert (explorer.span_count, explorer.total, explorer.rows, explorer.axis_ms) == (0, 0, [], 0.0)

@@ -101,7 +101,9 @@ class Trace(Record):
 
         Its id is ``trace_id``, else the earliest root's trace id ("" for no spans at all).
         """
-        tree = SpanTree.of(nest_subruns(list(spans)))
+        tree = SpanTree.of(list(spans))
+        if tree.has_loose_subruns():  # nested under the calls that made them, walked again
+            tree = SpanTree.of(nest_subruns(tree.spans))
         ordered = tree.spans
         if not trace_id and ordered:
             roots = [s for s in ordered if s.parent_id is None] or list(ordered)

@@ -27,8 +27,6 @@ def nest_subruns(spans: Sequence[SpanData]) -> list[SpanData]:
     that already have their parent in the trace are left as they are.
     """
     known = {s.span_id for s in spans}
-    if not any(s.parent_id not in known and n.PARENT_RUN_ID in s.attributes for s in spans):
-        return list(spans)  # no sub-run outside its parent's trace (the usual case)
     tools: dict[str, list[SpanData]] = {}
     for span in spans:
         if span.name.startswith(n.SPAN_TOOL) and n.RUN_ID in span.attributes:
@@ -102,6 +100,17 @@ class SpanTree(Record):
             positions={ids[index]: position for position, index in enumerate(order)},
             start_ns=min(starts, default=0),
             end_ns=max(ends, default=0),
+        )
+
+    def has_loose_subruns(self) -> bool:
+        """Whether a sub-run's root span is a root here, not under its parent run's spans.
+
+        A sub-run that telemetry recorded as a trace of its own (see `nest_subruns`).
+        """
+        return any(
+            n.PARENT_RUN_ID in self.span_at(position).attributes
+            for position, parent in enumerate(self.parents)
+            if parent is None
         )
 
     def __len__(self) -> int:
