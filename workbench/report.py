@@ -225,7 +225,7 @@ def _steps_html(trace: Trace, page: ExplorerPage) -> tuple[list[str], str]:
         record = records.get(row["run_id"], row["execution_id"], row["step"])
         body: Sequence[str]
         if record is not None:
-            body = [records.html(record)]  # the HTML of its step span's detail
+            body = records.pieces(record)  # its step span's detail holds them
         else:
             body = content.get(row["model_span_id"], ["<p>no model call in this step</p>"])
         label = escape(str(row["label"]))

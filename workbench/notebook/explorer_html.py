@@ -36,7 +36,7 @@ from workbench.notebook.html import (
     message_html,
     messages_html,
     outcomes_html,
-    step_html,
+    step_pieces,
     thinking_html,
     traceback_html,
 )
@@ -273,9 +273,9 @@ class StepRecords:
             None,
         )
 
-    def html(self, step: StepRecord) -> str:
-        """The step drawn whole (`step_html`), its diff against its run's previous model call."""
-        return step_html(step, previous=self._before.get(id(step)))
+    def pieces(self, step: StepRecord, draw: Callable[[Message], str] = message_html) -> list[str]:
+        """The step drawn whole (`step_pieces`), its diff against its run's previous model call."""
+        return step_pieces(step, previous=self._before.get(id(step)), draw=draw)
 
 
 class MessageBoxes:
@@ -313,12 +313,13 @@ def _record_content(
         return []
     category = span.category
     if category == "step":
-        return [records.html(step)]
+        return list(records.pieces(step, draw))
     if category == "model":
         return [
             _H.format("Sent to the model"),
             _sent(step.messages_in, draw),
-            _H.format("What the step added") + messages_html(step.new_messages),
+            _H.format("What the step added"),
+            _sent(step.new_messages, draw),
         ]
     if category == "tool":
         call = span.attributes.get("gen_ai.tool.call.id")

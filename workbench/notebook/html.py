@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 
 from workbench.conditions import Budget
@@ -396,6 +396,21 @@ def step_html(
     page of every step, `explorer_html.StepRecords`), else found in ``steps`` (the run's
     records, in order).
     """
+    return "".join(step_pieces(step, steps, previous=previous))
+
+
+def step_pieces(
+    step: StepRecord,
+    steps: Sequence[StepRecord] = (),
+    *,
+    previous: StepRecord | None = None,
+    draw: Callable[[Message], str] = message_html,
+) -> list[str]:
+    """`step_html` in pieces, each message the step added a piece (``draw`` draws it).
+
+    A page of every step stores each distinct piece once: the messages a step added are the
+    ones its run's next model call is sent, whose boxes that call's detail holds already.
+    """
     t = step.timing
     # A step the run went on from says nothing of the run's status: "running" read as if the
     # step had not ended. The step that ended the run says how and why it ended.
@@ -407,7 +422,8 @@ def step_html(
         f"{step.usage.input_tokens} in / {step.usage.output_tokens} out tokens</div>"
     )
     sections = [head, "<h4 style='margin:6px 0 2px'>What this step added</h4>"]
-    sections.append(messages_html(step.new_messages, empty="nothing (the run stopped)"))
+    added = [draw(m) for m in step.new_messages]
+    sections += added or [messages_html((), empty="nothing (the run stopped)")]
     if step.tool_outcomes:
         sections += [
             "<h4 style='margin:6px 0 2px'>Tool calls</h4>",
@@ -430,7 +446,7 @@ def step_html(
             "<div style='color:#888'>No model call in this part of the step (it resumed after "
             "a pause).</div>"
         )
-    return f'<div class="wb-step">{"".join(sections)}</div>'
+    return ['<div class="wb-step">', *sections, "</div>"]
 
 
 def _tools_html(step: StepRecord) -> str:
