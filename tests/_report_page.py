@@ -25,7 +25,9 @@ def page_data(html: str) -> dict[str, Any]:
 def page_piece(data: dict[str, Any], number: int) -> str:
     """A piece of the page's table: HTML, or the runs of markup and text it is made of."""
     stored = data["shared"][number]
-    return stored if isinstance(stored, str) else "".join(data["runs"][i] for i in stored)
+    if isinstance(stored, str):
+        return stored
+    return "".join(data["runs"][i] for i in filled(data["piece_templates"], stored))
 
 
 def page_where(data: dict[str, Any], position: int) -> str:
@@ -51,13 +53,18 @@ def joined(data: dict[str, Any], items: list[Any], position: int = -1) -> str:
     )
 
 
+def filled(templates: list[Any], stored: list[Any]) -> list[int]:
+    """A template's numbers (``stored[0]``), its holes filled with the rest of ``stored``."""
+    template, *own = stored
+    holes = iter(numbers(own))
+    out = [next(holes) if n == HOLE else n for n in numbers(templates[template])]
+    assert next(holes, None) is None  # as many numbers of its own as its template has holes
+    return out
+
+
 def detail_numbers(data: dict[str, Any], position: int) -> list[int]:
     """The numbers of a span's detail: its template's, its own ones in the template's holes."""
-    template, *own = data["details"][position]
-    holes = iter(numbers(own))
-    filled = [next(holes) if n == HOLE else n for n in numbers(data["templates"][template])]
-    assert next(holes, None) is None  # as many numbers of its own as its template has holes
-    return filled
+    return filled(data["templates"], data["details"][position])
 
 
 def page_detail(data: dict[str, Any], position: int) -> str:

@@ -10,8 +10,8 @@ time. What the page holds of a trace:
   written out whole grow with the square of a run's steps. A detail is the numbers of its
   pieces, written as a template that the details of its kind share and its own numbers
   (`_templates`); a piece with tags in it is the numbers of its runs of markup and of text in
-  a second table (every message box and attribute row is the same markup around its own few
-  words);
+  a second table, written the same way: every message box and attribute row is the same
+  markup (a template) around its own few words;
 - other parts of the page made of the same pieces (`ExplorerPage.pieces`): the report's step
   sections show the message boxes the details hold, so the page stores them once and fills
   those sections when it loads.
@@ -105,33 +105,34 @@ def _items(numbers: Sequence[int]) -> Items:
 
 
 HOLE = -2
-"""In a template: where each detail made from it has a number of its own."""
+"""In a template: where each list made from it has a number of its own."""
 
 
 def _templates(
-    details: Sequence[Sequence[int]], kinds: Sequence[str]
+    lists: Sequence[Sequence[int]], kinds: Sequence[str]
 ) -> tuple[list[Items], list[Items]]:
-    """Details as templates of their kind and each one's own numbers.
+    """Lists of numbers as templates of their kind and each one's own numbers.
 
     The details of one kind and length (every ``execute_tool add`` that went well) are the same
     pieces but in a few places (the rows of their step's attributes, their call id, their
-    messages): a template holds what they share and a `HOLE` where they differ, and a detail is
-    its template's number and, as items, its numbers for the holes (returned: the templates,
-    the details).
+    messages); the pieces that start with the same markup and have as many runs (an attribute's
+    row, a tool result's box) are the same markup around their own words. A template holds
+    what the lists of a kind share and a `HOLE` where they differ, and a list is its template's
+    number and, as items, its numbers for the holes (returned: the templates, the lists).
     """
     groups: dict[tuple[str, int], list[int]] = {}
-    for i, (numbers, kind) in enumerate(zip(details, kinds, strict=True)):
+    for i, (numbers, kind) in enumerate(zip(lists, kinds, strict=True)):
         groups.setdefault((kind, len(numbers)), []).append(i)
     templates: list[Items] = []
-    own: list[Items] = [[] for _ in details]
+    own: list[Items] = [[] for _ in lists]
     for members in groups.values():
         template = [
             column[0] if all(n == column[0] for n in column) else HOLE
-            for column in zip(*(details[i] for i in members), strict=True)
+            for column in zip(*(lists[i] for i in members), strict=True)
         ]
         holes = [j for j, n in enumerate(template) if n == HOLE]
         for i in members:
-            own[i] = [len(templates), *_items([details[i][j] for j in holes])]
+            own[i] = [len(templates), *_items([lists[i][j] for j in holes])]
         templates.append(_items(template))
     return templates, own
 
@@ -199,26 +200,37 @@ class ExplorerPage:
         """
         return f' data-pieces="{json.dumps(_items(self._numbers(html)), separators=(",", ":"))}"'
 
-    def _table_of_runs(self) -> tuple[list[str | list[int]], list[str]]:
-        """The pieces as stored: HTML, or the numbers of its runs of markup and text; the runs."""
+    def _table_of_runs(self) -> tuple[list[str | Items], list[Items], list[str]]:
+        """The pieces as stored, their templates, and the runs of markup and text.
+
+        A piece without tags is its HTML; one with tags the numbers of its runs, written as a
+        template (its markup) and its own numbers (`_templates`).
+        """
         runs: dict[str, int] = {}
-        pieces: list[str | list[int]] = []
+        pieces: list[str | Items] = []
+        split: dict[int, list[int]] = {}  # the runs of each piece with tags, by its number
         for piece in self._table:
-            split = [r for r in _MARKUP.split(piece) if r]
-            many = len(split) > 1
-            pieces.append([runs.setdefault(r, len(runs)) for r in split] if many else piece)
-        return pieces, list(runs)
+            parts = [r for r in _MARKUP.split(piece) if r]
+            if len(parts) > 1:
+                split[len(pieces)] = [runs.setdefault(r, len(runs)) for r in parts]
+            pieces.append(piece)
+        lists = list(split.values())
+        templates, own = _templates(lists, [str(numbers[0]) for numbers in lists])
+        for number, stored in zip(split, own, strict=True):
+            pieces[number] = stored
+        return pieces, templates, list(runs)
 
     def html(self) -> str:
         """The fragment: the explorer's element, its data, and the script that draws it."""
         tree = self.view.tree
-        shared, runs = self._table_of_runs()
+        shared, piece_templates, runs = self._table_of_runs()
         kinds = [tree.span_at(p).category for p in range(len(tree))]
         templates, details = _templates(self._details, kinds)
         data = {
             "axis_ms": (tree.end_ns - tree.start_ns) / 1e6,
             "spans": _page_spans(self.view),
             "shared": shared,
+            "piece_templates": piece_templates,
             "runs": runs,
             "templates": templates,
             "details": details,

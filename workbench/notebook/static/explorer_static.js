@@ -8,16 +8,18 @@
 // messages are the whole conversation so far, and a run's spans share most of their
 // attributes. Details of one kind share a template (`data.templates`) and hold only their own
 // numbers, those of the template's holes. A piece with tags is stored as the numbers of its
-// runs of markup and of text in `data.runs` (boxes and rows share their markup). Elements of
+// runs of markup and of text in `data.runs`, the same way: a template of its markup
+// (`data.piece_templates`: boxes and rows share theirs) and its own text. Elements of
 // the page with a `data-pieces` attribute (the report's step sections) are made of the same
 // pieces, filled when the page has loaded. A search looks through each span's detail as text,
 // made on the first search.
 const WHERE = -1;  // in a detail: the span's line of times and ids, drawn from its row
 const HOLE = -2;  // in a template: where a detail made from it has a number of its own
 
-function piece(data, i) {  // HTML, or the numbers of its runs of markup and of text
+function piece(data, i) {  // HTML, or its runs of markup and of text (a template, its own)
   const stored = data.shared[i];
-  return typeof stored === "string" ? stored : stored.map((run) => data.runs[run]).join("");
+  if (typeof stored === "string") return stored;
+  return filled(data.piece_templates, stored).map((run) => data.runs[run]).join("");
 }
 
 function numbers(items) {  // items as numbers: a number each, a [start, end) range of them
@@ -33,11 +35,10 @@ function joined(data, items, where) {  // the HTML of items (WHERE: the span's l
   return numbers(items).map((n) => (n === WHERE ? where() : piece(data, n))).join("");
 }
 
-function detailItems(data, i) {  // its template, with its own numbers in the template's holes
-  const [template, ...own] = data.details[i];
+function filled(templates, [template, ...own]) {  // a template, its holes filled with `own`
   const holes = numbers(own);
   let next = 0;
-  return numbers(data.templates[template]).map((n) => (n === HOLE ? holes[next++] : n));
+  return numbers(templates[template]).map((n) => (n === HOLE ? holes[next++] : n));
 }
 
 function fillPieces(data) {  // the page's elements made of stored pieces: the HTML is ours, escaped
@@ -89,7 +90,8 @@ function staticModel(data) {
 
   function detail(id) {
     const i = byId.get(id);
-    return i === undefined ? "" : joined(data, detailItems(data, i), () => where(i));
+    if (i === undefined) return "";
+    return joined(data, filled(data.templates, data.details[i]), () => where(i));
   }
 
   const ENTITIES = { "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#x27;": "'", "&amp;": "&" };
