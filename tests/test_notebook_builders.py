@@ -297,7 +297,7 @@ def test_step_html_shows_calls_results_retries_and_a_diff(demo: wb.RunResult) ->
     assert "What the model saw</h4>" in first
     second = step_html(demo.steps[1], demo.steps)
     assert "against step 1" in second
-    added = re.findall(r"\+ \[(\w+)\]", second)
+    added = re.findall(r"<span>\+</span> \[(\w+)\]", second)
     assert added == ["assistant", "tool"]  # step 1's call and its retry prompt
     resumed = step_html(demo.steps[3], demo.steps)
     assert "resumed after a pause" in resumed and "saved double = 84" in resumed
@@ -314,24 +314,32 @@ def test_step_html_shows_hook_errors_and_messages(demo: wb.RunResult) -> None:
     assert "PreToolUse" in html and "timed out" in html and "a Stop hook ended the run" in html
 
 
+def _diff_text(before: list[wb.Message], after: list[wb.Message]) -> str:
+    """A diff's lines as read on the page (its tags dropped)."""
+    return re.sub(r"<[^>]+>", "", messages_diff_html(before, after))
+
+
 def test_messages_diff_html_marks_added_and_removed_lines() -> None:
     before = [wb.Message.user("a"), wb.Message.assistant("b")]
     after = [wb.Message.user("a"), wb.Message.assistant("c")]
-    html = messages_diff_html(before, after)
+    html = _diff_text(before, after)
     assert "- [assistant] b" in html and "+ [assistant] c" in html
     assert "no change" in messages_diff_html(before, before)
+    # a line's text is the same string added or removed: a page of every diff stores it once
+    line = "</span> [assistant] c</div>"
+    assert line in messages_diff_html(before, after) and line in messages_diff_html(after, before)
 
 
 def test_a_long_conversations_diff_shows_what_changed_and_counts_the_rest() -> None:
     history = [wb.Message.user("q")] + [wb.Message.assistant(f"a{i}") for i in range(50)]
-    grown = messages_diff_html(history, [*history, wb.Message.user("more?")])
+    grown = _diff_text(history, [*history, wb.Message.user("more?")])
     assert "51 unchanged lines" in grown  # every earlier line, the one shown as context too
     assert "+ [user] more?" in grown and "  [assistant] a49" in grown and "a48" not in grown
     edited = [*history[:10], wb.Message.assistant("X"), *history[11:]]
-    changed = messages_diff_html(history, edited)
+    changed = _diff_text(history, edited)
     assert "- [assistant] a9" in changed and "+ [assistant] X" in changed
     assert "50 unchanged lines" in changed and "a10" in changed and "a7" not in changed
-    shorter = messages_diff_html(history, history[:-1])
+    shorter = _diff_text(history, history[:-1])
     assert "- [assistant] a49" in shorter and "50 unchanged lines" in shorter
 
 

@@ -298,11 +298,16 @@ def messages_diff_html(
 
 
 def _diff_line(sign: str, text: str, colour: str, bg: str) -> str:
+    """A line of a diff, its sign in an element of its own.
+
+    So the text is the same string whether the line was added, kept or removed: a page of
+    every step's diff stores it once.
+    """
     if len(text) > 400:
         text = text[:400] + f"… ({len(text):,} characters)"
     return (
         f'<div style="font-family:ui-monospace,monospace;font-size:12px;white-space:pre-wrap;'
-        f'color:{colour};background:{bg}">{sign} {escape(text)}</div>'
+        f'color:{colour};background:{bg}"><span>{sign}</span> {escape(text)}</div>'
     )
 
 
