@@ -22,8 +22,8 @@ def diverged() -> wb.RunResult:
     return result
 
 
-RED_LINE = 'color:#b71c1c;background:#ffebee">- recorded: 0</div>'
-GREEN_LINE = 'color:#1b5e20;background:#e8f5e9">+ sent:     1</div>'
+RED_LINE = 'color:#b71c1c;background:#ffebee"><span>-</span> recorded: 0</div>'
+GREEN_LINE = 'color:#1b5e20;background:#e8f5e9"><span>+</span> sent:     1</div>'
 
 
 def test_the_divergence_is_a_red_green_diff_in_the_status() -> None:
@@ -55,4 +55,4 @@ def test_error_text_stays_text() -> None:
     )
     html = error_html(error)
     assert "<script>" not in html and "&lt;script&gt;" in html and "&lt;b&gt;" in html
-    assert "+ sent: &amp;" in html
+    assert "<span>+</span> sent: &amp;" in html
