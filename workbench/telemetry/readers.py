@@ -422,16 +422,26 @@ def _text_value(value: Any) -> str:
 
 
 _SHORT = 256
+_CLEAN: dict[str, None] = {}
+"""Short strings seen lately that redaction leaves as they are (at most `_CLEAN_KEPT`)."""
+_CLEAN_KEPT = 8192
 
 
-@functools.lru_cache(maxsize=8192)
 def _short_text(value: str) -> str:
-    """A short string redacted, remembered: names, ids and models repeat on span after span.
+    """A short string redacted; a clean one remembered (names, ids, models repeat on spans).
 
     A 100,000-span trace holds about a million string values and a tenth as many distinct
-    ones; long ones (messages) are mostly distinct and are not kept.
+    ones; long ones (messages) are mostly distinct and are not kept. A string redaction
+    changes is never kept: the process would hold the key it hid after the trace is gone.
     """
-    return redacted(value)
+    if value in _CLEAN:
+        return value
+    shown = redacted(value)
+    if shown == value:
+        if len(_CLEAN) >= _CLEAN_KEPT:
+            _CLEAN.clear()
+        _CLEAN[value] = None
+    return shown
 
 
 _VALUES: dict[str, Callable[[Any], Any]] = {
