@@ -181,15 +181,18 @@ def _recorded(telemetry: Telemetry, runs: Sequence[RunResult]) -> Trace | None:
     run's views and the telemetry's DataFrames share one tree, derived once. None when the
     telemetry has no span of these runs.
     """
-    whole = telemetry.trace()
-    runs_of = [(s.attributes.get(n.RUN_ID), s.attributes.get(n.PARENT_RUN_ID)) for s in whole.spans]
+    every = telemetry.span_data()
+    runs_of = [(s.attributes.get(n.RUN_ID), s.attributes.get(n.PARENT_RUN_ID)) for s in every]
     wanted = {tree_run.run_id for run in runs for _, tree_run in run_tree(run)}
     while True:  # sub-runs the records do not hold (yet): their spans name their parent run
         below = {str(run) for run, parent in runs_of if parent in wanted}
         if below <= wanted:
             break
         wanted |= below
-    spans = [s for s, (run, _) in zip(whole.spans, runs_of, strict=True) if run in wanted]
+    spans = [s for s, (run, _) in zip(every, runs_of, strict=True) if run in wanted]
     if not spans:
         return None
-    return whole if len(spans) == len(whole.spans) else Trace.of(spans)
+    if len(spans) < len(every):  # other runs' spans too: the whole trace is not this tree's
+        return Trace.of(spans)
+    whole = telemetry.trace()  # kept, unless a span arrived since: then it is not these spans
+    return whole if len(whole.spans) == len(spans) else Trace.of(spans)
