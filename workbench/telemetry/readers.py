@@ -344,7 +344,6 @@ def _attributes(items: Any, kinds: _Kinds | None = None) -> dict[str, Any]:
         raise TraceLoadError(
             f"attributes should be a list of key/values, found {type(items).__name__}"
         )
-    kinds = kinds or _VALUES
     attributes = {}
     for kv in items:
         if type(kv) is dict and "key" in kv and "value" in kv:
