@@ -391,17 +391,14 @@ def _previous_model_step(step: StepRecord, steps: Sequence[StepRecord]) -> StepR
     return None
 
 
-def step_html(
-    step: StepRecord, steps: Sequence[StepRecord] = (), *, previous: StepRecord | None = None
-) -> str:
+def step_html(step: StepRecord, steps: Sequence[StepRecord] = ()) -> str:
     """One step: header, what it added, its tool calls, hooks, and a diff of the model's input.
 
-    The diff is against the previous record of its run that made a model call, so it shows
-    exactly what changed in what the model saw: ``previous`` when the caller has found it (a
-    page of every step, `explorer_html.StepRecords`), else found in ``steps`` (the run's
-    records, in order).
+    The diff is against the previous record of its run that made a model call (found in
+    ``steps``, the run's records in order), so it shows exactly what changed in what the model
+    saw. A page of every step finds those in one pass (`explorer_html.StepRecords`).
     """
-    return "".join(step_pieces(step, steps, previous=previous))
+    return "".join(step_pieces(step, steps))
 
 
 def step_pieces(
@@ -412,6 +409,9 @@ def step_pieces(
     draw: Callable[[Message], str] = message_html,
 ) -> list[str]:
     """`step_html` in pieces, each message the step added a piece (``draw`` draws it).
+
+    ``previous``: the record the diff is against when the caller has found it, else it is
+    found in ``steps``.
 
     A page of every step stores each distinct piece once: the messages a step added are the
     ones its run's next model call is sent, whose boxes that call's detail holds already.
@@ -438,7 +438,8 @@ def step_pieces(
     sections.append(_hooks_html(step))
     sections.append(_breakpoint_errors_html(step))
     if step.messages_in:
-        previous = previous or _previous_model_step(step, steps)
+        if previous is None:
+            previous = _previous_model_step(step, steps)
         title = (
             f"What the model saw, against step {previous.index}"
             if previous is not None
