@@ -119,7 +119,7 @@ class Where:
 
 DetailPiece = str | Shared | Where
 """A piece of a detail pane: HTML, parts of it other details repeat, or its line of times and
-ids (a page of every detail stores each distinct piece once, `explorer_view.explorer_page_html`)."""
+ids (a page of every detail stores each distinct piece once, `explorer_page.explorer_page_html`)."""
 
 
 def joined_html(pieces: Sequence[DetailPiece]) -> str:
