@@ -210,19 +210,18 @@ def _steps_html(trace: Trace, page: ExplorerPage) -> tuple[list[str], str]:
     messages are the boxes the explorer's details hold (the step's span, the model call's
     conversation), so the page stores them once and fills the section when it loads.
     """
-    from workbench.notebook.explorer_html import StepRecords
-
+    records = page.records
     rows = trace.step_rows()
-    content = _model_content(trace)
+    found = [records.get(row["run_id"], row["execution_id"], row["step"]) for row in rows]
+    # the captured content is read (and drawn) only for steps no record draws
+    content = _model_content(trace) if any(r is None for r in found) else {}
     if rows and not trace.steps and not content:
         return [], (
             "<p>The trace has no message content: it was recorded without it (a workbench run "
             "keeps it with <code>Telemetry(capture_content=True)</code>).</p>"
         )
-    records = StepRecords(trace.steps)
     links, sections = [], []
-    for i, row in enumerate(rows):
-        record = records.get(row["run_id"], row["execution_id"], row["step"])
+    for i, (row, record) in enumerate(zip(rows, found, strict=True)):
         body: Sequence[str]
         if record is not None:
             body = records.pieces(record)  # its step span's detail holds them

@@ -167,9 +167,11 @@ class ExplorerPage:
         self.view = view
         self.element_id = element_id
         self._table: dict[str, int] = {}
-        draw, records = MessageBoxes(), StepRecords(view.trace.steps)
+        self.records = StepRecords(view.trace.steps)
+        """The trace's step records, indexed once (the report's step sections read them too)."""
+        draw = MessageBoxes()
         self._details = [
-            self._detail(span_detail_pieces(view.trace, view.tree.span_at(p), draw, records))
+            self._detail(span_detail_pieces(view.trace, view.tree.span_at(p), draw, self.records))
             for p in range(len(view.tree))
         ]
 
