@@ -327,3 +327,17 @@ async def test_the_status_says_what_went_wrong_and_where_a_breakpoint_predicate_
     assert status.startswith('<div class="wb-summary-line"')
     assert "1 tool error" in status and "fragile" in status
     assert "missing_attribute" not in status  # the traceback went with its note
+
+
+async def test_a_predicates_traceback_goes_with_its_note_whatever_replaces_it() -> None:
+    def broken(view: wb.RunView) -> bool:
+        return view.state.missing_attribute  # type: ignore[attr-defined, no-any-return]
+
+    agent = wb.Agent(wb.ScriptedModel(["hi"]), name="solo", store=False)
+    stepper = Stepper(agent, "go", breakpoints=[wb.Break.when(broken, "broken")])
+    stepper.continue_button.click()
+    await stepper.wait()
+    assert "missing_attribute" in stepper.status.value
+    stepper.add_breakpoint("step:5")  # a new note, not a phase run: the old traceback goes too
+    status = stepper.status.value
+    assert "breakpoint added: " in status and "missing_attribute" not in status

@@ -156,10 +156,10 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.task: Future[None] | None = None
         self._busy = False
         self._stop_requested = False
-        self._note = " · ".join(f"warning: {w}" for w in warned)
-        self._summary_shown = ""
         self._traceback: str | None = None
         """Under the note: the traceback of the breakpoint predicate that raised, if one did."""
+        self._note = " · ".join(f"warning: {w}" for w in warned)
+        self._summary_shown = ""
         self.stopped_at: Break | None = None
         """The breakpoint Continue last stopped at."""
         self._shown_records = -1
@@ -243,6 +243,16 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         return StepperHistory(run)
 
     # -- actions --------------------------------------------------------------------------------
+
+    @property
+    def _note(self) -> str:
+        """The line under the status: what the last press or change did."""
+        return self._note_text
+
+    @_note.setter
+    def _note(self, text: str) -> None:
+        # a traceback goes with the note it explains: any later note replaces both
+        self._note_text, self._traceback = text, None
 
     @property
     def busy(self) -> bool:
@@ -349,7 +359,6 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         ms = event.duration * 1e3
         who = f"{event.state.agent_name} (depth {event.depth}) " if event.depth else ""
         self._note = f"ran {who}{event.phase.value} of step {event.step} in {ms:.1f} ms"
-        self._traceback = None
         if event.phase is Phase.PREPARE and not event.depth:
             self.streamed = self.stream.value = ""
         self.refresh()
