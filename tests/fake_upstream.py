@@ -33,7 +33,8 @@ class Answer:
     gap: float = 0.0
     """Seconds between chunks."""
     linger: float = 0.0
-    """Seconds the connection stays open after ``[DONE]`` (a server slow to end the body)."""
+    """Seconds the connection stays open after ``[DONE]`` or ``events`` (a server slow to end
+    the body)."""
     headers: dict[str, str] = field(default_factory=dict)
     """More headers for the answer (a redirect's ``location``)."""
     events: bytes | None = None
@@ -100,6 +101,8 @@ def _write_head(handler: BaseHTTPRequestHandler, status: int, headers: dict[str,
 def _write_events(handler: BaseHTTPRequestHandler, answer: Answer) -> None:
     if answer.events is not None:
         handler.wfile.write(answer.events)
+        handler.wfile.flush()
+        time.sleep(answer.linger)
         return
     events = answer.chunks or []
     if answer.cut:

@@ -204,6 +204,10 @@ def test_upstream_faults_on_the_messages_wire_reach_the_agent_and_the_run() -> N
             + anthropic_error_event("api_error", "boom")
         ),
         "not json": Answer(events=b"event: message_start\ndata: {not json\n\n"),
+        # The SDK hangs up on the garbage while the upstream still holds the stream open.
+        "not json, held open": Answer(
+            events=b"event: message_start\ndata: {not json\n\n", linger=2.0
+        ),
         "cut short": Answer(
             events=message_events("whole answer").rsplit(b"event: message_stop", 1)[0]
         ),
@@ -232,6 +236,8 @@ def test_upstream_faults_on_the_messages_wire_reach_the_agent_and_the_run() -> N
     assert "overloaded_error" in seen["overloaded"]
     assert "boom" in seen["error event"]
     assert seen["not json"].startswith("MalformedResponseError")
+    assert isinstance(raised["not json, held open"], ValueError)
+    assert seen["not json, held open"] == seen["not json"]  # not "the client went away"
     assert seen["cut short"] == "MalformedResponseError: the upstream's stream ended early"
 
 

@@ -159,14 +159,17 @@ class Exchange:
         reading = relay.reading
         # Once the stream said it is whole, the answer is: an agent may hang up then without
         # waiting for the body's end (the openai SDK does), and the upstream may break off.
-        if relay.outcome == "gone" and not reading.done:
-            self.record_error("ClientDisconnected", "the client went away mid-stream")
-            return
-        if relay.outcome == "broke" and not reading.done:
-            self.record_error(
-                "MalformedResponseError", f"the upstream's stream broke off: {relay.why}"
-            )
-            return
+        # Once it said something wrong, that is what went wrong: an agent that cannot read an
+        # event hangs up on it (the anthropic SDK does), before or after the stream's end.
+        if not reading.done and reading.problem is None:
+            if relay.outcome == "gone":
+                self.record_error("ClientDisconnected", "the client went away mid-stream")
+                return
+            if relay.outcome == "broke":
+                self.record_error(
+                    "MalformedResponseError", f"the upstream's stream broke off: {relay.why}"
+                )
+                return
         reading.close()
         first = None if relay.first is None else relay.first - self.started
         response = reading.response(self.call.model, first)

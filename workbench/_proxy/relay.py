@@ -153,10 +153,13 @@ class Relay:
                 passed = piece if self.hider is None else self.hider.feed(piece)
                 if self._finished:
                     passed += self._rest()
-                if passed or self._finished:
-                    more = not self._finished
-                    await send({"type": "http.response.body", "body": passed, "more_body": more})
-                self.reading.take(piece)
+                try:
+                    if passed or self._finished:
+                        more = not self._finished
+                        body = {"type": "http.response.body", "body": passed, "more_body": more}
+                        await send(body)
+                finally:  # read even if the agent hangs up as it is sent: the upstream said it
+                    self.reading.take(piece)
             self.outcome = "ended"
         except UPSTREAM_FAILED as exc:
             self.outcome, self.why = "broke", repr(exc)
