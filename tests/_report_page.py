@@ -23,7 +23,7 @@ def page_data(html: str) -> dict[str, Any]:
 
 
 def page_piece(data: dict[str, Any], number: int) -> str:
-    """A piece of the page's table: HTML, or the runs of markup and text it is made of."""
+    """A piece of the page's table: HTML, or the runs of markup, ids and text it is made of."""
     stored = data["shared"][number]
     if isinstance(stored, str):
         return stored

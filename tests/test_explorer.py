@@ -420,6 +420,12 @@ def test_the_page_details_joined_from_their_shared_parts_are_the_views_details()
         assert len(pieces) == len(set(pieces))  # each piece once
         if view is runs:  # a run's spans of a kind (its phases, tool calls) share a template
             assert len(data["templates"]) < len(ids) / 2
+            # a call's id, in its boxes, attribute rows and diff lines, is one run of its own
+            calls = [o.call_id for step in result.steps for o in step.tool_outcomes]
+            assert len(calls) == 2 and all(len(c) >= 16 for c in calls)
+            for call in calls:
+                assert [run for run in data["runs"] if call in run] == [call]
+                assert sum(call in page_detail(data, p) for p in range(len(ids))) >= 3
         assert len(data["runs"]) == len(set(data["runs"]))  # each run of markup or text once
     boxes = [part for part in pieces if part.startswith('<div class="wb-msg wb-role-')]
     # sent: system, "Hi", "Hello", "More?", "<b>x</b>", and the last answer "bye": each box once

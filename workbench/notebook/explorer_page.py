@@ -9,9 +9,10 @@ time. What the page holds of a trace:
   table: each model call's detail holds the whole conversation sent to it, so the details
   written out whole grow with the square of a run's steps. A detail is the numbers of its
   pieces, written as a template that the details of its kind share and its own numbers
-  (`_templates`); a piece with tags in it is the numbers of its runs of markup and of text in
-  a second table, written the same way: every message box and attribute row is the same
-  markup (a template) around its own few words;
+  (`_templates`); a piece with tags or ids in it is the numbers of its runs (of markup, of ids,
+  of the text between) in a second table, written the same way: every message box and
+  attribute row is the same markup (a template) around its own few words, and a tool call's
+  id, in its boxes, its attribute rows and the diff lines of two steps, is stored once;
 - other parts of the page made of the same pieces (`ExplorerPage.pieces`): the report's step
   sections show the message boxes the details hold, so the page stores them once and fills
   those sections when it loads.
@@ -151,9 +152,11 @@ def _drawn_by_page(where: Where, positions: Mapping[str, int]) -> bool:
     )
 
 
-_MARKUP = re.compile(r"((?:<[^>]*>)+)")
-"""A run of tags: what splits a piece of HTML into its markup and its text (ours is escaped,
-so a ``<`` only ever opens a tag)."""
+_RUNS = re.compile(r"((?:<[^>]*>)+|(?<![\w-])[\w-]{16,}(?![\w-]))")
+"""What splits a piece of HTML into the runs stored once: a run of tags (ours is escaped, so a
+``<`` only ever opens a tag), or a word of 16 or more letters, digits, ``_`` and ``-``: an id
+(a tool call's, a span's), which a step's pieces repeat inside text of their own (a diff line
+is ``[tool] result #<call id>: 3``); the text between."""
 
 
 class ExplorerPage:
@@ -203,16 +206,16 @@ class ExplorerPage:
         return f' data-pieces="{json.dumps(_items(self._numbers(html)), separators=(",", ":"))}"'
 
     def _table_of_runs(self) -> tuple[list[str | Items], list[Items], list[str]]:
-        """The pieces as stored, their templates, and the runs of markup and text.
+        """The pieces as stored, their templates, and the runs of markup, ids and text.
 
-        A piece without tags is its HTML; one with tags the numbers of its runs, written as a
-        template (its markup) and its own numbers (`_templates`).
+        A piece of one run is its HTML; one of more runs (`_RUNS`) the numbers of its runs,
+        written as a template (its markup) and its own numbers (`_templates`).
         """
         runs: dict[str, int] = {}
         pieces: list[str | Items] = []
-        split: dict[int, list[int]] = {}  # the runs of each piece with tags, by its number
+        split: dict[int, list[int]] = {}  # the runs of each piece of more than one, by its number
         for piece in self._table:
-            parts = [r for r in _MARKUP.split(piece) if r]
+            parts = [r for r in _RUNS.split(piece) if r]
             if len(parts) > 1:
                 split[len(pieces)] = [runs.setdefault(r, len(runs)) for r in parts]
             pieces.append(piece)

@@ -7,16 +7,17 @@
 // repeat, stored once (a run of consecutive ones as a [start, end) range): every model call's
 // messages are the whole conversation so far, and a run's spans share most of their
 // attributes. Details of one kind share a template (`data.templates`) and hold only their own
-// numbers, those of the template's holes. A piece with tags is stored as the numbers of its
-// runs of markup and of text in `data.runs`, the same way: a template of its markup
-// (`data.piece_templates`: boxes and rows share theirs) and its own text. Elements of
+// numbers, those of the template's holes. A piece with tags or ids is stored as the numbers
+// of its runs (of markup, of ids, of the text between) in `data.runs`, the same way: a
+// template of its markup (`data.piece_templates`: boxes and rows share theirs) and its own
+// text (a tool call's id, in the boxes, rows and diff lines of two steps, is one run). Elements of
 // the page with a `data-pieces` attribute (the report's step sections) are made of the same
 // pieces, filled when the page has loaded. A search looks through each span's detail as text,
 // made on the first search.
 const WHERE = -1;  // in a detail: the span's line of times and ids, drawn from its row
 const HOLE = -2;  // in a template: where a detail made from it has a number of its own
 
-function piece(data, i) {  // HTML, or its runs of markup and of text (a template, its own)
+function piece(data, i) {  // HTML, or its runs of markup, ids and text (a template, its own)
   const stored = data.shared[i];
   if (typeof stored === "string") return stored;
   return filled(data.piece_templates, stored).map((run) => data.runs[run]).join("");
