@@ -30,14 +30,26 @@ def page_piece(data: dict[str, Any], number: int) -> str:
     return "".join(data["runs"][i] for i in filled(data["piece_templates"], stored))
 
 
+def page_parent(data: dict[str, Any], position: int) -> int:
+    """A span's parent as the page reads it off the depths (-1: a root).
+
+    The spans are in depth-first order: the parent is the nearest span before it less deep.
+    """
+    depths = data["spans"]["depth"]
+    before = (p for p in range(position - 1, -1, -1) if depths[p] < depths[position])
+    return next(before, -1)
+
+
 def page_where(data: dict[str, Any], position: int) -> str:
     """A span's line of times and ids as the page draws it from its row (its columns)."""
-    column = {name: values[position] for name, values in data["spans"].items() if name != "words"}
-    parent = "—" if column["parent"] < 0 else data["spans"]["id"][column["parent"]]
+    spans = data["spans"]
+    in_progress = spans["kinds"][spans["kind"][position]][3]
+    parent = page_parent(data, position)
     return (
-        f"<span class='wbx-where'>start {column['start']:.3f} ms · {column['duration']:.3f} ms"
-        f"{' so far' if column['in_progress'] else ''} · span <code>{column['id']}</code>"
-        f" · parent <code>{parent}</code>"
+        f"<span class='wbx-where'>start {spans['start'][position]:.3f} ms · "
+        f"{spans['duration'][position]:.3f} ms{' so far' if in_progress else ''} · "
+        f"span <code>{spans['id'][position]}</code>"
+        f" · parent <code>{'—' if parent < 0 else spans['id'][parent]}</code>"
     )
 
 

@@ -13,7 +13,15 @@ from typing import Any
 import pytest
 
 import workbench as wb
-from tests._report_page import detail_numbers, drawn, numbers, page_data, page_detail, page_piece
+from tests._report_page import (
+    detail_numbers,
+    drawn,
+    numbers,
+    page_data,
+    page_detail,
+    page_parent,
+    page_piece,
+)
 from tests.test_trace_cli import foreign_trace
 from workbench.demo import DEMO_PROMPT, demo_agent
 from workbench.notebook import (
@@ -109,6 +117,33 @@ def test_orphans_and_parent_cycles_still_show_every_span() -> None:
     assert len(tree.order) == 3
     assert tree.ancestors(tree.positions["q"]) == [tree.positions["p"]]  # no endless walk
     assert [s.span_id for s in tree.spans] == ["p", "q", "x"]  # in start order
+
+
+def test_the_page_reads_parents_off_the_depths_and_stores_a_line_it_cannot_draw() -> None:
+    """The page writes no parents: read off the depths (depth-first order), they are the tree's.
+    A span whose parent is not the one the tree puts it under (outside the trace, in a loop)
+    has its line of ids stored with its detail."""
+    loops = [
+        span("x", "missing", "orphan", 5, 6),
+        span("y", "x", "under the orphan", 5, 6),
+        span("p", "q", "loop one", 1, 2),
+        span("q", "p", "loop two", 2, 3),
+    ]
+    for trace in (small_trace(), wb.Trace.of(loops)):
+        view = ExplorerView(trace)
+        data = page_data(explorer_page_html(view))
+        tree = view.tree
+        columns = data["spans"]
+        for position, parent in enumerate(tree.parents):
+            assert page_parent(data, position) == (-1 if parent is None else parent)
+            assert page_detail(data, position) == view.detail(tree.span_at(position).span_id)
+            (row,) = view.rows(position, 1)
+            kind = [row["category"], row["status"], tree.span_at(position).status, 0]
+            assert columns["kinds"][columns["kind"][position]] == kind
+        assert len(columns["kinds"]) < len(tree)  # each distinct kind once
+    stored = [p for p in range(len(tree)) if WHERE not in detail_numbers(data, p)]
+    assert sorted(tree.span_at(p).span_id for p in stored) == ["p", "x"]
+    assert "parent <code>missing</code>" in page_detail(data, tree.positions["x"])
 
 
 def test_a_trace_keeps_the_spans_given_in_another_order_and_reads_them_right() -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from workbench.notebook.explorer_data import page_rows
@@ -37,56 +37,43 @@ from workbench.notebook.explorer_html import (
     span_detail_pieces,
 )
 from workbench.notebook.explorer_view import STATIC, ExplorerView
+from workbench.telemetry.tree import SpanTree
 
 __all__ = ["HOLE", "WHERE", "ExplorerPage", "explorer_page_html"]
 
-_PAGE_COLUMNS = (
-    "id",
-    "name",
-    "depth",
-    "start",
-    "duration",
-    "category",
-    "status",
-    "in_progress",
-    "span_status",
-    "end",
-    "parent",
-)
+_PAGE_COLUMNS = ("id", "name", "depth", "start", "duration", "kind")
 """What the page's model keeps of each span, a list each (in tree order)."""
 
-
-_WORDS = ("name", "category", "status", "span_status")
-"""Columns of few distinct values, written as numbers into one list of words."""
+_KIND = ("category", "status", "span_status", "in_progress")
+"""What a span's ``kind`` stands for: one of the few distinct combinations of these a trace's
+spans have (a tool call that went well, a step...), in the page's list of ``kinds``."""
 
 
 def _page_spans(view: ExplorerView) -> dict[str, list[Any]]:
     """Every span as the page's rows say it, column by column, times rounded to the microsecond.
 
     Columns, not an object per span: at 100,000 spans the keys repeated in every object were a
-    third of the page. The names and categories and statuses (``execute_tool add``, ``tool``,
-    ``ok`` again and again) are numbers into one list of ``words``.
+    third of the page. What spans say again and again is a number: a name (``execute_tool
+    add``) into the page's list of ``words``, a category and statuses (``tool``, ``ok``, not
+    open) into its list of ``kinds``. A span's parent and the end of its subtree are not
+    written: the spans are in depth-first order, so the page reads both off the depths.
     """
     tree = view.tree
     columns: dict[str, list[Any]] = {name: [] for name in _PAGE_COLUMNS}
     words: dict[str, int] = {}
+    kinds: dict[tuple[str | int, ...], int] = {}
     for position in range(len(tree)):
-        span = tree.span_at(position)
-        parent = tree.positions.get(span.parent_id) if span.parent_id is not None else None
         (row,) = page_rows(tree, [position], 0, 1, agents=view.agents)
+        row.update(span_status=tree.span_at(position).status, in_progress=int(row["in_progress"]))
         row.update(
+            name=words.setdefault(row["name"], len(words)),
             start=round(row["start"], 3),
             duration=round(row["duration"], 3),
-            in_progress=int(row["in_progress"]),
-            span_status=span.status,
-            end=tree.ends[position],
-            parent=-1 if parent is None else parent,
+            kind=kinds.setdefault(tuple(row[name] for name in _KIND), len(kinds)),
         )
-        for name in _WORDS:
-            row[name] = words.setdefault(row[name], len(words))
         for name in _PAGE_COLUMNS:
             columns[name].append(row[name])
-    return {**columns, "words": list(words)}
+    return {**columns, "words": list(words), "kinds": [list(kind) for kind in kinds]}
 
 
 Items = list[int | list[int]]
@@ -144,11 +131,18 @@ _PLAIN_ID = re.compile(r"[0-9A-Za-z_.-]*")
 """An id the page can write as it is (the HTML of the view's line escapes nothing in it)."""
 
 
-def _drawn_by_page(where: Where, positions: Mapping[str, int]) -> bool:
-    """Whether the page's row says everything the line says (a parent outside the trace: no)."""
-    parent = where.parent_id
+def _drawn_by_page(where: Where, tree: SpanTree, position: int) -> bool:
+    """Whether the page's row says everything the line says.
+
+    The page names the parent the tree puts the span under: not a parent outside the trace, or
+    one in a loop of parents (the span is a root of the tree).
+    """
+    parent = tree.parents[position]
     return _PLAIN_ID.fullmatch(where.span_id) is not None and (
-        parent is None or (parent in positions and _PLAIN_ID.fullmatch(parent) is not None)
+        where.parent_id is None
+        if parent is None
+        else where.parent_id == tree.span_at(parent).span_id
+        and _PLAIN_ID.fullmatch(where.parent_id) is not None
     )
 
 
@@ -173,20 +167,21 @@ class ExplorerPage:
         self.records = StepRecords(view.trace.steps)
         """The trace's step records, indexed once (the report's step sections read them too)."""
         draw = MessageBoxes()
+        tree = view.tree
         self._details = [
-            self._detail(span_detail_pieces(view.trace, view.tree.span_at(p), draw, self.records))
-            for p in range(len(view.tree))
+            self._detail(span_detail_pieces(view.trace, tree.span_at(p), draw, self.records), p)
+            for p in range(len(tree))
         ]
 
     def _numbers(self, html: Sequence[str]) -> list[int]:
         """The numbers of pieces of HTML in the table, each stored the first time it comes."""
         return [self._table.setdefault(piece, len(self._table)) for piece in html]
 
-    def _detail(self, pieces: Sequence[DetailPiece]) -> list[int]:
+    def _detail(self, pieces: Sequence[DetailPiece], position: int) -> list[int]:
         """A detail as numbers; its `Where` line `WHERE` when the page draws it from the row."""
         numbers: list[int] = []
         for piece in pieces:
-            if isinstance(piece, Where) and _drawn_by_page(piece, self.view.tree.positions):
+            if isinstance(piece, Where) and _drawn_by_page(piece, self.view.tree, position):
                 numbers.append(WHERE)
                 continue
             parts = (

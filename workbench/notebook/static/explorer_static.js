@@ -3,7 +3,7 @@
 // The standalone report has no kernel, so the trace is inlined (its spans as columns, in tree
 // order, and the detail HTML of each) and this model does what the kernel's ExplorerView does:
 // folds, filters and windows. It is the same walk over the same arrays (`end`: where a subtree
-// ends). A detail is written as numbers of pieces in `data.shared`, the HTML that details
+// ends, read off the depths). A detail is written as numbers of pieces in `data.shared`, the HTML that details
 // repeat, stored once (a run of consecutive ones as a [start, end) range): every model call's
 // messages are the whole conversation so far, and a run's spans share most of their
 // attributes. Details of one kind share a template (`data.templates`) and hold only their own
@@ -53,16 +53,26 @@ function whenLoaded(f) {  // the elements to fill come after the explorer's scri
   else f();
 }
 
-function staticModel(data) {
-  const columns = data.spans;
-  const WORDS = ["name", "category", "status", "span_status"];
+function spansOf(columns) {  // the spans' rows; parents and subtree ends read off the depths
   const spans = columns.id.map((id, i) => {
-    const span = {};
-    for (const key of Object.keys(columns)) if (key !== "words") span[key] = columns[key][i];
-    for (const key of WORDS) span[key] = columns.words[span[key]];
-    span.in_progress = span.in_progress === 1;
-    return span;
+    const [category, status, span_status, open] = columns.kinds[columns.kind[i]];
+    return {
+      id, name: columns.words[columns.name[i]], depth: columns.depth[i],
+      start: columns.start[i], duration: columns.duration[i],
+      category, status, span_status, in_progress: open === 1, parent: -1, end: columns.id.length,
+    };
   });
+  const open = [];  // the span's ancestors, in depth-first order: the nearest last
+  spans.forEach((span, i) => {
+    while (open.length && spans[open[open.length - 1]].depth >= span.depth) spans[open.pop()].end = i;
+    if (open.length) span.parent = open[open.length - 1];
+    open.push(i);
+  });
+  return spans;
+}
+
+function staticModel(data) {
+  const spans = spansOf(data.spans);
   let texts = null;
   const state = {
     rows: [], total: 0, span_count: spans.length, matched: -1, offset: 0, page_size: 40,
