@@ -96,3 +96,15 @@ def drawn(html: str) -> str:
         return f"<{tag}{before}{after}>{inner}{joined(data, json.loads(items))}</{tag}>"
 
     return _FILLED.sub(fill, html)
+
+
+def page_table(html: str, element_id: str) -> list[list[str]]:
+    """A report's table (``wb-steps``, ``wb-agents``): its header, then its rows' cells as text."""
+    start = html.index(f'<script type="application/json" id="{element_id}-data">')
+    payload = html[html.index(">", start) + 1 : html.index("</script>", start)]
+    table = json.loads(payload)
+    columns = [
+        ["" if v is None else f"{v:.3f}" if three else str(v) for v in values]
+        for values, three in zip(table["columns"], table["decimals"], strict=True)
+    ]
+    return [table["names"], *(list(row) for row in zip(*columns, strict=True))]

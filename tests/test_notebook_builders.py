@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import workbench as wb
+from tests._report_page import page_table
 from workbench import report as report_module
 from workbench.cli import main
 from workbench.demo import DEMO_PROMPT, demo_agent, run_demo
@@ -481,7 +482,11 @@ def test_report_says_steps_and_links_the_resumed_part_by_its_label(demo: wb.RunR
     html = report_html(demo)
     assert "4 steps (1 resumed after a pause)" in html
     assert '<a href="#step-3">3 (resumed)</a>' in html
-    assert '<div class="wb-table">' in html  # the wide step table scrolls in its own box
+    assert '<div class="wb-table" data-table="wb-steps-data">' in html  # scrolls in its box
+    steps = page_table(html, "wb-steps")  # drawn by the page, a link to its section a row
+    assert [row[0] for row in steps] == ["step", "1", "2", "3", "3 (resumed)", "4"]
+    assert steps[0][5:7] == ["time (ms)", "prepare (ms)"]
+    assert re.fullmatch(r"\d+\.\d{3}", steps[1][5])  # the milliseconds shown to three places
     assert html.count("Time per step") == 1  # one heading, no figure title under it
     assert 'id="wb-explorer"' in html and "staticModel(data)" in html
 

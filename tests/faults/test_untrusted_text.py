@@ -10,6 +10,7 @@ builders.py``); this checks the figures, on their JSON and in a real browser.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -87,5 +88,9 @@ def test_a_link_in_a_tool_result_is_text_in_the_reports_explorer(
     explorer.locator(".wbx-row").filter(has_text="execute_tool fetch").first.click()
     detail = explorer.locator(".wbx-detail")
     expect(detail).to_contain_text('<a href="https://evil.example/steal">')  # shown as text
+    # the steps table, drawn by the page from its columns, shows the made-up name as text
+    made_up = page.locator("div.wb-table").first.get_by_role("row").filter(has_text="(retry)")
+    expect(made_up.get_by_role("cell").nth(4)).to_have_text(f"{NAME} (retry)")
+    assert page.locator("b").filter(has_text=re.compile(r"^fake$")).count() == 0  # no <b> made
     assert page.locator("a[href*='evil.example']").count() == 0  # never a live link
     page.close()

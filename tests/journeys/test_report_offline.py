@@ -4,7 +4,8 @@ The team's run is recorded in a store by a script, ``workbench report last -o`` 
 report of the run the script started (the lead's), and the person opens the file in the browser
 with every request that would leave the file refused. The report says at the top that a tool
 failed and where; its explorer's "errors only" shows the failed call drawn red, and clicking it
-shows the traceback, naming the user's function and line.
+shows the traceback, naming the user's function and line; the steps table links the failed
+step to its messages.
 """
 
 from __future__ import annotations
@@ -57,9 +58,16 @@ def test_the_failing_span_in_the_report_opened_offline(browser: Any, tmp_path: P
     explorer.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "report-offline-2-traceback.png"))
 
-    # the steps' messages: the page fills each section from the boxes its explorer holds
+    # the steps' messages: the page fills each section from the boxes its explorer holds; the
+    # steps table (drawn by the page from its columns) links the failed step to its section
     dug = page.locator("section.wb-step-section").filter(has_text="step 1 · digger")
     expect(dug).to_have_count(1)
+    table = page.locator("div.wb-table").first
+    failing = table.get_by_role("row").filter(has_text="apply_discount (error)")
+    expect(failing).to_have_count(1)
+    expect(failing.get_by_role("cell").nth(1)).to_have_text("digger")
+    failing.get_by_role("link").click()
+    expect(dug).to_be_in_viewport()
     told = dug.locator(".wb-msg").filter(has_text="failed: TypeError: unsupported operand")
     expect(told).to_have_count(1)  # what the digger's model was told of its tool call
     dug.scroll_into_view_if_needed()
