@@ -70,6 +70,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "workbench.rerun",
             "workbench.session_state",
             "workbench.runfilter",
+            "workbench.waits",
         ),
     ),
     ("tools", ("workbench.tools", "workbench.guards", "workbench.toolsets", "workbench.mcp_tools")),

@@ -11,17 +11,8 @@ import numpy as np
 
 import workbench as wb
 from workbench.notebook import Stepper
-from workbench.notebook.spans import idle_closed
-from workbench.telemetry.spandata import SpanData
-from workbench.telemetry.trace import Trace
 
 R = wb.ModelResponse
-
-
-def _span(span_id: str, start: int, end: int, parent: str | None = "root") -> SpanData:
-    return SpanData(
-        trace_id="t", span_id=span_id, parent_id=parent, name=span_id, start_ns=start, end_ns=end
-    )
 
 
 def _numbers(encoded: Any) -> list[float]:
@@ -29,32 +20,6 @@ def _numbers(encoded: Any) -> list[float]:
     if isinstance(encoded, dict):
         return list(np.frombuffer(base64.b64decode(encoded["bdata"]), dtype=encoded["dtype"]))
     return list(encoded)
-
-
-def test_the_gaps_between_busy_stretches_are_closed_and_containers_shrink() -> None:
-    trace = Trace.of(
-        [
-            _span("root", 0, 100, parent=None),
-            _span("a", 0, 10),
-            _span("b", 50, 60),
-            _span("c", 55, 70),  # overlaps b: one busy stretch 50-70
-            _span("d", 90, 100),
-        ]
-    )
-    closed, idle = idle_closed(trace)
-    assert idle == 60e-9  # 10-50 and 70-90
-    bounds = {s.span_id: (s.start_ns, s.end_ns) for s in closed.spans}
-    assert bounds == {"root": (0, 40), "a": (0, 10), "b": (10, 20), "c": (15, 30), "d": (30, 40)}
-    assert idle_closed(closed) == (closed, 0.0)  # nothing left to close
-
-
-def test_a_run_stopped_for_now_ends_with_its_work_not_with_the_reading_since() -> None:
-    open_root = _span("root", 0, 100, parent=None).model_copy(update={"in_progress": True})
-    trace = Trace.of([open_root, _span("a", 0, 10), _span("b", 30, 40)])
-    closed, idle = idle_closed(trace)
-    assert idle == 80e-9  # 10-30, and 40-100: "now" came long after the last work
-    bounds = {s.span_id: (s.start_ns, s.end_ns) for s in closed.spans}
-    assert bounds == {"root": (0, 20), "a": (0, 10), "b": (10, 20)}
 
 
 def test_the_timeline_of_a_run_stepped_slowly_leaves_the_waits_out_and_says_so() -> None:
@@ -69,7 +34,7 @@ def test_the_timeline_of_a_run_stepped_slowly_leaves_the_waits_out_and_says_so()
     ends = [b + w for bases, widths in bars for b, w in zip(bases, widths, strict=True)]
     assert max(ends) < 300  # ms: the phases' own time, not the 0.6 s and more between them
     axis = figure["layout"]["xaxis"]["title"]["text"]
-    assert axis.startswith("ms running (") and "s idle between phases left out)" in axis
+    assert axis.startswith("ms running · ") and axis.endswith(" s waiting on you left out")
 
 
 def test_the_timeline_follows_once_the_presses_pause_after_their_buttons() -> None:

@@ -156,6 +156,7 @@ from workbench.tools import (
 )
 from workbench.toolsets import Resolved, ToolFilter, Toolset, ToolSource
 from workbench.traces import trace_of
+from workbench.waits import Wait, time_worked
 
 __all__ = [
     "PRICES",
@@ -311,6 +312,7 @@ __all__ = [
     "Usage",
     "UsageError",
     "UserPromptSubmitInput",
+    "Wait",
     "WorkbenchError",
     "arecheck",
     "cassette",
@@ -322,6 +324,7 @@ __all__ = [
     "proxy",
     "recheck",
     "runs",
+    "time_worked",
     "tool",
     "trace_of",
 ]

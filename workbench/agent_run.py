@@ -28,9 +28,17 @@ from workbench.messages import JsonValue, ToolCall
 from workbench.models.base import Model
 from workbench.records import PhaseEvent, RunResult, StepContext, StepRecord
 from workbench.state import AgentState, Phase
-from workbench.stepping import Key, Stepping, Within, abort_scope, call_dropped, call_edited
+from workbench.stepping import (
+    Key,
+    Stepping,
+    Within,
+    abort_scope,
+    call_dropped,
+    call_edited,
+)
 from workbench.subagent import reachable_tools
 from workbench.toolcalls import resume_state
+from workbench.waits import Waits
 
 __all__ = ["AgentRun", "SoFar"]
 
@@ -64,7 +72,13 @@ class AgentRun:
         """Where `run_to_breakpoint` stops; add and remove at any time."""
         self.earlier: RunResult | None = None
         """The executions of this run before this one (a resumed run): part of `result`."""
-        self._stepping = Stepping()
+        self._waits: Waits | None = None
+        """Stepped by hand (the root of its tree): when it waited on whoever steps it. A sub-run
+        shares its tree's (`Execution.waits`, from the gate) and marks nothing itself: its
+        phases are called one at a time by the gate, not by a person."""
+        if execution.waits is None and execution.state.depth == 0:
+            self._waits = execution.waits = Waits()
+        self._stepping = Stepping(execution.waits)
         self._driver: asyncio.Task[Any] | None = None
         """The task of the driving call under way (see `_driving`)."""
         self._watchers: list[Callable[[PhaseEvent | None], None]] = []
@@ -349,10 +363,14 @@ class AgentRun:
             )
         outermost = self._driver is None
         self._driver = task
+        if outermost and self._waits is not None:
+            self._waits.back()
         try:
             yield
         finally:
             if outermost:
+                if self._waits is not None:  # until the next call, the run waits on its driver
+                    self._waits.away()
                 self._driver = None
                 self._tell(None)
 

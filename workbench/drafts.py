@@ -14,6 +14,7 @@ from workbench.ids import Id
 from workbench.messages import Message, ModelResponse, ToolCall, Usage
 from workbench.records import HookTiming, StepRecord, Timing, ToolOutcome
 from workbench.state import AgentState, ErrorInfo, Phase
+from workbench.waits import Wait, time_worked
 
 __all__ = ["StepDraft"]
 
@@ -55,13 +56,15 @@ class StepDraft(Record):
         telemetry: float,
         phases: Sequence[tuple[Phase, float, float]],
         ended_at: float | None = None,
+        *,
+        waits: tuple[Wait, ...] = (),
     ) -> StepRecord:
         """The step's record as ``state`` stands, with what hooks did and what observers cost.
 
         ``phases`` are the step's phases as they ended: ``(phase, started at, seconds)``. The
         loop collects them and they are frozen here, once, rather than copied into the draft
         at every phase. The messages were checked when they were made; they go in as they are
-        (`sending`).
+        (`sending`). ``waits`` are those on the person since the step before closed.
         """
         timing: dict[Phase, float] = {}
         for phase, _, seconds in phases:
@@ -86,7 +89,10 @@ class StepDraft(Record):
                 hooks=hooks.seconds,
                 per_hook=hooks.timings,
                 time_to_first_token=response.time_to_first_token if response else None,
-                per_tool=tuple((o.call_id, o.name, o.duration) for o in executed),
+                per_tool=tuple(
+                    (o.call_id, o.name, time_worked(o.started_at, o.duration, waits))
+                    for o in executed
+                ),
             ),
             status=state.status,
             stop_reason=state.stop_reason,
@@ -102,6 +108,7 @@ class StepDraft(Record):
             model_error=self.model_error,
             ended_at=time.time() if ended_at is None else ended_at,
             breakpoint_errors=self.breakpoint_errors,
+            waits=waits,
         ).model_copy(
             update={
                 "messages_in": self.messages_in,
@@ -116,6 +123,8 @@ class StepDraft(Record):
         telemetry: float,
         phases: Sequence[tuple[Phase, float, float]],
         under_way: Sequence[ToolCall] = (),
+        *,
+        waits: tuple[Wait, ...] = (),
     ) -> StepRecord:
         """The record of the step as it stands now, for the views of a run stopped inside it.
 
@@ -138,7 +147,7 @@ class StepDraft(Record):
             for call in under_way
         )
         draft = self.model_copy(update={"outcomes": self.outcomes + running})
-        return draft.record(state, hooks, telemetry, phases, ended_at=now)
+        return draft.record(state, hooks, telemetry, phases, ended_at=now, waits=waits)
 
 
 class _HookLog(Protocol):

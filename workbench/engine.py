@@ -54,12 +54,13 @@ from workbench.state import (
     Transition,
     new_id,
 )
-from workbench.stepping import reading_clock
+from workbench.stepping import step_gate
 from workbench.subagent import SubagentTool
 from workbench.toolcalls import CallResult, ToolRunner
 from workbench.tools import Tool, ToolContext, tools_hash
 from workbench.toolsets import choose_tools
 from workbench.traceids import new_trace_id
+from workbench.waits import Wait, Waits
 
 __all__ = ["Execution"]
 
@@ -88,8 +89,14 @@ class Execution:
         spent reading between manual steps)."""
         self._phase_started: float | None = None
         """When the phase under way started; None between phases."""
-        self._reading = reading_clock()
-        """The person's reading since the phase under way began, if it is stepped into."""
+        gate = step_gate.get()  # a sub-run of a stepped tree: the tree's waits on the person
+        self.waits: Waits | None = gate.waits if gate is not None else None
+        """When the run tree waited on whoever steps it (`Waits`); None when nobody steps it.
+        `AgentRun` gives a run stepped by hand its own."""
+        self._waited = 0.0
+        """`Waits.seconds` when the phase under way began."""
+        self._waits_from = time.time()
+        """Where the next step record's waits begin: where the last one closed."""
         self.failure: Exception | None = None
         """The exception that failed this execution, for callers in this process (the state
         keeps its `ErrorInfo`): a sub-run's caller tells a replay's departure by it."""
@@ -133,13 +140,18 @@ class Execution:
         TOOLS phase stepped into waits at the `StepGate` while they read between presses), so
         reading never eats a `Timeout` or shows as a slow phase.
         """
-        return time.perf_counter() - started - self._reading()
+        waited = self.waits.seconds() - self._waited if self.waits is not None else 0.0
+        return time.perf_counter() - started - waited
+
+    def _waits(self) -> tuple[Wait, ...]:
+        """The waits on the person since the last step record closed (`StepRecord.waits`)."""
+        return self.waits.since(self._waits_from) if self.waits is not None else ()
 
     async def phases(self) -> AsyncGenerator[PhaseEvent, None]:
         """The loop: run a phase, yield what happened, until the run ends or pauses."""
         phase = await self._start()  # PREPARE, TOOLS for a resumed run, None if it cannot run
         while phase is not None and not self.state.done:  # done: aborted between phases
-            self._reading = reading_clock()  # stepped into: a person reads between its presses
+            self._waited = self.waits.seconds() if self.waits is not None else 0.0
             self._phase_started = started = time.perf_counter()
             try:
                 following = await self._run_phase(phase)
@@ -195,7 +207,9 @@ class Execution:
             so_far = self._worked(self._phase_started)
             phases.append((self.state.next_phase or Phase.TOOLS, began, so_far))
         hooks, seconds = self._hooks.so_far(), self._observers.seconds
-        return self._draft.so_far(self.state, hooks, seconds, phases, under_way)
+        return self._draft.so_far(
+            self.state, hooks, seconds, phases, under_way, waits=self._waits()
+        )
 
     def replace_state(self, state: AgentState) -> None:
         """Swap in an edited state between phases (edited or dropped tool calls, a resume)."""
@@ -549,7 +563,10 @@ class Execution:
         if draft is None:
             self._record_late_hooks()
             return
-        record = draft.record(self.state, self._hooks.take(), self._observers.seconds, self._phases)
+        hooks, seconds = self._hooks.take(), self._observers.seconds
+        record = draft.record(self.state, hooks, seconds, self._phases, waits=self._waits())
+        if record.ended_at is not None:
+            self._waits_from = record.ended_at
         self.steps.append(record)
         self._observers.step_ended(record)
 

@@ -31,6 +31,7 @@ from workbench.state import (
     StopReason,
     new_id,
 )
+from workbench.waits import Wait
 
 __all__ = [
     "CALL_WORDS",
@@ -135,7 +136,8 @@ class Timing(Record):
     """The observers' own cost (spans, store writes) during this step."""
     time_to_first_token: float | None = None
     per_tool: tuple[tuple[str, str, float], ...] = ()
-    """``(call_id, tool name, seconds)`` for each executed call."""
+    """``(call_id, tool name, seconds)`` for each executed call: the time it worked, without the
+    waits on the person stepping its sub-runs (its `ToolOutcome.duration` is wall-clock)."""
     per_hook: tuple[HookTiming, ...] = ()
 
     @property
@@ -181,6 +183,11 @@ class StepRecord(Record):
     """When the step's record was closed (`time.time()`)."""
     breakpoint_errors: tuple[ErrorInfo, ...] = ()
     """Breakpoint predicates (`Break.when`) that raised during this step; each stopped the run."""
+    waits: tuple[Wait, ...] = ()
+    """When the run waited on whoever steps it, since its previous step record closed: between
+    the steps, between this step's phases, and inside a phase while its sub-runs waited at the
+    gate. Empty for a run nobody steps. Its times (a tool's `ToolOutcome.duration` too) run
+    through these waits: the views leave them out (`wb.Trace`)."""
 
     def __repr__(self) -> str:  # short: the full messages are one attribute away
         calls = ", ".join(f"{o.name}:{o.status}" for o in self.tool_outcomes)

@@ -38,7 +38,6 @@ import atexit
 import contextlib
 import itertools
 import sys
-import time
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -50,6 +49,7 @@ from workbench.breakpoints import Break
 from workbench.messages import JsonValue, Message, ToolCall, ToolResult
 from workbench.records import PhaseEvent, RunResult
 from workbench.state import AgentState, ExecutionStatus
+from workbench.waits import Waits
 
 __all__ = [
     "Mode",
@@ -60,7 +60,6 @@ __all__ = [
     "call_dropped",
     "call_edited",
     "drive",
-    "reading_clock",
     "step_gate",
 ]
 
@@ -109,19 +108,6 @@ step_gate: ContextVar[StepGate | None] = ContextVar("workbench_step_gate", defau
 """The gate of the stepped phase the running code belongs to; None when nobody steps into it."""
 _place: ContextVar[Key] = ContextVar("workbench_step_place", default=())
 """The key of the sub-run whose phase is running here (empty: the stepped run's own phase)."""
-
-
-def reading_clock() -> Callable[[], float]:
-    """A clock of the person's reading from now on: the seconds they spent between presses.
-
-    Always 0 for code nobody steps into. A phase leaves it out of its time (`Execution._worked`),
-    so reading never shows as slow work or eats a `Timeout`.
-    """
-    gate = step_gate.get()
-    if gate is None:
-        return lambda: 0.0
-    since = gate.idle_seconds()
-    return lambda: gate.idle_seconds() - since
 
 
 _aborting: ContextVar[Callable[[], bool] | None] = ContextVar("workbench_aborting", default=None)
@@ -184,7 +170,9 @@ class Stop(NamedTuple):
 class StepGate:
     """Where the sub-runs of one stepped phase wait for the driver, and what they tell it."""
 
-    def __init__(self) -> None:
+    def __init__(self, waits: Waits | None = None) -> None:
+        self.waits = waits
+        """The stepped tree's waits on the person (`Waits`): its sub-runs record them too."""
         self.breakpoints: Sequence[Break] = ()
         """The stepped run's breakpoints, as the driver last gave them: sub-runs check those of
         scope "tree"."""
@@ -206,18 +194,6 @@ class StepGate:
         """Sub-run events for the driver, oldest first."""
         self._wake: asyncio.Future[None] | None = None
         self._numbers = itertools.count()
-        self._idle = 0.0
-        self._idle_since: float | None = None
-        """When the driver last returned (every sub-run waits until it calls again)."""
-
-    def idle_seconds(self) -> float:
-        """Seconds the driver has been away so far: the person reading between presses.
-
-        The phases the stepped sub-runs are part of (the stepped run's TOOLS phase, a parent's)
-        leave this out of their time (`Execution._worked`).
-        """
-        since = self._idle_since
-        return self._idle + (time.perf_counter() - since if since is not None else 0.0)
 
     async def drive(self, run: SubRun) -> RunResult:
         """Run ``run`` phase by phase, each phase when the gate lets it."""
@@ -259,9 +235,6 @@ class StepGate:
             self.level, self.within = (), level
         elif self.within is None:
             self.level = level
-        if self._idle_since is not None:
-            self._idle += time.perf_counter() - self._idle_since
-            self._idle_since = None
         try:
             while True:
                 stop = self._first(mode)  # a stop not yet returned goes first: nothing moves
@@ -280,7 +253,6 @@ class StepGate:
                 await asyncio.wait({phase, wake}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self.mode = self._wake = None
-            self._idle_since = time.perf_counter()
 
     def abort(self) -> None:
         """Release every waiting sub-run to end as ABORTED (and every one that comes later)."""
@@ -390,8 +362,10 @@ class StepGate:
 class Stepping:
     """A run's driver side of the gate: its phase under way as a task, and where it stopped."""
 
-    def __init__(self) -> None:
-        self.gate = StepGate()
+    def __init__(self, waits: Waits | None = None) -> None:
+        self.waits = waits
+        """The run tree's waits on the person, which each phase's gate hands its sub-runs."""
+        self.gate = StepGate(waits)
         self.subrun: SubRun | None = None
         """The sub-run whose event the driver returned last; None after the run's own event."""
         self.where: Key = ()
@@ -449,7 +423,7 @@ class Stepping:
         if asyncio.get_running_loop() is not portal():
             return await on_portal(self.advance(mode, run_phase, breakpoints, level))
         if self._phase is None:
-            self.gate = StepGate()  # each phase has its own (numbers, stops, an abort)
+            self.gate = StepGate(self.waits)  # each phase has its own (numbers, stops, an abort)
             self.resumes_in = None
             self._phase = asyncio.ensure_future(self._gated(run_phase))
             _stepped.add(self)

@@ -14,10 +14,8 @@ from typing import Any
 import anywidget
 import traitlets
 
-from workbench.agent_run import AgentRun
 from workbench.notebook.explorer_data import SpanFilter, SpanStatus
 from workbench.notebook.explorer_view import STATIC, ExplorerView
-from workbench.notebook.spans import idle_closed
 from workbench.notebook.stepper import Stepper
 from workbench.telemetry.core import Telemetry
 from workbench.telemetry.trace import Trace
@@ -35,8 +33,7 @@ class TraceExplorer(anywidget.AnyWidget):
     It shows whatever `workbench.trace_of` reads: ``TraceExplorer(result,
     telemetry=agent.telemetry)`` a run's recorded spans; ``TraceExplorer(result)`` a run without
     telemetry (the spans its records make); ``TraceExplorer(run)`` or ``TraceExplorer(stepper)``
-    a run stopped anywhere (its spans so far, the open ones in italics), drawn as the Stepper's
-    timeline draws it: the time it waited on the person stepping it left out (`idle_closed`);
+    a run stopped anywhere (its spans so far, the open ones in italics);
     ``TraceExplorer(trace)`` a `wb.Trace`, a file, a backend URL, a `Telemetry` or
     OpenTelemetry spans. ``select(span_id)`` and ``selected`` drive and read the selection
     from Python; ``view`` is the `ExplorerView` behind it, ``trace`` the trace.
@@ -69,16 +66,14 @@ class TraceExplorer(anywidget.AnyWidget):
         page_size: int = 40,
     ) -> None:
         run = source.run if isinstance(source, Stepper) else source
-        trace, idle = trace_of(run, telemetry=telemetry), 0.0
-        if isinstance(run, AgentRun):  # stepped by hand: the time it waited on the person goes
-            trace, idle = idle_closed(trace)
+        trace = trace_of(run, telemetry=telemetry)  # a stepped run: in the time it worked
         self.view = ExplorerView(trace)
         tree = self.view.tree
         super().__init__(
             page_size=page_size,
             span_count=len(tree.order),
             axis_ms=(tree.end_ns - tree.start_ns) / 1e6,
-            idle_s=idle,
+            idle_s=trace.waited,
             total=len(self.view.visible),
             rows=self.view.rows(0, page_size),
         )

@@ -324,7 +324,7 @@ def _record_content(
     if category == "tool":
         call = span.attributes.get("gen_ai.tool.call.id")
         outcomes = [o for o in step.tool_outcomes if o.call_id == call]
-        shown = outcomes_html(outcomes, tracebacks=False)  # the traceback is at the top
+        shown = outcomes_html(outcomes, tracebacks=False, waits=step.waits)  # traceback: on top
         return [_H.format("Tool call") + shown] if outcomes else []
     return []
 

@@ -25,6 +25,7 @@ from workbench.messages import (
 from workbench.records import RunError, StepRecord, ToolOutcome
 from workbench.session_state import boundary_number, summary_span
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase
+from workbench.waits import Wait, time_worked
 
 __all__ = [
     "FAILED_COLOUR",
@@ -182,6 +183,16 @@ def message_html(message: Message) -> str:
     )
 
 
+def _took(outcome: ToolOutcome, waits: Sequence[Wait]) -> str:
+    """A call's time worked, and beside it how long of its wall-clock time it waited on you."""
+    worked = time_worked(outcome.started_at, outcome.duration, waits)
+    waited = outcome.duration - worked
+    text = f"{worked * 1e3:.2f} ms"
+    if waited >= 0.05:
+        text += f'<br><span style="color:#888;font-size:11px">+{waited:.1f} s waiting on you</span>'
+    return text
+
+
 def messages_html(messages: Sequence[Message], *, empty: str = "no messages") -> str:
     """Messages in order, each by `message_html`."""
     if not messages:
@@ -189,12 +200,15 @@ def messages_html(messages: Sequence[Message], *, empty: str = "no messages") ->
     return "".join(message_html(m) for m in messages)
 
 
-def outcomes_html(outcomes: Sequence[ToolOutcome], *, tracebacks: bool = True) -> str:
+def outcomes_html(
+    outcomes: Sequence[ToolOutcome], *, tracebacks: bool = True, waits: Sequence[Wait] = ()
+) -> str:
     """A table of the step's tool calls: tool, arguments, status, what the model got, duration.
 
     A call answered from a recording (``tools="replay"``) says so beside its status: it did not run.
     A failed call's traceback follows its row (``tracebacks=False``: a view that shows it
-    already, the explorer's detail of the call).
+    already, the explorer's detail of the call). Its time is the time it worked: ``waits`` are
+    the step's on the person (`StepRecord.waits`), said below it when a call waited on them.
     """
     if not outcomes:
         return ""
@@ -204,7 +218,7 @@ def outcomes_html(outcomes: Sequence[ToolOutcome], *, tracebacks: bool = True) -
         f"<td>{_badge(o.status, _STATUS_COLOURS.get(o.status, '#555'))}"
         f"{_badge('replayed', '#6a1b9a') if o.replayed else ''}</td>"
         f'<td><pre style="{_PRE}">{escape(o.content)}</pre></td>'
-        f"<td style='text-align:right'>{o.duration * 1e3:.2f} ms</td></tr>"
+        f"<td style='text-align:right'>{_took(o, waits)}</td></tr>"
         # the traceback under its call, the table's whole width: it needs the room
         + (
             f'<tr><td colspan="5">{traceback_html(o.traceback)}</td></tr>'
@@ -432,7 +446,7 @@ def step_pieces(
     if step.tool_outcomes:
         sections += [
             "<h4 style='margin:6px 0 2px'>Tool calls</h4>",
-            outcomes_html(step.tool_outcomes),
+            outcomes_html(step.tool_outcomes, waits=step.waits),
         ]
     sections.append(_tools_html(step))
     sections.append(_hooks_html(step))

@@ -8,7 +8,6 @@ in its hover.
 
 from __future__ import annotations
 
-import bisect
 from html import escape
 from typing import Any
 
@@ -18,11 +17,11 @@ import plotly.graph_objects as go
 from workbench.notebook._style import TEMPLATE
 from workbench.notebook.explorer_data import agents_named, span_label
 from workbench.notebook.html import FAILED_COLOUR
-from workbench.notebook.tables import trace_heading
+from workbench.notebook.tables import trace_heading, waited_note
 from workbench.telemetry.spandata import SpanData
 from workbench.telemetry.trace import Trace
 
-__all__ = ["CATEGORY_COLOURS", "idle_closed", "waterfall_figure"]
+__all__ = ["CATEGORY_COLOURS", "timeline_figure", "waterfall_figure"]
 
 CATEGORY_COLOURS: dict[str, str] = {
     "agent": "#6c5ce7",
@@ -75,6 +74,8 @@ def waterfall_figure(
     axis: str = "ms since the first span",
 ) -> go.Figure:
     """A nested waterfall of the trace's spans, coloured by category, attributes on hover.
+
+    A run stepped by hand is drawn in the time it worked (`Trace.waits`), as its axis says.
 
     One bar per span, children under their parent (a label's dots say how deep it is; a model
     call names its agent, as in the explorer, when the trace has several); a failed span is
@@ -131,7 +132,7 @@ def waterfall_figure(
         barmode="overlay",
         bargap=0.25,
         height=min(max(260, 22 * len(spans) + 120), 1400),
-        xaxis={"title": axis, "zeroline": False},
+        xaxis={"title": axis + waited_note(trace, " · "), "zeroline": False},
         yaxis={
             "range": [len(spans) - 0.5, -0.5],  # first span on top
             "tickmode": "array" if labelled else "auto",
@@ -149,56 +150,12 @@ def waterfall_figure(
     return go.Figure(data=traces, layout=go.Layout(layout), _validate=False)
 
 
-def idle_closed(trace: Trace) -> tuple[Trace, float]:
-    """The trace with the time nothing ran cut out, and how many seconds that was.
-
-    A run stepped by hand waits between its phases for as long as the person reads, approves or
-    looks away; drawn as it happened, its phases are slivers between long empty stretches, and
-    a parent's TOOLS phase spans every pause inside the sub-run stepped into. Here only what
-    worked counts: the spans with nothing under them (a phase, a model call, a tool, a hook)
-    mark the busy stretches, each gap between stretches is closed, and every span's start and
-    end move back by the gaps before them, so a container shrinks to the work inside it. A run
-    stopped for now (its open containers end "now") ends with the work done so far: the time
-    since is the person reading too.
-    """
-    parents = {s.parent_id for s in trace.spans}
-    busy = sorted((s.start_ns, s.end_ns) for s in trace.spans if s.span_id not in parents)
-    now = max((s.end_ns for s in trace.spans if s.in_progress), default=None)
-    gap_ends: list[int] = []  # where each gap ends, and the total length up to there
-    gap_totals: list[int] = []
-    reached: int | None = None
-    for start, end in [*busy, *([(now, now)] if now is not None else [])]:
-        if reached is not None and start > reached:
-            gap_ends.append(start)
-            gap_totals.append((gap_totals[-1] if gap_totals else 0) + start - reached)
-        reached = end if reached is None else max(reached, end)
-    if not gap_ends:
-        return trace, 0.0
-
-    def moved(at: int) -> int:
-        i = bisect.bisect_right(gap_ends, at)  # gaps that ended at or before ``at``
-        before = gap_totals[i - 1] if i else 0
-        if i < len(gap_ends):  # inside the next gap: the part of it before ``at`` goes too
-            gap_start = gap_ends[i] - (gap_totals[i] - before)
-            before += max(0, at - gap_start)
-        return at - before
-
-    spans = [
-        s.model_copy(update={"start_ns": moved(s.start_ns), "end_ns": moved(s.end_ns)})
-        for s in trace.spans
-    ]
-    closed = Trace.of(spans, steps=trace.steps, trace_id=trace.trace_id)
-    return closed, gap_totals[-1] / 1e9
-
-
 def timeline_figure(trace: Trace, *, so_far: bool = False) -> go.Figure | None:
-    """The Stepper's timeline of a run: its waterfall, idle time left out as the axis says.
+    """The Stepper's timeline of a run: its waterfall in the time it worked, as its title says.
 
-    None when the trace has no spans yet (`idle_closed`; ``so_far``: the run goes on).
+    None when the trace has no spans yet (``so_far``: the run goes on).
     """
     if not trace.spans:
         return None
-    trace, idle = idle_closed(trace)
-    left_out = f" ({idle:.1f} s idle between phases left out)" if idle >= 0.05 else ""
     title = f"Timeline: {trace_heading(trace)}" + (", so far" if so_far else "")
-    return waterfall_figure(trace, title=title, axis=f"ms running{left_out}")
+    return waterfall_figure(trace, title=title, axis="ms running")

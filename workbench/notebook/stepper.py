@@ -107,8 +107,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     Shows the status, stop reason, step and budget left; approve/deny rows for calls waiting on
     approval; the messages of the selected step (role-coloured, with tool calls, results, retry
     prompts, hook errors) and a diff of what the model saw against the previous step; tokens as
-    they stream; and a live waterfall of the run so far, drawn with the idle time between
-    phases (a person reading between clicks) left out, as its axis says.
+    they stream; and a live waterfall of the run so far, drawn in the time it worked: the waits
+    on the person between clicks, which the run records, left out, as its title says.
 
     Step into runs the next phase of a sub-run the parent's TOOLS phase starts (a sub-agent), with
     its phases listed under the parent's and its own messages shown; Next phase then reads Step
@@ -444,7 +444,9 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         failed = [o for o in steps[-1].tool_outcomes if o.status == "error"]
         if not failed:
             return ""
-        return "<h4 style='margin:6px 0 2px'>Failed so far</h4>" + outcomes_html(failed)
+        return "<h4 style='margin:6px 0 2px'>Failed so far</h4>" + outcomes_html(
+            failed, waits=steps[-1].waits
+        )
 
     def _step_events(self) -> list[PhaseEvent]:
         """The events since the run's own step began: its phases and those of its sub-runs."""

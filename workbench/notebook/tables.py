@@ -33,6 +33,7 @@ __all__ = [
     "token_columns",
     "tokens_figure",
     "trace_heading",
+    "waited_note",
 ]
 
 READABLE_COLUMNS: dict[str, str] = {
@@ -292,4 +293,14 @@ def trace_heading(trace: Trace) -> str:
     problems = trace.problems()
     if problems:
         text += f"; {len(problems)} value{'s' if len(problems) > 1 else ''} could not be read"
-    return text
+    return text + waited_note(trace, "; ")
+
+
+def waited_note(trace: Trace, before: str = "") -> str:
+    """What a stepped run's views left out: ``12.3 s waiting on you left out`` (`Trace.waits`).
+
+    Empty for a trace with less than a twentieth of a second of it (a run nobody stepped; one
+    stepped from code waits a few microseconds between calls).
+    """
+    waited = trace.waited
+    return f"{before}{waited:.1f} s waiting on you left out" if waited >= 0.05 else ""

@@ -34,6 +34,7 @@ from workbench.telemetry.derive import (
 from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.spandata import SpanData, SpanEvent, SpanLink, span_data
 from workbench.telemetry.tree import SpanTree, nest_subruns
+from workbench.telemetry.waits import Stretches, waits_closed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,12 +84,17 @@ class Trace(Record):
 
     ``spans`` are in start order. ``steps`` are the step records of the run tree the trace was
     made from (none for a loaded trace): the explorer and the report draw a step's messages
-    from them.
+    from them. A run stepped by hand is in the time it worked: ``waits`` are the stretches it
+    waited on the person, as recorded, left out of the spans' times (`Trace.of`).
     """
 
     trace_id: str
     spans: tuple[SpanData, ...]
     steps: tuple[StepRecord, ...] = ()
+    waits: Stretches = ()
+    """When the run waited on whoever stepped it (``(start_ns, end_ns)`` as recorded, by the
+    clock): its spans' times leave these out (`telemetry.waits`), so a wall-clock time is a
+    span's plus the waits before it."""
 
     def __repr__(self) -> str:
         return f"Trace(trace_id={self.trace_id!r}, spans={len(self.spans)})"
@@ -99,16 +105,19 @@ class Trace(Record):
     ) -> Trace:
         """A trace of these spans, in start order, each sub-run under the call that made it.
 
-        Its id is ``trace_id``, else the earliest root's trace id ("" for no spans at all).
+        Its id is ``trace_id``, else the earliest root's trace id ("" for no spans at all). The
+        waits on the person a stepped run recorded are closed (`telemetry.waits`): every view
+        draws the time it worked, and says how long it waited (`waited`).
         """
-        tree = SpanTree.of(list(spans))
+        closed, waits = waits_closed(list(spans))
+        tree = SpanTree.of(closed)
         if tree.has_loose_subruns():  # nested under the calls that made them, walked again
             tree = SpanTree.of(nest_subruns(tree.spans))
         ordered = tree.spans
         if not trace_id and ordered:
             roots = [s for s in ordered if s.parent_id is None] or list(ordered)
             trace_id = roots[0].trace_id
-        trace = cls(trace_id=trace_id, spans=ordered, steps=tuple(steps))
+        trace = cls(trace_id=trace_id, spans=ordered, steps=tuple(steps), waits=waits)
         trace.__dict__["tree"] = tree  # the tree that ordered the spans is the one `tree` derives
         return trace
 
@@ -119,6 +128,11 @@ class Trace(Record):
         """A trace of OpenTelemetry SDK spans (what `Telemetry.spans` holds)."""
         resources: dict[int, dict[str, Any]] = {}
         return cls.of((span_data(s, resources) for s in spans), steps=steps)
+
+    @property
+    def waited(self) -> float:
+        """Seconds the run waited on whoever stepped it, left out of the spans' times."""
+        return sum(end - start for start, end in self.waits) / 1e9
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Trace:
         """A copy (`Record` semantics), sharing what was derived unless it has other spans.

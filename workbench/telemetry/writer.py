@@ -250,6 +250,7 @@ class SpanWriter:
         hooks = record.timing.per_hook
         self._open_run(min([start, *(h.started_at for h in hooks if h.started_at is not None)]))
         self._end = max([end, *(h.started_at + h.duration for h in hooks if h.started_at)])
+        self._waited(record)
         step_attrs = {**self._base, n.STEP_INDEX: record.index}
         if snapshot is not None:
             step_attrs[n.SNAPSHOT_ID] = snapshot.id
@@ -286,6 +287,18 @@ class SpanWriter:
             else:
                 self._hook(parent, step_attrs, hook, start)
         step.end(end_time=ns(end))
+
+    def _waited(self, record: StepRecord) -> None:
+        """A ``workbench.wait`` event on the run span for each wait on the person the record has.
+
+        On the run span, not the step's: a wait between two steps is inside no step span.
+        """
+        run = self._run
+        if run is None:
+            return
+        for wait in record.waits:
+            attributes = {**self._base, n.WAIT_SECONDS: wait.duration}
+            run.add_event(n.EVENT_WAIT, attributes, timestamp=ns(wait.started_at))
 
     def write_hook(self, step: int, hook: HookTiming, fallback: float) -> None:
         """A hook span under the run span (a hook that ran outside any open step)."""

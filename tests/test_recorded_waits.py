@@ -1,0 +1,206 @@
+"""A run stepped by hand records when it waited on the person; its views leave exactly that out.
+
+The waits are the stretches between two calls of the run's driver (`AgentRun`): the step
+records keep them (`StepRecord.waits`), the run spans carry them (``workbench.wait`` events),
+and `wb.Trace` closes them, whatever the trace was read from. A run nobody steps records none
+and is drawn as it ran.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+import workbench as wb
+from workbench.notebook.html import outcomes_html
+from workbench.notebook.tables import trace_heading
+from workbench.telemetry import names as n
+from workbench.telemetry.rebuild import spans_from_run
+from workbench.telemetry.spandata import SpanData, SpanEvent, span_data
+from workbench.telemetry.trace import Trace
+
+R = wb.ModelResponse
+PAUSE = 1.0
+"""Seconds the person reads at one point of each stepped run (the run's own work is far less)."""
+
+
+@wb.tool
+def search(query: str) -> str:
+    """Look something up."""
+    return f"found {query}"
+
+
+def _agent(**options: object) -> wb.Agent:
+    script = [R.tool_call("search", {"query": "tides"}, call_id="s1"), "go swimming"]
+    return wb.Agent(model=wb.ScriptedModel(script), name="solo", tools=[search], **options)  # type: ignore[arg-type]
+
+
+def _stepped(run: wb.AgentRun, pause_after: int = 2, into: bool = False) -> None:
+    """Step ``run`` phase by phase, reading for `PAUSE` seconds after phase ``pause_after``."""
+    count = 0
+    while run.next_phase(into=into) is not None:
+        count += 1
+        if count == pause_after:
+            time.sleep(PAUSE)
+
+
+def _extent(trace: Trace) -> float:
+    return (trace.tree.end_ns - trace.tree.start_ns) / 1e9
+
+
+def _wait_events(spans: list[SpanData]) -> list[SpanEvent]:
+    return [e for s in spans for e in s.events if e.name == n.EVENT_WAIT]
+
+
+def test_a_stepped_run_records_its_waits_and_its_views_leave_them_out() -> None:
+    run = _agent(store=False).start("go")
+    _stepped(run)
+    result = run.result
+    waits = [w for step in result.steps for w in step.waits]
+    assert sum(w.duration for w in waits) >= PAUSE
+    spans = [span_data(s) for s in spans_from_run(result)]
+    assert len(_wait_events(spans)) == len(waits)
+    trace = wb.trace_of(result)
+    assert trace.waited >= PAUSE
+    assert _extent(trace) < PAUSE  # the time it worked: the reading is gone
+    assert not _wait_events(list(trace.spans))  # closed once: no wait left to close again
+    steps = {s.attributes[n.STEP_INDEX]: s for s in trace.spans if s.category == "step"}
+    first = result.steps[0]
+    assert steps[1].duration_ns / 1e9 < PAUSE  # the step that held the pause, in time worked
+    assert first.timing.total < PAUSE  # its phases' own time never counted the reading
+    timing = trace.timing_df()
+    assert timing["duration_ms"].sum() < PAUSE * 1e3
+    assert "waiting on you left out" in trace_heading(trace)
+
+
+def test_a_run_nobody_steps_records_no_wait_and_is_drawn_as_it_ran() -> None:
+    telemetry = wb.Telemetry()
+    result = _agent(store=False, telemetry=telemetry).run_sync("go")
+    assert all(step.waits == () for step in result.steps)
+    recorded = telemetry.span_data()
+    assert not _wait_events(recorded)
+    trace = wb.trace_of(result, telemetry=telemetry)
+    assert trace.waits == () and trace.waited == 0.0
+    as_recorded = {s.span_id: (s.start_ns, s.end_ns) for s in recorded}
+    assert {s.span_id: (s.start_ns, s.end_ns) for s in trace.spans} == as_recorded
+    assert "waiting on you" not in trace_heading(trace)
+
+
+def test_the_stored_run_the_live_trace_and_its_file_leave_out_the_same_waits(
+    tmp_path: Path,
+) -> None:
+    store, telemetry = wb.RunStore(tmp_path / "runs.db"), wb.Telemetry()
+    run = _agent(store=store, telemetry=telemetry).start("go")
+    _stepped(run)
+    result = run.result
+    stored = store.load(result.run_id)
+    assert [s.waits for s in stored.steps] == [s.waits for s in result.steps]
+    file = telemetry.write_otlp_json(tmp_path / "trace.json")
+    traces = {
+        "records": wb.trace_of(result),
+        "telemetry": wb.trace_of(result, telemetry=telemetry),
+        "store": wb.trace_of(stored),
+        "file": wb.load_trace(file),
+    }
+    for name, trace in traces.items():
+        assert trace.waited >= PAUSE, name
+        assert _extent(trace) < PAUSE, name
+    worked = {name: _extent(trace) for name, trace in traces.items()}
+    assert max(worked.values()) - min(worked.values()) < 1e-4  # the same spans, closed the same
+
+
+def test_a_sub_run_stepped_into_records_the_waits_and_its_calling_span_holds_it() -> None:
+    digger = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("search", {"query": "deep"}, call_id="s1"), "dug"]),
+        name="digger",
+        tools=[search],
+        store=False,
+    )
+    lead = wb.Agent(
+        model=wb.ScriptedModel([R.tool_call("dig", {"task": "dig"}, call_id="d1"), "done"]),
+        name="lead",
+        tools=[digger.as_tool("dig")],
+        store=False,
+    )
+    run = lead.start("go")
+    _stepped(run, pause_after=4, into=True)  # lead prepare, inference; digger prepare, inference
+    result = run.result
+    (child,) = result.children
+    assert sum(w.duration for s in child.steps for w in s.waits) >= PAUSE
+    assert wb.trace_of(child).waited >= PAUSE  # the sub-run's own trace knows its waits too
+    trace = wb.trace_of(result)
+    assert trace.waited >= PAUSE and _extent(trace) < PAUSE
+    by_name = {s.name: s for s in trace.spans}
+    call, sub_run = by_name["execute_tool dig"], by_name["invoke_agent digger"]
+    assert call.duration_ns / 1e9 < PAUSE  # the call's time worked, not the person's reading
+    assert call.start_ns <= sub_run.start_ns and sub_run.end_ns <= call.end_ns  # still holds it
+    step = result.steps[0]
+    (dig,) = step.tool_outcomes
+    assert dig.duration >= PAUSE  # the record keeps the wall clock: its span as it happened
+    ((_, _, worked),) = step.timing.per_tool
+    assert worked == pytest.approx(wb.time_worked(dig.started_at, dig.duration, step.waits))
+    assert worked < PAUSE
+    table = outcomes_html(step.tool_outcomes, waits=step.waits)  # the Stepper's Tool calls
+    assert f"{worked * 1e3:.2f} ms" in table
+    assert re.search(r"\+1\.\d s waiting on you", table)
+
+
+def _span(
+    span_id: str, start: int, end: int, *, trace_id: str = "t", **options: object
+) -> SpanData:
+    parent = None if span_id == "root" else "root"
+    return SpanData(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=parent,
+        name=span_id,
+        start_ns=start,
+        end_ns=end,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def _wait(at: int, seconds: object) -> SpanEvent:
+    return SpanEvent(name=n.EVENT_WAIT, time_ns=at, attributes={n.WAIT_SECONDS: seconds})
+
+
+def test_the_recorded_waits_are_closed_in_their_own_trace_only() -> None:
+    waits = (_wait(10, 40e-9), _wait(70, 20e-9), _wait(75, 5e-9))  # the last inside the second
+    trace = Trace.of(
+        [
+            _span("root", 0, 100, events=waits),
+            _span("a", 0, 10),
+            _span("b", 50, 60, events=(SpanEvent(name="exception", time_ns=55),)),
+            _span("c", 55, 70),
+            _span("d", 90, 100),
+            _span("other", 20, 30, trace_id="u"),  # another run that ran during the wait
+        ]
+    )
+    assert trace.waits == ((10, 50), (70, 90))
+    bounds = {s.span_id: (s.start_ns, s.end_ns) for s in trace.spans}
+    assert bounds == {
+        "root": (0, 40),
+        "a": (0, 10),
+        "b": (10, 20),
+        "c": (15, 30),
+        "d": (30, 40),
+        "other": (20, 30),
+    }
+    (b,) = [s for s in trace.spans if s.span_id == "b"]
+    assert [e.time_ns for e in b.events] == [15]  # its events move with it
+    assert Trace.of(trace.spans).spans == trace.spans  # nothing left to close
+
+
+@pytest.mark.parametrize("seconds", ["soon", -1.0, float("nan"), True, None])
+def test_a_damaged_wait_event_is_left_out_and_the_trace_drawn_as_recorded(
+    seconds: object,
+) -> None:
+    trace = Trace.of([_span("root", 0, 100, events=(_wait(10, seconds),)), _span("a", 50, 60)])
+    assert trace.waits == ()
+    assert {s.span_id: (s.start_ns, s.end_ns) for s in trace.spans} == {
+        "root": (0, 100),
+        "a": (50, 60),
+    }

@@ -1,0 +1,107 @@
+"""The time a run stepped by hand waited on the person, left out of its spans' times.
+
+A run stepped by hand does nothing between two presses while the person reads; its spans, as
+recorded, run through those waits (a step, its run, a tool call that waited on the sub-runs
+stepped into), so drawn as they happened its work is slivers between long empty stretches.
+The run records each wait (`StepRecord.waits`, a ``workbench.wait`` event on its run span),
+so a trace read from anywhere (the live run, the store, a file, a backend) knows exactly when
+they were. `Trace.of` closes them here: every time of the trace's spans moves back by the
+waits before it, so a span's length is the time worked inside it, and nothing is guessed
+from gaps: a trace without such events (a run nobody stepped, another framework's) is as
+recorded.
+
+The waits are closed per trace id: a telemetry can hold other runs' traces that ran while
+a stepped run waited, and those are not shortened.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Sequence
+
+from workbench.telemetry import names as n
+from workbench.telemetry.spandata import SpanData
+
+__all__ = ["Stretches", "recorded_waits", "waits_closed"]
+
+Stretches = tuple[tuple[int, int], ...]
+"""Times of a trace's waits: ``(start_ns, end_ns)``, in order, none overlapping."""
+
+
+def recorded_waits(spans: Iterable[SpanData]) -> dict[str, Stretches]:
+    """The waits each trace's spans recorded (``workbench.wait`` events), merged, by trace id.
+
+    A run and its sub-runs stepped into record the same waits (the tree waits as one); an event
+    whose length is not a positive number of seconds (a damaged file) is left out.
+    """
+    found: dict[str, list[tuple[int, int]]] = {}
+    for span in spans:
+        for event in span.events:
+            if event.name != n.EVENT_WAIT:
+                continue
+            seconds = event.attributes.get(n.WAIT_SECONDS)
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+                continue
+            if math.isfinite(seconds) and seconds > 0:
+                end = event.time_ns + round(seconds * 1e9)
+                found.setdefault(span.trace_id, []).append((event.time_ns, end))
+    return {trace_id: _merged(stretches) for trace_id, stretches in found.items()}
+
+
+def _merged(stretches: list[tuple[int, int]]) -> Stretches:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(stretches):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return tuple(merged)
+
+
+def waits_closed(spans: Sequence[SpanData]) -> tuple[list[SpanData], Stretches]:
+    """The spans with their traces' recorded waits closed, and those waits (all traces').
+
+    Every time (a span's start and end, its events') moves back by the waits before it, and
+    a time inside a wait to where that wait began. The ``workbench.wait`` events go: the
+    spans' times no longer hold the waits, and closing them again would move them twice.
+    """
+    waits = recorded_waits(spans)
+    if not waits:
+        return list(spans), ()
+    shifts = {trace_id: _Shift(stretches) for trace_id, stretches in waits.items()}
+    closed = []
+    for span in spans:
+        shift = shifts.get(span.trace_id)
+        if shift is None:
+            closed.append(span)
+            continue
+        events = tuple(
+            e.model_copy(update={"time_ns": shift(e.time_ns)})
+            for e in span.events
+            if e.name != n.EVENT_WAIT
+        )
+        update = {"start_ns": shift(span.start_ns), "end_ns": shift(span.end_ns), "events": events}
+        closed.append(span.model_copy(update=update))
+    return closed, _merged([s for stretches in waits.values() for s in stretches])
+
+
+class _Shift:
+    """Where a time lands once the waits before it are left out."""
+
+    def __init__(self, stretches: Stretches) -> None:
+        self._starts = [start for start, _ in stretches]
+        self._stretches = stretches
+        self._before: list[int] = []  # how long the waits up to and including each one are
+        total = 0
+        for start, end in stretches:
+            total += end - start
+            self._before.append(total)
+
+    def __call__(self, at: int) -> int:
+        i = bisect.bisect_right(self._starts, at)  # the waits that began at or before ``at``
+        if not i:
+            return at
+        start, end = self._stretches[i - 1]
+        earlier = self._before[i - 2] if i > 1 else 0
+        return at - earlier - (min(at, end) - start)

@@ -1,0 +1,99 @@
+"""When a run stepped by hand waited on whoever steps it, and what a stretch of it worked.
+
+A run stepped by hand (`AgentRun`) does nothing between two calls of its driver while the
+person reads. The root of its tree keeps those stretches (`Waits`), its sub-runs share them
+through the gate (`StepGate.waits`), each step record keeps those since the step before
+(`StepRecord.waits`), its run span carries them (``workbench.wait`` events) and every view
+leaves them out (`wb.Trace`). Records keep the wall clock; `time_worked` is what a stretch of
+it worked.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Sequence
+
+from workbench._record import Record
+
+__all__ = ["Wait", "Waits", "time_worked"]
+
+
+class Wait(Record):
+    """A stretch a stepped run waited on whoever steps it: from one press to the next."""
+
+    started_at: float
+    """When the driver's call returned (`time.time()`)."""
+    duration: float
+    """Seconds until its next call (up to now for a wait still under way)."""
+
+    @property
+    def ended_at(self) -> float:
+        """When the wait ended (`time.time()`)."""
+        return self.started_at + self.duration
+
+
+def time_worked(started_at: float | None, seconds: float, waits: Sequence[Wait]) -> float:
+    """Seconds of the stretch from ``started_at`` that were not ``waits`` on the person.
+
+    A tool call that waited on the sub-runs stepped into lasted (`ToolOutcome.duration`, its
+    span's wall-clock length) through every press inside it; its work is this.
+    """
+    if started_at is None:
+        return seconds
+    end = started_at + seconds
+    waited = sum(max(0.0, min(end, w.ended_at) - max(started_at, w.started_at)) for w in waits)
+    return max(0.0, seconds - waited)
+
+
+class Waits:
+    """The waits of one stepped run tree: the stretches between its driver's calls.
+
+    The run stepped by hand (`AgentRun`, the root of its tree) marks each of its driver's calls
+    (`back` as one begins, `away` as it returns); between two calls nothing in the tree moves
+    (its sub-runs wait at the gate), so each stretch is the person reading. Every run of the
+    tree shares the log: the root's own, the sub-runs' through the gate. Their phases leave
+    the waits out of their time (`Execution._worked`) and their step records keep them.
+    """
+
+    def __init__(self) -> None:
+        self._kept: list[Wait] = []
+        self._ends: list[float] = []
+        """When each kept wait ended, in order (a run stepped from code keeps thousands)."""
+        self._seconds = 0.0
+        self._since: tuple[float, float] | None = None
+        """The wait under way: when it began, by `time.time` and by `time.perf_counter`."""
+
+    def away(self) -> None:
+        """The driver's call returned: a wait begins (if one is not under way)."""
+        if self._since is None:
+            self._since = (time.time(), time.perf_counter())
+
+    def back(self) -> None:
+        """The driver calls again: the wait under way, if any, ends."""
+        since, self._since = self._since, None
+        if since is not None:
+            wait = Wait(started_at=since[0], duration=time.perf_counter() - since[1])
+            self._kept.append(wait)
+            self._ends.append(wait.ended_at)
+            self._seconds += wait.duration
+
+    def seconds(self) -> float:
+        """Seconds waited so far, the wait under way included."""
+        since = self._since
+        return self._seconds + (time.perf_counter() - since[1] if since is not None else 0.0)
+
+    def since(self, start: float) -> tuple[Wait, ...]:
+        """The waits that ended after ``start`` (`time.time()`), cut to begin there at the earliest.
+
+        The wait under way counts up to now.
+        """
+        found = self._kept[bisect.bisect_right(self._ends, start) :]
+        since = self._since
+        if since is not None:
+            found.append(Wait(started_at=since[0], duration=time.perf_counter() - since[1]))
+        return tuple(
+            w if w.started_at >= start else Wait(started_at=start, duration=w.ended_at - start)
+            for w in found
+            if w.ended_at > start
+        )
