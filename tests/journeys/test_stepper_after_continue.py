@@ -4,9 +4,14 @@ The fix this proves: a click after Continue may reach the kernel on another thre
 loop than the click before (JupyterLab sends widget messages on a kernel subshell of their own;
 ipykernel 7 runs it on its own thread), and every press still drives the run, at the level of
 the sub-run it is in: Step over stays in the digger, Step out returns to the researcher.
+
+Then the run's result in TraceView: the seconds the person read at the breakpoint are left out
+of its spans (the run recorded them), and the view says so.
 """
 
 from __future__ import annotations
+
+import re
 
 from playwright.sync_api import expect
 
@@ -32,7 +37,10 @@ CELLS = [
     "stepper",
     "stepper.run.subrun.pending_calls",  # a look at where Continue stopped
     "stepper",  # the Stepper again, further down: a person scrolls on and shows it here
+    "from workbench.notebook import TraceView\nTraceView(stepper.run.result)",
 ]
+READING_MS = 4000
+"""How long the person reads the stopped run before pressing on: the wait TraceView leaves out."""
 
 
 def test_every_button_after_continue_from_later_cells(open_notebook: OpenNotebook) -> None:
@@ -45,6 +53,7 @@ def test_every_button_after_continue_from_later_cells(open_notebook: OpenNoteboo
     expect(status).to_contain_text("stopped at breakpoint on tool 'search' in digger")
     expect(first.get_by_role("button", name="Step over")).to_be_visible()
     notebook.shot("1-continue", first)
+    notebook.page.wait_for_timeout(READING_MS)  # the person reads where Continue stopped
 
     look = notebook.run()  # a later cell, then the buttons again
     expect(look.locator(".jp-OutputArea-output")).to_contain_text("search")
@@ -67,3 +76,13 @@ def test_every_button_after_continue_from_later_cells(open_notebook: OpenNoteboo
     expect(status).not_to_contain_text("error")
     expect(again.get_by_role("button", name="Step out")).to_be_disabled()
     notebook.shot("4-run-to-end", again)
+
+    view = notebook.run()  # the finished run's result, as TraceView draws it
+    heading = re.compile(r"\b([4-9]|\d\d+)\.\d s waiting on you left out")
+    expect(view.locator(".jp-OutputArea-output").first).to_contain_text(heading)  # said...
+    waterfall = view.locator(".js-plotly-plot").first
+    expect(waterfall.locator(".xtitle")).to_contain_text("waiting on you left out")
+    ticks = waterfall.locator(".xaxislayer-above .xtick text").all_text_contents()
+    longest = max(float(t.replace(",", "").replace("k", "e3")) for t in ticks)
+    assert longest < READING_MS  # ...and not drawn: the axis (ms) is the work, not the reading
+    notebook.shot("5-traceview", view)
