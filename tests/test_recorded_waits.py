@@ -98,12 +98,12 @@ def test_the_stored_run_the_live_trace_and_its_file_leave_out_the_same_waits(
     result = run.result
     stored = store.load(result.run_id)
     assert [s.waits for s in stored.steps] == [s.waits for s in result.steps]
-    file = telemetry.write_otlp_json(tmp_path / "trace.json")
     traces = {
         "records": wb.trace_of(result),
         "telemetry": wb.trace_of(result, telemetry=telemetry),
         "store": wb.trace_of(stored),
-        "file": wb.load_trace(file),
+        "otlp file": wb.load_trace(telemetry.write_otlp_json(tmp_path / "otlp.json")),
+        "jaeger file": wb.load_trace(telemetry.write_jaeger_json(tmp_path / "jaeger.json")),
     }
     for name, trace in traces.items():
         assert trace.waited >= PAUSE, name
