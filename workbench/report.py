@@ -311,10 +311,7 @@ def _table_html(frame: pd.DataFrame, element_id: str, *, links: bool = False) ->
     decimals = [is_float_dtype(frame[name]) for name in frame.columns]
     table = {
         "names": [str(name) for name in frame.columns],
-        "columns": [
-            [_cell(value, three) for value in frame[name].tolist()]
-            for name, three in zip(frame.columns, decimals, strict=True)
-        ],
+        "columns": [[_cell(value) for value in frame[name].tolist()] for name in frame.columns],
         "decimals": decimals,
         "links": links,
     }
@@ -325,14 +322,17 @@ def _table_html(frame: pd.DataFrame, element_id: str, *, links: bool = False) ->
     )
 
 
-def _cell(value: object, decimals: bool) -> str | int | float | None:
-    """A table's value as its JSON says it: a number, its text, or ``None`` when missing."""
+def _cell(value: object) -> str | int | float | None:
+    """A table's value as its JSON says it: a number, its text, ``None`` when missing.
+
+    A number with decimals is rounded to the three the table shows.
+    """
     import pandas as pd
 
     if pd.isna(value):
         return None
-    if decimals:
-        return round(float(value), 3)  # type: ignore[arg-type]
+    if isinstance(value, float):
+        return round(value, 3)
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     return str(value)
