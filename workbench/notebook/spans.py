@@ -75,7 +75,8 @@ def waterfall_figure(
 ) -> go.Figure:
     """A nested waterfall of the trace's spans, coloured by category, attributes on hover.
 
-    A run stepped by hand is drawn in the time it worked (`Trace.waits`), as its axis says.
+    A run stepped by hand is drawn in the time it worked (`Trace.waits`), as its axis says
+    (unless the title says it already).
 
     One bar per span, children under their parent (a label's dots say how deep it is; a model
     call names its agent, as in the explorer, when the trace has several); a failed span is
@@ -122,6 +123,7 @@ def waterfall_figure(
             }
         )
     labelled = len(spans) <= max_labels
+    note = waited_note(trace)
     agents = agents_named(trace)
     labels = [  # escaped: plotly renders markup in tick labels too
         "·" * d + " " + escape(span_label(s, agents[p] if agents else ""), quote=False)
@@ -132,7 +134,7 @@ def waterfall_figure(
         barmode="overlay",
         bargap=0.25,
         height=min(max(260, 22 * len(spans) + 120), 1400),
-        xaxis={"title": axis + waited_note(trace, " · "), "zeroline": False},
+        xaxis={"title": axis if note in title else axis + f" · {note}", "zeroline": False},
         yaxis={
             "range": [len(spans) - 0.5, -0.5],  # first span on top
             "tickmode": "array" if labelled else "auto",
