@@ -191,6 +191,15 @@ def test_the_recorded_waits_are_closed_in_their_own_trace_only() -> None:
     }
     (b,) = [s for s in trace.spans if s.span_id == "b"]
     assert [e.time_ns for e in b.events] == [15]  # its events move with it
+    assert [trace.wall_ns(s.start_ns) for s in trace.spans if s.trace_id == "t"] == [
+        0,
+        0,
+        50,  # b began right after the first wait: 10 ns into the trace's work, 50 by the clock
+        55,
+        90,
+    ]
+    ends = [trace.wall_ns(s.end_ns, ending=True) for s in trace.spans if s.trace_id == "t"]
+    assert ends == [100, 10, 60, 70, 100]
     assert Trace.of(trace.spans).spans == trace.spans  # nothing left to close
 
 

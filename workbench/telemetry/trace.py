@@ -93,8 +93,8 @@ class Trace(Record):
     steps: tuple[StepRecord, ...] = ()
     waits: Stretches = ()
     """When the run waited on whoever stepped it (``(start_ns, end_ns)`` as recorded, by the
-    clock): its spans' times leave these out (`telemetry.waits`), so a wall-clock time is a
-    span's plus the waits before it."""
+    clock): its spans' times leave these out (`telemetry.waits`); `wall_ns` gives a time back
+    its clock time."""
 
     def __repr__(self) -> str:
         return f"Trace(trace_id={self.trace_id!r}, spans={len(self.spans)})"
@@ -133,6 +133,18 @@ class Trace(Record):
     def waited(self) -> float:
         """Seconds the run waited on whoever stepped it, left out of the spans' times."""
         return sum(end - start for start, end in self.waits) / 1e9
+
+    def wall_ns(self, at: int, *, ending: bool = False) -> int:
+        """When ``at`` (a span's start, or with ``ending`` its end) was by the clock.
+
+        The waits left out before it are added back; at the point where one was left out, a
+        start comes after it (the work went on after the wait) and an end before it.
+        """
+        for start, end in self.waits:
+            if at < start or (ending and at == start):
+                break
+            at += end - start
+        return at
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Trace:
         """A copy (`Record` semantics), sharing what was derived unless it has other spans.
