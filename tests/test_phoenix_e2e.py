@@ -148,3 +148,27 @@ def test_a_stored_run_pushed_to_phoenix_loads_back_as_the_same_trace(
     chats = [s for s in loaded.spans if s.name.startswith("chat")]
     assert [m.role for m in loaded.messages(step=2)][:2] == ["system", "user"]
     assert len(chats) == 3
+
+
+def test_a_stepped_run_pushed_to_phoenix_loads_back_without_the_waits_on_the_person(
+    phoenix: Phoenix, tmp_path: Path
+) -> None:
+    """The waits a run stepped by hand recorded (``workbench.wait`` events) survive a backend."""
+    from workbench.telemetry import rebuild_telemetry
+
+    with wb.RunStore(tmp_path / "runs.sqlite") as store:
+        agent = wb.Agent(model=wb.ScriptedModel(["one"]), name="stepped", store=store)
+        run = agent.start("go")
+        run.next_phase()
+        time.sleep(1.0)  # the person reads between two presses
+        run.run_to_end()
+        stored = store.load(run.result.run_id)
+    pushed = rebuild_telemetry(stored, otlp_endpoint=phoenix.url)
+    stats = pushed.shutdown(timeout=30)
+    assert stats is not None and stats.exported == stats.queued
+    trace_id = stored.trace_id
+    assert trace_id is not None
+    _read_back(phoenix, trace_id, len(pushed.trace(trace_id).spans))
+    loaded = wb.load_trace(f"phoenix+{phoenix.url}/default/{trace_id}")
+    assert loaded.waited >= 1.0
+    assert (loaded.tree.end_ns - loaded.tree.start_ns) / 1e9 < 1.0  # the work, not the reading
