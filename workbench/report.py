@@ -80,10 +80,14 @@ def report_html(
 
 
 def _page(title: str, summary: str, body: str) -> str:
+    from workbench.notebook.explorer_view import STATIC
+
+    tables = (STATIC / "report_tables.js").read_text(encoding="utf-8")  # draws `_table_html`'s
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{escape(title)}</h1>{summary}{body}<script>{_TABLES}</script></body></html>"
+        f"<h1>{escape(title)}</h1>{summary}{body}<script>(() => {{{tables}}})();</script>"
+        "</body></html>"
     )
 
 
@@ -298,13 +302,14 @@ def added(earlier: Sequence[Message], messages: Sequence[Message]) -> Sequence[M
 
 
 def _table_html(frame: pd.DataFrame, element_id: str, *, links: bool = False) -> str:
-    """A table the page draws from its columns (`_TABLES`), in a box that scrolls on its own.
+    """A table the page draws from its columns (``report_tables.js``), in a box that scrolls.
 
     Columns, not rows of HTML: at 16,666 steps the markup around each value was most of the
     table. Numbers with decimals are written with the three the table shows; a missing value
     is ``null`` (an empty cell). With ``links``, a row's first cell links to the section of its
-    step (``#step-<row>``). The values travel as JSON with every ``<`` escaped, so no text can
-    close its script element, and the page sets each one as text.
+    step (``#step-<row>``); a click on a column's heading sorts the rows by it. The values
+    travel as JSON with every ``<`` escaped, so no text can close its script element, and the
+    page sets each one as text.
     """
     from pandas.api.types import is_float_dtype
 
@@ -336,40 +341,6 @@ def _cell(value: object) -> str | int | float | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     return str(value)
-
-
-_TABLES = """
-// The report's tables, each drawn from its columns: every value is set as text.
-for (const box of document.querySelectorAll("div.wb-table[data-table]")) {
-  const table = JSON.parse(document.getElementById(box.dataset.table).textContent);
-  const made = (tag, text) => {
-    const node = document.createElement(tag);
-    node.textContent = text;
-    return node;
-  };
-  const element = document.createElement("table");
-  element.className = "dataframe";
-  const head = element.createTHead().insertRow();
-  for (const name of table.names) head.append(made("th", name));
-  const body = element.createTBody();
-  const rows = table.columns.length ? table.columns[0].length : 0;
-  for (let r = 0; r < rows; r += 1) {
-    const row = body.insertRow();
-    table.columns.forEach((values, c) => {
-      const value = values[r];
-      const text = value === null ? "" : table.decimals[c] ? value.toFixed(3) : String(value);
-      if (table.links && c === 0) {  // to the step's section
-        const link = made("a", text);
-        link.href = `#step-${r}`;
-        row.insertCell().append(link);
-      } else {
-        row.append(made("td", text));
-      }
-    });
-  }
-  box.append(element);
-}
-"""
 
 
 def write_report(

@@ -59,10 +59,19 @@ def test_the_failing_span_in_the_report_opened_offline(browser: Any, tmp_path: P
     page.screenshot(path=str(ARTIFACTS / "report-offline-2-traceback.png"))
 
     # the steps' messages: the page fills each section from the boxes its explorer holds; the
-    # steps table (drawn by the page from its columns) links the failed step to its section
+    # steps table (drawn by the page from its columns, sorted by a click on a heading) links the
+    # failed step to its section
     dug = page.locator("section.wb-step-section").filter(has_text="step 1 · digger")
     expect(dug).to_have_count(1)
     table = page.locator("div.wb-table").first
+    headings = table.locator("th")
+    time = headings.all_inner_texts().index("time (ms)")
+    times = table.locator(f"tbody td:nth-child({time + 1})")
+    for arrow in ("▼", "▲"):  # a heading's click sorts by it: the slowest step first, then last
+        headings.nth(time).click()
+        expect(headings.nth(time)).to_have_text(f"time (ms) {arrow}")
+        shown = [float(t) for t in times.all_inner_texts()]
+        assert len(shown) >= 5 and shown == sorted(shown, reverse=arrow == "▼")
     failing = table.get_by_role("row").filter(has_text="apply_discount (error)")
     expect(failing).to_have_count(1)
     expect(failing.get_by_role("cell").nth(1)).to_have_text("digger")
