@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -317,3 +318,27 @@ def test_a_trace_says_what_went_wrong_as_its_run_does(
 
 def _raise(messages: list[wb.Message], info: object) -> wb.ModelResponse:
     raise RuntimeError("no answer")
+
+
+@pytest.mark.parametrize("run_id", [None, "../x"], ids=["no-run-id", "not-an-id"])
+def test_a_failed_call_in_another_frameworks_trace_is_an_error_in_every_view(
+    run_id: str | None, tmp_path: Path
+) -> None:
+    """Its run id is what the trace says (none, or text that is no id of ours): only shown,
+    so the trace's errors, its report and 'workbench trace' still draw it (they raised)."""
+    from tests.test_trace_cli import foreign_trace
+    from workbench.cli import main
+    from workbench.report import report_html
+
+    document = foreign_trace(["one", "two"])
+    failed = document["resourceSpans"][0]["scopeSpans"][0]["spans"][1]
+    failed["status"] = {"code": "STATUS_CODE_ERROR", "message": "<b>rate limited</b>"}
+    if run_id is not None:
+        failed["attributes"].append({"key": "workbench.run.id", "value": {"stringValue": run_id}})
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(document))
+    (error,) = wb.load_trace(path).errors()
+    said = ("model", run_id or "", "<b>rate limited</b>")
+    assert (error.kind, error.run_id, error.message) == said
+    assert "&lt;b&gt;rate limited&lt;/b&gt;" in report_html(wb.load_trace(path))
+    assert main(["trace", str(path)]) == 0

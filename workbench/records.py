@@ -293,7 +293,9 @@ class RunError(Record):
 
     kind: ErrorKind
     agent: str
-    run_id: Id
+    run_id: str
+    """The run it happened in (empty for a span another framework wrote): only ever shown, so
+    a trace's own text, not checked as an id as the run ids that name files are."""
     depth: int = 0
     """How deep the run is in its tree (0: the run asked about)."""
     step: int | None = None
