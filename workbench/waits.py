@@ -16,7 +16,17 @@ from collections.abc import Sequence
 
 from workbench._record import Record
 
-__all__ = ["Wait", "Waits", "time_worked"]
+__all__ = ["SHORTEST", "Wait", "Waits", "time_worked"]
+
+SHORTEST = 0.05
+"""Seconds a stretch between two driver calls lasts before it counts as a wait on the person.
+
+Nobody presses again within a twentieth of a second; code driving a run (``while
+run.next_phase(): ...``, `Agent.iterate`) comes back within microseconds to milliseconds. Those
+gaps are not waits: a run driven from code records none and is drawn as it ran, and its step
+records, store and spans do not fill up with thousands of them (the OpenTelemetry SDK keeps only
+a span's last 128 events). The views say nothing under it either (`waited_note`).
+"""
 
 
 class Wait(Record):
@@ -72,16 +82,23 @@ class Waits:
     def back(self) -> None:
         """The driver calls again: the wait under way, if any, ends."""
         since, self._since = self._since, None
-        if since is not None:
-            wait = Wait(started_at=since[0], duration=time.perf_counter() - since[1])
+        if since is not None and (seconds := time.perf_counter() - since[1]) >= SHORTEST:
+            wait = Wait(started_at=since[0], duration=seconds)
             self._kept.append(wait)
             self._ends.append(wait.ended_at)
             self._seconds += wait.duration
 
     def seconds(self) -> float:
         """Seconds waited so far, the wait under way included."""
+        under_way = self._under_way()
+        return self._seconds + (under_way.duration if under_way is not None else 0.0)
+
+    def _under_way(self) -> Wait | None:
+        """The wait under way up to now, once it has lasted `SHORTEST`."""
         since = self._since
-        return self._seconds + (time.perf_counter() - since[1] if since is not None else 0.0)
+        if since is None or (seconds := time.perf_counter() - since[1]) < SHORTEST:
+            return None
+        return Wait(started_at=since[0], duration=seconds)
 
     def since(self, start: float) -> tuple[Wait, ...]:
         """The waits that ended after ``start`` (`time.time()`), cut to begin there at the earliest.
@@ -89,9 +106,8 @@ class Waits:
         The wait under way counts up to now.
         """
         found = self._kept[bisect.bisect_right(self._ends, start) :]
-        since = self._since
-        if since is not None:
-            found.append(Wait(started_at=since[0], duration=time.perf_counter() - since[1]))
+        if (under_way := self._under_way()) is not None:
+            found.append(under_way)
         return tuple(
             w if w.started_at >= start else Wait(started_at=start, duration=w.ended_at - start)
             for w in found
