@@ -236,3 +236,23 @@ def test_a_damaged_wait_event_is_left_out_and_the_trace_drawn_as_recorded(
         "root": (0, 100),
         "a": (50, 60),
     }
+
+
+@pytest.mark.parametrize(
+    ("wait", "closed"),
+    [
+        (_wait(10, 1e300), ((10, 100),)),  # raised OverflowError: 1e309 ns is no integer
+        (_wait(10, 10**30), ((10, 100),)),  # drew the run in a nanosecond
+        (_wait(-20, 40e-9), ((0, 20),)),  # shifted the whole trace before its start
+        (_wait(-500, 100e-9), ()),
+        (_wait(200, 5e-9), ()),  # said it waited where no span of it was
+    ],
+)
+def test_a_wait_event_outside_its_trace_is_cut_to_it(
+    wait: SpanEvent, closed: tuple[tuple[int, int], ...]
+) -> None:
+    trace = Trace.of([_span("root", 0, 100, events=(wait,)), _span("a", 50, 60)])
+    assert trace.waits == closed
+    spans = {s.span_id: (s.start_ns, s.end_ns) for s in trace.spans}
+    assert spans["root"][0] == 0 and all(0 <= a <= b <= 100 for a, b in spans.values())
+    assert spans["root"][1] + trace.waited * 1e9 == pytest.approx(100)

@@ -32,20 +32,30 @@ Stretches = tuple[tuple[int, int], ...]
 def recorded_waits(spans: Iterable[SpanData]) -> dict[str, Stretches]:
     """The waits each trace's spans recorded (``workbench.wait`` events), merged, by trace id.
 
-    A run and its sub-runs stepped into record the same waits (the tree waits as one); an event
-    whose length is not a positive number of seconds (a damaged file) is left out.
+    A run and its sub-runs stepped into record the same waits (the tree waits as one). A wait
+    lies within its trace's spans (between two presses, its run is open); a damaged file's is
+    cut to them (a length of 1e300 seconds cannot even be a time in ns), and one whose length is
+    not a positive finite number of seconds is left out: a bogus event never moves a span out of
+    the trace's own extent.
     """
+    spans = list(spans)
+    extents: dict[str, tuple[int, int]] = {}
+    for span in spans:
+        first, last = extents.get(span.trace_id, (span.start_ns, span.end_ns))
+        extents[span.trace_id] = (min(first, span.start_ns), max(last, span.end_ns))
     found: dict[str, list[tuple[int, int]]] = {}
     for span in spans:
         for event in span.events:
-            if event.name != n.EVENT_WAIT:
-                continue
-            seconds = event.attributes.get(n.WAIT_SECONDS)
+            seconds = event.attributes.get(n.WAIT_SECONDS) if event.name == n.EVENT_WAIT else None
             if isinstance(seconds, bool) or not isinstance(seconds, int | float):
                 continue
-            if math.isfinite(seconds) and seconds > 0:
-                end = event.time_ns + round(seconds * 1e9)
-                found.setdefault(span.trace_id, []).append((event.time_ns, end))
+            if not math.isfinite(seconds) or seconds <= 0:
+                continue
+            first, last = extents[span.trace_id]
+            start = max(event.time_ns, first)
+            end = event.time_ns + round(min(seconds * 1e9, last - event.time_ns))
+            if end > start:
+                found.setdefault(span.trace_id, []).append((start, end))
     return {trace_id: _merged(stretches) for trace_id, stretches in found.items()}
 
 
