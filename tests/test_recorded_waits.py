@@ -1,7 +1,7 @@
 """A run stepped by hand records when it waited on the person; its views leave exactly that out.
 
 The waits are the stretches between two calls of the run's driver (`AgentRun`): the step
-records keep them (`StepRecord.waits`), the run spans carry them (``workbench.wait`` events),
+records keep them (`StepRecord.waits`), the step spans carry them (``workbench.wait`` events),
 and `wb.Trace` closes them, whatever the trace was read from. A run nobody steps records none
 and is drawn as it ran.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
+from workbench import waits
 from workbench.notebook.html import outcomes_html
 from workbench.notebook.tables import trace_heading
 from workbench.telemetry import names as n
@@ -110,6 +111,29 @@ async def test_a_run_driven_from_code_records_no_wait_and_is_drawn_as_it_ran() -
     assert {s.span_id: (s.start_ns, s.end_ns) for s in trace.spans} == {
         s.span_id: as_recorded[s.span_id] for s in trace.spans
     }
+
+
+def test_a_run_stepped_in_more_presses_than_a_span_keeps_events_leaves_out_every_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDK keeps a span's last 128 events: on the run span, the first waits fell off."""
+    monkeypatch.setattr(waits, "SHORTEST", 0.0)  # every gap a wait: 200 quick presses
+    script = [R.tool_call("search", {"query": "tides"}, call_id=f"s{i}") for i in range(49)]
+    telemetry = wb.Telemetry()
+    agent = wb.Agent(
+        model=wb.ScriptedModel([*script, "go swimming"]),
+        tools=[search],
+        store=False,
+        telemetry=telemetry,
+    )
+    run = agent.start("go")
+    while run.next_phase() is not None:
+        pass
+    recorded = [w for step in run.result.steps for w in step.waits]
+    assert len(recorded) > 128
+    seconds = sum(w.duration for w in recorded)
+    assert wb.trace_of(run.result).waited == pytest.approx(seconds, abs=1e-6)
+    assert wb.trace_of(run.result, telemetry=telemetry).waited == pytest.approx(seconds, abs=1e-6)
 
 
 def test_the_stored_run_the_live_trace_and_its_file_leave_out_the_same_waits(

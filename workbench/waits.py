@@ -3,7 +3,7 @@
 A run stepped by hand (`AgentRun`) does nothing between two calls of its driver while the
 person reads. The root of its tree keeps those stretches (`Waits`), its sub-runs share them
 through the gate (`StepGate.waits`), each step record keeps those since the step before
-(`StepRecord.waits`), its run span carries them (``workbench.wait`` events) and every view
+(`StepRecord.waits`), its step spans carry them (``workbench.wait`` events) and every view
 leaves them out (`wb.Trace`). Records keep the wall clock; `time_worked` is what a stretch of
 it worked.
 """

@@ -252,7 +252,7 @@ EVENT_PAUSED: Final = "workbench.run.paused"
 EVENT_STOPPED: Final = "workbench.run.stopped"
 EVENT_HOOK_ERROR: Final = "workbench.hook.error"
 EVENT_WAIT: Final = "workbench.wait"
-"""On a run span: the run, stepped by hand, waited on whoever steps it from this moment on
+"""On a step span: the run, stepped by hand, waited on whoever steps it from this moment on
 (`StepRecord.waits`); the views leave the stretch out of its times (`wb.Trace`)."""
 WAIT_SECONDS: Final = "workbench.wait.seconds"
 """How long that wait lasted."""

@@ -3,7 +3,7 @@
 A run stepped by hand does nothing between two presses while the person reads; its spans, as
 recorded, run through those waits (a step, its run, a tool call that waited on the sub-runs
 stepped into), so drawn as they happened its work is slivers between long empty stretches.
-The run records each wait (`StepRecord.waits`, a ``workbench.wait`` event on its run span),
+The run records each wait (`StepRecord.waits`, a ``workbench.wait`` event on its step span),
 so a trace read from anywhere (the live run, the store, a file, a backend) knows exactly when
 they were. `Trace.of` closes them here: every time of the trace's spans moves back by the
 waits before it, so a span's length is the time worked inside it, and nothing is guessed

@@ -250,7 +250,6 @@ class SpanWriter:
         hooks = record.timing.per_hook
         self._open_run(min([start, *(h.started_at for h in hooks if h.started_at is not None)]))
         self._end = max([end, *(h.started_at + h.duration for h in hooks if h.started_at)])
-        self._waited(record)
         step_attrs = {**self._base, n.STEP_INDEX: record.index}
         if snapshot is not None:
             step_attrs[n.SNAPSHOT_ID] = snapshot.id
@@ -260,6 +259,7 @@ class SpanWriter:
             attributes={**step_attrs, **_step_attributes(record, snapshot)},
             start_time=ns(start),
         )
+        self._waited(step, record)
         parent = self._trace.set_span_in_context(step)
         phases = dict(reversed(record.phase_starts))  # the first start of each phase
         if Phase.PREPARE in phases:
@@ -288,17 +288,17 @@ class SpanWriter:
                 self._hook(parent, step_attrs, hook, start)
         step.end(end_time=ns(end))
 
-    def _waited(self, record: StepRecord) -> None:
-        """A ``workbench.wait`` event on the run span for each wait on the person the record has.
+    def _waited(self, step: Span, record: StepRecord) -> None:
+        """A ``workbench.wait`` event on the step's span for each wait on the person it records.
 
-        On the run span, not the step's: a wait between two steps is inside no step span.
+        On the step's span, though a wait before the step began is outside it: the SDK keeps a
+        span's last 128 events, and a run stepped through in more presses than that would lose
+        its first waits on its run span. A step holds a few (more only when stepped into a
+        sub-run, whose own step spans carry those too).
         """
-        run = self._run
-        if run is None:
-            return
         for wait in record.waits:
             attributes = {**self._base, n.WAIT_SECONDS: wait.duration}
-            run.add_event(n.EVENT_WAIT, attributes, timestamp=ns(wait.started_at))
+            step.add_event(n.EVENT_WAIT, attributes, timestamp=ns(wait.started_at))
 
     def write_hook(self, step: int, hook: HookTiming, fallback: float) -> None:
         """A hook span under the run span (a hook that ran outside any open step)."""
