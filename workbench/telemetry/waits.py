@@ -39,23 +39,28 @@ def recorded_waits(spans: Iterable[SpanData]) -> dict[str, Stretches]:
     the trace's own extent.
     """
     spans = list(spans)
-    extents: dict[str, tuple[int, int]] = {}
-    for span in spans:
-        first, last = extents.get(span.trace_id, (span.start_ns, span.end_ns))
-        extents[span.trace_id] = (min(first, span.start_ns), max(last, span.end_ns))
-    found: dict[str, list[tuple[int, int]]] = {}
+    told: dict[str, list[tuple[int, float]]] = {}  # trace id: (when, seconds) as the events say
     for span in spans:
         for event in span.events:
             seconds = event.attributes.get(n.WAIT_SECONDS) if event.name == n.EVENT_WAIT else None
             if isinstance(seconds, bool) or not isinstance(seconds, int | float):
                 continue
-            if not math.isfinite(seconds) or seconds <= 0:
-                continue
-            first, last = extents[span.trace_id]
-            start = max(event.time_ns, first)
-            end = event.time_ns + round(min(seconds * 1e9, last - event.time_ns))
+            if math.isfinite(seconds) and seconds > 0:
+                told.setdefault(span.trace_id, []).append((event.time_ns, seconds))
+    if not told:  # a trace nobody stepped: no pass more over its spans
+        return {}
+    extents: dict[str, tuple[int, int]] = {}
+    for span in spans:
+        if span.trace_id in told:
+            first, last = extents.get(span.trace_id, (span.start_ns, span.end_ns))
+            extents[span.trace_id] = (min(first, span.start_ns), max(last, span.end_ns))
+    found: dict[str, list[tuple[int, int]]] = {}
+    for trace_id, waits in told.items():
+        first, last = extents[trace_id]
+        for at, seconds in waits:
+            start, end = max(at, first), at + round(min(seconds * 1e9, last - at))
             if end > start:
-                found.setdefault(span.trace_id, []).append((start, end))
+                found.setdefault(trace_id, []).append((start, end))
     return {trace_id: _merged(stretches) for trace_id, stretches in found.items()}
 
 
