@@ -299,8 +299,8 @@ def trace_heading(trace: Trace) -> str:
 def waited_note(trace: Trace, before: str = "") -> str:
     """What a stepped run's views left out: ``12.3 s waiting on you left out`` (`Trace.waits`).
 
-    Empty for a trace with less than a twentieth of a second of it (a run nobody stepped; one
-    stepped from code waits a few microseconds between calls).
+    Empty for a trace with less than a twentieth of a second of it (a run nobody stepped; a
+    run driven from code records no wait, `waits.SHORTEST`).
     """
     waited = trace.waited
     return f"{before}{waited:.1f} s waiting on you left out" if waited >= 0.05 else ""
