@@ -65,6 +65,7 @@ CASES = {
     "year 2500": {"start": YEAR_2500_NS},
     "tokens as text": {"gen_ai.usage.input_tokens": "many", "gen_ai.usage.output_tokens": "7"},
     "messages as a number": {"gen_ai.input.messages": 42},
+    "an infinite count": {"gen_ai.usage.output_tokens": "Infinity"},  # valid for an OTLP double
 }
 
 
@@ -116,6 +117,24 @@ def test_numbers_written_as_text_are_read_or_marked(tmp_path: Path) -> None:
     shown = cli("trace", str(path))
     assert "gen_ai.usage.input_tokens is 'many', not a number" in shown.stdout
     assert "tokens: 0 in / 7 out" in shown.stdout
+
+
+def test_an_infinite_count_is_marked_not_a_number_and_the_reports_table_stays_json() -> None:
+    """Summed, it stopped the report and 'workbench trace' (OverflowError); in the report's
+    steps table it would be ``Infinity``, which the page's JSON.parse refuses: no table."""
+    trace = wb.load_trace(odd_trace(**CASES["an infinite count"]))
+    assert pd.isna(trace.steps_df().iloc[0]["output_tokens"])
+    assert trace.problems() == [
+        "span 00000000000000a1 (chat m): gen_ai.usage.output_tokens is 'Infinity', not a number"
+    ]
+    html = report_html(trace)
+    start = html.index('id="wb-steps-data">') + len('id="wb-steps-data">')
+    table = json.loads(html[start : html.index("</script>", start)], parse_constant=_refused)
+    assert table["names"][0] == "step" and "tokens out" not in table["names"]  # its one value
+
+
+def _refused(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON a browser reads")
 
 
 def test_messages_that_are_not_messages_are_a_clear_error_and_marked(tmp_path: Path) -> None:

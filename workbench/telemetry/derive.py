@@ -72,20 +72,23 @@ CONTENT = (n.INPUT_MESSAGES, n.OUTPUT_MESSAGES, n.SYSTEM_INSTRUCTIONS)
 def number(value: Any) -> float | None:
     """A numeric attribute as a number: None when absent, NaN when it is not a number.
 
-    Text holding a number (a tracer that writes every value as a string) is read as one.
+    Text holding a number (a tracer that writes every value as a string) is read as one. An
+    infinite count or cost (``"Infinity"`` is valid OTLP/JSON for a double) is not a number
+    either: summed or drawn it would be, and no token count or price is infinite.
 
-    >>> number(3), number("2.5"), number(None), number("many")
-    (3, 2.5, None, nan)
+    >>> number(3), number("2.5"), number(None), number("many"), number("-inf")
+    (3, 2.5, None, nan, nan)
     """
     if value is None:
         return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str):
+    if isinstance(value, (str, float)) and not isinstance(value, bool):
         try:
-            return float(value)
+            found = float(value)
         except ValueError:
             return math.nan
+        return found if math.isfinite(found) else math.nan
     return math.nan
 
 
