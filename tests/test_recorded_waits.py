@@ -84,7 +84,7 @@ def test_a_run_nobody_steps_records_no_wait_and_is_drawn_as_it_ran() -> None:
     recorded = telemetry.span_data()
     assert not _wait_events(recorded)
     trace = wb.trace_of(result, telemetry=telemetry)
-    assert trace.waits == () and trace.waited == 0.0
+    assert trace.waits == {} and trace.waited == 0.0
     as_recorded = {s.span_id: (s.start_ns, s.end_ns) for s in recorded}
     assert {s.span_id: (s.start_ns, s.end_ns) for s in trace.spans} == as_recorded
     assert "waiting on you" not in trace_heading(trace)
@@ -106,7 +106,7 @@ async def test_a_run_driven_from_code_records_no_wait_and_is_drawn_as_it_ran() -
     recorded = telemetry.span_data()
     assert not _wait_events(recorded)
     trace = wb.trace_of(run.result, telemetry=telemetry)
-    assert trace.waits == ()
+    assert trace.waits == {}
     as_recorded = {s.span_id: (s.start_ns, s.end_ns) for s in recorded}
     assert {s.span_id: (s.start_ns, s.end_ns) for s in trace.spans} == {
         s.span_id: as_recorded[s.span_id] for s in trace.spans
@@ -226,7 +226,7 @@ def test_the_recorded_waits_are_closed_in_their_own_trace_only() -> None:
             _span("other", 20, 30, trace_id="u"),  # another run that ran during the wait
         ]
     )
-    assert trace.waits == ((10, 50), (70, 90))
+    assert trace.waits == {"t": ((10, 50), (70, 90))}
     bounds = {s.span_id: (s.start_ns, s.end_ns) for s in trace.spans}
     assert bounds == {
         "root": (0, 40),
@@ -247,6 +247,8 @@ def test_the_recorded_waits_are_closed_in_their_own_trace_only() -> None:
     ]
     ends = [trace.wall_ns(s.end_ns, ending=True) for s in trace.spans if s.trace_id == "t"]
     assert ends == [100, 10, 60, 70, 100]
+    (other,) = [s for s in trace.spans if s.trace_id == "u"]  # it ran while "t" waited
+    assert trace.wall_ns(other.start_ns, trace_id="u") == 20
     assert Trace.of(trace.spans).spans == trace.spans  # nothing left to close
 
 
@@ -255,7 +257,7 @@ def test_a_damaged_wait_event_is_left_out_and_the_trace_drawn_as_recorded(
     seconds: object,
 ) -> None:
     trace = Trace.of([_span("root", 0, 100, events=(_wait(10, seconds),)), _span("a", 50, 60)])
-    assert trace.waits == ()
+    assert trace.waits == {}
     assert {s.span_id: (s.start_ns, s.end_ns) for s in trace.spans} == {
         "root": (0, 100),
         "a": (50, 60),
@@ -276,7 +278,7 @@ def test_a_wait_event_outside_its_trace_is_cut_to_it(
     wait: SpanEvent, closed: tuple[tuple[int, int], ...]
 ) -> None:
     trace = Trace.of([_span("root", 0, 100, events=(wait,)), _span("a", 50, 60)])
-    assert trace.waits == closed
+    assert trace.waits == ({"t": closed} if closed else {})
     spans = {s.span_id: (s.start_ns, s.end_ns) for s in trace.spans}
     assert spans["root"][0] == 0 and all(0 <= a <= b <= 100 for a, b in spans.values())
     assert spans["root"][1] + trace.waited * 1e9 == pytest.approx(100)

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
 from workbench._json import loads
 from workbench._record import Record, collector_paused
 from workbench.errors import StepNotInTrace, TraceLoadError
@@ -34,7 +36,7 @@ from workbench.telemetry.derive import (
 from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.spandata import SpanData, SpanEvent, SpanLink, span_data
 from workbench.telemetry.tree import SpanTree, nest_subruns
-from workbench.telemetry.waits import Stretches, waits_closed
+from workbench.telemetry.waits import Stretches, seconds_waited, waits_closed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,10 +93,10 @@ class Trace(Record):
     trace_id: str
     spans: tuple[SpanData, ...]
     steps: tuple[StepRecord, ...] = ()
-    waits: Stretches = ()
-    """When the run waited on whoever stepped it (``(start_ns, end_ns)`` as recorded, by the
-    clock): its spans' times leave these out (`telemetry.waits`); `wall_ns` gives a time back
-    its clock time."""
+    waits: dict[str, Stretches] = Field(default_factory=dict)
+    """When each run stepped by hand waited on whoever stepped it, by trace id (``(start_ns,
+    end_ns)`` as recorded, by the clock): its spans' times leave these out (`telemetry.waits`);
+    `wall_ns` gives a time back its clock time."""
 
     def __repr__(self) -> str:
         return f"Trace(trace_id={self.trace_id!r}, spans={len(self.spans)})"
@@ -132,15 +134,17 @@ class Trace(Record):
     @property
     def waited(self) -> float:
         """Seconds the run waited on whoever stepped it, left out of the spans' times."""
-        return sum(end - start for start, end in self.waits) / 1e9
+        return seconds_waited(self.waits)
 
-    def wall_ns(self, at: int, *, ending: bool = False) -> int:
+    def wall_ns(self, at: int, *, trace_id: str = "", ending: bool = False) -> int:
         """When ``at`` (a span's start, or with ``ending`` its end) was by the clock.
 
-        The waits left out before it are added back; at the point where one was left out, a
-        start comes after it (the work went on after the wait) and an end before it.
+        The waits of the span's trace (``trace_id``, this trace's id by default) left out
+        before it are added back; at the point where one was left out, a start comes after it
+        (the work went on after the wait) and an end before it. Another run's waits do not
+        move it: it went on while that run waited.
         """
-        for start, end in self.waits:
+        for start, end in self.waits.get(trace_id or self.trace_id, ()):
             if at < start or (ending and at == start):
                 break
             at += end - start

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from workbench.telemetry import names as n
 from workbench.telemetry.spandata import SpanData
 
-__all__ = ["Stretches", "recorded_waits", "waits_closed"]
+__all__ = ["Stretches", "recorded_waits", "seconds_waited", "waits_closed"]
 
 Stretches = tuple[tuple[int, int], ...]
 """Times of a trace's waits: ``(start_ns, end_ns)``, in order, none overlapping."""
@@ -74,8 +74,8 @@ def _merged(stretches: list[tuple[int, int]]) -> Stretches:
     return tuple(merged)
 
 
-def waits_closed(spans: Sequence[SpanData]) -> tuple[list[SpanData], Stretches]:
-    """The spans with their traces' recorded waits closed, and those waits (all traces').
+def waits_closed(spans: Sequence[SpanData]) -> tuple[list[SpanData], dict[str, Stretches]]:
+    """The spans with their traces' recorded waits closed, and those waits, by trace id.
 
     Every time (a span's start and end, its events') moves back by the waits before it, and
     a time inside a wait to where that wait began. The ``workbench.wait`` events go: the
@@ -83,7 +83,7 @@ def waits_closed(spans: Sequence[SpanData]) -> tuple[list[SpanData], Stretches]:
     """
     waits = recorded_waits(spans)
     if not waits:
-        return list(spans), ()
+        return list(spans), {}
     shifts = {trace_id: _Shift(stretches) for trace_id, stretches in waits.items()}
     closed = []
     for span in spans:
@@ -98,7 +98,13 @@ def waits_closed(spans: Sequence[SpanData]) -> tuple[list[SpanData], Stretches]:
         )
         update = {"start_ns": shift(span.start_ns), "end_ns": shift(span.end_ns), "events": events}
         closed.append(span.model_copy(update=update))
-    return closed, _merged([s for stretches in waits.values() for s in stretches])
+    return closed, waits
+
+
+def seconds_waited(waits: Mapping[str, Stretches]) -> float:
+    """Seconds the traces waited, by the clock: a stretch two of them waited counts once."""
+    merged = _merged([stretch for stretches in waits.values() for stretch in stretches])
+    return sum(end - start for start, end in merged) / 1e9
 
 
 class _Shift:
