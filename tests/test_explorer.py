@@ -11,6 +11,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import workbench as wb
 from tests._report_page import (
@@ -32,8 +34,8 @@ from workbench.notebook import (
     genai_messages_html,
 )
 from workbench.notebook.explorer_data import visible_positions
-from workbench.notebook.explorer_html import StepRecords
-from workbench.notebook.explorer_page import WHERE
+from workbench.notebook.explorer_html import StepRecords, safe_text
+from workbench.notebook.explorer_page import WHERE, ExplorerPage
 from workbench.telemetry.tree import SpanTree
 
 
@@ -469,6 +471,33 @@ def test_the_page_details_joined_from_their_shared_parts_are_the_views_details()
     numbered = {n for n, part in enumerate(pieces) if part.startswith('<div class="wb-msg')}
     first, third = detail_numbers(data, 0), detail_numbers(data, 2)  # model calls
     assert len(numbered & set(first) & set(third)) == 3  # sent to both: the same boxes, by number
+
+
+_TAGS = st.sampled_from(["<b>", "</b>", "<div class='wb-msg'>", "</div>", "<code>", "<br>"])
+_CHARS = st.one_of(st.sampled_from(" &<>\"'#:\n"), st.characters(exclude_categories=()))
+_TEXT = st.text(_CHARS, max_size=40).map(safe_text)  # any text, as the views escape it
+_WORDS = st.text("abcXYZ019_-é中", min_size=12, max_size=20)  # ids, and words nearly as long
+_FEW = st.sampled_from([" ", "a", "&amp;", "call_" + "0" * 12, "call_" + "1" * 12])
+_WORD = st.one_of(_FEW, _TEXT, _WORDS)
+_PIECES = st.one_of(
+    st.lists(st.one_of(_TAGS, _WORD), max_size=8).map("".join),
+    st.tuples(_WORD, _WORD, _WORD).map("<b>{0[0]}<i>{0[1]}</i>{0[2]}</b>".format),  # templates
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=30))
+def test_every_piece_the_page_stores_as_runs_is_joined_back_byte_for_byte(
+    pieces: list[str],
+) -> None:
+    """Escaped text (quotes, ``&amp;``, lone surrogates shown as U+FFFD, non-ASCII), tags and
+    ids of 16+ letters, digits, ``_`` and ``-``, cut into runs, templates and holes and
+    written as the page's JSON, are the same HTML when the page joins them."""
+    page = ExplorerPage(ExplorerView(wb.Trace.of([])))
+    page.pieces(pieces)
+    data = page_data(page.html())
+    joined = [page_piece(data, n) for n in range(len(data["shared"]))]
+    assert joined == list(dict.fromkeys(pieces))
 
 
 def test_a_long_runs_report_grows_with_its_steps_not_their_square() -> None:
