@@ -132,6 +132,13 @@ def test_report_opens_offline(browser: Any, tmp_path: Path) -> None:
     expect(page.locator("section.wb-step-section")).to_have_count(5)
     expect(page.locator("body")).to_contain_text("doubled that is 84")
     page.screenshot(path=str(ARTIFACTS / "browser-report.png"), full_page=True)
+    steps = page.locator("div.wb-table").first  # a heading's click sorts: empty cells last
+    headings = steps.locator("th")
+    tools = headings.all_inner_texts().index("tool calls")
+    headings.nth(tools).click()
+    expect(headings.nth(tools)).to_have_text("tool calls ▲")
+    called = steps.locator(f"tbody td:nth-child({tools + 1})").all_inner_texts()
+    assert called[0] and called[-1] == "", called  # the last step answered, calling none
 
     explorer = page.locator("#wb-explorer")  # the same explorer, answered in the page
     rows, count = explorer.locator(".wbx-row"), explorer.locator(".wbx-count")

@@ -328,9 +328,10 @@ def _table_html(frame: pd.DataFrame, element_id: str, *, links: bool = False) ->
 
 
 def _cell(value: object) -> str | int | float | None:
-    """A table's value as its JSON says it: a number, its text, ``None`` when missing.
+    """A table's value as its JSON says it: a number, its text, ``None`` when missing or empty.
 
-    A number with decimals is rounded to the three the table shows.
+    A number with decimals is rounded to the three the table shows. Empty text (a step that
+    called no tool) is ``None`` as a missing value is: the page sorts empty cells last.
     """
     import pandas as pd
 
@@ -340,7 +341,7 @@ def _cell(value: object) -> str | int | float | None:
         return round(value, 3)
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    return str(value)
+    return str(value) or None
 
 
 def write_report(
