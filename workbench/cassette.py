@@ -171,7 +171,7 @@ class Cassette:
                 forward(text)
 
         sent = request.model_copy(update={"on_text_delta": collect})
-        response = await self.model.request(sent)
+        response = (await self.model.request(sent)).writable()  # the cassette is a file
         self.interactions.append(
             Interaction(
                 request=self._recorded(request),

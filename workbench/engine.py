@@ -293,7 +293,7 @@ class Execution:
             requested = self.config.model.request(request)
             if seconds_left is not None:  # no timer to arm without a time limit
                 requested = asyncio.wait_for(requested, seconds_left)
-            response = await requested
+            response = (await requested).writable()
         except Exception as exc:
             duration = time.perf_counter() - started
             error = ErrorInfo.of(

@@ -14,10 +14,12 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
+from pydantic_core import PydanticSerializationError
 
 from workbench._json import VALUE_DEPTH, bounded, loads
 from workbench._record import Record
 from workbench.ids import Id
+from workbench.redact import unicode_value
 
 __all__ = [
     "FinishReason",
@@ -277,6 +279,18 @@ class ModelResponse(Record):
     response_id: str | None = None
     time_to_first_token: float | None = None
     """Seconds from request to the first streamed token; ``None`` when not streaming."""
+
+    def writable(self) -> ModelResponse:
+        """The response with text every file can hold (`unicode_text`): itself if it has it.
+
+        A model's JSON can carry half a character (a lone surrogate escape): the run, its store,
+        its spans and every view would refuse the response. What it says is kept as text.
+        """
+        try:
+            self.model_dump_json()
+        except PydanticSerializationError:
+            return ModelResponse.model_validate(unicode_value(self.model_dump()))
+        return self
 
     @classmethod
     def text(cls, text: str, *, usage: Usage | None = None) -> ModelResponse:

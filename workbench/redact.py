@@ -23,6 +23,7 @@ __all__ = [
     "error_text",
     "redacted",
     "unicode_text",
+    "unicode_value",
 ]
 
 REDACTED = "[REDACTED]"
@@ -217,20 +218,31 @@ def _basic(value: str) -> list[str]:
     return [pair, password, unquote(password)] if password else []
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def unicode_text(text: str) -> str:
     """``text`` with each lone surrogate replaced by U+FFFD, so that it can be written as UTF-8.
 
     Python decodes a file name that is not UTF-8 with ``surrogateescape``, so a tool that lists a
-    directory can return such text; JSON, SQLite and protobuf refuse it, and the run could not be
-    stored, serialized or exported. ASCII text, the usual case, is returned at once.
+    directory can return such text; a model's JSON can escape half a character (a server that
+    streams an emoji's two escapes in two chunks: each chunk's text holds one). JSON, SQLite and
+    protobuf refuse it, and the run could not be stored, serialized or exported. A pair split
+    that way and put back together is the character it was. ASCII text, the usual case, is
+    returned at once.
     """
     if text.isascii():
         return text
     try:
         text.encode()
     except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
+
+
+def unicode_value(value: Any) -> Any:
+    """A JSON-like value (dicts, lists, strings, numbers) with `unicode_text` in every string."""
+    if isinstance(value, str):
+        return unicode_text(value)
+    if isinstance(value, dict):
+        return {unicode_text(k): unicode_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [unicode_value(v) for v in value]
+    return value

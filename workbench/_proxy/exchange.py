@@ -92,7 +92,7 @@ class Exchange:
     def answered(self, response: ModelResponse, ttft: float | None) -> None:
         """Record the answer, without the call's credentials if the upstream echoed them."""
         duration = time.perf_counter() - self.started
-        response = self.scrubber.record(response)
+        response = self.scrubber.record(response.writable())
         outcome = Outcome(response=response, duration=duration, time_to_first_token=ttft)
         self.recorder.end(self.snapshot, self.call, outcome)
 
