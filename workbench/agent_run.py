@@ -28,14 +28,7 @@ from workbench.messages import JsonValue, ToolCall
 from workbench.models.base import Model
 from workbench.records import PhaseEvent, RunResult, StepContext, StepRecord
 from workbench.state import AgentState, Phase
-from workbench.stepping import (
-    Key,
-    Stepping,
-    Within,
-    abort_scope,
-    call_dropped,
-    call_edited,
-)
+from workbench.stepping import Key, Stepping, Within, abort_scope, call_dropped, call_edited
 from workbench.subagent import reachable_tools
 from workbench.toolcalls import resume_state
 from workbench.waits import Waits

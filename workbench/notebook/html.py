@@ -25,7 +25,7 @@ from workbench.messages import (
 from workbench.records import RunError, StepRecord, ToolOutcome
 from workbench.session_state import boundary_number, summary_span
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase
-from workbench.waits import Wait, time_worked
+from workbench.waits import SHORTEST, Wait, time_worked
 
 __all__ = [
     "FAILED_COLOUR",
@@ -188,7 +188,7 @@ def _took(outcome: ToolOutcome, waits: Sequence[Wait]) -> str:
     worked = time_worked(outcome.started_at, outcome.duration, waits)
     waited = outcome.duration - worked
     text = f"{worked * 1e3:.2f} ms"
-    if waited >= 0.05:
+    if waited >= SHORTEST:
         text += f'<br><span style="color:#888;font-size:11px">+{waited:.1f} s waiting on you</span>'
     return text
 

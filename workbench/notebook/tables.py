@@ -19,6 +19,7 @@ from workbench.notebook._style import TEMPLATE
 from workbench.records import StepRecord, step_labels
 from workbench.telemetry.trace import Trace
 from workbench.traces import RunSource, trace_of
+from workbench.waits import SHORTEST
 
 __all__ = [
     "READABLE_COLUMNS",
@@ -300,7 +301,7 @@ def waited_note(trace: Trace, before: str = "") -> str:
     """What a stepped run's views left out: ``12.3 s waiting on you left out`` (`Trace.waits`).
 
     Empty for a trace with less than a twentieth of a second of it (a run nobody stepped; a
-    run driven from code records no wait, `waits.SHORTEST`).
+    run driven from code records no wait shorter than `waits.SHORTEST`).
     """
     waited = trace.waited
-    return f"{before}{waited:.1f} s waiting on you left out" if waited >= 0.05 else ""
+    return f"{before}{waited:.1f} s waiting on you left out" if waited >= SHORTEST else ""

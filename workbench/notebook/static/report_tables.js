@@ -11,7 +11,8 @@ function made(tag, text) {
 
 function order(values, down) {  // the rows' indexes, sorted by their values
   const text = new Intl.Collator(undefined, { numeric: true });
-  const compare = (a, b) => (typeof a === "number" ? a - b : text.compare(a, b));
+  const compare = (a, b) => (typeof a === "number" && typeof b === "number"
+    ? a - b : text.compare(String(a), String(b)));  // a column of both: as text
   return values.map((_, r) => r).sort((a, b) => {
     const [x, y] = [values[a], values[b]];
     if (x === null || y === null) return (x === null) - (y === null);
