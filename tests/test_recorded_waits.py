@@ -77,6 +77,27 @@ def test_a_stepped_run_records_its_waits_and_its_views_leave_them_out() -> None:
     assert "waiting on you left out" in trace_heading(trace)
 
 
+def test_a_run_paused_for_approval_and_resumed_leaves_out_the_wait_between_its_traces() -> None:
+    @wb.tool(requires_approval=True)
+    def save(note: str) -> str:
+        """Save a note."""
+        return "saved"
+
+    script = [R.tool_call("save", {"note": "tides"}), "saved it"]
+    agent = wb.Agent(model=wb.ScriptedModel(script), name="saver", tools=[save], store=False)
+    run = agent.start("go")
+    while run.state.status is not wb.ExecutionStatus.PAUSED:
+        run.next_phase()
+    time.sleep(PAUSE)  # the person decides
+    run.resume(approvals={call.call_id: True for call in run.state.unanswered_calls()})
+    while run.next_phase() is not None:
+        pass
+    trace = wb.trace_of(run.result)
+    assert len({s.trace_id for s in trace.spans}) == 2  # the resumed execution's trace of its own
+    assert trace.waited >= PAUSE
+    assert _extent(trace) < PAUSE  # the wait between the two traces is closed too
+
+
 def test_a_run_nobody_steps_records_no_wait_and_is_drawn_as_it_ran() -> None:
     telemetry = wb.Telemetry()
     result = _agent(store=False, telemetry=telemetry).run_sync("go")

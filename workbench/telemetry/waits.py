@@ -32,11 +32,13 @@ Stretches = tuple[tuple[int, int], ...]
 def recorded_waits(spans: Iterable[SpanData]) -> dict[str, Stretches]:
     """The waits each trace's spans recorded (``workbench.wait`` events), merged, by trace id.
 
-    A run and its sub-runs stepped into record the same waits (the tree waits as one). A wait
-    lies within its trace's spans (between two presses, its run is open); a damaged file's is
-    cut to them (a length of 1e300 seconds cannot even be a time in ns), and one whose length is
-    not a positive finite number of seconds is left out: a bogus event never moves a span out of
-    the trace's own extent.
+    A run and its sub-runs stepped into record the same waits (the tree waits as one). A run
+    paused for an answer and resumed goes on in a trace of its own, and the wait for the answer
+    lies between its two traces: the waits of one run (its root spans' ``workbench.run.id``)
+    close all the traces it made, each of which gets them all. A wait lies within its run's
+    spans (between two presses, its run is open); a damaged file's is cut to them (a length of
+    1e300 seconds cannot even be a time in ns), and one whose length is not a positive finite
+    number of seconds is left out: a bogus event never moves a span out of the run's extent.
     """
     spans = list(spans)
     told: dict[str, list[tuple[int, float]]] = {}  # trace id: (when, seconds) as the events say
@@ -49,19 +51,32 @@ def recorded_waits(spans: Iterable[SpanData]) -> dict[str, Stretches]:
                 told.setdefault(span.trace_id, []).append((event.time_ns, seconds))
     if not told:  # a trace nobody stepped: no pass more over its spans
         return {}
-    extents: dict[str, tuple[int, int]] = {}
+    runs = _runs(spans)
+    extents: dict[str, tuple[int, int]] = {}  # each run's, over all its traces
     for span in spans:
-        if span.trace_id in told:
-            first, last = extents.get(span.trace_id, (span.start_ns, span.end_ns))
-            extents[span.trace_id] = (min(first, span.start_ns), max(last, span.end_ns))
+        run = runs[span.trace_id]
+        first, last = extents.get(run, (span.start_ns, span.end_ns))
+        extents[run] = (min(first, span.start_ns), max(last, span.end_ns))
     found: dict[str, list[tuple[int, int]]] = {}
     for trace_id, waits in told.items():
-        first, last = extents[trace_id]
+        run = runs[trace_id]
+        first, last = extents[run]
         for at, seconds in waits:
             start, end = max(at, first), at + round(min(seconds * 1e9, last - at))
             if end > start:
-                found.setdefault(trace_id, []).append((start, end))
-    return {trace_id: _merged(stretches) for trace_id, stretches in found.items()}
+                found.setdefault(run, []).append((start, end))
+    merged = {run: _merged(stretches) for run, stretches in found.items()}
+    return {t: merged[run] for t, run in runs.items() if run in merged}
+
+
+def _runs(spans: Sequence[SpanData]) -> dict[str, str]:
+    """The run each trace is of: its root's ``workbench.run.id``, else the trace's own id."""
+    runs = {span.trace_id: span.trace_id for span in spans}
+    for span in spans:
+        run = span.attributes.get(n.RUN_ID) if span.parent_id is None else None
+        if isinstance(run, str) and run:
+            runs[span.trace_id] = run
+    return runs
 
 
 def _merged(stretches: list[tuple[int, int]]) -> Stretches:
