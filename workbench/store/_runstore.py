@@ -7,7 +7,6 @@ import logging
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -16,9 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ValidationError
 
 from workbench import _storage as st
-from workbench._runfacts import RunFacts
 from workbench._storage import RunNotFound, StoreError
-from workbench._textindex import drop_texts, put_texts
+from workbench._textindex import drop_texts
 from workbench.conversation import Messages
 from workbench.messages import Message, ToolDefinition
 from workbench.observing import RunObserver
@@ -28,6 +26,7 @@ from workbench.state import AgentState, validation_summary
 from workbench.store import _query as q
 from workbench.store._query import RunSummary, Sort
 from workbench.store._runlog import RunLog
+from workbench.store._runwrite import log_of, put_queued, put_run, put_snapshot, put_step
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -476,11 +475,11 @@ class RunStore(RunObserver):
 
     def run_started(self, state: AgentState) -> None:
         """A run (or a resumed execution) starts: its row and first messages are written."""
-        self._guarded(state.run_id, lambda log, conn: self._put_run(log, conn, state, insert=True))
+        self._guarded(state.run_id, lambda log, conn: put_run(log, conn, state, insert=True))
 
     def step_started(self, snapshot: StepContext) -> None:
         """PREPARE took a snapshot: write it (and any message it is the first to reference)."""
-        self._guarded(snapshot.run_id, lambda log, conn: self._put_snapshot(log, conn, snapshot))
+        self._guarded(snapshot.run_id, lambda log, conn: put_snapshot(log, conn, snapshot))
 
     def phase_ended(self, event: PhaseEvent, started_at: float) -> None:
         """Keep the latest state; it is written with the step record."""
@@ -490,11 +489,11 @@ class RunStore(RunObserver):
 
     def step_ended(self, record: StepRecord) -> None:
         """A step finished or paused: write its record and the state after it, in one go."""
-        self._guarded(record.run_id, lambda log, conn: self._put_step(log, conn, record))
+        self._guarded(record.run_id, lambda log, conn: put_step(log, conn, record))
 
     def run_ended(self, state: AgentState) -> None:
         """The execution ended or paused: write the final state and forget the run's log."""
-        self._guarded(state.run_id, lambda log, conn: self._put_run(log, conn, state, insert=False))
+        self._guarded(state.run_id, lambda log, conn: put_run(log, conn, state, insert=False))
         with self._lock:
             self._logs.pop(state.run_id, None)
 
@@ -506,10 +505,7 @@ class RunStore(RunObserver):
                 with self._writing() as conn:
                     log = self._log(conn, run_id)
                     write(log, conn)
-                    conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?)", log.rows)
-                    self._text_index_failed(put_texts(conn, log.rows))
-                    if log.tool_rows:  # rare: a run's first step, or new tools
-                        conn.executemany("INSERT INTO tool_sets VALUES (?, ?, ?)", log.tool_rows)
+                    self._text_index_failed(put_queued(log, conn))
                 log.committed()
             except Exception as exc:
                 if log is not None:
@@ -517,85 +513,11 @@ class RunStore(RunObserver):
                 self._write_failed(run_id, exc)
 
     def _log(self, conn: sqlite3.Connection, run_id: str) -> RunLog:
-        """The run's log; rebuilt from the database for a run that was written before."""
+        """The run's log; read back from the database for a run that was written before."""
         log = self._logs.get(run_id)
         if log is None:
-            log = self._logs[run_id] = RunLog(run_id)
-            for seq, digest in conn.execute(
-                "SELECT seq, hash FROM messages WHERE run_id = ?", (run_id,)
-            ):
-                log.by_hash.setdefault(digest, seq)
-                log.next_seq = max(log.next_seq, seq + 1)
-            tool_sets = conn.execute("SELECT hash FROM tool_sets WHERE run_id = ?", (run_id,))
-            log.tool_sets.update(digest for (digest,) in tool_sets)
-            row = conn.execute("SELECT max(seq) FROM steps WHERE run_id = ?", (run_id,)).fetchone()
-            log.next_step = 0 if row[0] is None else row[0] + 1
+            log = self._logs[run_id] = log_of(conn, run_id)
         return log
-
-    def _put_run(
-        self, log: RunLog, conn: sqlite3.Connection, state: AgentState, *, insert: bool
-    ) -> None:
-        ranges = st.dump_ranges(log.refs(state.messages, full=True))
-        values = (*_run_values(state), st.dump_state(state), ranges)
-        if insert:
-            conn.execute(_INSERT_RUN, (state.run_id, state.created_at, *values))
-        else:
-            conn.execute(_UPDATE_RUN, (*values, state.run_id))
-        facts = self._facts(log, conn)
-        if log.latest is None:  # the run as the step records are counted (its agent, depth)
-            log.latest = state
-        if log.root_run_id is None:
-            log.root_run_id = _root(conn, state)
-        conn.execute(st.PUT_SUMMARY, facts.row(state, log.root_run_id))
-        conn.execute(f"UPDATE summaries SET {st.TREE_TOTALS} WHERE run_id = ?", (log.root_run_id,))
-
-    def _facts(self, log: RunLog, conn: sqlite3.Connection) -> RunFacts:
-        """The run's summary so far, read back for a run written before (or after a rollback)."""
-        if log.facts is None:
-            log.facts = RunFacts()
-            row = conn.execute(_SUMMARY, (log.run_id,)).fetchone()
-            if row is not None:
-                log.root_run_id, errors, first, duration = row
-                log.facts.errors, log.facts.first_error = errors or 0, first
-                log.facts.duration = duration or 0.0
-            tools = conn.execute(
-                "SELECT tool, calls FROM run_tools WHERE run_id = ?", (log.run_id,)
-            )
-            log.facts.tool_calls.update(tools)
-        return log.facts
-
-    def _put_snapshot(self, log: RunLog, conn: sqlite3.Connection, snapshot: StepContext) -> None:
-        ranges = st.dump_ranges(log.refs(snapshot.state.messages, full=True))
-        tools = log.tools_ref(snapshot.tool_definitions)
-        body = st.dump_snapshot(snapshot)
-        conn.execute(
-            "INSERT INTO snapshots (id, run_id, step, body, messages, tools) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (snapshot.id, snapshot.run_id, snapshot.step, body, ranges, tools),
-        )
-        if snapshot.model_name != log.model_name:  # once per execution: one page less a step
-            conn.execute(
-                "UPDATE runs SET model_name = ? WHERE run_id = ?",
-                (snapshot.model_name, snapshot.run_id),
-            )
-            log.model_name = snapshot.model_name
-
-    def _put_step(self, log: RunLog, conn: sqlite3.Connection, record: StepRecord) -> None:
-        sent = st.dump_ranges(log.refs(record.messages_in))
-        new = st.dump_ranges(log.refs(record.new_messages))
-        conn.execute(
-            "INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?)",
-            (record.run_id, log.next_step, record.index, st.dump_step(record), sent, new),
-        )
-        log.next_step += 1
-        facts = self._facts(log, conn)
-        assert log.latest is not None  # the run's row (`_put_run`) is written first
-        called = facts.add_step(record, log.latest)
-        conn.executemany(
-            _PUT_TOOL, [(record.run_id, tool, facts.tool_calls[tool]) for tool in sorted(called)]
-        )
-        if log.latest is not None:
-            self._put_run(log, conn, log.latest, insert=False)
 
     def _text_index_failed(self, error: str | None) -> None:
         """The text index could not be written (a damaged file): say so once; runs go on."""
@@ -616,40 +538,6 @@ class RunStore(RunObserver):
             logger.warning("run store %s could not record %s (the run goes on)", self.path, text)
 
 
-def _run_values(state: AgentState) -> tuple[Any, ...]:
-    """The summary columns of a run's row, in `_UPDATE_RUN` order."""
-    rerun = state.rerun_of
-    output = state.output
-    return (
-        state.agent_name,
-        state.parent_run_id,
-        rerun.run_id if rerun else None,
-        rerun.step if rerun else None,
-        state.status.value,
-        state.stop_reason.value if state.stop_reason else None,
-        state.step,
-        state.usage.input_tokens,
-        state.usage.output_tokens,
-        state.usage.cost,
-        output[:200] if output else None,
-        time.time(),
-    )
-
-
-_RUN_COLUMNS = (
-    "agent_name, parent_run_id, rerun_of_run, rerun_of_step, status, stop_reason, step, "
-    "input_tokens, output_tokens, cost, output, updated_at, state, state_messages"
-)
-_INSERT_RUN = (
-    f"INSERT INTO runs (run_id, created_at, {_RUN_COLUMNS}) VALUES ({', '.join('?' * 16)}) "
-    "ON CONFLICT (run_id) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in _RUN_COLUMNS.split(", "))
-)
-_UPDATE_RUN = (
-    "UPDATE runs SET "
-    + ", ".join(f"{c} = ?" for c in _RUN_COLUMNS.split(", "))
-    + " WHERE run_id = ?"
-)
 _BODY = "CASE WHEN length(body) <= ?1 THEN body END, length(body)"
 _STATE = (
     "SELECT CASE WHEN length(state) <= ?1 THEN state END, length(state), state_messages "
@@ -671,22 +559,6 @@ _STEPS = (
     f"SELECT step, {_BODY}, messages_in, new_messages FROM steps WHERE run_id = ?2 ORDER BY seq"
 )
 _COUNT = "SELECT count(*) FROM messages WHERE run_id = ?"
-_SUMMARY = "SELECT root_run_id, errors, first_error, duration FROM summaries WHERE run_id = ?"
-_PUT_TOOL = (
-    "INSERT INTO run_tools VALUES (?, ?, ?) "
-    "ON CONFLICT (run_id, tool) DO UPDATE SET calls = excluded.calls"
-)
-
-
-def _root(conn: sqlite3.Connection, state: AgentState) -> str:
-    """The run at the top of ``state``'s tree: its parent's root (the parent was written first)."""
-    if state.parent_run_id is None:
-        return state.run_id
-    row = conn.execute("SELECT root_run_id FROM summaries WHERE run_id = ?", (state.parent_run_id,))
-    found = row.fetchone()
-    return str(found[0]) if found is not None else state.parent_run_id
-
-
 _RESOLVE = "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?1)) = ?1 ORDER BY created_at"
 _LAST = (  # the run last started by someone: a sub-run starts after the run that called it
     "SELECT run_id FROM runs WHERE parent_run_id IS NULL ORDER BY created_at DESC, rowid DESC "
