@@ -15,8 +15,7 @@ step's record was closed (a ``SessionEnd`` after a stop between steps).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,13 @@ from workbench.redact import Redactor
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, Phase, TraceRef
 from workbench.telemetry import names as n
 from workbench.telemetry._chosen import chosen_ids
+from workbench.telemetry.attributes import (
+    Attributes,
+    add_response,
+    add_settings,
+    dumps_json,
+    step_attributes,
+)
 from workbench.telemetry.content import ContentEncoder, ContentStore
 from workbench.traceids import new_span_id, new_trace_id, tool_span_id
 
@@ -35,20 +41,9 @@ if TYPE_CHECKING:
 
 __all__ = ["BEFORE_STEP", "Instruments", "SpanWriter"]
 
-Attributes = dict[str, Any]
-
 BEFORE_STEP = frozenset({"SessionStart", "UserPromptSubmit", "PreCompact"})
 """Hook events that fire before a step opens: their spans are children of the run span."""
 
-_SETTINGS: dict[str, tuple[str, type]] = {
-    "temperature": (n.REQUEST_TEMPERATURE, float),
-    "top_p": (n.REQUEST_TOP_P, float),
-    "max_tokens": (n.REQUEST_MAX_TOKENS, int),
-    "seed": (n.REQUEST_SEED, int),
-    "stop": (n.REQUEST_STOP_SEQUENCES, tuple),
-}
-"""Each request setting's attribute and the type the conventions give it (a temperature of
-``0`` is the double ``0.0``: a backend that types its columns by the first value sees one)."""
 _TOOL_ERRORS = {"error": n.ERROR_TOOL, "retry": n.ERROR_TOOL_RETRY, "denied": n.ERROR_TOOL_DENIED}
 
 
@@ -256,7 +251,7 @@ class SpanWriter:
         step = self._start(
             f"{n.SPAN_STEP} {record.index}",
             context=self._run_ctx,
-            attributes={**step_attrs, **_step_attributes(record, snapshot)},
+            attributes={**step_attrs, **step_attributes(record, snapshot)},
             start_time=ns(start),
         )
         self._waited(step, record)
@@ -335,14 +330,14 @@ class SpanWriter:
         if provider or self._provider:
             attributes[n.PROVIDER] = provider or self._provider
         if snapshot is not None:
-            _add_settings(attributes, snapshot.model_settings)
+            add_settings(attributes, snapshot.model_settings)
             if snapshot.server_address is not None:
                 attributes[n.SERVER_ADDRESS] = snapshot.server_address
                 if snapshot.server_port is not None:
                     attributes[n.SERVER_PORT] = snapshot.server_port
         response = record.response
         if response is not None:
-            _add_response(attributes, response)
+            add_response(attributes, response)
         if self._content is not None:
             self._add_content(attributes, record)
             if snapshot is not None and record.tools_offered:
@@ -548,86 +543,3 @@ class SpanWriter:
         span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, text[:500]))
         event = {**correlation, n.ERROR_TYPE: error_type, n.FAILURE_MESSAGE: text}
         span.add_event(n.EVENT_FAILURE, event, timestamp=at)
-
-
-def dumps_json(value: Any) -> str:
-    """JSON text for an attribute (as the conventions' JSON-valued attributes are sent)."""
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _step_attributes(record: StepRecord, snapshot: StepContext | None) -> Attributes:
-    """The step span's own attributes: budget at its start, status, tokens, timing."""
-    timing = record.timing
-    attributes: Attributes = {}
-    if snapshot is not None:
-        attributes[n.STEP_MESSAGE_COUNT] = snapshot.message_count
-        budget = snapshot.budget
-        if budget.steps_left is not None:
-            attributes[n.BUDGET_STEPS_LEFT] = budget.steps_left
-        if budget.tokens_left is not None:
-            attributes[n.BUDGET_TOKENS_LEFT] = budget.tokens_left
-        if budget.seconds_left is not None:
-            attributes[n.BUDGET_SECONDS_LEFT] = budget.seconds_left
-    else:
-        attributes[n.STEP_RESUMED] = True
-    attributes.update(
-        {
-            n.STEP_STATUS: record.status.value,
-            n.STEP_INPUT_TOKENS: record.usage.input_tokens,
-            n.STEP_OUTPUT_TOKENS: record.usage.output_tokens,
-            n.STEP_TOOL_CALLS: len(record.tool_outcomes),
-            n.TIMING_PREPARE: timing.prepare,
-            n.TIMING_INFERENCE: timing.inference,
-            n.TIMING_TOOLS: timing.tools,
-            n.TIMING_HOOKS: timing.hooks,
-            n.TIMING_CONTINUATION: timing.continuation,
-            n.TIMING_TELEMETRY: timing.telemetry,
-        }
-    )
-    if timing.time_to_first_token is not None:
-        attributes[n.TIMING_TTFT] = timing.time_to_first_token
-    if record.usage.cost is not None:
-        attributes[n.STEP_COST] = record.usage.cost
-    attributes[n.TOOLS_OFFERED] = record.tools_offered
-    if record.tools_hidden:  # which tools a toolset hid this step, and why
-        attributes[n.TOOLS_FILTERED] = tuple(f"{name}: {why}" for name, why in record.tools_hidden)
-    if record.stop_reason is not None:
-        attributes[n.STEP_STOP_REASON] = record.stop_reason.value
-    return attributes
-
-
-def _add_settings(attributes: Attributes, settings: Mapping[str, Any]) -> None:
-    for key, (name, kind) in _SETTINGS.items():
-        value = settings.get(key)
-        if value is not None:
-            attributes[name] = _typed(value, kind)
-    if settings.get("stream"):  # the conventions' default is no streaming: say only when on
-        attributes[n.REQUEST_STREAM] = True
-
-
-def _typed(value: Any, kind: type) -> Any:
-    """``value`` as the conventions' type; as it was when it is not one (the model refuses it)."""
-    if kind is tuple:
-        return tuple(value) if isinstance(value, (list, tuple)) else (str(value),)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return value
-    return kind(value)
-
-
-def _add_response(attributes: Attributes, response: ModelResponse) -> None:
-    usage = response.usage
-    attributes[n.RESPONSE_FINISH_REASONS] = (response.finish_reason.value,)
-    attributes[n.USAGE_INPUT_TOKENS] = usage.input_tokens
-    attributes[n.USAGE_OUTPUT_TOKENS] = usage.output_tokens
-    if usage.cache_read_tokens:
-        attributes[n.USAGE_CACHE_READ_TOKENS] = usage.cache_read_tokens
-    if usage.cache_write_tokens:
-        attributes[n.USAGE_CACHE_WRITE_TOKENS] = usage.cache_write_tokens
-    if usage.reasoning_tokens:
-        attributes[n.USAGE_REASONING_TOKENS] = usage.reasoning_tokens
-    if response.model_name:
-        attributes[n.RESPONSE_MODEL] = response.model_name
-    if response.response_id:
-        attributes[n.RESPONSE_ID] = response.response_id
-    if response.time_to_first_token is not None:
-        attributes[n.RESPONSE_TIME_TO_FIRST_CHUNK] = response.time_to_first_token
