@@ -16,6 +16,7 @@ import pytest
 
 import workbench as wb
 from workbench import waits
+from workbench.notebook import Stepper
 from workbench.notebook.html import outcomes_html
 from workbench.notebook.tables import trace_heading
 from workbench.telemetry import names as n
@@ -37,6 +38,13 @@ def search(query: str) -> str:
 def _agent(**options: object) -> wb.Agent:
     script = [R.tool_call("search", {"query": "tides"}, call_id="s1"), "go swimming"]
     return wb.Agent(model=wb.ScriptedModel(script), name="solo", tools=[search], **options)  # type: ignore[arg-type]
+
+
+def _searches(count: int, **options: object) -> wb.Agent:
+    """An agent that searches ``count`` times, a step each, then answers: ``count + 1`` steps."""
+    script = [R.tool_call("search", {"query": f"q{i}"}, call_id=f"s{i}") for i in range(count)]
+    model = wb.ScriptedModel([*script, "go swimming"])
+    return wb.Agent(model=model, name="solo", tools=[search], store=False, **options)  # type: ignore[arg-type]
 
 
 def _stepped(run: wb.AgentRun, pause_after: int = 2, into: bool = False) -> None:
@@ -303,3 +311,71 @@ def test_a_wait_event_outside_its_trace_is_cut_to_it(
     spans = {s.span_id: (s.start_ns, s.end_ns) for s in trace.spans}
     assert spans["root"][0] == 0 and all(0 <= a <= b <= 100 for a, b in spans.values())
     assert spans["root"][1] + trace.waited * 1e9 == pytest.approx(100)
+
+
+REDRAW = 0.03
+"""Seconds each redraw of the Stepper takes here. In a kernel one takes a few milliseconds, as
+long as a scripted step's work: made longer, a step's time tells them from its work on any
+machine. Under `waits.SHORTEST`, so the gaps around a redraw never count as a wait of their own."""
+
+
+def _slow_redraws(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Make each Stepper redraw take `REDRAW` seconds; the list grows by one at each."""
+    redrawn: list[float] = []
+    refresh = Stepper.refresh
+
+    def slow(self: Stepper) -> None:
+        time.sleep(REDRAW)
+        refresh(self)
+        redrawn.append(REDRAW)
+
+    monkeypatch.setattr(Stepper, "refresh", slow)
+    return redrawn
+
+
+def _time_beyond_phases(result: wb.RunResult) -> list[float]:
+    """Per step of ``result``'s table: its time less its phases' (ms)."""
+    frame = wb.trace_of(result).steps_df()
+    phases = frame[["prepare_ms", "inference_ms", "tools_ms", "hooks_ms", "continuation_ms"]]
+    return list(frame["duration_ms"] - phases.sum(axis=1))
+
+
+async def test_run_to_end_in_the_stepper_leaves_its_redraws_out_of_each_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Stepper redraws after every phase of Run to end, inside the press: not the step's time.
+
+    In JupyterLab a scripted lead's step read 11.7 ms in the steps table, its phases 0.95 ms.
+    """
+    redrawn = _slow_redraws(monkeypatch)
+    stepper = Stepper(_searches(4), "go")
+    redrawn.clear()
+    stepper.run_button.click()
+    await stepper.wait()
+    result = stepper.run.result
+    assert result.status is wb.ExecutionStatus.COMPLETED and len(result.steps) == 5
+    assert len(redrawn) >= 4 * 5  # after each phase of each step, at least
+    beyond = _time_beyond_phases(result)
+    assert max(beyond) < REDRAW * 1e3 / 2, beyond  # each step held four redraws before
+    trace = wb.trace_of(result)
+    assert trace.waited > REDRAW * 4 * 4  # (those after the last phase are after the trace)
+    assert _extent(trace) < REDRAW * 4  # the timeline draws the work only
+
+
+def test_a_run_driven_from_code_while_the_stepper_shows_it_leaves_out_only_its_redraws(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Code comes back within microseconds: no wait of its own; the drawings in between are."""
+    redrawn = _slow_redraws(monkeypatch)
+    stepper = Stepper(_searches(2), "go")
+    redrawn.clear()
+    run = stepper.run
+    while run.next_phase() is not None:
+        pass
+    recorded = [w for step in run.result.steps for w in step.waits]
+    # A wait a redraw (after each phase, as each call ends), but the three after the last
+    # record closed (its CONTINUATION's, then as the last two calls end): none of the gaps.
+    assert len(recorded) == len(redrawn) - 3
+    assert all(REDRAW <= w.duration < waits.SHORTEST + REDRAW for w in recorded)
+    beyond = _time_beyond_phases(run.result)
+    assert max(beyond) < REDRAW * 1e3 / 2, beyond

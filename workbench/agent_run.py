@@ -373,11 +373,14 @@ class AgentRun:
         return event
 
     def _tell(self, event: PhaseEvent | None) -> None:
-        for watcher in self._watchers:
-            try:
-                watcher(event)
-            except Exception:  # a broken view must not break the run it shows
-                _log.exception("a watcher of run %s raised", self.state.run_id)
+        """Tell the watchers; their time is a wait (`Waits.showing`): showing, not running."""
+        waits = self._execution.waits if self._watchers else None
+        with waits.showing() if waits is not None else contextlib.nullcontext():
+            for watcher in self._watchers:
+                try:
+                    watcher(event)
+                except Exception:  # a broken view must not break the run it shows
+                    _log.exception("a watcher of run %s raised", self.state.run_id)
 
     async def breakpoint_after(
         self, event: PhaseEvent, breakpoints: Sequence[Break] | None = None

@@ -11,8 +11,9 @@ it worked.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from workbench._record import Record
 
@@ -30,7 +31,10 @@ a span's last 128 events). The views say nothing under it either (`waited_note`)
 
 
 class Wait(Record):
-    """A stretch a stepped run waited on whoever steps it: from one press to the next."""
+    """A stretch a stepped run waited on whoever steps it: between two presses, or a drawing.
+
+    A drawing is a view showing the run between its phases (`Waits.showing`).
+    """
 
     started_at: float
     """When the driver's call returned (`time.time()`)."""
@@ -61,9 +65,10 @@ class Waits:
 
     The run stepped by hand (`AgentRun`, the root of its tree) marks each of its driver's calls
     (`back` as one begins, `away` as it returns); between two calls nothing in the tree moves
-    (its sub-runs wait at the gate), so each stretch is the person reading. Every run of the
-    tree shares the log: the root's own, the sub-runs' through the gate. Their phases leave
-    the waits out of their time (`Execution._worked`) and their step records keep them.
+    (its sub-runs wait at the gate), so each stretch is the person reading; so is each drawing
+    of the run for them (`showing`), even inside a call. Every run of the tree shares the log:
+    the root's own, the sub-runs' through the gate. Their phases leave the waits out of their
+    time (`Execution._worked`) and their step records keep them.
     """
 
     def __init__(self) -> None:
@@ -73,6 +78,8 @@ class Waits:
         self._seconds = 0.0
         self._since: tuple[float, float] | None = None
         """The wait under way: when it began, by `time.time` and by `time.perf_counter`."""
+        self._shown: list[Wait] = []
+        """The run's drawings during the wait under way: kept if the wait is too short to be."""
 
     def away(self) -> None:
         """The driver's call returned: a wait begins (if one is not under way)."""
@@ -81,9 +88,40 @@ class Waits:
 
     def back(self) -> None:
         """The driver calls again: the wait under way, if any, ends."""
+        self._end(SHORTEST)
+
+    @contextlib.contextmanager
+    def showing(self) -> Iterator[None]:
+        """The run is shown (a view redraws it, `AgentRun.watch`): a wait, whatever its length.
+
+        The Stepper redraws a run after each of its phases, inside the call that drives it
+        (Run to end: after every phase of every step), and as each call ends. That time is
+        spent showing the run, not running it: left in, a step's time read its redraws. A
+        stretch between two calls counts only from `SHORTEST` (code driving the run comes
+        back within microseconds); the drawings inside it count even when it does not. A
+        run nobody watches has none of these.
+        """
+        if self._since is None:  # inside a driver's call: the drawing is a wait of its own
+            self.away()
+            try:
+                yield
+            finally:
+                self._end(0.0)
+            return
+        began = (time.time(), time.perf_counter())
+        try:
+            yield
+        finally:
+            self._shown.append(Wait(started_at=began[0], duration=time.perf_counter() - began[1]))
+
+    def _end(self, shortest: float) -> None:
+        """The wait under way, if any, ends: kept if it lasted ``shortest``, else its drawings."""
         since, self._since = self._since, None
-        if since is not None and (seconds := time.perf_counter() - since[1]) >= SHORTEST:
-            wait = Wait(started_at=since[0], duration=seconds)
+        shown, self._shown = self._shown, []
+        if since is None:
+            return
+        seconds = time.perf_counter() - since[1]
+        for wait in [Wait(started_at=since[0], duration=seconds)] if seconds >= shortest else shown:
             self._kept.append(wait)
             self._ends.append(wait.ended_at)
             self._seconds += wait.duration
