@@ -31,6 +31,7 @@ from urllib.parse import quote
 from workbench._record import collector_paused
 from workbench.errors import TraceLoadError
 from workbench.redact import redacted
+from workbench.telemetry import otlp_decode
 from workbench.telemetry._fetch import Fetch
 from workbench.telemetry.readers import phoenix_spans, spans_from_document
 from workbench.telemetry.recover import read_json
@@ -65,15 +66,15 @@ def _load(source: str | Path, trace_id: str | None, timeout: float) -> Trace:
         with Fetch(timeout=timeout, read=_json_values) as fetch:
             spans = read(base, rest, fetch)
     else:
-        with collector_paused():
-            spans = spans_from_document(_document(source))
+        spans = _spans(source)
     if trace_id is not None:
         spans = [s for s in spans if s.trace_id == trace_id.lower()]
     if not spans:
         raise TraceLoadError(
             f"no spans{f' of trace {trace_id}' if trace_id else ''} in {_name(source)}"
         )
-    return Trace.of(spans)
+    with collector_paused():
+        return Trace.of(spans)
 
 
 # -- reading the source ------------------------------------------------------------------------
@@ -84,21 +85,30 @@ def _name(source: str | Path) -> str:
     return text if len(text) < 80 and "\n" not in text else "the JSON text"
 
 
-def _document(source: str | Path) -> Any:
+def _spans(source: str | Path) -> list[SpanData]:
+    """The spans of a file or a JSON text.
+
+    The usual OTLP/JSON document is decoded straight into its types (`otlp_decode`); any other
+    (Jaeger's, JSON lines, snake_case keys, a damaged one) is parsed and read by `readers`.
+    """
     if isinstance(source, str) and not source.strip():  # Path("") is the current directory
         raise TraceLoadError("the source is empty: give a file, a JSON text or a backend URL")
+    raw: bytes | str = source if isinstance(source, str) else b""
     if isinstance(source, Path) or not source.lstrip().startswith(("{", "[")):
-        path = Path(source)
         try:
-            text = _text(path.read_bytes(), path)
+            raw = Path(source).read_bytes()
         except OSError as exc:
-            raise TraceLoadError(f"cannot read trace file {path}: {exc}") from None
-    else:
-        text = source
-    try:
-        return _json_values(text)
-    except ValueError as exc:
-        raise TraceLoadError(f"{_name(source)} is not valid JSON (truncated?): {exc}") from None
+            raise TraceLoadError(f"cannot read trace file {source}: {exc}") from None
+    with collector_paused():
+        decoded = otlp_decode.spans(raw)
+        if decoded is not None:
+            return decoded
+        text = _text(raw, Path(source)) if isinstance(raw, bytes) else raw
+        try:
+            document = _json_values(text)
+        except ValueError as exc:
+            raise TraceLoadError(f"{_name(source)} is not valid JSON (truncated?): {exc}") from None
+        return spans_from_document(document)
 
 
 def _json_values(text: str) -> Any:
@@ -141,7 +151,7 @@ def _text(data: bytes, path: Path) -> str:
         warnings.warn(
             f"{path}: bytes that are not UTF-8 (the first at byte {exc.start}) were replaced "
             "by U+FFFD",
-            stacklevel=5,  # _text, _document, _load, load_trace, its caller
+            stacklevel=5,  # _text, _spans, _load, load_trace, its caller
         )
         return data.decode("utf-8-sig", errors="replace")
 

@@ -27,7 +27,16 @@ from workbench.errors import TraceLoadError
 from workbench.redact import redacted
 from workbench.telemetry.trace import SpanData, SpanEvent, SpanLink, dumps
 
-__all__ = ["phoenix_spans", "spans_from_document", "spans_from_jaeger", "spans_from_otlp"]
+__all__ = [
+    "double_value",
+    "integer_value",
+    "otlp_span_data",
+    "phoenix_spans",
+    "spans_from_document",
+    "spans_from_jaeger",
+    "spans_from_otlp",
+    "text_value",
+]
 
 _HEX = re.compile(r"[0-9a-f]+")
 _OTLP_KINDS = {0: "INTERNAL", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
@@ -195,8 +204,60 @@ def _otlp_span(
     trace_id, span_id, parent, name, kind, start, end, attributes, events, links, status = _fields(
         span, _SPAN_FIELDS
     )
-    start = _int(start or 0)
+    return otlp_span_data(
+        ids=(trace_id, span_id, parent),
+        name=name,
+        kind=kind,
+        times=(start, end),
+        attributes=shape(_attributes(attributes)),
+        events=[
+            (
+                _field(e, "name", default=""),
+                _field(e, "timeUnixNano"),
+                shape(_attributes(_field(e, "attributes"))),
+            )
+            for e in _checked_list(events, "events")
+        ],
+        links=[
+            (_field(k, "traceId"), _field(k, "spanId"), _attributes(_field(k, "attributes")))
+            for k in _checked_list(links, "links")
+        ],
+        status=(_field(status, "code", default=0), _field(status, "message", default=""))
+        if status
+        else (0, ""),
+        resource=resource,
+        scope=scope,
+    )
+
+
+_Read = dict[str, Any]
+"""Attributes as read (`_attributes`, or `otlp_decode`'s reading of its types)."""
+
+
+def otlp_span_data(
+    *,
+    ids: tuple[Any, Any, Any],
+    name: Any,
+    kind: Any,
+    times: tuple[Any, Any],
+    attributes: _Read,
+    events: list[tuple[Any, Any, _Read]],
+    links: list[tuple[Any, Any, _Read]],
+    status: tuple[Any, Any],
+    resource: _Read,
+    scope: str,
+) -> SpanData:
+    """An OTLP span's `SpanData` from its fields as written, its attributes already read.
+
+    ``ids`` are the trace's, the span's and its parent's (None or "" for a root), ``times`` its
+    start and end, ``events`` (name, time, attributes), ``links`` (trace id, span id,
+    attributes), ``status`` (code, message). Both ways of reading OTLP/JSON build their spans
+    here (this module's, and `otlp_decode`'s), so the same document gives the same spans.
+    """
+    trace_id, span_id, parent = ids
+    start = _int(times[0] or 0)
     ns = _to_ns(start)
+    code, message = status
     return SpanData(
         trace_id=_id(trace_id, 16, "trace"),
         span_id=_id(span_id, 8, "span"),
@@ -204,35 +265,24 @@ def _otlp_span(
         name=str(name or ""),
         kind=_otlp_kind(kind or 0),
         start_ns=_time(ns, start),
-        end_ns=_time(ns, max(start, _int(end or start))),
-        attributes=shape(_attributes(attributes)),
-        events=tuple(_otlp_event(e, start, ns, shape) for e in _checked_list(events, "events")),
-        links=tuple(_otlp_link(link) for link in _checked_list(links, "links")),
-        status=_status(_field(status, "code", default=0) if status else 0),
-        status_message=_text_value(_field(status, "message", default="") or "") if status else "",
+        end_ns=_time(ns, max(start, _int(times[1] or start))),
+        attributes=attributes,
+        events=tuple(
+            SpanEvent(name=str(event), time_ns=_time(ns, _int(time or start)), attributes=read)
+            for event, time, read in events
+        ),
+        links=tuple(
+            SpanLink(
+                trace_id=_id(link_trace, 16, "link trace"),
+                span_id=_id(link_span, 8, "link span"),
+                attributes=read,
+            )
+            for link_trace, link_span, read in links
+        ),
+        status=_status(code or 0),
+        status_message=text_value(message or ""),
         resource=resource,
         scope=scope,
-    )
-
-
-def _otlp_event(
-    event: Any,
-    start: int,
-    ns: Callable[[int], int],
-    shape: Callable[[dict[str, Any]], dict[str, Any]],
-) -> SpanEvent:
-    return SpanEvent(
-        name=str(_field(event, "name", default="")),
-        time_ns=_time(ns, _int(_field(event, "timeUnixNano", default=start) or start)),
-        attributes=shape(_attributes(_field(event, "attributes"))),
-    )
-
-
-def _otlp_link(link: Any) -> SpanLink:
-    return SpanLink(
-        trace_id=_id(_field(link, "traceId"), 16, "link trace"),
-        span_id=_id(_field(link, "spanId"), 8, "link span"),
-        attributes=_attributes(_field(link, "attributes")),
     )
 
 
@@ -308,7 +358,7 @@ def _int(value: Any) -> int:
         raise TraceLoadError(f"{_shown(value)} is not an integer time") from None
 
 
-def _integer(value: Any) -> int:
+def integer_value(value: Any) -> int:
     """An integer attribute value (big ones come as text)."""
     try:
         return int(value)
@@ -361,11 +411,14 @@ def _value(value: Any, kinds: _Kinds | None = None) -> Any:
     """
     if type(value) is not dict:
         return None
+    kinds = kinds or _VALUES
     if len(value) == 1:
         ((kind, inner),) = value.items()
-    else:  # some servers write every field, the unused ones as null
-        kind, inner = next(((k, v) for k, v in value.items() if v is not None), ("", None))
-    read = (kinds or _VALUES).get(kind)
+    else:  # some servers write every field, the unused ones as null; a second kind set (a
+        # oneof has one) loses to the first in `_VALUES`' order, as `otlp_decode` reads it
+        kind = next((k for k in kinds if value.get(k) is not None), "")
+        inner = value.get(kind)
+    read = kinds.get(kind)
     return None if read is None or inner is None else read(inner)
 
 
@@ -400,7 +453,8 @@ _SPECIAL_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf
 """How protobuf's JSON mapping writes NaN and the infinities."""
 
 
-def _float(value: Any) -> float:
+def double_value(value: Any) -> float:
+    """A double attribute value (NaN and the infinities come as text)."""
     if isinstance(value, str) and value in _SPECIAL_FLOATS:
         return _SPECIAL_FLOATS[value]
     try:
@@ -409,7 +463,7 @@ def _float(value: Any) -> float:
         raise TraceLoadError(f"{value!r} is not a number") from None
 
 
-def _text_value(value: Any) -> str:
+def text_value(value: Any) -> str:
     """A string attribute, redacted.
 
     A foreign tracer may have recorded a key (a header, an error message), and no view, repr or
@@ -444,10 +498,10 @@ def _short_text(value: str) -> str:
 
 
 _VALUES: dict[str, Callable[[Any], Any]] = {
-    "stringValue": _text_value,
+    "stringValue": text_value,
     "boolValue": bool,
-    "intValue": _integer,
-    "doubleValue": _float,
+    "intValue": integer_value,
+    "doubleValue": double_value,
     "arrayValue": _array,
     "kvlistValue": _kvlist,
     "bytesValue": str,
@@ -514,7 +568,7 @@ def _jaeger_span(span: Any, processes: Mapping[str, Any]) -> SpanData:
         raise TraceLoadError(f"process {process_id!r} should be an object")
     resource = _jaeger_tags(process.get("tags"))
     if "serviceName" in process:
-        resource.setdefault("service.name", _text_value(process["serviceName"]))
+        resource.setdefault("service.name", text_value(process["serviceName"]))
     parent, links = None, []
     for ref in _list(span, "references"):
         ref_trace = _id(_jaeger_hex(_field(ref, "traceID"), 32), 16, "reference trace")
@@ -564,12 +618,12 @@ def _jaeger_tags(tags: Any) -> dict[str, Any]:
 def _jaeger_value(tag: Mapping[str, Any]) -> Any:
     kind, value = tag.get("type", "string"), tag.get("value")
     if kind == "int64":
-        return _integer(value)  # big ints come as strings
+        return integer_value(value)  # big ints come as strings
     if kind == "float64":
-        return _float(value)
+        return double_value(value)
     if kind == "bool":
         return value if isinstance(value, bool) else str(value).lower() == "true"
-    return _text_value(value if isinstance(value, str) else dumps(value))
+    return text_value(value if isinstance(value, str) else dumps(value))
 
 
 def _jaeger_log(log: Any, ns: Callable[[int], int]) -> SpanEvent:
