@@ -198,11 +198,21 @@ def test_what_the_decoder_leaves_the_lenient_reader_reads(label: str, document: 
     [
         '{"resourceSpans": [], "x": NaN}',
         '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "\\ud800"}]}]}]}',
-        '{"resourceSpans": []}\n{"resourceSpans": []}',
+        '{"resourceSpans": []}\n{"result": {"resourceSpans": []}}',
+        " \n",
         '{"resourceSpans": [' * 2000,
     ],
-    ids=["NaN", "a lone surrogate", "JSON lines", "nested past msgspec's limit"],
+    ids=["NaN", "a lone surrogate", "Jaeger's chunks", "no JSON", "nested past msgspec's limit"],
 )
 def test_json_the_decoder_cannot_parse_is_left_to_the_lenient_reader(text: str) -> None:
     assert otlp_decode.spans(text.encode()) is None
     assert otlp_decode.spans(b"\xef\xbb\xbf" + text.encode()) is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(_document(_VALUE), min_size=1, max_size=3))
+def test_a_collectors_file_one_request_a_line_is_decoded(documents: list[dict[str, Any]]) -> None:
+    text = "\n".join(json.dumps(d) for d in documents) + "\n"
+    decoded = otlp_decode.spans(text.encode())
+    assert decoded is not None
+    assert repr(decoded) == repr([s for d in documents for s in spans_from_document(d)])

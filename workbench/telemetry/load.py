@@ -89,7 +89,7 @@ def _spans(source: str | Path) -> list[SpanData]:
     """The spans of a file or a JSON text.
 
     The usual OTLP/JSON document is decoded straight into its types (`otlp_decode`); any other
-    (Jaeger's, JSON lines, snake_case keys, a damaged one) is parsed and read by `readers`.
+    (Jaeger's, snake_case keys, NaN, a damaged one) is parsed and read by `readers`.
     """
     if isinstance(source, str) and not source.strip():  # Path("") is the current directory
         raise TraceLoadError("the source is empty: give a file, a JSON text or a backend URL")

@@ -7,8 +7,8 @@ those dicts never exist; what is left in Python is reading each attribute once i
 
 The types are strict: exactly the fields of ``trace.proto`` in camelCase, each value of the type
 the mapping writes, arrays that hold plain values. A document that is anything else is not an
-error here: snake_case keys, the old ``instrumentationLibrarySpans``, NaN, a lone surrogate, JSON
-lines, a wrong shape, a bad id or time, a nested array or key/value list. `spans` answers None and
+error here: snake_case keys, the old ``instrumentationLibrarySpans``, NaN, a lone surrogate, a
+wrong shape, a bad id or time, a nested array or key/value list. `spans` answers None and
 `workbench.telemetry.readers` reads the document, leniently, with errors that say where. Both
 build every span through `readers.otlp_span_data` and read values in one order, so a document
 either can read gives the same spans (tests/test_otlp_decode.py checks it on made-up documents).
@@ -146,13 +146,17 @@ def spans(data: bytes | str) -> list[SpanData] | None:
 
     None leaves the document to `readers`, which reads what it can and says what it cannot.
     """
-    try:
-        request = _DECODER.decode(data.removeprefix(_BOM) if isinstance(data, bytes) else data)
+    try:  # one request, or several one after another (a collector's file: one a line)
+        requests = _DECODER.decode_lines(
+            data.removeprefix(_BOM) if isinstance(data, bytes) else data
+        )
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):  # ValidationError too
+        return None
+    if not requests:  # no JSON at all: `readers` says so
         return None
     read: list[SpanData] = []
     try:
-        for resource_spans in request.resource_spans:
+        for resource_spans in (r for request in requests for r in request.resource_spans):
             of = resource_spans.resource
             resource = _attributes(of.attributes) if of else {}
             for scope_spans in resource_spans.scope_spans:
