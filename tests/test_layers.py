@@ -65,6 +65,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "records",
         (
             "workbench.records",
+            "workbench.step_records",
             "workbench.combined",
             "workbench.observing",
             "workbench.rerun",

@@ -224,8 +224,8 @@ def test_a_store_written_before_tracebacks_still_loads(tmp_path: Path) -> None:
 
 
 def test_docstring_examples_run() -> None:
-    from workbench import records, tracebacks
+    from workbench import step_records, tracebacks
 
-    for module in (tracebacks, records):
+    for module in (tracebacks, step_records):  # records' examples (call_label) live there
         failed, tried = doctest.testmod(module)
         assert tried > 0 and failed == 0, module.__name__
