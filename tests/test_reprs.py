@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from jupyter_client.manager import start_new_kernel
+
 import workbench as wb
-import workbench.notebook  # the HTML views register themselves when imported
 from workbench.demo import DEMO_PROMPT, demo_agent
 
 
@@ -60,3 +63,42 @@ def test_printing_a_run_its_state_or_a_snapshot_shows_no_metadata_or_conversatio
     assert str(result.state) == repr(result.state)
     assert "status=completed" in repr(result.state) and "messages=2" in repr(result.state)
     assert repr(result.snapshots[0]).startswith("StepContext(id='snap_")
+
+
+def test_a_result_is_drawn_as_html_in_a_fresh_kernel_without_importing_the_notebook() -> None:
+    """The last expression of a cell, in a kernel where only ``import workbench`` was run."""
+    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=60)
+    try:
+        cell = (
+            "import sys\nimport workbench as wb\n"
+            "from workbench.demo import DEMO_PROMPT, demo_agent\n"
+            "result = demo_agent(store=False).run_sync(DEMO_PROMPT)\n"
+            "print('workbench.notebook' in sys.modules)"
+        )
+        assert _outputs(client, cell)["stdout"] == "False\n"  # nothing imported the views yet
+        shown = _outputs(client, "result")["execute_result"]
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert "paused" in shown["text/plain"]
+    html = shown["text/html"]
+    assert "wb-pending" in html and "save_result" in html  # the call waiting for an approval
+
+
+def _outputs(client: Any, code: str) -> dict[str, Any]:
+    """What a cell printed (``stdout``) and its value's data by MIME type (``execute_result``)."""
+    found: dict[str, Any] = {"stdout": "", "execute_result": {}}
+    errors: list[str] = []
+
+    def hook(msg: dict[str, Any]) -> None:
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream" and content["name"] == "stdout":
+            found["stdout"] += content["text"]
+        elif kind == "execute_result":
+            found["execute_result"] = content["data"]
+        elif kind == "error":
+            errors.append("\n".join(content["traceback"]))
+
+    reply = client.execute_interactive(code, output_hook=hook, timeout=120)
+    assert reply["content"]["status"] == "ok", "\n".join(errors)
+    return found

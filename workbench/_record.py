@@ -11,7 +11,9 @@ loop pays for checking what it builds, not for re-checking what it passes on.
 
 from __future__ import annotations
 
+import functools
 import gc
+import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -23,13 +25,20 @@ __all__ = ["Record", "collector_paused", "html_view"]
 _R = TypeVar("_R", bound="Record")
 _HTML_VIEWS: dict[type, Callable[[Any], str]] = {}
 """How Jupyter shows a record of each type, registered by the notebook views when imported."""
+VIEWS = "workbench.notebook.reprs"
+"""The module whose import registers the records' HTML views, loaded by name the first time
+Jupyter asks a record for HTML. The views sit far above the records and import them; named, not
+imported, they stay out of the records' dependencies (no layer crossed, no cycle) and out of
+``import workbench`` (the notebook extra's ipywidgets and plotly), and a cell's result is drawn
+without ``import workbench.notebook`` first."""
 
 
 def html_view(cls: type[_R]) -> Callable[[Callable[[_R], str]], Callable[[_R], str]]:
     """Register the function that renders ``cls`` as HTML in Jupyter (``_repr_html_``).
 
     The views sit far above the records, so they register themselves here instead of being
-    imported by the records; without them a record shows its short text repr.
+    imported by the records (`VIEWS` names their module); without them a record shows its
+    short text repr.
     """
 
     def register(render: Callable[[_R], str]) -> Callable[[_R], str]:
@@ -48,8 +57,23 @@ class Record(BaseModel):
         return repr(self)
 
     def _repr_html_(self) -> str | None:
-        render = _HTML_VIEWS.get(type(self))
+        render = _HTML_VIEWS.get(type(self)) or _loaded_views().get(type(self))
         return render(self) if render is not None else None
+
+
+@functools.cache
+def _loaded_views() -> dict[type, Callable[[Any], str]]:
+    """The registered HTML views, `VIEWS` imported first.
+
+    Without the notebook extra (ipywidgets, plotly) a record shows its short text repr; a view
+    of ours that fails to import raises, for Jupyter to show.
+    """
+    try:
+        importlib.import_module(VIEWS)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("workbench"):
+            raise
+    return _HTML_VIEWS
 
 
 @contextmanager
