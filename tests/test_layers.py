@@ -77,7 +77,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tools", ("workbench.tools", "workbench.guards", "workbench.toolsets", "workbench.mcp_tools")),
     ("plug-ins", ("workbench.models", "workbench.hooks")),
     ("delegation", ("workbench.subagent", "workbench.stepping")),
-    ("loop", ("workbench.config", "workbench.drafts", "workbench.engine", "workbench.toolcalls")),
+    (
+        "loop",
+        (
+            "workbench.config",
+            "workbench.drafts",
+            "workbench.engine",
+            "workbench.steplog",
+            "workbench.toolcalls",
+        ),
+    ),
     (
         "observers",
         (

@@ -6,7 +6,9 @@ Each phase is a method that returns the phase that comes next, or None when the 
 paused (the state says which, and why); the loop yields a `PhaseEvent` after each, so a caller
 can stop between any two phases, look at the state, change it (edit or drop tool calls before
 TOOLS) and go on. Everything the loop knows lives in the frozen `AgentState`; a phase reads it
-and replaces it. Status changes follow the `Transition` table in `workbench.state`.
+and replaces it. Status changes follow the `Transition` table in `workbench.state`. What the loop
+keeps of its steps (the step under way, its records, the time its phases worked) is its
+`StepLog` (`workbench.steplog`): this module decides, that one keeps the account.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from workbench.conditions import Budget, RunView
 from workbench.config import LoopConfig
 from workbench.conversation import appended
 from workbench.drafts import StepDraft
-from workbench.errors import ResponseRetriesExceeded, ToolRetriesExceeded
+from workbench.errors import ResponseRetriesExceeded
 from workbench.history import shaped
 from workbench.hooks.loop import LoopHooks, with_arguments
 from workbench.hooks.runner import HookReport
@@ -54,13 +56,14 @@ from workbench.state import (
     Transition,
     new_id,
 )
+from workbench.steplog import StepLog
 from workbench.stepping import step_gate
 from workbench.subagent import SubagentTool
-from workbench.toolcalls import CallResult, ToolRunner
+from workbench.toolcalls import CallResult, ToolRunner, counted_retries
 from workbench.tools import Tool, ToolContext, tools_hash
 from workbench.toolsets import choose_tools
 from workbench.traceids import new_trace_id
-from workbench.waits import Wait, Waits
+from workbench.waits import Waits
 
 __all__ = ["Execution"]
 
@@ -78,25 +81,9 @@ class Execution:
     def __init__(self, config: LoopConfig, state: AgentState) -> None:
         self.config = config
         self.state = state
-        self.steps: list[StepRecord] = []
         self.snapshots: list[StepContext] = []
         self.children: list[RunResult] = []
         """The sub-runs this execution's tools made (sub-agents), in call order."""
-        self._draft: StepDraft | None = None
-        self._phases: list[tuple[Phase, float, float]] = []  # the open step's: `StepDraft.record`
-        self._run_time = state.elapsed
-        """Seconds the run has spent inside phases: what `Timeout` counts (not time paused or
-        spent reading between manual steps)."""
-        self._phase_started: float | None = None
-        """When the phase under way started; None between phases."""
-        gate = step_gate.get()  # a sub-run of a stepped tree: the tree's waits on the person
-        self.waits: Waits | None = gate.waits if gate is not None else None
-        """When the run tree waited on whoever steps it (`Waits`); None when nobody steps it.
-        `AgentRun` gives a run stepped by hand its own."""
-        self._waited = 0.0
-        """`Waits.seconds` when the phase under way began."""
-        self._waits_from = time.time()
-        """Where the next step record's waits begin: where the last one closed."""
         self.failure: Exception | None = None
         """The exception that failed this execution, for callers in this process (the state
         keeps its `ErrorInfo`): a sub-run's caller tells a replay's departure by it."""
@@ -121,38 +108,42 @@ class Execution:
         )
         self._observers = Observers(config.observers)
         self._runner = ToolRunner(config, self._hooks, self._observers)
+        gate = step_gate.get()  # a sub-run of a stepped tree: the tree's waits on the person
+        waits = gate.waits if gate is not None else None
+        self._log = StepLog(state.elapsed, waits, self._hooks, self._observers)
 
     @property
     def done(self) -> bool:
         """True once the run ended, or paused with calls waiting (`AgentState.done`)."""
         return self.state.done
 
+    @property
+    def steps(self) -> list[StepRecord]:
+        """The records of the steps that closed in this execution, in order."""
+        return self._log.records
+
+    @property
+    def waits(self) -> Waits | None:
+        """When the run tree waited on whoever steps it (`Waits`); None when nobody steps it.
+
+        A sub-run of a stepped tree has the tree's; `AgentRun` gives a run stepped by hand its
+        own.
+        """
+        return self._log.waits
+
+    @waits.setter
+    def waits(self, waits: Waits | None) -> None:
+        self._log.waits = waits
+
     def elapsed(self) -> float:
         """Running time of the run so far: the time spent in its phases, across executions."""
-        if self._phase_started is None:
-            return self._run_time
-        return self._run_time + self._worked(self._phase_started)
-
-    def _worked(self, started: float) -> float:
-        """Seconds the phase under way (begun at ``started``) has worked.
-
-        Its time so far, less what it waited on the person stepping through its sub-runs (a
-        TOOLS phase stepped into waits at the `StepGate` while they read between presses), so
-        reading never eats a `Timeout` or shows as a slow phase.
-        """
-        waited = self.waits.seconds() - self._waited if self.waits is not None else 0.0
-        return time.perf_counter() - started - waited
-
-    def _waits(self) -> tuple[Wait, ...]:
-        """The waits on the person since the last step record closed (`StepRecord.waits`)."""
-        return self.waits.since(self._waits_from) if self.waits is not None else ()
+        return self._log.elapsed()
 
     async def phases(self) -> AsyncGenerator[PhaseEvent, None]:
         """The loop: run a phase, yield what happened, until the run ends or pauses."""
         phase = await self._start()  # PREPARE, TOOLS for a resumed run, None if it cannot run
         while phase is not None and not self.state.done:  # done: aborted between phases
-            self._waited = self.waits.seconds() if self.waits is not None else 0.0
-            self._phase_started = started = time.perf_counter()
+            started = self._log.phase_begins()
             try:
                 following = await self._run_phase(phase)
             except asyncio.CancelledError:  # Ctrl+C in a notebook, a cancelled task
@@ -165,7 +156,7 @@ class Execution:
             following = self._honour_stops(following)
             if following is not None:
                 self._update(next_phase=following)
-            event = self._phase_ended(phase, started)
+            event = self._log.phase_ended(phase, started, self.state)
             if following is None:
                 await self._wind_up()
             elif phase is Phase.CONTINUATION:
@@ -187,7 +178,7 @@ class Execution:
 
     def request_abort(self) -> None:
         """End the run as ABORTED: now between phases, else when the phase under way ends."""
-        if self._phase_started is not None:
+        if self._log.in_phase:
             self._stop_asked = StopReason.ABORTED
             return
         if self.state.status.is_terminal:
@@ -199,17 +190,7 @@ class Execution:
 
     def step_so_far(self, under_way: Sequence[ToolCall] = ()) -> StepRecord | None:
         """The step under way as it stands (`StepDraft.so_far`); None between steps."""
-        if self._draft is None:
-            return None
-        phases = list(self._phases)
-        if self._phase_started is not None:  # stopped inside a sub-run: its phase so far
-            began = time.time() - (time.perf_counter() - self._phase_started)
-            so_far = self._worked(self._phase_started)
-            phases.append((self.state.next_phase or Phase.TOOLS, began, so_far))
-        hooks, seconds = self._hooks.so_far(), self._observers.seconds
-        return self._draft.so_far(
-            self.state, hooks, seconds, phases, under_way, waits=self._waits()
-        )
+        return self._log.so_far(self.state, under_way)
 
     def replace_state(self, state: AgentState) -> None:
         """Swap in an edited state between phases (edited or dropped tool calls, a resume)."""
@@ -218,24 +199,11 @@ class Execution:
     @property
     def step_outcomes(self) -> tuple[ToolOutcome, ...]:
         """The tool outcomes of the step under way (once it has closed: of the last step)."""
-        if self._draft is not None:
-            return self._draft.outcomes
-        return self.steps[-1].tool_outcomes if self.steps else ()
+        return self._log.outcomes
 
     def keep_breakpoint_error(self, error: ErrorInfo) -> None:
-        """A breakpoint predicate raised after the last phase: its step's record keeps it.
-
-        That is the step under way; between steps, the step before (its record has then gone
-        to the observers already, so only this process's result shows it).
-        """
-        draft = self._draft
-        if draft is not None:
-            kept = (*draft.breakpoint_errors, error)
-            self._draft = draft.model_copy(update={"breakpoint_errors": kept})
-        elif self.steps:
-            last = self.steps[-1]
-            kept = (*last.breakpoint_errors, error)
-            self.steps[-1] = last.model_copy(update={"breakpoint_errors": kept})
+        """A breakpoint predicate raised after the last phase: its step's record keeps it."""
+        self._log.keep_breakpoint_error(error)
 
     # -- phases ---------------------------------------------------------------------------------
 
@@ -262,7 +230,7 @@ class Execution:
             messages = await call_user(shaped, self.config.history_processors, messages)
         if len(messages) < len(self.state.messages):
             await self._hooks.pre_compact(len(self.state.messages), len(messages))
-        self._open_step(
+        self._log.open(
             StepDraft(
                 index=snapshot.step,
                 started_at=time.time(),
@@ -299,7 +267,7 @@ class Execution:
             error = ErrorInfo.of(
                 exc, phase=Phase.INFERENCE, step=draft.index, redact=self.config.redactor.text
             )
-            self._draft = draft.model_copy(
+            self._log.draft = draft.model_copy(
                 update={"model_started_at": wall, "model_duration": duration, "model_error": error}
             )
             self._observers.model_called(draft.index, draft.messages_in, None, wall, duration, exc)
@@ -309,7 +277,7 @@ class Execution:
             raise
         duration = time.perf_counter() - started
         self._observers.model_called(draft.index, draft.messages_in, response, wall, duration, None)
-        self._draft = draft.model_copy(
+        self._log.draft = draft.model_copy(
             update={"response": response, "model_started_at": wall, "model_duration": duration}
         )
         usage = self.state.usage + response.usage
@@ -336,7 +304,7 @@ class Execution:
         view = self._view(self.state.step - 1)  # the step under way does not count as used yet
         if await self._end_at_limit(view):
             return None
-        if self._draft is None:  # resumed mid-step: the tools are chosen again
+        if self._log.draft is None:  # resumed mid-step: the tools are chosen again
             await self._choose_tools(view, self.state.step)
         draft = self._step_draft()
         results = await self._runner.run(
@@ -387,11 +355,11 @@ class Execution:
         """Record outcomes, count retries and errors, and add the answers to the conversation."""
         draft = self._step_draft()
         outcomes = draft.outcomes + tuple(r.outcome for r in results)
-        self._draft = draft.model_copy(update={"outcomes": outcomes})
+        self._log.draft = draft.model_copy(update={"outcomes": outcomes})
         rewritten = {r.outcome.call_id: r.outcome.arguments for r in results if r.rewritten}
         if rewritten:  # the history shows the arguments hooks gave, so a resume runs them too
             self._update(messages=with_arguments(self.state.messages, rewritten))
-        retries, exceeded = self._count_retries(results)
+        retries, exceeded = counted_retries(self.state.retries, results, self._step_tools)
         total, consecutive = self.state.errors_total, self.state.errors_consecutive
         for result in results:
             if result.counts_as_error:
@@ -421,25 +389,6 @@ class Execution:
         for failure in (departed, exceeded):  # raised only now: the answers are kept in the state
             if failure is not None:
                 raise failure
-
-    def _count_retries(
-        self, results: list[CallResult]
-    ) -> tuple[dict[str, int], ToolRetriesExceeded | None]:
-        """The per-tool retry counts after these results, and the first tool past its limit."""
-        retries, exceeded = dict(self.state.retries), None
-        for result in results:
-            name = result.outcome.name
-            if result.retry_of is not None:
-                retries[result.retry_of] = retries.get(result.retry_of, 0) + 1
-                tool = self._step_tools.get(result.retry_of)
-                limit = tool.retries if tool else 1
-                if retries[result.retry_of] > limit and exceeded is None:
-                    exceeded = ToolRetriesExceeded(
-                        f"tool {result.retry_of!r} needed more than {limit} retries"
-                    )
-            elif result.outcome.status == "ok":  # a success resets the tool's count
-                retries.pop(name, None)
-        return retries, exceeded
 
     # -- run control ----------------------------------------------------------------------------
 
@@ -503,7 +452,7 @@ class Execution:
         """End the run from a phase that was cut short (cancelled), and count its time."""
         if not self.state.status.is_terminal:
             self._end(reason, pending=())
-        self._phase_ended(phase, started)
+        self._log.phase_ended(phase, started, self.state)
 
     def _fail(self, exc: Exception, phase: Phase) -> None:
         """End the run as FAILED, keeping the error; the loop then winds up (nothing follows)."""
@@ -526,16 +475,10 @@ class Execution:
 
     # -- the step record ------------------------------------------------------------------------
 
-    def _open_step(self, draft: StepDraft) -> StepDraft:
-        """Start recording a step; the observers' cost is counted from here."""
-        self._draft, self._phases = draft, []
-        self._observers.seconds = 0.0
-        return draft
-
     def _step_draft(self) -> StepDraft:
         """The step under way; a run resumed mid-step records it from TOOLS on."""
-        if self._draft is None:
-            return self._open_step(
+        if self._log.draft is None:
+            return self._log.open(
                 StepDraft(
                     index=self.state.step,
                     started_at=time.time(),
@@ -544,45 +487,17 @@ class Execution:
                     tools_hidden=self._hidden,
                 )
             )
-        return self._draft
-
-    def _phase_ended(self, phase: Phase, started: float) -> PhaseEvent:
-        """Count the phase's time (for the step and the run) and tell the observers."""
-        duration = self._worked(started)
-        self._run_time += duration
-        self._phase_started = None
-        wall = time.time() - (time.perf_counter() - started)  # when it began
-        if self._draft is not None:
-            self._phases.append((phase, wall, duration))
-        event = PhaseEvent(phase=phase, step=self.state.step, state=self.state, duration=duration)
-        self._observers.phase_ended(event, wall)
-        return event
+        return self._log.draft
 
     def _close_step(self) -> None:
-        draft, self._draft = self._draft, None
-        if draft is None:
-            self._record_late_hooks()
-            return
-        hooks, seconds = self._hooks.take(), self._observers.seconds
-        record = draft.record(self.state, hooks, seconds, self._phases, waits=self._waits())
-        if record.ended_at is not None:
-            self._waits_from = record.ended_at
-        self.steps.append(record)
-        self._observers.step_ended(record)
+        """Close the step under way (`StepLog.close`).
 
-    def _record_late_hooks(self) -> None:
-        """Hooks that ran with no step open (SessionEnd after a stop between steps).
-
-        They go on this execution's last step record, or on a record of their own if there is
-        none; observers already got each invocation through `RunObserver.hook_called`.
+        Hooks that ran with no step open, in an execution with no record to join, get a record
+        of their own.
         """
-        if not self._hooks.unrecorded:
-            return
-        if self.steps:
-            self.steps[-1] = self._hooks.take().added_to(self.steps[-1])
-        else:
+        if self._log.draft is None and self._hooks.unrecorded and not self._log.records:
             self._step_draft()
-            self._close_step()
+        self._log.close(self.state)
 
     # -- helpers --------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from workbench._json import VALUE_DEPTH
 from workbench._record import Record
 from workbench.config import LoopConfig
-from workbench.errors import ReplayDivergence
+from workbench.errors import ReplayDivergence, ToolRetriesExceeded
 from workbench.guards import ALLOWED, ToolGuard, ToolPermission, check_guards
 from workbench.hooks.runner import parent_hooks
 from workbench.messages import JsonValue, Message, RetryPrompt, ToolCall, ToolResult, Usage
@@ -41,7 +41,7 @@ from workbench.tools import (
 if TYPE_CHECKING:
     from workbench.hooks.loop import LoopHooks
 
-__all__ = ["CallResult", "ToolRunner", "resume_state"]
+__all__ = ["CallResult", "ToolRunner", "counted_retries", "resume_state"]
 
 
 class CallResult(Record):
@@ -63,6 +63,26 @@ class CallResult(Record):
     """The sub-runs the tool made, children of the calling run."""
     departed: ReplayDivergence | None = None
     """The departure of a replayed sub-run (`ToolReturn.departed`): the calling run fails."""
+
+
+def counted_retries(
+    retries: Mapping[str, int], results: Sequence[CallResult], tools: Mapping[str, Tool]
+) -> tuple[dict[str, int], ToolRetriesExceeded | None]:
+    """The per-tool retry counts after these results, and the first tool past its limit."""
+    counts, exceeded = dict(retries), None
+    for result in results:
+        name = result.outcome.name
+        if result.retry_of is not None:
+            counts[result.retry_of] = counts.get(result.retry_of, 0) + 1
+            tool = tools.get(result.retry_of)
+            limit = tool.retries if tool else 1
+            if counts[result.retry_of] > limit and exceeded is None:
+                exceeded = ToolRetriesExceeded(
+                    f"tool {result.retry_of!r} needed more than {limit} retries"
+                )
+        elif result.outcome.status == "ok":  # a success resets the tool's count
+            counts.pop(name, None)
+    return counts, exceeded
 
 
 class Decision(Record):

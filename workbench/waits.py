@@ -68,7 +68,7 @@ class Waits:
     (its sub-runs wait at the gate), so each stretch is the person reading; so is each drawing
     of the run for them (`showing`), even inside a call. Every run of the tree shares the log:
     the root's own, the sub-runs' through the gate. Their phases leave the waits out of their
-    time (`Execution._worked`) and their step records keep them.
+    time (`StepLog._worked`) and their step records keep them.
     """
 
     def __init__(self) -> None:
