@@ -211,6 +211,16 @@ def measure_live(result: wb.RunResult, telemetry: wb.Telemetry, repeat: int) -> 
     }
 
 
+def code_at(commit: str, folder: Path) -> dict[str, str]:
+    """The environment of a process that imports the ``workbench/`` of ``commit`` (put in
+    ``folder``) before this one."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit, "workbench"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return {**os.environ, "PYTHONPATH": str(folder)}
+
+
 def in_subprocess(work: list[str], repeat: int, commit: str | None = None) -> list[dict[str, Any]]:
     """The measures of ``work`` in a fresh process: this code, or the code at ``commit``.
 
@@ -218,15 +228,7 @@ def in_subprocess(work: list[str], repeat: int, commit: str | None = None) -> li
     trace measured (the parent holds the live run, whose objects the collector would walk too).
     """
     with tempfile.TemporaryDirectory() as folder:
-        env = dict(os.environ)
-        if commit is not None:  # its ``workbench/`` imported first
-            archive = subprocess.run(
-                ["git", "-C", str(ROOT), "archive", commit, "workbench"],
-                check=True,
-                capture_output=True,
-            ).stdout
-            subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
-            env["PYTHONPATH"] = folder
+        env = code_at(commit, Path(folder)) if commit is not None else dict(os.environ)
         done = subprocess.run(
             [sys.executable, __file__, "--repeat", str(repeat), "--worker", *work],
             env=env,

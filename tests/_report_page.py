@@ -8,6 +8,7 @@ page shows without a browser (the browser tests read it in chromium).
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -104,7 +105,21 @@ def page_table(html: str, element_id: str) -> list[list[str]]:
     payload = html[html.index(">", start) + 1 : html.index("</script>", start)]
     table = json.loads(payload)
     columns = [
-        ["" if v is None else f"{v:.3f}" if three else str(v) for v in values]
+        [_shown(v, three) for v in values]
         for values, three in zip(table["columns"], table["decimals"], strict=True)
     ]
     return [table["names"], *(list(row) for row in zip(*columns, strict=True))]
+
+
+def _shown(value: Any, decimals: bool) -> str:
+    """A table's value as its cell says it (``shown`` in report_tables.js): three decimals, or
+    two significant digits when three would read 0 for a number that is not (down to 1e-6,
+    where the page's ``toPrecision`` turns to an exponent)."""
+    if value is None:
+        return ""
+    if not decimals:
+        return str(value)
+    text = f"{value:.3f}"
+    if float(text) == 0 and value != 0:
+        return f"{value:.{1 - math.floor(math.log10(abs(value)))}f}"
+    return text

@@ -7,6 +7,7 @@ The widgets are thin layers over these functions; they are driven end to end in 
 from __future__ import annotations
 
 import doctest
+import json
 import re
 from html import escape
 from pathlib import Path
@@ -489,6 +490,30 @@ def test_report_says_steps_and_links_the_resumed_part_by_its_label(demo: wb.RunR
     assert re.fullmatch(r"\d+\.\d{3}", steps[1][5])  # the milliseconds shown to three places
     assert html.count("Time per step") == 1  # one heading, no figure title under it
     assert 'id="wb-explorer"' in html and "staticModel(data)" in html
+
+
+def test_the_reports_steps_table_shows_a_small_cost_as_not_zero() -> None:
+    @wb.tool
+    def echo(text: str) -> str:
+        """Say the text back."""
+        return text
+
+    script = iter(
+        [
+            wb.ModelResponse.tool_call("echo", {"text": "x"}, usage=wb.Usage(cost=0.00001)),
+            wb.ModelResponse.tool_call("echo", {"text": "y"}, usage=wb.Usage(cost=0.00003)),
+            wb.ModelResponse.text("done", usage=wb.Usage(cost=0.0)),
+        ]
+    )
+    model = wb.FunctionModel(lambda messages, request: next(script), name="m")
+    agent = wb.Agent(model=model, tools=[echo], store=False)
+    html = report_html(agent.run_sync("go"))
+    steps = page_table(html, "wb-steps")
+    cost = steps[0].index("cost ($)")
+    assert [row[cost] for row in steps[1:]] == ["0.000010", "0.000030", "0.000"]
+    start = html.index('id="wb-steps-data">')
+    table = json.loads(html[html.index(">", start) + 1 : html.index("</script>", start)])
+    assert table["columns"][cost] == [0.00001, 0.00003, 0.0]  # numbers: sorted as numbers
 
 
 def test_the_reports_step_links_fold_past_a_hundred_steps() -> None:

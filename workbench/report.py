@@ -45,7 +45,15 @@ table.dataframe th { text-align: right; }
 section.wb-step-section { border: 1px solid #e0e0e0; border-radius: 6px; padding: 8px 12px;
                           margin: 12px 0; }
 nav a { margin-right: 8px; }
-div.wb-table { overflow-x: auto; max-width: 100%; }
+div.wb-table-scroll { max-height: 480px; overflow: auto; max-width: 100%; width: max-content; }
+table.wb-windowed { table-layout: fixed; }
+table.wb-windowed td { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+table.wb-windowed td.wb-number { text-align: right; }
+table.wb-windowed th { position: sticky; top: 0; background: #fff; cursor: pointer;
+                       vertical-align: bottom; }
+table.wb-windowed tr.wb-gap td { padding: 0; border: 0; }
+div.wb-table-tools { margin: 4px 0; font-size: 12px; color: #555; }
+div.wb-table-tools input { width: 240px; margin-right: 8px; }
 """
 
 
@@ -305,11 +313,11 @@ def _table_html(frame: pd.DataFrame, element_id: str, *, links: bool = False) ->
     """A table the page draws from its columns (``report_tables.js``), in a box that scrolls.
 
     Columns, not rows of HTML: at 16,666 steps the markup around each value was most of the
-    table. Numbers with decimals are written with the three the table shows; a missing value
-    is ``null`` (an empty cell). With ``links``, a row's first cell links to the section of its
-    step (``#step-<row>``); a click on a column's heading sorts the rows by it. The values
-    travel as JSON with every ``<`` escaped, so no text can close its script element, and the
-    page sets each one as text.
+    table, and the page draws only the rows in view. Numbers with decimals are written with the
+    three the table shows (`_cell`); a missing value is ``null`` (an empty cell). With
+    ``links``, a row's first cell links to the section of its step (``#step-<row>``); a click
+    on a column's heading sorts the rows by it. The values travel as JSON with every ``<``
+    escaped, so no text can close its script element, and the page sets each one as text.
     """
     from pandas.api.types import is_float_dtype
 
@@ -330,15 +338,18 @@ def _table_html(frame: pd.DataFrame, element_id: str, *, links: bool = False) ->
 def _cell(value: object) -> str | int | float | None:
     """A table's value as its JSON says it: a number, its text, ``None`` when missing or empty.
 
-    A number with decimals is rounded to the three the table shows. Empty text (a step that
-    called no tool) is ``None`` as a missing value is: the page sorts empty cells last.
+    A number with decimals is rounded to the three the table shows, or to two significant
+    digits when three decimals would read 0 for a number that is not (a step that cost
+    $0.00001: the page shows 0.000010). Empty text (a step that called no tool) is ``None``
+    as a missing value is: the page sorts empty cells last.
     """
     import pandas as pd
 
     if pd.isna(value):
         return None
     if isinstance(value, float):
-        return round(value, 3)
+        shown = round(value, 3)
+        return shown if shown or not value else float(f"{value:.2g}")
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     return str(value) or None

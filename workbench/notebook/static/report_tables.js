@@ -1,7 +1,17 @@
 // The report's tables (its steps, its agents), each drawn from its columns: every value is set
-// as text. A step's label links to its section. A click on a column's heading sorts the rows by
-// it, numbers largest first (the slowest step, the most tokens) and text in order (numbers in
-// it as numbers: step 9 before step 10); a second click the other way; empty cells last.
+// as text. A table scrolls in a box of its own and only the rows in view (and a few around
+// them) are in the page, between two spacers as high as the rows left out, so the scrollbar
+// says where the view is: a 16,666-step run's table laid out whole took seconds to open and to
+// sort. Its columns keep their widths (the longest text of each), so they do not move as rows
+// come and go. A click on a column's heading sorts the rows by it, numbers largest first (the
+// slowest step, the most tokens) and text in order (numbers in it as numbers: step 9 before
+// step 10); a second click the other way; empty cells last. A table that scrolls has a box that
+// finds rows by their text (the browser's find sees only the rows drawn). Sorting and finding
+// order the rows' numbers, then draw the view again. A step's label links to its section.
+
+const HEIGHT = 480;  // px: the most a table's box takes of the page
+const AROUND = 30;  // rows drawn above and below the view: what the next scroll frames show
+const WIDEST = 40;  // characters: a longer text is cut (its cell's tooltip says it whole)
 
 function made(tag, text) {
   const node = document.createElement(tag);
@@ -9,7 +19,14 @@ function made(tag, text) {
   return node;
 }
 
-function order(values, down) {  // the rows' indexes, sorted by their values
+function shown(value, decimals) {  // a value as its cell says it
+  if (value === null) return "";
+  if (!decimals) return String(value);
+  const text = value.toFixed(3);  // the three decimals the table shows, unless they read 0 for
+  return Number(text) === 0 && value !== 0 ? value.toPrecision(2) : text;  // a value that is not
+}
+
+function order(values, down) {  // the rows' numbers, sorted by their values
   const text = new Intl.Collator(undefined, { numeric: true });
   const compare = (a, b) => (typeof a === "number" && typeof b === "number"
     ? a - b : text.compare(String(a), String(b)));  // a column of both: as text
@@ -20,39 +37,77 @@ function order(values, down) {  // the rows' indexes, sorted by their values
   });
 }
 
+function gap() {  // a spacer row, as high as the rows it stands for
+  const row = document.createElement("tr");
+  row.className = "wb-gap";
+  row.append(document.createElement("td"));
+  return row;
+}
+
 function drawTable(box, table) {
+  const count = table.columns.length ? table.columns[0].length : 0;
+  const texts = table.columns.map((values, c) => values.map((v) => shown(v, table.decimals[c])));
   const element = document.createElement("table");
-  element.className = "dataframe";
+  element.className = "dataframe wb-windowed";
+  const numeric = table.columns.map((values) => values.some((v) => typeof v === "number"));
+  const widths = table.names.map((name, c) => Math.min(WIDEST, texts[c].reduce(  // a heading
+    (most, text) => Math.max(most, text.length), 2 + Math.max(...name.split(" ").map((w) => w.length)))));  // wraps
+  const columns = element.appendChild(document.createElement("colgroup"));
+  for (const width of widths) columns.appendChild(document.createElement("col")).style.width = `calc(${width}ch + 14px)`;
+  element.style.width = `calc(${widths.reduce((a, b) => a + b, 0)}ch + ${14 * widths.length}px)`;
   const head = element.createTHead().insertRow();
   const body = element.createTBody();
-  const count = table.columns.length ? table.columns[0].length : 0;
-  const rows = [];
-  for (let r = 0; r < count; r += 1) {
-    const row = body.insertRow();
-    table.columns.forEach((values, c) => {
-      const value = values[r];
-      const text = value === null ? "" : table.decimals[c] ? value.toFixed(3) : String(value);
+  const scroller = document.createElement("div");
+  scroller.className = "wb-table-scroll";
+  scroller.append(element);
+  const [above, below] = [gap(), gap()];
+  [above, below].forEach((row) => { row.firstChild.colSpan = table.names.length; });
+
+  let rows = [...Array(count).keys()];  // the rows' numbers, in the order shown
+  let found = rows;  // those the find box keeps, in that order
+  let height = 0;  // px a row takes, measured on the first one drawn
+  let drawn = [-1, -1];
+
+  function row(r) {
+    const line = document.createElement("tr");
+    texts.forEach((column, c) => {
+      const cell = document.createElement("td");
       if (table.links && c === 0) {  // to the step's section
-        const link = made("a", text);
+        const link = cell.appendChild(made("a", column[r]));
         link.href = `#step-${r}`;
-        row.insertCell().append(link);
       } else {
-        row.append(made("td", text));
+        cell.textContent = column[r];
       }
+      if (column[r].length > widths[c]) cell.title = column[r];
+      if (numeric[c]) cell.className = "wb-number";
+      line.append(cell);
     });
-    rows.push(row);
+    return line;
   }
+
+  function draw(again) {  // the rows in view and AROUND them, at multiples of AROUND
+    const view = height ? Math.floor(scroller.scrollTop / height) : 0;
+    const first = Math.max(0, Math.floor(view / AROUND) * AROUND - AROUND);
+    const last = Math.min(found.length, first + 3 * AROUND + Math.ceil(HEIGHT / (height || 20)));
+    if (!again && first === drawn[0] && last === drawn[1]) return;
+    drawn = [first, last];
+    body.replaceChildren(above, ...found.slice(first, last).map(row), below);
+    if (!height && last > first) height = above.nextSibling.getBoundingClientRect().height;
+    above.firstChild.style.height = `${first * height}px`;
+    below.firstChild.style.height = `${(found.length - last) * height}px`;
+    above.hidden = first === 0;
+    below.hidden = last === found.length;
+  }
+
   const sorted = { column: -1, down: false };
   const headings = table.names.map((name, c) => {
     const heading = made("th", name);
     heading.title = "sort by this column";
-    heading.style.cursor = "pointer";
     heading.addEventListener("click", () => {
-      const values = table.columns[c];
-      const numbers = values.some((v) => typeof v === "number");
-      sorted.down = sorted.column === c ? !sorted.down : numbers;
+      sorted.down = sorted.column === c ? !sorted.down : numeric[c];
       sorted.column = c;
-      body.append(...order(values, sorted.down).map((r) => rows[r]));
+      rows = order(table.columns[c], sorted.down);
+      find();
       headings.forEach((other, i) => {
         other.textContent = table.names[i] + (i === c ? (sorted.down ? " \u25bc" : " \u25b2") : "");
       });
@@ -60,7 +115,39 @@ function drawTable(box, table) {
     return heading;
   });
   head.append(...headings);
-  box.append(element);
+
+  const search = made("input", "");
+  const said = made("span", "");
+  let words = null;  // each row's text, lowercased, made on the first search
+  function find() {
+    const query = search.value.trim().toLowerCase();
+    if (query && words === null) {
+      words = rows.map((_, r) => texts.map((column) => column[r]).join("\n").toLowerCase());
+    }
+    found = query ? rows.filter((r) => words[r].includes(query)) : rows;
+    said.textContent = query ? `${found.length.toLocaleString()} of ${count.toLocaleString()} rows`
+      : `${count.toLocaleString()} rows`;
+    scroller.scrollTop = 0;
+    draw(true);
+  }
+  if (count > HEIGHT / 20) {  // it scrolls: a box to find rows by their text
+    const tools = box.appendChild(document.createElement("div"));
+    tools.className = "wb-table-tools";
+    search.type = "search";
+    search.placeholder = "find rows by their text";
+    let timer = null;
+    search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(find, 150); });
+    tools.append(search, said);
+    said.textContent = `${count.toLocaleString()} rows`;
+  }
+  box.append(scroller);
+  let pending = false;
+  scroller.addEventListener("scroll", () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; draw(false); });
+  });
+  draw(true);
 }
 
 for (const box of document.querySelectorAll("div.wb-table[data-table]")) {
