@@ -82,7 +82,7 @@ def report_html(
         f'<h2 id="explorer">Trace explorer</h2>{explorer.html()}'
         f'<h2 id="timing">Time per step</h2>{timing_bars_html(trace)}'
         f'<h2 id="tokens">Tokens per step</h2>{tokens_bars_html(trace)}'
-        f'<h2 id="messages">Messages, step by step</h2>{_nav_html(nav)}{sections}'
+        f'<h2 id="messages">Messages, step by step</h2>{_DRAWN_NEAR}{_nav_html(nav)}{sections}'
     )
     return _page(title or _title(trace), _summary_html(trace), body)
 
@@ -98,6 +98,12 @@ def _page(title: str, summary: str, body: str) -> str:
         "</body></html>"
     )
 
+
+_DRAWN_NEAR = (
+    '<p class="wb-drawn-near" hidden>A long run\'s messages are drawn as you come near them: '
+    "your browser's find (Ctrl-F) sees only those drawn, the explorer's search every step.</p>"
+)
+"""Shown by the page when it draws the step sections on demand (``explorer_static.js``)."""
 
 NAV_OPEN = 100
 """The most step links the messages' navigation shows open (more are folded, one click away)."""

@@ -19,9 +19,11 @@ from typing import Any
 
 from playwright.sync_api import expect
 
+import workbench as wb
 from tests.journeys.harness import ARTIFACTS, RED
 from tests.journeys.team import BUG_LINE, IMPORT, PROMPT, TEAM
 from tests.test_browser import _only_files
+from workbench.report import write_report
 
 
 def test_the_failing_span_in_the_report_opened_offline(browser: Any, tmp_path: Path) -> None:
@@ -81,5 +83,116 @@ def test_the_failing_span_in_the_report_opened_offline(browser: Any, tmp_path: P
     expect(told).to_have_count(1)  # what the digger's model was told of its tool call
     dug.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "report-offline-3-step-messages.png"))
+    expect(page.locator(".wb-drawn-near")).to_be_hidden()  # a short run's page is drawn whole
     assert refused == []
+    page.close()
+
+
+LONG = 600
+"""Steps of the long run: more than the page draws at once (``AT_ONCE``, explorer_static.js)."""
+BROKEN = 451
+"""The step whose tool call fails."""
+
+
+@wb.tool
+def add(a: int, b: int) -> int:
+    """Add two integers (the one of step `BROKEN` breaks)."""
+    if a == BROKEN:
+        raise ValueError("the adder broke <b>here</b>")
+    return a + b
+
+
+def long_run(telemetry: wb.Telemetry) -> wb.RunResult:
+    """A run of `LONG` steps, a tool call a step; the call of step `BROKEN` fails."""
+    calls = 0
+
+    def answer(messages: Any, request: Any) -> wb.ModelResponse:
+        nonlocal calls
+        calls += 1
+        if calls >= LONG:
+            return wb.ModelResponse.text("done")
+        cost = 0.00003 if calls == BROKEN else 0.00001  # reads 0.000 to three decimals
+        return wb.ModelResponse.tool_call("add", {"a": calls, "b": 1}, usage=wb.Usage(cost=cost))
+
+    agent = wb.Agent(
+        model=wb.FunctionModel(answer, name="adder"),
+        tools=[add],
+        stop=wb.MaxSteps(LONG + 1),
+        history_processors=[wb.KeepLast(8)],
+        telemetry=telemetry,
+        store=False,
+    )
+    return agent.run_sync("add")
+
+
+def test_the_failing_step_of_a_long_run_is_found_in_its_report(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A long run's page draws the rows in view and the sections near it: a person still finds
+    the failing step by sorting and by finding, its link opens its messages, a section far down
+    is drawn when scrolled to."""
+    telemetry = wb.Telemetry(capture_content=True)
+    result = long_run(telemetry)
+    assert len(result.steps) == LONG
+    report = write_report(result, tmp_path / "long.html", telemetry=telemetry)
+    page = browser.new_page()
+    refused = _only_files(page)
+    failures: list[str] = []
+    page.on("pageerror", lambda error: failures.append(str(error)))
+    page.goto(report.as_uri())
+
+    table = page.locator("div.wb-table").first
+    drawn = table.locator("tbody tr:not(.wb-gap)")
+    expect(drawn.first).to_be_visible()
+    assert drawn.count() < LONG / 3  # the rows in view, not all of them
+    box = table.locator(".wb-table-scroll")
+    row_height = drawn.first.bounding_box()["height"]
+    assert box.evaluate("(box) => box.scrollHeight") > (LONG - 5) * row_height  # a true scrollbar
+
+    failed = table.locator("th", has_text="failed spans")
+    failed.click()  # the most failed spans first
+    expect(failed).to_have_text("failed spans ▼")
+    first = drawn.first
+    expect(first.get_by_role("cell").first).to_have_text(str(BROKEN))
+    expect(first).to_contain_text("add (error)")
+    section = page.locator(f"#step-{BROKEN - 1}")
+    assert section.locator(".wb-msg").count() == 0  # not drawn: far from the view
+    first.get_by_role("link").click()
+    expect(section).to_be_in_viewport()
+    told = section.locator(".wb-msg").filter(has_text="failed: ValueError: the adder broke")
+    expect(told).to_have_count(1)  # drawn when its link brought it into view
+    expect(told).to_contain_text("<b>here</b>")  # as text
+    assert page.locator("b").filter(has_text="here").count() == 0
+    expect(page.locator(".wb-drawn-near")).to_be_visible()  # says Ctrl-F sees what is drawn
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report-long-1-failing-step.png"))
+
+    cost = table.locator("th", has_text="cost ($)")
+    cost.click()  # the dearest first: a small cost is a number, shown as one that is not 0
+    expect(cost).to_have_text("cost ($) ▼")
+    expect(first.get_by_role("cell").first).to_have_text(str(BROKEN))
+    expect(first.get_by_role("cell").last).to_have_text("0.000030")
+    expect(drawn.nth(1).get_by_role("cell").last).to_have_text("0.000010")
+
+    find = table.get_by_role("searchbox")
+    find.fill("error")  # the table's own find: every row, drawn or not
+    expect(table.get_by_text(f"1 of {LONG} rows")).to_be_visible()
+    expect(drawn).to_have_count(1)
+    expect(drawn.first.get_by_role("cell").first).to_have_text(str(BROKEN))
+    find.fill("")
+    expect(drawn.first.get_by_role("cell").first).to_have_text(str(BROKEN))  # still sorted
+
+    explorer = page.locator("#wb-explorer")
+    explorer.get_by_role("searchbox").fill("the adder broke")  # the explorer's, over every step
+    expect(explorer.locator(".wbx-count")).to_contain_text("matched")
+    explorer.get_by_role("checkbox", name="errors only").check()
+    expect(explorer.locator(".wbx-count")).to_contain_text("1 matched")
+
+    far = page.locator(f"#step-{LONG - 60}")
+    assert far.locator(".wb-msg").count() == 0
+    far.scroll_into_view_if_needed()
+    expect(far.locator(".wb-msg").first).to_be_visible()  # drawn when scrolled to
+    far.scroll_into_view_if_needed()  # (the sections drawn above it moved it)
+    page.screenshot(path=str(ARTIFACTS / "report-long-2-far-section.png"))
+    assert failures == [] and refused == []
     page.close()

@@ -10,10 +10,11 @@
 // numbers, those of the template's holes. A piece with tags or ids is stored as the numbers
 // of its runs (of markup, of ids, of the text between) in `data.runs`, the same way: a
 // template of its markup (`data.piece_templates`: boxes and rows share theirs) and its own
-// text (a tool call's id, in the boxes, rows and diff lines of two steps, is one run). Elements of
-// the page with a `data-pieces` attribute (the report's step sections) are made of the same
-// pieces, filled when the page has loaded. A search looks through each span's detail as text,
-// made on the first search.
+// text (a tool call's id, in the boxes, rows and diff lines of two steps, is one run).
+// Elements of the page with a `data-pieces` attribute (the report's step sections) are made of
+// the same pieces, filled when the page has loaded (past `AT_ONCE` of them, each when it comes
+// near the view). A search looks through each stored piece's text once, and each span's name
+// and ids: a span matches when they or a piece of its detail hold what was typed.
 const WHERE = -1;  // in a detail: the span's line of times and ids, drawn from its row
 const HOLE = -2;  // in a template: where a detail made from it has a number of its own
 
@@ -42,10 +43,29 @@ function filled(templates, [template, ...own]) {  // a template, its holes fille
   return numbers(templates[template]).map((n) => (n === HOLE ? holes[next++] : n));
 }
 
+const AT_ONCE = 500;  // the most elements made of pieces that are all drawn when the page loads
+
 function fillPieces(data) {  // the page's elements made of stored pieces: the HTML is ours, escaped
-  for (const el of document.querySelectorAll("[data-pieces]")) {
+  const elements = [...document.querySelectorAll("[data-pieces]")];
+  const fill = (el) => {
+    if (!el.dataset.pieces) return;
     el.insertAdjacentHTML("beforeend", joined(data, JSON.parse(el.dataset.pieces)));
-  }
+    delete el.dataset.pieces;
+  };
+  if (elements.length <= AT_ONCE) { elements.forEach(fill); return; }
+  // more (a long run's step sections): each is drawn when it comes near the view (scrolled
+  // to, or a link's target), as the page drawn whole took seconds to lay out at every change;
+  // the lines that say so are shown, and printing draws them all. A section not drawn yet has
+  // no height of its own to lose: the browser keeps a link's target in place while those above
+  // it are drawn (scroll anchoring), which a change of the target's own height rule turns off
+  const near = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (entry.isIntersecting) { fill(entry.target); near.unobserve(entry.target); }
+    }
+  }, { rootMargin: "1000px 0px" });
+  elements.forEach((el) => near.observe(el));
+  for (const line of document.querySelectorAll(".wb-drawn-near")) line.hidden = false;
+  addEventListener("beforeprint", () => elements.forEach(fill));
 }
 
 function whenLoaded(f) {  // the elements to fill come after the explorer's script in the page
@@ -73,7 +93,7 @@ function spansOf(columns) {  // the spans' rows; parents and subtree ends read o
 
 function staticModel(data) {
   const spans = spansOf(data.spans);
-  let texts = null;
+  let texts = null;  // the words of each stored piece and of each span's row, made on the first search
   const state = {
     rows: [], total: 0, span_count: spans.length, matched: -1, offset: 0, page_size: 40,
     axis_ms: data.axis_ms, selected: "", scroll_to: 0, detail: "",
@@ -111,6 +131,20 @@ function staticModel(data) {
       .toLowerCase();
   }
 
+  function searched(query) {  // the spans whose name, ids or detail hold `query`
+    // piece by piece: a detail is pieces the details share (a conversation, an attribute's
+    // row), so each piece's words are looked through once, not once a detail holding it
+    if (texts === null) {
+      texts = {
+        pieces: data.shared.map((_, n) => textOf(piece(data, n))),
+        rows: spans.map((span, i) => `${span.name} ${textOf(where(i))}`.toLowerCase()),
+      };
+    }
+    const held = texts.pieces.map((text) => text.includes(query));
+    return spans.map((_, i) => i).filter((i) => texts.rows[i].includes(query)
+      || numbers(filled(data.templates, data.details[i])).some((n) => n >= 0 && held[n]));
+  }
+
   function emit(name) { for (const f of handlers[`change:${name}`] || []) f(); }
 
   function match() {
@@ -118,8 +152,7 @@ function staticModel(data) {
     if (!query && !state.status && !state.errors_only && !(state.slowest > 0)) return null;
     let keep = spans.map((_, i) => i);
     if (query) {
-      if (texts === null) texts = spans.map((span) => `${span.name} ${textOf(detail(span.id))}`);
-      keep = keep.filter((i) => texts[i].includes(query));
+      keep = searched(query);
     }
     if (state.status) keep = keep.filter((i) => spans[i].span_status === state.status);
     if (state.errors_only) keep = keep.filter((i) => spans[i].status === "error");
