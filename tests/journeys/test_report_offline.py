@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -195,4 +196,24 @@ def test_the_failing_step_of_a_long_run_is_found_in_its_report(
     far.scroll_into_view_if_needed()  # (the sections drawn above it moved it)
     page.screenshot(path=str(ARTIFACTS / "report-long-2-far-section.png"))
     assert failures == [] and refused == []
+    page.close()
+
+
+def test_the_reports_explorer_says_the_wait_on_the_person_it_left_out(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A run stepped by hand: the explorer's count line says the wait it left out, as the
+    notebook's explorer does (the report says it at the top too)."""
+    script = [wb.ModelResponse.tool_call("add", {"a": 1, "b": 2}), "3"]
+    agent = wb.Agent(model=wb.ScriptedModel(script), tools=[add], store=False)
+    run = agent.start("add")
+    run.next_phase()
+    time.sleep(1.0)  # the person reads
+    while run.next_phase() is not None:
+        pass
+    report = write_report(run.result, tmp_path / "stepped.html")
+    page = browser.new_page()
+    page.goto(report.as_uri())
+    count = page.locator("#wb-explorer .wbx-count")
+    expect(count).to_contain_text(re.compile(r"spans shown · 1\.\d s waiting on you left out"))
     page.close()

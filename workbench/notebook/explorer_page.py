@@ -228,6 +228,7 @@ class ExplorerPage:
         templates, details = _templates(self._details, kinds)
         data = {
             "axis_ms": (tree.end_ns - tree.start_ns) / 1e6,
+            "idle_s": self.view.trace.waited,  # a stepped run: said in the count line
             "spans": _page_spans(self.view),
             "shared": shared,
             "piece_templates": piece_templates,
