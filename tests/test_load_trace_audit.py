@@ -226,12 +226,12 @@ def test_a_key_in_a_loaded_trace_is_redacted_as_in_every_trace_we_write() -> Non
 def test_a_key_read_from_a_trace_is_not_remembered_by_the_reader() -> None:
     """The reader remembers short strings it has redacted (names repeat span after span), but
     only those redaction leaves alone: the process must not hold a key after its trace."""
-    from workbench.telemetry import readers
+    from workbench.telemetry import span_fields
 
     attributes = {"http.header": f"Bearer {SECRET}", "peer.name": "host-a1"}
     wb.load_trace(document(span("00000000000000a1", "call", attributes=attributes)))
-    assert "host-a1" in readers._CLEAN
-    assert not any(SECRET in text for text in readers._CLEAN)
+    assert "host-a1" in span_fields._CLEAN
+    assert not any(SECRET in text for text in span_fields._CLEAN)
 
 
 def test_a_file_with_a_byte_order_mark_loads(tmp_path: Any) -> None:

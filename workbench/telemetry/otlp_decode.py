@@ -10,7 +10,7 @@ the mapping writes, arrays that hold plain values. A document that is anything e
 error here: snake_case keys, the old ``instrumentationLibrarySpans``, NaN, a lone surrogate, a
 wrong shape, a bad id or time, a nested array or key/value list. `spans` answers None and
 `workbench.telemetry.readers` reads the document, leniently, with errors that say where. Both
-build every span through `readers.otlp_span_data` and read values in one order, so a document
+build every span through `span_fields.otlp_span_data` and read values in one order, so a document
 either can read gives the same spans (tests/test_otlp_decode.py checks it on made-up documents).
 
 Its depth needs no check of its own: the fields nest a fixed dozen levels and an array here holds
@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from workbench.errors import TraceLoadError
-from workbench.telemetry.readers import (
+from workbench.telemetry.span_fields import (
     double_value,
     integer_value,
     otlp_span_data,

@@ -1,46 +1,43 @@
 """OTLP/JSON, Jaeger JSON and Phoenix's spans, already parsed, read into `SpanData`.
 
 The formats `load_trace` reads, whatever the source (a file, a JSON text, a backend's answer);
-`workbench.telemetry.load` gets the document, this module reads it.
+`workbench.telemetry.load` gets the document, this module walks its shape: where the spans,
+their resource and scope are, and where in the document a span that cannot be read is. What
+each of a span's fields becomes (ids, times in their unit, kind, status, redacted values) is
+`workbench.telemetry.span_fields`, which the typed OTLP decoder (`otlp_decode`) uses too.
 
-Epoch times written in seconds, milliseconds or microseconds where the format wants nano- (or,
-for Jaeger, micro-) seconds are recognised by their size and read as nanoseconds (`_to_ns`).
-
-String values (attributes, tags, status messages) are redacted as everything the workbench writes
-is: a key a foreign tracer recorded shows in no view, repr or report.
-
-A shape that cannot be read raises `TraceLoadError` saying what: ids of the wrong length, a time
-that is not a number, a list that is not one.
+A shape that cannot be read raises `TraceLoadError` saying what and where: ids of the wrong
+length, a time that is not a number, a list that is not one.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
-import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from workbench.errors import TraceLoadError
-from workbench.redact import redacted
+from workbench.telemetry.span_fields import (
+    checked_id,
+    double_value,
+    integer_time,
+    integer_value,
+    otlp_span_data,
+    span_kind,
+    text_value,
+    time_ns,
+    to_ns,
+)
 from workbench.telemetry.trace import SpanData, SpanEvent, SpanLink, dumps
 
 __all__ = [
-    "double_value",
-    "integer_value",
-    "otlp_span_data",
     "phoenix_spans",
     "spans_from_document",
     "spans_from_jaeger",
     "spans_from_otlp",
-    "text_value",
 ]
 
-_HEX = re.compile(r"[0-9a-f]+")
-_OTLP_KINDS = {0: "INTERNAL", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
-_STATUS = {0: "unset", 1: "ok", 2: "error"}
 _Kinds = Mapping[str, Callable[[Any], Any]]
 """How each kind of OTLP ``AnyValue`` is read (`_VALUES`, `_PLAIN`)."""
 _JAEGER_SPECIAL = {
@@ -230,162 +227,6 @@ def _otlp_span(
     )
 
 
-_Read = dict[str, Any]
-"""Attributes as read (`_attributes`, or `otlp_decode`'s reading of its types)."""
-
-
-def otlp_span_data(
-    *,
-    ids: tuple[Any, Any, Any],
-    name: Any,
-    kind: Any,
-    times: tuple[Any, Any],
-    attributes: _Read,
-    events: list[tuple[Any, Any, _Read]],
-    links: list[tuple[Any, Any, _Read]],
-    status: tuple[Any, Any],
-    resource: _Read,
-    scope: str,
-) -> SpanData:
-    """An OTLP span's `SpanData` from its fields as written, its attributes already read.
-
-    ``ids`` are the trace's, the span's and its parent's (None or "" for a root), ``times`` its
-    start and end, ``events`` (name, time, attributes), ``links`` (trace id, span id,
-    attributes), ``status`` (code, message). Both ways of reading OTLP/JSON build their spans
-    here (this module's, and `otlp_decode`'s), so the same document gives the same spans.
-    """
-    trace_id, span_id, parent = ids
-    start = _int(times[0] or 0)
-    ns = _to_ns(start)
-    code, message = status
-    return SpanData(
-        trace_id=_id(trace_id, 16, "trace"),
-        span_id=_id(span_id, 8, "span"),
-        parent_id=_id(parent, 8, "parent span") if parent else None,
-        name=str(name or ""),
-        kind=_otlp_kind(kind or 0),
-        start_ns=_time(ns, start),
-        end_ns=_time(ns, max(start, _int(times[1] or start))),
-        attributes=attributes,
-        events=tuple(
-            SpanEvent(name=str(event), time_ns=_time(ns, _int(time or start)), attributes=read)
-            for event, time, read in events
-        ),
-        links=tuple(
-            SpanLink(
-                trace_id=_id(link_trace, 16, "link trace"),
-                span_id=_id(link_span, 8, "link span"),
-                attributes=read,
-            )
-            for link_trace, link_span, read in links
-        ),
-        status=_status(code or 0),
-        status_message=text_value(message or ""),
-        resource=resource,
-        scope=scope,
-    )
-
-
-def _id(value: Any, size: int, what: str) -> str:
-    """A hex id from hex or base64 text, checked for its length (``size`` bytes)."""
-    if type(value) is not str or not value:
-        raise TraceLoadError(f"a span has no {what} id")
-    hex_id = _hex_id(value, size)
-    if hex_id is None:
-        raise TraceLoadError(
-            f"{what} id {value!r} is not {size} bytes ({2 * size} hex digits or base64)"
-        )
-    if not hex_id.strip("0"):
-        raise TraceLoadError(f"{what} id {value!r} is all zero")
-    return hex_id
-
-
-@functools.lru_cache(maxsize=4096)
-def _hex_id(value: str, size: int) -> str | None:
-    """``value`` as ``size`` bytes in lowercase hex, from hex or base64; None if it is not.
-
-    Cached: a trace's id is on every span and a parent's on each of its children.
-    """
-    text = value.lower()
-    if len(text) == 2 * size and _HEX.fullmatch(text):
-        return text
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    return raw.hex() if len(raw) == size else None
-
-
-def _keep_ns(time: int) -> int:
-    return time
-
-
-@functools.cache
-def _scaled(factor: int, divide: bool) -> Callable[[int], int]:
-    return (lambda time: time // factor) if divide else (lambda time: time * factor)
-
-
-def _to_ns(start: int) -> Callable[[int], int]:
-    """What turns a span's times (judged by its start) into epoch nanoseconds.
-
-    OTLP times are nanoseconds and Jaeger's microseconds, but exporters written by hand use the
-    unit they had, and a time off by a factor of 1000 puts a 2024 span in January 1970 (or
-    millennia ahead) and every duration 1000 times off. Epoch times from 1973 to 2286 fall in
-    separate decades in each unit (seconds 1e8..1e10, ms 1e11..1e13, µs 1e14..1e16, ns
-    1e17..1e19), so the start says the unit. Times below 1e8 are relative (a clock from zero, a
-    test's) and kept.
-    """
-    if start < 10**8 or 10**17 <= start < 10**20:
-        return _keep_ns
-    if start >= 10**20:
-        return _scaled(1000, divide=True)
-    factor = 10**9 if start < 10**11 else 10**6 if start < 10**14 else 10**3
-    return _scaled(factor, divide=False)
-
-
-def _time(ns: Callable[[int], int], time: int) -> int:
-    """A time in epoch nanoseconds, refused outside what OTLP can hold (unsigned 64 bits)."""
-    value = ns(time)
-    if not 0 <= value < 2**64:
-        raise TraceLoadError(f"the time {time} is out of range (0 to 2**64 ns since the epoch)")
-    return value
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e999 is read as infinity
-        raise TraceLoadError(f"{_shown(value)} is not an integer time") from None
-
-
-def integer_value(value: Any) -> int:
-    """An integer attribute value (big ones come as text)."""
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
-        raise TraceLoadError(f"{_shown(value)} is not an integer") from None
-
-
-def _shown(value: Any) -> str:
-    """A value quoted in an error: its start, not a whole document."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:80] + "…"
-
-
-def _otlp_kind(value: Any) -> str:
-    if isinstance(value, str):
-        name = value.removeprefix("SPAN_KIND_").upper()
-        return name if name in _OTLP_KINDS.values() else "INTERNAL"
-    return _OTLP_KINDS.get(_int(value), "INTERNAL")
-
-
-def _status(code: Any) -> Any:
-    if isinstance(code, str):
-        name = code.removeprefix("STATUS_CODE_").lower()
-        return name if name in _STATUS.values() else "unset"
-    return _STATUS.get(_int(code), "unset")
-
-
 def _attributes(items: Any, kinds: _Kinds | None = None) -> dict[str, Any]:
     """Key/values as a dict, each value read as `_value` reads it with ``kinds``."""
     if not items:
@@ -447,54 +288,6 @@ def _kept(plain: Any) -> Any:
     if type(plain) is list:
         return tuple(_kept(v) for v in plain)
     return plain
-
-
-_SPECIAL_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-"""How protobuf's JSON mapping writes NaN and the infinities."""
-
-
-def double_value(value: Any) -> float:
-    """A double attribute value (NaN and the infinities come as text)."""
-    if isinstance(value, str) and value in _SPECIAL_FLOATS:
-        return _SPECIAL_FLOATS[value]
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise TraceLoadError(f"{value!r} is not a number") from None
-
-
-def text_value(value: Any) -> str:
-    """A string attribute, redacted.
-
-    A foreign tracer may have recorded a key (a header, an error message), and no view, repr or
-    report of the workbench shows one.
-    """
-    if type(value) is str and len(value) <= _SHORT:
-        return _short_text(value)
-    return redacted(str(value))
-
-
-_SHORT = 256
-_CLEAN: dict[str, None] = {}
-"""Short strings seen lately that redaction leaves as they are (at most `_CLEAN_KEPT`)."""
-_CLEAN_KEPT = 8192
-
-
-def _short_text(value: str) -> str:
-    """A short string redacted; a clean one remembered (names, ids, models repeat on spans).
-
-    A 100,000-span trace holds about a million string values and a tenth as many distinct
-    ones; long ones (messages) are mostly distinct and are not kept. A string redaction
-    changes is never kept: the process would hold the key it hid after the trace is gone.
-    """
-    if value in _CLEAN:
-        return value
-    shown = redacted(value)
-    if shown == value:
-        if len(_CLEAN) >= _CLEAN_KEPT:
-            _CLEAN.clear()
-        _CLEAN[value] = None
-    return shown
 
 
 _VALUES: dict[str, Callable[[Any], Any]] = {
@@ -560,7 +353,7 @@ def spans_from_jaeger(document: Mapping[str, Any]) -> list[SpanData]:
 
 
 def _jaeger_span(span: Any, processes: Mapping[str, Any]) -> SpanData:
-    trace_id = _id(_jaeger_hex(_field(span, "traceID"), 32), 16, "trace")
+    trace_id = checked_id(_jaeger_hex(_field(span, "traceID"), 32), 16, "trace")
     tags = _jaeger_tags(_field(span, "tags"))
     process_id = str(_field(span, "processID", default=""))
     process = processes.get(process_id) or {}
@@ -571,8 +364,8 @@ def _jaeger_span(span: Any, processes: Mapping[str, Any]) -> SpanData:
         resource.setdefault("service.name", text_value(process["serviceName"]))
     parent, links = None, []
     for ref in _list(span, "references"):
-        ref_trace = _id(_jaeger_hex(_field(ref, "traceID"), 32), 16, "reference trace")
-        ref_span = _id(_jaeger_hex(_field(ref, "spanID"), 16), 8, "reference span")
+        ref_trace = checked_id(_jaeger_hex(_field(ref, "traceID"), 32), 16, "reference trace")
+        ref_span = checked_id(_jaeger_hex(_field(ref, "spanID"), 16), 8, "reference span")
         if _field(ref, "refType") == "CHILD_OF" and parent is None and ref_trace == trace_id:
             parent = ref_span
         else:
@@ -580,16 +373,16 @@ def _jaeger_span(span: Any, processes: Mapping[str, Any]) -> SpanData:
     status = str(tags.get("otel.status_code", "")).lower()
     if status not in ("ok", "error"):
         status = "error" if tags.get("error") is True else "unset"
-    start = _int(_field(span, "startTime", default=0)) * 1000
-    ns = _to_ns(start)
+    start = integer_time(_field(span, "startTime", default=0)) * 1000
+    ns = to_ns(start)
     return SpanData(
         trace_id=trace_id,
-        span_id=_id(_jaeger_hex(_field(span, "spanID"), 16), 8, "span"),
+        span_id=checked_id(_jaeger_hex(_field(span, "spanID"), 16), 8, "span"),
         parent_id=parent,
         name=str(_field(span, "operationName", default="")),
-        kind=_otlp_kind(str(tags.get("span.kind", "internal"))),
-        start_ns=_time(ns, start),
-        end_ns=_time(ns, start + _int(_field(span, "duration", default=0)) * 1000),
+        kind=span_kind(str(tags.get("span.kind", "internal"))),
+        start_ns=time_ns(ns, start),
+        end_ns=time_ns(ns, start + integer_time(_field(span, "duration", default=0)) * 1000),
         attributes={k: v for k, v in tags.items() if k not in _JAEGER_SPECIAL},
         events=tuple(_jaeger_log(log, ns) for log in _list(span, "logs")),
         links=tuple(links),
@@ -629,5 +422,5 @@ def _jaeger_value(tag: Mapping[str, Any]) -> Any:
 def _jaeger_log(log: Any, ns: Callable[[int], int]) -> SpanEvent:
     fields = _jaeger_tags(_field(log, "fields"))
     name = str(fields.pop("event", "log"))
-    time = _time(ns, _int(_field(log, "timestamp", default=0)) * 1000)
+    time = time_ns(ns, integer_time(_field(log, "timestamp", default=0)) * 1000)
     return SpanEvent(name=name, time_ns=time, attributes=fields)
