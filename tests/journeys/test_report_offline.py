@@ -15,12 +15,14 @@ import re
 import subprocess
 import sys
 import time
+from html import unescape
 from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import expect
 
 import workbench as wb
+from tests._report_page import page_data, page_detail
 from tests.journeys.harness import ARTIFACTS, RED
 from tests.journeys.team import BUG_LINE, IMPORT, PROMPT, TEAM
 from tests.test_browser import _only_files
@@ -126,6 +128,17 @@ def long_run(telemetry: wb.Telemetry) -> wb.RunResult:
     return agent.run_sync("add")
 
 
+def _spans_holding(html: str, query: str) -> int:
+    """How many spans' name or detail, read as text, hold ``query``: what a search must find."""
+    data = page_data(html)
+    spans = data["spans"]
+    names = [spans["words"][name] for name in spans["name"]]
+    details = (unescape(re.sub("<[^>]*>", " ", page_detail(data, p))) for p in range(len(names)))
+    return sum(
+        query in f"{name} {detail}".lower() for name, detail in zip(names, details, strict=True)
+    )
+
+
 def test_the_failing_step_of_a_long_run_is_found_in_its_report(
     browser: Any, tmp_path: Path
 ) -> None:
@@ -185,7 +198,9 @@ def test_the_failing_step_of_a_long_run_is_found_in_its_report(
 
     explorer = page.locator("#wb-explorer")
     explorer.get_by_role("searchbox").fill("the adder broke")  # the explorer's, over every step
-    expect(explorer.locator(".wbx-count")).to_contain_text("matched")
+    holding = _spans_holding(report.read_text(encoding="utf-8"), "the adder broke")
+    assert holding > 5  # the failed call, its step, the model calls that were told of it
+    expect(explorer.locator(".wbx-count")).to_contain_text(f" {holding} matched")
     explorer.get_by_role("checkbox", name="errors only").check()
     expect(explorer.locator(".wbx-count")).to_contain_text("1 matched")
 
