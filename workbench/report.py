@@ -46,9 +46,14 @@ section.wb-step-section { border: 1px solid #e0e0e0; border-radius: 6px; padding
                           margin: 12px 0; }
 nav a { margin-right: 8px; }
 div.wb-table-scroll { max-height: 480px; overflow: auto; max-width: 100%; width: max-content; }
-table.wb-windowed { table-layout: fixed; }
+/* borders not collapsed: a sticky heading's collapsed border scrolls away with the rows */
+table.wb-windowed { table-layout: fixed; border-collapse: separate; border-spacing: 0; }
+table.wb-windowed td, table.wb-windowed th { border-width: 0 1px 1px 0; }
+table.wb-windowed tr > :first-child { border-left-width: 1px; }
+table.wb-windowed th { border-top-width: 1px; }
 table.wb-windowed td { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-table.wb-windowed td.wb-number { text-align: right; }
+table.wb-windowed th { text-align: left; }
+table.wb-windowed .wb-number { text-align: right; }
 table.wb-windowed th { position: sticky; top: 0; background: #fff; cursor: pointer;
                        vertical-align: bottom; }
 table.wb-windowed tr.wb-gap td { padding: 0; border: 0; }

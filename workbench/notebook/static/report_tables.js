@@ -103,6 +103,7 @@ function drawTable(box, table) {
   const headings = table.names.map((name, c) => {
     const heading = made("th", name);
     heading.title = "sort by this column";
+    if (numeric[c]) heading.className = "wb-number";
     heading.addEventListener("click", () => {
       sorted.down = sorted.column === c ? !sorted.down : numeric[c];
       sorted.column = c;
