@@ -210,6 +210,10 @@ def test_the_failing_step_of_a_long_run_is_found_in_its_report(
     expect(far.locator(".wb-msg").first).to_be_visible()  # drawn when scrolled to
     far.scroll_into_view_if_needed()  # (the sections drawn above it moved it)
     page.screenshot(path=str(ARTIFACTS / "report-long-2-far-section.png"))
+    sections = page.locator("section.wb-step-section")
+    assert 0 < sections.filter(has=page.locator(".wb-msg")).count() < LONG / 2
+    page.evaluate("dispatchEvent(new Event('beforeprint'))")  # printed: every step drawn
+    expect(sections.filter(has=page.locator(".wb-msg"))).to_have_count(LONG)
     assert failures == [] and refused == []
     page.close()
 
