@@ -55,6 +55,7 @@ bench: $(VENV)/.dev-installed
 	$(PY) bench/proxy_overhead.py
 	$(PY) bench/runs_list.py
 	$(PY) bench/journey_latency.py
+	$(PY) bench/report_use.py
 
 clean:
 	rm -rf $(VENV) .workbench .pytest_cache .mypy_cache .ruff_cache
