@@ -8,7 +8,12 @@ and is drawn as it ran.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -33,6 +38,12 @@ PAUSE = 1.0
 def search(query: str) -> str:
     """Look something up."""
     return f"found {query}"
+
+
+@wb.tool(requires_approval=True)
+def save(note: str) -> str:
+    """Save a note."""
+    return "saved"
 
 
 def _agent(**options: object) -> wb.Agent:
@@ -86,11 +97,6 @@ def test_a_stepped_run_records_its_waits_and_its_views_leave_them_out() -> None:
 
 
 def test_a_run_paused_for_approval_and_resumed_leaves_out_the_wait_between_its_traces() -> None:
-    @wb.tool(requires_approval=True)
-    def save(note: str) -> str:
-        """Save a note."""
-        return "saved"
-
     script = [R.tool_call("save", {"note": "tides"}), "saved it"]
     agent = wb.Agent(model=wb.ScriptedModel(script), name="saver", tools=[save], store=False)
     run = agent.start("go")
@@ -104,6 +110,106 @@ def test_a_run_paused_for_approval_and_resumed_leaves_out_the_wait_between_its_t
     assert len({s.trace_id for s in trace.spans}) == 2  # the resumed execution's trace of its own
     assert trace.waited >= PAUSE
     assert _extent(trace) < PAUSE  # the wait between the two traces is closed too
+
+
+def _saver(store: wb.RunStore) -> wb.Agent:
+    script = [R.tool_call("save", {"note": "tides"}, call_id="c1"), "saved it"]
+    return wb.Agent(model=wb.ScriptedModel(script), name="saver", tools=[save], store=store)
+
+
+def test_a_run_resumed_in_a_new_agent_run_leaves_out_the_wait_since_its_pause(
+    tmp_path: Path,
+) -> None:
+    """``agent.resume(state)`` in another cell: the pause is the person's, not the run's."""
+    with wb.RunStore(tmp_path / "runs.sqlite") as store:
+        paused = _saver(store).run_sync("go")
+        assert paused.state.paused_at is not None
+        state = wb.AgentState.from_json(paused.state.to_json())
+        time.sleep(PAUSE)  # the person decides
+        agent = _saver(store)
+        agent.model = paused_model = wb.ScriptedModel(["saved it"])
+        done = agent.resume_sync(state, approvals={"c1": True})
+    assert paused_model.calls and done.status is wb.ExecutionStatus.COMPLETED
+    assert done.state.paused_at is None  # it ran again
+    resumed = done.steps[len(paused.steps)]  # the paused step's TOOLS, resumed
+    assert sum(w.duration for w in resumed.waits) >= PAUSE
+    trace = wb.trace_of(done)
+    assert len({s.trace_id for s in trace.spans}) == 2  # the paused execution's and this one's
+    assert trace.waited >= PAUSE
+    assert _extent(trace) < PAUSE  # the pause between the two traces is closed
+    assert "waiting on you left out" in trace_heading(trace)
+
+
+@pytest.mark.parametrize("paused_at", [None, -1e300, 0.0], ids=["version 3", "damaged", "zero"])
+def test_a_state_that_does_not_say_when_it_paused_still_resumes(
+    tmp_path: Path, paused_at: float | None
+) -> None:
+    """A version 3 state file has no ``paused_at``; a damaged one is none: it loads, resumes,
+    and records no wait (a time before 1970 would have made one of 1e300 seconds)."""
+    with wb.RunStore(tmp_path / "runs.sqlite") as store:
+        paused = _saver(store).run_sync("go")
+        raw = json.loads(paused.state.to_json())
+        if paused_at is None:
+            raw["schema_version"] = 3
+            del raw["paused_at"]
+        else:
+            raw["paused_at"] = paused_at
+        state = wb.AgentState.from_json(json.dumps(raw))
+        assert state.paused_at is None and state.schema_version == wb.AgentState().schema_version
+        agent = _saver(store)
+        agent.model = wb.ScriptedModel(["saved it"])
+        done = agent.resume_sync(state, approvals={"c1": True})
+    assert done.status is wb.ExecutionStatus.COMPLETED
+    assert all(step.waits == () for step in done.steps)  # drawn as before: the gap it was
+
+
+DAYS = 3
+"""Days after the pause the other process resumes the run (its clock moved on that far)."""
+
+
+def test_a_run_resumed_in_another_process_days_later_is_drawn_as_the_work(tmp_path: Path) -> None:
+    """The pause is days long: the views say how long they left out; the axis is the work."""
+    with wb.RunStore(tmp_path / "runs.sqlite") as store:
+        paused = _saver(store).run_sync("go")
+    (tmp_path / "state.json").write_text(paused.state.to_json())
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        real, real_ns = time.time, time.time_ns
+        time.time = lambda: real() + {DAYS} * 86400  # this process runs days after the pause
+        time.time_ns = lambda: real_ns() + {DAYS} * 86400 * 10**9
+        from pathlib import Path
+        import workbench as wb
+        from workbench.notebook.tables import trace_heading
+        sys.path.insert(0, sys.argv[2])
+        from tests.test_recorded_waits import _saver
+
+        where = Path(sys.argv[1])
+        with wb.RunStore(where / "runs.sqlite") as store:
+            agent = _saver(store)
+            agent.model = wb.ScriptedModel(["saved it"])
+            state = wb.AgentState.from_json((where / "state.json").read_text())
+            done = agent.resume_sync(state, approvals={{"c1": True}})
+            trace = wb.trace_of(store.load(done.run_id))
+        print(trace.waited, (trace.tree.end_ns - trace.tree.start_ns) / 1e9)
+        print(trace_heading(trace))
+        """
+    )
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path), str(repo)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures, heading = done.stdout.strip().splitlines()[-2:]
+    waited, extent = (float(x) for x in figures.split())
+    assert waited >= DAYS * 86400
+    assert extent < 60  # the work: seconds at most, not days
+    assert re.search(r"\b2592\d\d\.\d s waiting on you left out", heading), heading
 
 
 def test_a_run_nobody_steps_records_no_wait_and_is_drawn_as_it_ran() -> None:

@@ -27,7 +27,7 @@ from workbench.errors import UsageError
 from workbench.messages import JsonValue, ToolCall
 from workbench.models.base import Model
 from workbench.records import PhaseEvent, RunResult, StepContext, StepRecord
-from workbench.state import AgentState, Phase
+from workbench.state import AgentState, ExecutionStatus, Phase
 from workbench.stepping import Key, Stepping, Within, abort_scope, call_dropped, call_edited
 from workbench.subagent import reachable_tools
 from workbench.toolcalls import resume_state
@@ -71,6 +71,9 @@ class AgentRun:
         phases are called one at a time by the gate, not by a person."""
         if execution.waits is None and execution.state.depth == 0:
             self._waits = execution.waits = Waits()
+            state = execution.state
+            if state.status is ExecutionStatus.PAUSED and state.paused_at is not None:
+                self._waits.away(since=state.paused_at)  # resumed here: it waited since its pause
         self._stepping = Stepping(execution.waits)
         self._driver: asyncio.Task[Any] | None = None
         """The task of the driving call under way (see `_driving`)."""

@@ -110,7 +110,9 @@ class Execution:
         self._runner = ToolRunner(config, self._hooks, self._observers)
         gate = step_gate.get()  # a sub-run of a stepped tree: the tree's waits on the person
         waits = gate.waits if gate is not None else None
-        self._log = StepLog(state.elapsed, waits, self._hooks, self._observers)
+        self._log = StepLog(
+            state.elapsed, waits, self._hooks, self._observers, since=state.paused_at
+        )
 
     @property
     def done(self) -> bool:
@@ -399,7 +401,7 @@ class Execution:
         # Each execution is a trace of its own; a sub-run's is its parent's (set by its caller).
         resumed = self.state.status is ExecutionStatus.PAUSED and self.state.parent_call_id is None
         trace_id = new_trace_id() if resumed or not self.state.trace_id else self.state.trace_id
-        self.state = self.state.moved(Transition.START, trace_id=trace_id)
+        self.state = self.state.moved(Transition.START, trace_id=trace_id, paused_at=None)
         self._observers.run_started(self.state)
         trace = self._observers.trace_context()
         if trace != self.state.trace:
@@ -470,7 +472,8 @@ class Execution:
         self._finish()
 
     def _finish(self) -> None:
-        self._update(elapsed=self.elapsed())
+        paused = self.state.status is ExecutionStatus.PAUSED  # a resume waits from here on
+        self._update(elapsed=self.elapsed(), paused_at=time.time() if paused else None)
         self._observers.run_ended(self.state)
 
     # -- the step record ------------------------------------------------------------------------

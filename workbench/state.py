@@ -8,6 +8,7 @@ paused run can be resumed in another process days later. Status changes go throu
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import time
@@ -50,12 +51,13 @@ __all__ = [
     "new_id",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of the `AgentState` JSON format. Bump it (and add a migration) on any change.
 
 2: the model's unusable responses are counted in ``response_retries``, not as a ``"<response>"``
 tool in ``retries``; runs carry ``metadata``.
-3: an error keeps its traceback (`ErrorInfo.traceback`)."""
+3: an error keeps its traceback (`ErrorInfo.traceback`).
+4: a paused run says when it paused (``paused_at``)."""
 
 
 _ids = (
@@ -307,6 +309,11 @@ class AgentState(Record):
     errors_consecutive: int = 0
     elapsed: float = 0.0
     """Seconds of running time in earlier executions (pauses do not count)."""
+    paused_at: float | None = None
+    """When the run paused (`time.time()`), until it runs again; None otherwise. A resume in a
+    new `AgentRun` (another cell or process, days later) records the stretch from here as a
+    wait on the person (`StepRecord.waits`), so its views leave the pause out. A state written
+    before version 4 has none: its pause is drawn as the gap it was."""
     hook_turns: int = 0
     """Extra turns Stop hooks have forced so far (bounded by the agent's ``max_hook_turns``)."""
     grace_turn: bool = False
@@ -329,6 +336,12 @@ class AgentState(Record):
     trace_id: TraceId | None = None
     """The trace id this execution's spans go under, chosen when it starts (with or without
     telemetry: `workbench.traceids.new_trace_id`), so a run pushed later keeps it."""
+
+    @field_validator("paused_at")
+    @classmethod
+    def _a_moment(cls, value: float | None) -> float | None:
+        """A damaged time (not a finite positive number) is no time: the state still resumes."""
+        return value if value is None or (math.isfinite(value) and value > 0) else None
 
     def __repr__(self) -> str:  # short: the messages and metadata (maybe a key) fill a log
         return (
@@ -439,14 +452,18 @@ def _from_version_1(raw: dict[str, Any]) -> dict[str, Any]:
     return moved
 
 
-def _from_version_2(raw: dict[str, Any]) -> dict[str, Any]:
-    """A version 2 state in today's layout: the same, its errors without a traceback."""
+def _only_added_to(raw: dict[str, Any]) -> dict[str, Any]:
+    """A state of a version whose layout today's only adds to, as it is.
+
+    Version 2: its errors have no traceback; 2 and 3: it does not say when it paused.
+    """
     return dict(raw, schema_version=SCHEMA_VERSION)
 
 
 MIGRATIONS: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     1: _from_version_1,
-    2: _from_version_2,
+    2: _only_added_to,
+    3: _only_added_to,
 }
 """How a state written with an older ``schema_version`` is read today (files and the store)."""
 

@@ -29,8 +29,18 @@ class StepLog:
     """The step records of one execution, the step under way, and the time its phases worked."""
 
     def __init__(
-        self, elapsed: float, waits: Waits | None, hooks: LoopHooks, observers: Observers
+        self,
+        elapsed: float,
+        waits: Waits | None,
+        hooks: LoopHooks,
+        observers: Observers,
+        since: float | None = None,
     ) -> None:
+        """A log from now, or ``since`` the run's last step record closed before it.
+
+        A resumed run's closed as it paused (`AgentState.paused_at`): its first record keeps
+        the wait since.
+        """
         self.records: list[StepRecord] = []
         """The records of the steps that closed in this execution, in order."""
         self.draft: StepDraft | None = None
@@ -47,7 +57,7 @@ class StepLog:
         """When the phase under way started; None between phases."""
         self._waited = 0.0
         """`Waits.seconds` when the phase under way began."""
-        self._waits_from = time.time()
+        self._waits_from = time.time() if since is None else since
         """Where the next step record's waits begin: where the last one closed."""
 
     # -- the run's time -------------------------------------------------------------------------

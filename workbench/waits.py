@@ -81,10 +81,16 @@ class Waits:
         self._shown: list[Wait] = []
         """The run's drawings during the wait under way: kept if the wait is too short to be."""
 
-    def away(self) -> None:
-        """The driver's call returned: a wait begins (if one is not under way)."""
+    def away(self, since: float | None = None) -> None:
+        """The driver's call returned: a wait begins (if one is not under way).
+
+        ``since``: it began then (`time.time()`), before this log was made: a paused run resumed
+        in a new `AgentRun` waited from its pause (`AgentState.paused_at`).
+        """
         if self._since is None:
-            self._since = (time.time(), time.perf_counter())
+            now = time.time()
+            began = now if since is None else min(since, now)
+            self._since = (began, time.perf_counter() - (now - began))
 
     def back(self) -> None:
         """The driver calls again: the wait under way, if any, ends."""
