@@ -5,7 +5,8 @@ report of the run the script started (the lead's), and the person opens the file
 with every request that would leave the file refused. The report says at the top that a tool
 failed and where; its explorer's "errors only" shows the failed call drawn red, and clicking it
 shows the traceback, naming the user's function and line; the steps table links the failed
-step to its messages.
+step to its messages. A long run's report draws only the table rows and step sections in view:
+its failing step is still found by a sort and by the table's find box, and its link opens it.
 """
 
 from __future__ import annotations
