@@ -163,7 +163,7 @@ def trace_summary(trace: Trace) -> dict[str, str]:
     if errors:
         shown = "; ".join(e.line for e in errors[:3])
         rows["errors"] = shown + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "")
-    rows["model calls"] = str(len(trace.model_calls()))
+    rows["model calls"] = f"{len(trace.model_calls()):,}"
     seconds = (trace.tree.end_ns - trace.tree.start_ns) / 1e9
     rows["time"] = f"{seconds:.3f} s from the first span's start to the last one's end" + (
         ", waiting on you left out" if trace.waits else ""

@@ -285,7 +285,7 @@ def trace_heading(trace: Trace) -> str:
         return "no steps yet"
     agents = {row["agent"] for row in rows}
     count = len({(row["agent"], row["run_id"], row["step"]) for row in rows})
-    text = f"{count} step{'s' if count != 1 else ''}"
+    text = f"{count:,} step{'s' if count != 1 else ''}"
     if len(agents) > 1:
         text += f" of {len(agents)} agents"
     resumed = len(rows) - count
