@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import random
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -597,3 +598,26 @@ def test_the_tables_of_a_telemetry_follow_its_spans_and_derive_once_between_them
     assert telemetry.steps_df()["run_id"].nunique() == 2
     telemetry.clear()
     assert telemetry.spans_df().empty
+
+
+def test_a_run_and_its_views_leave_the_notebooks_seeded_random_alone() -> None:
+    """A seeded `random` gives the same numbers whatever runs and draws meanwhile.
+
+    The SDK's default id generator draws on `random`; the Stepper draws a run (making spans) on
+    its own thread, so a seeded experiment's numbers would depend on what the views did.
+    """
+    random.seed(7)
+    expected = [random.random() for _ in range(3)]
+    random.seed(7)
+    got = [random.random()]
+    telemetry = wb.Telemetry()
+    result = wb.Agent(model=wb.ScriptedModel(["hi"]), telemetry=telemetry, store=False).run_sync(
+        "x"
+    )
+    got.append(random.random())
+    plain = wb.Agent(model=wb.ScriptedModel(["hi"]), store=False).run_sync("x")
+    assert len(wb.trace_of(plain).spans) > 1  # drawn from spans its records make
+    got.append(random.random())
+    assert got == expected
+    assert all(s.context is not None and s.context.span_id for s in telemetry.spans)
+    assert valid_trace_id(result.trace_id or "")

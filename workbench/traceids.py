@@ -11,7 +11,14 @@ import hashlib
 import re
 import secrets
 
-__all__ = ["new_span_id", "new_trace_id", "tool_span_id", "valid_span_id", "valid_trace_id"]
+__all__ = [
+    "new_span_id",
+    "new_trace_id",
+    "random_id",
+    "tool_span_id",
+    "valid_span_id",
+    "valid_trace_id",
+]
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 _SPAN_ID = re.compile(r"[0-9a-f]{16}")
@@ -19,18 +26,24 @@ _SPAN_ID = re.compile(r"[0-9a-f]{16}")
 
 def new_trace_id() -> str:
     """A random trace id: 32 lowercase hex digits, not all zero."""
-    while True:
-        value = secrets.randbits(128)
-        if value:
-            return format(value, "032x")
+    return format(random_id(128), "032x")
 
 
 def new_span_id() -> str:
     """A random span id: 16 lowercase hex digits, not all zero."""
+    return format(random_id(64), "016x")
+
+
+def random_id(bits: int) -> int:
+    """A random id of ``bits`` bits, not zero, from `secrets`.
+
+    Not from the `random` module: a notebook that seeds it for a repeatable experiment gets the
+    same numbers whatever the workbench does meanwhile, even a view drawing a run on its own
+    thread.
+    """
     while True:
-        value = secrets.randbits(64)
-        if value:
-            return format(value, "016x")
+        if value := secrets.randbits(bits):
+            return value
 
 
 def tool_span_id(trace_id: str, run_id: str, call_id: str) -> str:

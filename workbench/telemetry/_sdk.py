@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from workbench.redact import redacted
 from workbench.telemetry.names import SCOPE
+from workbench.traceids import random_id
 
-__all__ = ["Collector", "ExportPipe", "ExportStats"]
+__all__ = ["Collector", "ExportPipe", "ExportStats", "SecretIds"]
 
 log = logging.getLogger("workbench.telemetry")
 
@@ -25,6 +27,27 @@ log = logging.getLogger("workbench.telemetry")
 def _ours(span: ReadableSpan) -> bool:
     scope = span.instrumentation_scope
     return scope is not None and scope.name == SCOPE
+
+
+class SecretIds(IdGenerator):
+    """The ids of a provider of ours, from `secrets` like a run's own (`traceids.random_id`).
+
+    The SDK's default draws on the `random` module, which the notebook may have seeded: the
+    Stepper draws a run on its own thread, and each drawing makes spans, so the numbers a seeded
+    experiment got would depend on what the views did meanwhile.
+    """
+
+    def generate_span_id(self) -> int:
+        """A span id, not zero."""
+        return random_id(64)
+
+    def generate_trace_id(self) -> int:
+        """A trace id, not zero."""
+        return random_id(128)
+
+    def is_trace_id_random(self) -> bool:
+        """Random, as W3C Trace Context's flag means it."""
+        return True
 
 
 class Collector(SpanProcessor):

@@ -115,7 +115,7 @@ class Telemetry:
         conventions: names.Conventions = "current",
     ) -> None:
         sdk_trace = _require_sdk()
-        from workbench.telemetry._sdk import Collector, ExportPipe
+        from workbench.telemetry._sdk import Collector, ExportPipe, SecretIds
 
         # With a provider of our own, chat spans refer to conversations kept once and the
         # content is built when spans are read or exported; a provider passed in may feed other
@@ -125,7 +125,7 @@ class Telemetry:
         )
         if tracer_provider is None:
             tracer_provider = sdk_trace.TracerProvider(
-                resource=_resource(service_name), shutdown_on_exit=False
+                resource=_resource(service_name), id_generator=SecretIds(), shutdown_on_exit=False
             )
         self.tracer_provider = tracer_provider
         self.capture_content = capture_content
