@@ -104,6 +104,7 @@ function drawTable(box, table) {
     const heading = made("th", name);
     heading.title = "sort by this column";
     if (numeric[c]) heading.className = "wb-number";
+    heading.tabIndex = 0;  // sorted from the keyboard too: Enter or Space on a focused heading
     heading.addEventListener("click", () => {
       sorted.down = sorted.column === c ? !sorted.down : numeric[c];
       sorted.column = c;
@@ -111,7 +112,14 @@ function drawTable(box, table) {
       find();
       headings.forEach((other, i) => {
         other.textContent = table.names[i] + (i === c ? (sorted.down ? " \u25bc" : " \u25b2") : "");
+        if (i === c) other.setAttribute("aria-sort", sorted.down ? "descending" : "ascending");
+        else other.removeAttribute("aria-sort");
       });
+    });
+    heading.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter" && event.key !== " ") return;
+      event.preventDefault();
+      heading.click();
     });
     return heading;
   });
