@@ -241,6 +241,20 @@ def test_a_file_with_a_byte_order_mark_loads(tmp_path: Any) -> None:
     assert [s.name for s in wb.load_trace(path).spans] == ["work"]
 
 
+def test_a_json_text_with_a_byte_order_mark_loads(tmp_path: Any) -> None:
+    """A text read from such a file (``open(path, encoding="utf-8").read()``) keeps its BOM."""
+    text = "\ufeff" + document(span("00000000000000a1", "work"))
+    assert [s.name for s in wb.load_trace(text).spans] == ["work"]
+
+
+def test_a_source_that_cannot_be_read_is_not_quoted_whole() -> None:
+    """A long text that is not JSON is taken for a path: the error names it, not its text."""
+    text = "<html>" + "x" * 5000 + "</html>"
+    with pytest.raises(wb.TraceLoadError, match="cannot read trace file the JSON text") as caught:
+        wb.load_trace(text)
+    assert len(str(caught.value)) < 200
+
+
 def test_json_lines_of_several_requests_load_as_one_trace(tmp_path: Any) -> None:
     """The OpenTelemetry Collector's file exporter writes one request per batch, one a line."""
     path = tmp_path / "collector.jsonl"

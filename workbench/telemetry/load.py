@@ -93,12 +93,15 @@ def _spans(source: str | Path) -> list[SpanData]:
     """
     if isinstance(source, str) and not source.strip():  # Path("") is the current directory
         raise TraceLoadError("the source is empty: give a file, a JSON text or a backend URL")
-    raw: bytes | str = source if isinstance(source, str) else b""
-    if isinstance(source, Path) or not source.lstrip().startswith(("{", "[")):
+    # a text read from a file with a BOM (Windows tools write one) keeps it: it is still JSON
+    text = source.lstrip().removeprefix("\ufeff") if isinstance(source, str) else ""
+    raw: bytes | str = text
+    if not text.startswith(("{", "[")):
         try:
             raw = Path(source).read_bytes()
-        except OSError as exc:
-            raise TraceLoadError(f"cannot read trace file {source}: {exc}") from None
+        except OSError as exc:  # its text, not str(exc): that quotes the source whole again
+            why = exc.strerror or type(exc).__name__
+            raise TraceLoadError(f"cannot read trace file {_name(source)}: {why}") from None
     with collector_paused():
         decoded = otlp_decode.spans(raw)
         if decoded is not None:
