@@ -140,9 +140,13 @@ def test_a_run_resumed_in_a_new_agent_run_leaves_out_the_wait_since_its_pause(
     assert "waiting on you left out" in trace_heading(trace)
 
 
-@pytest.mark.parametrize("paused_at", [None, -1e300, 0.0], ids=["version 3", "damaged", "zero"])
+@pytest.mark.parametrize(
+    "paused_at",
+    [None, -1e300, 0.0, "yesterday", True, [1.0]],
+    ids=["version 3", "damaged", "zero", "text", "true", "a list"],
+)
 def test_a_state_that_does_not_say_when_it_paused_still_resumes(
-    tmp_path: Path, paused_at: float | None
+    tmp_path: Path, paused_at: object
 ) -> None:
     """A version 3 state file has no ``paused_at``; a damaged one is none: it loads, resumes,
     and records no wait (a time before 1970 would have made one of 1e300 seconds)."""

@@ -337,11 +337,17 @@ class AgentState(Record):
     """The trace id this execution's spans go under, chosen when it starts (with or without
     telemetry: `workbench.traceids.new_trace_id`), so a run pushed later keeps it."""
 
-    @field_validator("paused_at")
+    @field_validator("paused_at", mode="before")
     @classmethod
-    def _a_moment(cls, value: float | None) -> float | None:
-        """A damaged time (not a finite positive number) is no time: the state still resumes."""
-        return value if value is None or (math.isfinite(value) and value > 0) else None
+    def _a_moment(cls, value: object) -> float | None:
+        """A damaged time (not a finite positive number: text, true, a list) is no time.
+
+        Checked before pydantic's own check: the time only draws the pause, so a state that
+        has a wrong one still loads and resumes.
+        """
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return float(value) if math.isfinite(value) and value > 0 else None
 
     def __repr__(self) -> str:  # short: the messages and metadata (maybe a key) fill a log
         return (
