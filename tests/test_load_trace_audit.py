@@ -264,6 +264,16 @@ def test_json_lines_of_several_requests_load_as_one_trace(tmp_path: Any) -> None
     assert sorted(s.name for s in wb.load_trace(path).spans) == ["run", "step"]
 
 
+def test_a_bad_span_in_a_collectors_file_is_placed_by_its_line(tmp_path: Any) -> None:
+    """Each line's request starts again at ``resourceSpans[0]``: the error says which line."""
+    path = tmp_path / "collector.jsonl"
+    lines = [document(span(f"00000000000000a{i}", "step")) for i in range(1, 4)]
+    lines.append(document(span("zz", "bad")))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(wb.TraceLoadError, match=r"^\[3\]: resourceSpans\[0\]\.scopeSpans\[0\]"):
+        wb.load_trace(path)
+
+
 class _Chunks(BaseHTTPRequestHandler):
     """Jaeger's API v3 answers GetTrace as a stream: ``{"result": ...}`` chunks one after
     another, or (newer versions) a JSON array of them."""

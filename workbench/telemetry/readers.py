@@ -61,9 +61,24 @@ def spans_from_document(document: Any) -> list[SpanData]:
     if isinstance(document, dict) and isinstance(document.get("data"), list):
         return spans_from_jaeger(document)
     if isinstance(document, list) and document and all(type(d) is dict for d in document):
-        return [s for part in document for s in spans_from_document(part)]  # chunks, JSON lines
+        return _spans_of_parts(document)
     keys = sorted(document)[:5] if isinstance(document, dict) else type(document).__name__
     raise TraceLoadError(f"not an OTLP/JSON or Jaeger JSON trace (found {keys})")
+
+
+def _spans_of_parts(parts: list[dict[str, Any]]) -> list[SpanData]:
+    """The spans of several documents: an array of them, chunks, JSON lines (a collector's file).
+
+    A part that cannot be read is placed by its index: ``[2]`` is the third line of a
+    collector's file, whose requests each start again at ``resourceSpans[0]``.
+    """
+    spans = []
+    for i, part in enumerate(parts):
+        try:
+            spans += spans_from_document(part)
+        except TraceLoadError as exc:
+            raise _placed(exc, f"[{i}]") from None
+    return spans
 
 
 # -- OTLP/JSON ---------------------------------------------------------------------------------
