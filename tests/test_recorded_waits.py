@@ -8,12 +8,14 @@ and is drawn as it ran.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -487,3 +489,37 @@ def test_a_run_driven_from_code_while_the_stepper_shows_it_leaves_out_only_its_r
     assert all(w.duration >= REDRAW for w in recorded)
     beyond = _time_beyond_phases(run.result)
     assert max(beyond) < REDRAW * 1e3, beyond
+
+
+ANSWER = 0.6
+"""Seconds the model takes to answer while Stop is pressed (far longer than a redraw)."""
+
+
+async def test_a_stop_pressed_while_the_model_answers_leaves_the_phase_its_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Stop during a phase redraws the Stepper on the loop while the call goes on: no wait.
+
+    The redraw runs between the phase's awaits (the model's server, a tool's thread, work on
+    meanwhile); counted as a wait, the inference read less than its model call.
+    """
+    redrawn = _slow_redraws(monkeypatch)
+    asked = threading.Event()
+
+    async def slow(messages: object, request: object) -> str:
+        asked.set()
+        await asyncio.sleep(ANSWER)
+        return "done"
+
+    stepper = Stepper(wb.Agent(model=wb.FunctionModel(slow), store=False), "go")
+    stepper.run_button.click()
+    assert await asyncio.to_thread(asked.wait, 30)
+    drawn = len(redrawn)
+    stepper.stop()  # busy: the run is aborted after the phase, and redrawn now
+    await stepper.wait()
+    assert len(redrawn) > drawn
+    result = stepper.run.result
+    assert result.status is wb.ExecutionStatus.ABORTED
+    step = result.steps[0]
+    assert step.model_duration >= ANSWER
+    assert step.timing.inference >= step.model_duration  # the call is part of its phase

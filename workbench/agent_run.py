@@ -376,14 +376,28 @@ class AgentRun:
         return event
 
     def _tell(self, event: PhaseEvent | None) -> None:
-        """Tell the watchers; their time is a wait (`Waits.showing`): showing, not running."""
-        waits = self._execution.waits if self._watchers else None
+        """Tell the watchers; their time is a wait (`Waits.showing`): showing, not running.
+
+        Unless a call drives the run from elsewhere meanwhile (Stop pressed during a phase:
+        `abort` runs on the loop between the phase's awaits, or comes from another thread): the
+        phase goes on working while they draw (a model answers, a tool runs in its thread).
+        """
+        waits = self._execution.waits if self._watchers and self._run_still() else None
         with waits.showing() if waits is not None else contextlib.nullcontext():
             for watcher in self._watchers:
                 try:
                     watcher(event)
                 except Exception:  # a broken view must not break the run it shows
                     _log.exception("a watcher of run %s raised", self.state.run_id)
+
+    def _run_still(self) -> bool:
+        """True when nothing of the run moves: no call drives it, or the caller is that call."""
+        if self._driver is None:
+            return True
+        try:
+            return asyncio.current_task() is self._driver
+        except RuntimeError:  # another thread, with no loop running there
+            return False
 
     async def breakpoint_after(
         self, event: PhaseEvent, breakpoints: Sequence[Break] | None = None
