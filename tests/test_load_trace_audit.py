@@ -223,6 +223,28 @@ def test_a_key_in_a_loaded_trace_is_redacted_as_in_every_trace_we_write() -> Non
         assert "[REDACTED]" in repr(loaded)
 
 
+def test_a_key_in_a_loaded_spans_name_its_events_or_scope_is_redacted() -> None:
+    """Some tracers name a span after its URL (``GET https://host/?api_key=...``)."""
+    leaky = span("00000000000000a1", f"GET https://host/v1?key={SECRET}")
+    leaky["events"] = [{"name": f"retry with {SECRET}", "timeUnixNano": leaky["startTimeUnixNano"]}]
+    otlp = json.dumps(
+        {"resourceSpans": [{"scopeSpans": [{"scope": {"name": SECRET}, "spans": [leaky]}]}]}
+    )
+    jaeger = jaeger_document(
+        {
+            "spanID": "00000000000000a1",
+            "operationName": f"GET https://host/v1?key={SECRET}",
+            "startTime": 1_700_000_000_000_000,
+            "duration": 1,
+            "logs": [{"timestamp": 1, "fields": [{"key": "event", "value": SECRET}]}],
+        }
+    )
+    snake = otlp.replace('"scopeSpans"', '"scope_spans"')  # left by the decoder to the reader
+    for source in (otlp, snake, jaeger):
+        (loaded,) = wb.load_trace(source).spans
+        assert "sk-proj" not in repr(loaded) and "[REDACTED]" in loaded.name
+
+
 def test_a_key_read_from_a_trace_is_not_remembered_by_the_reader() -> None:
     """The reader remembers short strings it has redacted (names repeat span after span), but
     only those redaction leaves alone: the process must not hold a key after its trace."""

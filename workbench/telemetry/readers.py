@@ -394,7 +394,7 @@ def _jaeger_span(span: Any, processes: Mapping[str, Any]) -> SpanData:
         trace_id=trace_id,
         span_id=checked_id(_jaeger_hex(_field(span, "spanID"), 16), 8, "span"),
         parent_id=parent,
-        name=str(_field(span, "operationName", default="")),
+        name=text_value(_field(span, "operationName", default="")),
         kind=span_kind(str(tags.get("span.kind", "internal"))),
         start_ns=time_ns(ns, start),
         end_ns=time_ns(ns, start + integer_time(_field(span, "duration", default=0)) * 1000),

@@ -73,14 +73,16 @@ def otlp_span_data(
         trace_id=checked_id(trace_id, 16, "trace"),
         span_id=checked_id(span_id, 8, "span"),
         parent_id=checked_id(parent, 8, "parent span") if parent else None,
-        name=str(name or ""),
+        name=text_value(name or ""),  # a URL in a span's name may hold a key too
         kind=span_kind(kind or 0),
         start_ns=time_ns(ns, start),
         end_ns=time_ns(ns, max(start, integer_time(times[1] or start))),
         attributes=attributes,
         events=tuple(
             SpanEvent(
-                name=str(event), time_ns=time_ns(ns, integer_time(time or start)), attributes=read
+                name=text_value(event),
+                time_ns=time_ns(ns, integer_time(time or start)),
+                attributes=read,
             )
             for event, time, read in events
         ),
@@ -95,7 +97,7 @@ def otlp_span_data(
         status=span_status(code or 0),
         status_message=text_value(message or ""),
         resource=resource,
-        scope=scope,
+        scope=text_value(scope) if scope else "",
     )
 
 
