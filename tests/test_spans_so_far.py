@@ -284,7 +284,8 @@ def test_a_run_stepped_by_hand_is_explored_without_the_time_it_waited_on_the_per
     root = min((s for s in recorded if s.parent_id is None), key=lambda s: s.start_ns)
     for source in (run, run.result):
         explorer = TraceExplorer(source)
-        assert explorer.idle_s >= 0.55 and explorer.axis_ms < root.duration_ns / 1e6 - 550
+        assert explorer.trace.waited >= 0.55 and explorer.axis_ms < root.duration_ns / 1e6 - 550
+        assert explorer.waited.endswith(" s waiting on you left out")
         assert explorer.span_count == len(recorded)
         drawn = explorer.trace.tree.span_at(0)
         assert drawn.name == root.name and drawn.duration_ns < root.duration_ns - 0.55e9

@@ -225,8 +225,8 @@ def test_a_store_written_before_tracebacks_still_loads(tmp_path: Path) -> None:
 
 
 def test_docstring_examples_run() -> None:
-    from workbench import step_records, tracebacks
+    from workbench import step_records, tracebacks, waits
 
-    for module in (tracebacks, step_records):  # records' examples (call_label) live there
+    for module in (tracebacks, step_records, waits):  # records' examples (call_label) live there
         failed, tried = doctest.testmod(module)
         assert tried > 0 and failed == 0, module.__name__

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 
 from workbench._record import Record
 
-__all__ = ["SHORTEST", "Wait", "Waits", "time_worked"]
+__all__ = ["SHORTEST", "Wait", "Waits", "left_out", "time_worked", "waited_text"]
 
 SHORTEST = 0.05
 """Seconds a stretch between two driver calls lasts before it counts as a wait on the person.
@@ -26,8 +26,36 @@ Nobody presses again within a twentieth of a second; code driving a run (``while
 run.next_phase(): ...``, `Agent.iterate`) comes back within microseconds to milliseconds. Those
 gaps are not waits: a run driven from code records none and is drawn as it ran, and its step
 records, store and spans do not fill up with thousands of them (the OpenTelemetry SDK keeps only
-a span's last 128 events). The views say nothing under it either (`waited_note`).
+a span's last 128 events). The views say nothing under it either (`left_out`).
 """
+
+
+def waited_text(seconds: float) -> str:
+    """A wait as a person reads it: ``12.3 s``, ``4 min 12 s``, ``2 h 5 min``, ``3 d 4 h``.
+
+    A run resumed days after its pause waited days; "259200.3 s" says it badly.
+
+    >>> waited_text(12.34), waited_text(252), waited_text(7500), waited_text(273600)
+    ('12.3 s', '4 min 12 s', '2 h 5 min', '3 d 4 h')
+    """
+    if seconds < 59.95:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
+
+
+def left_out(seconds: float) -> str:
+    """What the views of a stepped run say they left out: ``4 min 12 s waiting on you left out``.
+
+    Empty under `SHORTEST`: a run nobody stepped, or one driven from code, waited on nobody.
+    """
+    return f"{waited_text(seconds)} waiting on you left out" if seconds >= SHORTEST else ""
 
 
 class Wait(Record):

@@ -20,6 +20,7 @@ from workbench.notebook.stepper import Stepper
 from workbench.telemetry.core import Telemetry
 from workbench.telemetry.trace import Trace
 from workbench.traces import TraceSource, trace_of
+from workbench.waits import left_out
 
 __all__ = ["TraceExplorer"]
 
@@ -49,7 +50,8 @@ class TraceExplorer(anywidget.AnyWidget):
     offset = traitlets.Int(0).tag(sync=True)
     page_size = traitlets.Int(40).tag(sync=True)
     axis_ms = traitlets.Float(0.0).tag(sync=True)
-    idle_s = traitlets.Float(0.0).tag(sync=True)
+    waited = traitlets.Unicode("").tag(sync=True)
+    """A stepped run: what its count line says it left out (`waits.left_out`)."""
     selected = traitlets.Unicode("").tag(sync=True)
     scroll_to = traitlets.Int(0).tag(sync=True)
     detail = traitlets.Unicode("").tag(sync=True)
@@ -73,7 +75,7 @@ class TraceExplorer(anywidget.AnyWidget):
             page_size=page_size,
             span_count=len(tree.order),
             axis_ms=(tree.end_ns - tree.start_ns) / 1e6,
-            idle_s=trace.waited,
+            waited=left_out(trace.waited),
             total=len(self.view.visible),
             rows=self.view.rows(0, page_size),
         )

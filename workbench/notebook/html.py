@@ -25,7 +25,7 @@ from workbench.messages import (
 from workbench.records import RunError, StepRecord, ToolOutcome
 from workbench.session_state import boundary_number, summary_span
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase
-from workbench.waits import SHORTEST, Wait, time_worked
+from workbench.waits import SHORTEST, Wait, time_worked, waited_text
 
 __all__ = [
     "FAILED_COLOUR",
@@ -189,7 +189,8 @@ def _took(outcome: ToolOutcome, waits: Sequence[Wait]) -> str:
     waited = outcome.duration - worked
     text = f"{worked * 1e3:.2f} ms"
     if waited >= SHORTEST:
-        text += f'<br><span style="color:#888;font-size:11px">+{waited:.1f} s waiting on you</span>'
+        said = f"+{waited_text(waited)} waiting on you"
+        text += f'<br><span style="color:#888;font-size:11px">{said}</span>'
     return text
 
 

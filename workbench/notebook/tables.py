@@ -19,7 +19,7 @@ from workbench.notebook._style import TEMPLATE
 from workbench.records import StepRecord, step_labels
 from workbench.telemetry.trace import Trace
 from workbench.traces import RunSource, trace_of
-from workbench.waits import SHORTEST
+from workbench.waits import left_out
 
 __all__ = [
     "READABLE_COLUMNS",
@@ -303,5 +303,5 @@ def waited_note(trace: Trace, before: str = "") -> str:
     Empty for a trace with less than a twentieth of a second of it (a run nobody stepped; a
     run driven from code records no wait shorter than `waits.SHORTEST`).
     """
-    waited = trace.waited
-    return f"{before}{waited:.1f} s waiting on you left out" if waited >= SHORTEST else ""
+    note = left_out(trace.waited)
+    return before + note if note else ""

@@ -131,10 +131,10 @@ function render({ model, el }) {
     });
     rowsBox.replaceChildren(...nodes);
     const matched = model.get("matched");
-    const idle = model.get("idle_s") || 0;  // a run stepped by hand: the time it waited on you
+    const waited = model.get("waited");  // a run stepped by hand: the time it waited on you
     count.textContent = `${total.toLocaleString()} of ${model.get("span_count").toLocaleString()} spans shown`
       + (matched >= 0 ? ` · ${matched.toLocaleString()} matched` : "")
-      + (idle >= 0.05 ? ` · ${idle.toFixed(1)} s waiting on you left out` : "");
+      + (waited ? ` · ${waited}` : "");
   }
 
   function drawDetail() {

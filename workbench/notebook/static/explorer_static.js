@@ -96,7 +96,7 @@ function staticModel(data) {
   let texts = null;  // the words of each stored piece and of each span's row, made on the first search
   const state = {
     rows: [], total: 0, span_count: spans.length, matched: -1, offset: 0, page_size: 40,
-    axis_ms: data.axis_ms, idle_s: data.idle_s, selected: "", scroll_to: 0, detail: "",
+    axis_ms: data.axis_ms, waited: data.waited, selected: "", scroll_to: 0, detail: "",
     query: "", status: "", errors_only: false, slowest: 0,
   };
   const handlers = {};
