@@ -477,6 +477,8 @@ def test_steps_text_counts_steps_and_says_when_one_resumed(demo: wb.RunResult) -
     assert len(demo.steps) == 5
     assert steps_text(demo.steps) == "4 steps (5 records: 1 resumed after a pause)"
     assert steps_text(demo.steps[:1]) == "1 step"
+    many = [demo.steps[0].model_copy(update={"index": i}) for i in range(1, 1201)]
+    assert steps_text(many) == "1,200 steps"  # a long run's count reads at a glance
 
 
 def test_report_says_steps_and_links_the_resumed_part_by_its_label(demo: wb.RunResult) -> None:

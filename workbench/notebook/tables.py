@@ -127,9 +127,9 @@ def steps_text(steps: Sequence[StepRecord]) -> str:
     count = len({(s.run_id, s.index) for s in steps})
     word = "step" if count == 1 else "steps"
     if count == len(steps):
-        return f"{count} {word}"
+        return f"{count:,} {word}"
     resumed = len(steps) - count
-    return f"{count} {word} ({len(steps)} records: {resumed} resumed after a pause)"
+    return f"{count:,} {word} ({len(steps):,} records: {resumed:,} resumed after a pause)"
 
 
 def _hooks_by_phase(trace: Trace) -> dict[str, dict[str, float]]:
