@@ -59,6 +59,10 @@ table.wb-windowed th { position: sticky; top: 0; background: #fff; cursor: point
 table.wb-windowed tr.wb-gap td { padding: 0; border: 0; }
 div.wb-table-tools { margin: 4px 0; font-size: 12px; color: #555; }
 div.wb-table-tools input { width: 240px; margin-right: 8px; }
+@media print {  /* every row printed (report_tables.js draws them all): no box to scroll */
+  div.wb-table-scroll { max-height: none; overflow: visible; }
+  div.wb-table-tools { display: none; }
+}
 """
 
 

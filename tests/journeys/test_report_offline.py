@@ -216,8 +216,14 @@ def test_the_failing_step_of_a_long_run_is_found_in_its_report(
     page.screenshot(path=str(ARTIFACTS / "report-long-2-far-section.png"))
     sections = page.locator("section.wb-step-section")
     assert 0 < sections.filter(has=page.locator(".wb-msg")).count() < LONG / 2
+    page.emulate_media(media="print")
     page.evaluate("dispatchEvent(new Event('beforeprint'))")  # printed: every step drawn
     expect(sections.filter(has=page.locator(".wb-msg"))).to_have_count(LONG)
+    expect(drawn).to_have_count(LONG)  # and every row of the table, out of its box
+    assert box.evaluate("(box) => box.scrollHeight <= box.clientHeight")
+    page.evaluate("dispatchEvent(new Event('afterprint'))")
+    page.emulate_media(media="screen")
+    expect(drawn).not_to_have_count(LONG)  # back to the rows in view
     assert failures == [] and refused == []
     page.close()
 

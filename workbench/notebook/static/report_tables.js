@@ -8,6 +8,7 @@
 // step 10); a second click the other way; empty cells last. A table that scrolls has a box that
 // finds rows by their text (the browser's find sees only the rows drawn). Sorting and finding
 // order the rows' numbers, then draw the view again. A step's label links to its section.
+// Printed, a table is drawn whole, out of its box (the page's print rules).
 
 const HEIGHT = 480;  // px: the most a table's box takes of the page
 const AROUND = 30;  // rows drawn above and below the view: what the next scroll frames show
@@ -85,10 +86,12 @@ function drawTable(box, table) {
     return line;
   }
 
+  let printing = false;  // a printed page has no view to scroll: every row is drawn
   function draw(again) {  // the rows in view and AROUND them, at multiples of AROUND
     const view = height ? Math.floor(scroller.scrollTop / height) : 0;
-    const first = Math.max(0, Math.floor(view / AROUND) * AROUND - AROUND);
-    const last = Math.min(found.length, first + 3 * AROUND + Math.ceil(HEIGHT / (height || 20)));
+    const first = printing ? 0 : Math.max(0, Math.floor(view / AROUND) * AROUND - AROUND);
+    const last = printing ? found.length
+      : Math.min(found.length, first + 3 * AROUND + Math.ceil(HEIGHT / (height || 20)));
     if (!again && first === drawn[0] && last === drawn[1]) return;
     drawn = [first, last];
     body.replaceChildren(above, ...found.slice(first, last).map(row), below);
@@ -156,6 +159,8 @@ function drawTable(box, table) {
     pending = true;
     requestAnimationFrame(() => { pending = false; draw(false); });
   });
+  addEventListener("beforeprint", () => { printing = true; draw(true); });
+  addEventListener("afterprint", () => { printing = false; draw(true); });
   draw(true);
 }
 
