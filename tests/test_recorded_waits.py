@@ -144,8 +144,8 @@ def test_a_run_resumed_in_a_new_agent_run_leaves_out_the_wait_since_its_pause(
 
 @pytest.mark.parametrize(
     "paused_at",
-    [None, -1e300, 0.0, "yesterday", True, [1.0]],
-    ids=["version 3", "damaged", "zero", "text", "true", "a list"],
+    [None, -1e300, 0.0, "yesterday", True, [1.0], 10**400],
+    ids=["version 3", "damaged", "zero", "text", "true", "a list", "past any float"],
 )
 def test_a_state_that_does_not_say_when_it_paused_still_resumes(
     tmp_path: Path, paused_at: object

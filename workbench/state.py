@@ -347,7 +347,11 @@ class AgentState(Record):
         """
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return None
-        return float(value) if math.isfinite(value) and value > 0 else None
+        try:
+            moment = float(value)
+        except OverflowError:  # an integer past any float (JSON's have no bound)
+            return None
+        return moment if math.isfinite(moment) and moment > 0 else None
 
     def __repr__(self) -> str:  # short: the messages and metadata (maybe a key) fill a log
         return (
