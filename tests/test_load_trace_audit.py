@@ -267,6 +267,8 @@ def test_a_json_text_with_a_byte_order_mark_loads(tmp_path: Any) -> None:
     """A text read from such a file (``open(path, encoding="utf-8").read()``) keeps its BOM."""
     text = "\ufeff" + document(span("00000000000000a1", "work"))
     assert [s.name for s in wb.load_trace(text).spans] == ["work"]
+    with pytest.raises(wb.TraceLoadError, match="not an OTLP/JSON or Jaeger JSON"):
+        wb.load_trace("\ufeff\n  [1]")  # JSON after the BOM and a line break: still JSON
 
 
 def test_a_source_that_cannot_be_read_is_not_quoted_whole() -> None:

@@ -94,7 +94,7 @@ def _spans(source: str | Path) -> list[SpanData]:
     if isinstance(source, str) and not source.strip():  # Path("") is the current directory
         raise TraceLoadError("the source is empty: give a file, a JSON text or a backend URL")
     # a text read from a file with a BOM (Windows tools write one) keeps it: it is still JSON
-    text = source.lstrip().removeprefix("\ufeff") if isinstance(source, str) else ""
+    text = source.lstrip().removeprefix("\ufeff").lstrip() if isinstance(source, str) else ""
     raw: bytes | str = text
     if not text.startswith(("{", "[")):
         try:
