@@ -89,11 +89,12 @@ def test_every_button_after_continue_from_later_cells(open_notebook: OpenNoteboo
     notebook.shot("5-traceview", view)
 
     # The steps Run to end ran whole (the Stepper redrew after each of their phases): their
-    # time is their phases'. With the redraws in, 8.9 ms more than the phases (0.96 ms) here.
+    # time is their phases'. With the redraws in, 8.9 ms more than the phases (0.96 ms) here;
+    # without, 0.5-1.5 ms alone and 3.1 once in a whole suite run under load.
     steps = _steps_table(view)
     ran = [row for row in steps if row["step"] == "2" and row["agent"] in ("lead", "researcher")]
     beyond = sum(float(row["time (ms)"]) - _phases_ms(row) for row in ran)
-    assert len(ran) == 2 and beyond < 3.0, ran
+    assert len(ran) == 2 and beyond < 5.0, ran
 
 
 def _phases_ms(row: dict[str, str]) -> float:
