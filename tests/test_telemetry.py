@@ -434,6 +434,29 @@ def test_secrets_never_reach_spans_events_or_files(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("use basic arithmetic to add", "use basic arithmetic to add"),
+        ("the Basic Research agent", "the Basic Research agent"),
+        ("a basic example.", "a basic example."),
+        ("the bearer instrument", "the bearer instrument"),
+        ("Basic YWRtaW46YWRtaW4=", "Basic [REDACTED]"),
+        ("echo Bearer abc.def.ghi", "echo Bearer [REDACTED]"),
+        ("Bearer eyJhbGciOiJIUzI", "Bearer [REDACTED]"),
+        ("Bearer ABC123DEF", "Bearer [REDACTED]"),
+        ("Bearer abcdefghijklmnopqrstuvwx", "Bearer [REDACTED]"),
+        ("Authorization: Bearer lettersonly", "Authorization: [REDACTED]"),
+    ],
+)
+def test_a_word_after_basic_or_bearer_is_prose_a_token_is_a_credential(
+    text: str, shown: str
+) -> None:
+    """Prose keeps its words in every view; a token after Bearer or Basic goes, and whatever
+    follows Authorization: goes whatever it looks like."""
+    assert wb.telemetry.Redactor().text(text) == shown
+
+
 def test_redactor_patterns() -> None:
     redact = wb.telemetry.Redactor([r"acct-\d+"]).text
     assert redact("x sk-ant-api03-abcdefghijklmnopqrstuvwx y") == "x [REDACTED] y"

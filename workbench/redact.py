@@ -33,13 +33,25 @@ _SECRET_KEY = (
     r"auth[_-]?token|refresh[_-]?token|client[_-]?secret|secret[_-]?key|secret|password|passwd)"
 )
 
+_TOKEN_LIKE = (
+    r"(?-i:[A-Za-z0-9._~+/=-]*?(?:[0-9=]|[._~+/-][A-Za-z0-9]|[a-z][A-Z])|[A-Za-z0-9._~+/=-]{20})"
+)
+"""What a token has and a word does not: a digit or base64's padding, punctuation inside it, a
+capital after a small letter (``eyJhb…``), or twenty characters."""
+
 _KEY_TRIGGERS = ("auth", "api", "token", "secret", "passw")
 """Every secret key name in `_SECRET_KEY` contains one of these (lowercased)."""
 
 _BUILTIN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # (pattern, replacement, triggers): a pattern can only match a text whose lowercased form
     # contains one of its triggers, so a text without them is not scanned by the pattern.
-    (r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}", rf"\1 {REDACTED}", ("bearer", "basic")),
+    # a credential after Bearer or Basic: a token, not a word of prose ("a basic example").
+    # Whatever follows "Authorization:" is caught by the key's pattern below, token or not.
+    (
+        r"(?i)\b(bearer|basic)\s+(?=" + _TOKEN_LIKE + r")[A-Za-z0-9._~+/=-]{6,}",
+        rf"\1 {REDACTED}",
+        ("bearer", "basic"),
+    ),
     # the password of a URL's user info: scheme://user:password@host
     (r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@", rf"\1:{REDACTED}@", ("://",)),
     (r"\bsk-[A-Za-z0-9_-]{16,}", REDACTED, ("sk-",)),
