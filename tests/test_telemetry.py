@@ -640,6 +640,7 @@ def test_a_run_and_its_views_leave_the_notebooks_seeded_random_alone() -> None:
     got.append(random.random())
     plain = wb.Agent(model=wb.ScriptedModel(["hi"]), store=False).run_sync("x")
     assert len(wb.trace_of(plain).spans) > 1  # drawn from spans its records make
+    wb.RetryPolicy().backoff(2)  # a model call retried meanwhile
     got.append(random.random())
     assert got == expected
     assert all(s.context is not None and s.context.span_id for s in telemetry.spans)

@@ -80,6 +80,11 @@ RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504, 529})
 """Worth asking again: a timeout, a rate limit, a server error, Anthropic's "overloaded"."""
 
 
+_JITTER = random.Random()
+"""A generator of the retries' own: a notebook that seeds `random` for a repeatable experiment
+gets the same numbers whether or not a model call was retried meanwhile."""
+
+
 class RetryPolicy(Record):
     """How hard to try: exponential backoff with jitter, bounded in count and total time.
 
@@ -98,7 +103,7 @@ class RetryPolicy(Record):
     def backoff(self, attempt: int) -> float:
         """Return the delay before retry ``attempt + 1`` when the server gave no Retry-After."""
         delay = min(self.max_delay, self.initial_delay * 2.0**attempt)
-        return delay * (1 - self.jitter * random.random())
+        return delay * (1 - self.jitter * _JITTER.random())
 
 
 def retry_after_seconds(headers: httpx.Headers, now: datetime | None = None) -> float | None:
