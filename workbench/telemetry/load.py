@@ -66,15 +66,15 @@ def _load(source: str | Path, trace_id: str | None, timeout: float) -> Trace:
         with Fetch(timeout=timeout, read=_json_values) as fetch:
             spans = read(base, rest, fetch)
     else:
-        spans = _spans(source)
+        with collector_paused():  # a big file's spans are built at once, and freed at once
+            spans = _spans(source)
     if trace_id is not None:
         spans = [s for s in spans if s.trace_id == trace_id.lower()]
     if not spans:
         raise TraceLoadError(
             f"no spans{f' of trace {trace_id}' if trace_id else ''} in {_name(source)}"
         )
-    with collector_paused():
-        return Trace.of(spans)
+    return Trace.of(spans)
 
 
 # -- reading the source ------------------------------------------------------------------------
@@ -102,16 +102,15 @@ def _spans(source: str | Path) -> list[SpanData]:
         except OSError as exc:  # its text, not str(exc): that quotes the source whole again
             why = exc.strerror or type(exc).__name__
             raise TraceLoadError(f"cannot read trace file {_name(source)}: {why}") from None
-    with collector_paused():
-        decoded = otlp_decode.spans(raw)
-        if decoded is not None:
-            return decoded
-        text = _text(raw, Path(source)) if isinstance(raw, bytes) else raw
-        try:
-            document = _json_values(text)
-        except ValueError as exc:
-            raise TraceLoadError(f"{_name(source)} is not valid JSON (truncated?): {exc}") from None
-        return spans_from_document(document)
+    decoded = otlp_decode.spans(raw)
+    if decoded is not None:
+        return decoded
+    text = _text(raw, Path(source)) if isinstance(raw, bytes) else raw
+    try:
+        document = _json_values(text)
+    except ValueError as exc:
+        raise TraceLoadError(f"{_name(source)} is not valid JSON (truncated?): {exc}") from None
+    return spans_from_document(document)
 
 
 def _json_values(text: str) -> Any:

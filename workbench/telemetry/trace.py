@@ -111,10 +111,11 @@ class Trace(Record):
         waits on the person a stepped run recorded are closed (`telemetry.waits`): every view
         draws the time it worked, and says how long it waited (`waited`).
         """
-        closed, waits = waits_closed(list(spans))
-        tree = SpanTree.of(closed)
-        if tree.has_loose_subruns():  # nested under the calls that made them, walked again
-            tree = SpanTree.of(nest_subruns(tree.spans))
+        with collector_paused():  # the tree's lists and maps: many containers, no cycle
+            closed, waits = waits_closed(list(spans))
+            tree = SpanTree.of(closed)
+            if tree.has_loose_subruns():  # nested under the calls that made them, walked again
+                tree = SpanTree.of(nest_subruns(tree.spans))
         ordered = tree.spans
         if not trace_id and ordered:
             roots = [s for s in ordered if s.parent_id is None] or list(ordered)
