@@ -13,6 +13,7 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -240,7 +241,7 @@ def test_session_json_of_version_1_reads_without_a_retention() -> None:
     data["schema_version"] = 1
     state = wb.SessionState.from_json(json.dumps(data))
     assert state.retention == wb.Retention()
-    assert state.schema_version == wb.session_state.SESSION_SCHEMA_VERSION == 2
+    assert state.schema_version == wb.session_state.SESSION_SCHEMA_VERSION
     assert len(state.executions) == 2
 
 
@@ -314,6 +315,62 @@ def _tool_agent(store: wb.RunStore | None = None) -> wb.Agent:
         tools=[delete],
         store=store or False,
     )
+
+
+def _paused_session_json() -> dict[str, Any]:
+    session = wb.Session(_tool_agent())
+    assert session.run_sync("delete a.txt").status is wb.ExecutionStatus.PAUSED
+    data: dict[str, Any] = json.loads(session.state.to_json())
+    return data
+
+
+def test_a_session_file_of_version_2_holds_an_older_state_and_still_resumes() -> None:
+    """Written before a state said when it paused: its paused state is read as today's."""
+    data = _paused_session_json()
+    data["schema_version"] = 2
+    data["paused"]["schema_version"] = 3
+    del data["paused"]["paused_at"]
+    agent = _tool_agent()
+    agent.model = wb.ScriptedModel(["Deleted it."])  # this process goes on from the answer
+    session = wb.Session.from_json(json.dumps(data), agent)
+    paused = session.state.paused
+    assert paused is not None and paused.paused_at is None
+    assert paused.schema_version == wb.AgentState().schema_version  # migrated, not kept as 3
+    assert session.state.schema_version == wb.session_state.SESSION_SCHEMA_VERSION
+    assert session.resume_sync({"c1": True}).output == "Deleted it."
+
+
+@pytest.mark.parametrize(
+    ("where", "version", "message"),
+    [
+        ((), 3, None),  # today's
+        ((), 4, "session schema version 4 is not supported: .* newer workbench"),
+        (("paused",), 5, "session's paused state schema version 5 .* newer workbench"),
+        (("paused",), "4", "session's paused state schema version '4' is not supported"),
+    ],
+    ids=["today's", "a newer session", "a newer paused state", "a paused state's bad version"],
+)
+def test_a_session_file_of_a_future_version_is_a_clear_error(
+    tmp_path: Path, where: tuple[str, ...], version: object, message: str | None
+) -> None:
+    """A newer workbench's session (or its paused state) is refused by its version, and the
+    file is left as it was."""
+    data = _paused_session_json()
+    inside = data
+    for key in where:
+        inside = inside[key]
+    inside["schema_version"] = version
+    if message is not None:  # a newer state would carry fields this one does not know
+        inside["added_later"] = True
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(data))
+    written = path.read_bytes()
+    if message is None:
+        assert wb.Session.from_json(path.read_text(), _tool_agent()).state.paused is not None
+    else:
+        with pytest.raises(wb.SessionFormatError, match=message):
+            wb.Session.from_json(path.read_text(), _tool_agent())
+    assert path.read_bytes() == written
 
 
 def test_a_paused_execution_must_be_resumed_before_the_next() -> None:

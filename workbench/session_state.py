@@ -24,9 +24,12 @@ from workbench.errors import SessionFormatError
 from workbench.ids import Id
 from workbench.messages import JsonValue, Message, TextPart, Usage
 from workbench.state import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
     AgentState,
     ExecutionStatus,
     StopReason,
+    migrated,
     new_id,
     read_versioned,
     validation_summary,
@@ -47,10 +50,13 @@ __all__ = [
     "summary_span",
 ]
 
-SESSION_SCHEMA_VERSION = 2
+SESSION_SCHEMA_VERSION = 3
 """Version of the `SessionState` JSON format. Bump it (and add a migration) on any change.
 
-Version 2 added the session's ``retention``.
+Version 2 added the session's ``retention``; version 3 holds a paused state of `AgentState`
+version 4 (it says when it paused): a session file an older workbench cannot read says so by
+its version, not by a field it does not know. The paused state inside keeps its own version
+and is migrated or refused as a state file is (`AgentState.from_json`).
 """
 
 DEFAULT_SUMMARY_PROMPT = (
@@ -216,9 +222,13 @@ class SessionState(Record):
     @classmethod
     def from_json(cls, text: str | bytes) -> SessionState:
         """Read a session written by `to_json`; `SessionFormatError` says what is wrong."""
-        raw = read_versioned(
-            text, "session", SESSION_SCHEMA_VERSION, SessionFormatError, {1: _from_version_1}
-        )
+        raw = read_versioned(text, "session", SESSION_SCHEMA_VERSION, SessionFormatError, _OLDER)
+        paused = raw.get("paused")
+        if isinstance(paused, dict):  # a state of its own version: an older one read as today's
+            paused = migrated(
+                paused, "session's paused state", SCHEMA_VERSION, SessionFormatError, MIGRATIONS
+            )
+            raw = dict(raw, paused=paused)
         try:
             state = cls.model_validate(raw)
         except ValidationError as exc:
@@ -251,9 +261,17 @@ class SessionState(Record):
             raise SessionFormatError("the paused state is not the last execution of the session")
 
 
-def _from_version_1(raw: dict[str, Any]) -> dict[str, Any]:
-    """A version 1 session in the version 2 layout: it kept no retention (the default applies)."""
+def _only_added_to(raw: dict[str, Any]) -> dict[str, Any]:
+    """A session of a version whose layout today's only adds to, as it is.
+
+    Version 1 kept no retention (the default applies); 1 and 2 hold a paused state of an older
+    version, which `SessionState.from_json` migrates as it does any.
+    """
     return dict(raw, schema_version=SESSION_SCHEMA_VERSION)
+
+
+_OLDER = {1: _only_added_to, 2: _only_added_to}
+"""How a session written with an older ``schema_version`` is read today."""
 
 
 _PAUSED = ExecutionStatus.PAUSED

@@ -496,6 +496,21 @@ def read_versioned(
         raise error(f"{what} is not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise error(f"{what} JSON must be an object, got {type(raw).__name__}")
+    return migrated(raw, what, version, error, migrations)
+
+
+def migrated(
+    raw: dict[str, Any],
+    what: str,
+    version: int,
+    error: type[Exception],
+    migrations: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] = _NO_MIGRATIONS,
+) -> dict[str, Any]:
+    """``raw`` in the layout of ``version`` (an older one migrated); else ``error`` says why.
+
+    A JSON object inside another (a session file's paused `AgentState`) keeps its own version:
+    the file around it reads it through this too, so it is migrated or refused as a state.
+    """
     found = raw.get("schema_version")
     if isinstance(found, int) and found in migrations:
         return migrations[found](raw)
