@@ -11,6 +11,7 @@ from __future__ import annotations
 import doctest
 import json
 import random
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -19,12 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 
 import workbench as wb
+from workbench.redact import _alternation
 from workbench.telemetry import names as n
 from workbench.traceids import valid_trace_id
 
@@ -469,6 +473,17 @@ def test_redactor_patterns() -> None:
         "api_key": "[REDACTED]",
         "n": ["[REDACTED]"],
     }
+
+
+@given(
+    words=st.lists(st.text("abk_-:/", min_size=1, max_size=4), min_size=1, max_size=8),
+    text=st.text("abk_-:/ ", max_size=40),
+)
+def test_the_triggers_alternation_finds_what_its_words_find(words: list[str], text: str) -> None:
+    """The prefilter that passes clean text over is written with common beginnings factored
+    out; it must find a text exactly when one of its words is in it."""
+    found = re.search(_alternation(words), text) is not None
+    assert found == any(word in text for word in words)
 
 
 def test_hook_spans_under_step_and_run() -> None:

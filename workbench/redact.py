@@ -79,12 +79,36 @@ _QUICK = re.compile(
     r"auth|api|key|token|secret|passw"
 )
 """Any text a built-in pattern can match has a match here (the check for non-ASCII text)."""
-_TRIGGER = re.compile("|".join(re.escape(t) for _, _, triggers in _BUILTIN for t in triggers))
+
+
+def _alternation(words: Iterable[str]) -> str:
+    """A pattern matching where any of ``words`` occurs, their common beginnings written once.
+
+    ``a(?:pi|uth)``, not ``api|auth``: the regular expression engine tries the branches of an
+    alternation one by one at each position of the text, so the fewer branches start at a letter
+    the faster a long clean text is passed over (a third faster for the triggers). A word that
+    begins with another is left out: the shorter one is found wherever the longer one is.
+    """
+    given = set(words)
+    kept = {w for w in given if not any(o != w and w.startswith(o) for o in given)}
+    after: dict[str, list[str]] = {}
+    for word in sorted(kept):
+        after.setdefault(word[0], []).append(word[1:])
+    return "|".join(
+        re.escape(first + rests[0])
+        if len(rests) == 1
+        else f"{re.escape(first)}(?:{_alternation(rests)})"
+        for first, rests in after.items()
+    )
+
+
+_TRIGGER = re.compile(_alternation(t for _, _, triggers in _BUILTIN for t in triggers))
 """Any lowercased ASCII text a built-in pattern can match has a match here.
 
 Lowercasing first and matching case-sensitively is about ten times faster than ``(?i)``. For ASCII
 text the two agree; other text (where Unicode case folding could let ``K`` stand for ``k``) takes
-`_QUICK` and every pattern.
+`_QUICK` and every pattern. Messages are most of what a trace holds, and this is what passes a
+clean one.
 """
 _SCALARS = (bool, int, float, type(None))
 
