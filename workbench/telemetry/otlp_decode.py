@@ -36,8 +36,12 @@ from workbench.telemetry.trace import SpanData
 __all__ = ["spans"]
 
 
-class _Strict(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
-    """A message of the mapping: its fields by their camelCase names, no other."""
+class _Strict(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
+    """A message of the mapping: its fields by their camelCase names, no other.
+
+    Not tracked by the cyclic garbage collector (``gc=False``): a decoded document is a tree of
+    millions of these, none in a cycle, so tracking them would only slow making and freeing them.
+    """
 
 
 class _ArrayValue(_Strict):

@@ -222,31 +222,28 @@ def text_value(value: Any) -> str:
     """A string attribute, redacted.
 
     A foreign tracer may have recorded a key (a header, an error message), and no view, repr or
-    report of the workbench shows one.
+    report of the workbench shows one. A short string redaction leaves as it is, is remembered
+    (`_CLEAN`): names, ids and models repeat on every span.
     """
-    if type(value) is str and len(value) <= _SHORT:
-        return _short_text(value)
-    return redacted(str(value))
-
-
-_SHORT = 256
-_CLEAN: dict[str, None] = {}
-"""Short strings seen lately that redaction leaves as they are (at most `_CLEAN_KEPT`)."""
-_CLEAN_KEPT = 8192
-
-
-def _short_text(value: str) -> str:
-    """A short string redacted; a clean one remembered (names, ids, models repeat on spans).
-
-    A 100,000-span trace holds about a million string values and a tenth as many distinct
-    ones; long ones (messages) are mostly distinct and are not kept. A string redaction
-    changes is never kept: the process would hold the key it hid after the trace is gone.
-    """
-    if value in _CLEAN:
+    if type(value) is not str:
+        return redacted(str(value))
+    short = len(value) <= _SHORT
+    if short and value in _CLEAN:
         return value
     shown = redacted(value)
-    if shown == value:
+    if short and shown == value:
         if len(_CLEAN) >= _CLEAN_KEPT:
             _CLEAN.clear()
         _CLEAN[value] = None
     return shown
+
+
+_SHORT = 256
+_CLEAN: dict[str, None] = {}
+"""Short strings seen lately that redaction leaves as they are (at most `_CLEAN_KEPT`).
+
+A 100,000-span trace holds about a million string values and a tenth as many distinct ones;
+long ones (messages) are mostly distinct and are not kept. A string redaction changes is never
+kept: the process would hold the key it hid after the trace is gone.
+"""
+_CLEAN_KEPT = 8192
