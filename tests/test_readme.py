@@ -57,6 +57,37 @@ def test_readme_fix_and_rerun_recipe_runs(tmp_path: Path) -> None:
     assert "succeeds in b: '90.0'" in out
 
 
+def test_readme_many_runs_snippet_runs(tmp_path: Path) -> None:
+    """The "Many runs" lines run as written, in a folder of their own, and find what they say."""
+    readme = (ROOT / "README.md").read_text()
+    match = re.search(r"## Many runs\n.*?```python\n(.*?)```", readme, re.S)
+    assert match is not None
+    script = tmp_path / "runs.py"
+    look = 'print(len(wb.runs(store, errors=True, tool="apply_discount", since="2h")))\n'
+    script.write_text(match.group(1) + look)
+    env = {**os.environ, "WORKBENCH_STORE": ":memory:"}
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+        check=True,
+    ).stdout
+    assert int(out.split()[-1]) > 0
+    assert (tmp_path / "eval.sqlite").exists()  # what the terminal lines after it read
+
+
+def test_the_readme_says_how_to_reach_the_venvs_commands_before_using_them() -> None:
+    """After `make demo`, `workbench` and `python` are the venv's only once it is activated."""
+    readme = (ROOT / "README.md").read_text()
+    activate = readme.index(". .venv/bin/activate")
+    first_command = re.search(r"`workbench (show|runs|report|trace|export|push)\b", readme)
+    assert first_command is not None
+    assert activate < first_command.start()
+
+
 def test_the_notebook_path_needs_only_make_demo() -> None:
     """`make demo` installs what `.venv/bin/jupyter lab notebooks/` and the widgets need.
 
