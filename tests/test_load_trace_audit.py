@@ -271,6 +271,19 @@ def test_a_json_text_with_a_byte_order_mark_loads(tmp_path: Any) -> None:
         wb.load_trace("\ufeff\n  [1]")  # JSON after the BOM and a line break: still JSON
 
 
+def test_a_file_whose_name_starts_like_json_is_read_as_a_file(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``[run 3] trace.json`` is a file's name, not a JSON text that failed to parse."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("[run 3] trace.json", "{draft}.json"):
+        (tmp_path / name).write_text(document(span("00000000000000a1", "work")))
+        assert [s.name for s in wb.load_trace(name).spans] == ["work"]
+        assert [s.name for s in wb.load_trace(str(tmp_path / name)).spans] == ["work"]
+    with pytest.raises(wb.TraceLoadError, match="not valid JSON"):
+        wb.load_trace("[not a file")
+
+
 def test_a_source_that_cannot_be_read_is_not_quoted_whole() -> None:
     """A long text that is not JSON is taken for a path: the error names it, not its text."""
     text = "<html>" + "x" * 5000 + "</html>"

@@ -96,7 +96,7 @@ def _spans(source: str | Path) -> list[SpanData]:
     # a text read from a file with a BOM (Windows tools write one) keeps it: it is still JSON
     text = source.lstrip().removeprefix("\ufeff").lstrip() if isinstance(source, str) else ""
     raw: bytes | str = text
-    if not text.startswith(("{", "[")):
+    if not text.startswith(("{", "[")) or _names_file(text):
         try:
             raw = Path(source).read_bytes()
         except OSError as exc:  # its text, not str(exc): that quotes the source whole again
@@ -111,6 +111,19 @@ def _spans(source: str | Path) -> list[SpanData]:
     except ValueError as exc:
         raise TraceLoadError(f"{_name(source)} is not valid JSON (truncated?): {exc}") from None
     return spans_from_document(document)
+
+
+def _names_file(text: str) -> bool:
+    """Whether a text that starts like JSON names a file after all (``[run 3] trace.json``).
+
+    A document is rarely a short line, and a file's name never holds a line break.
+    """
+    if len(text) > 4096 or "\n" in text:
+        return False
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long for the system, a NUL in it
+        return False
 
 
 def _json_values(text: str) -> Any:
