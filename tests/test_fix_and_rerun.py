@@ -210,3 +210,31 @@ def test_the_rerun_panel_with_the_agents_scripted_model_replays_the_step() -> No
     # the recorded call, not the script's next (or first) response, answers step 2
     assert panel.fork.steps[0].tool_calls == original.steps[1].tool_calls
     assert panel.fork.output == "It costs 90."  # step 3: the script goes on live
+
+
+def test_what_the_live_model_raises_where_the_rerun_departs_is_its_own_error() -> None:
+    """Going live where a sub-run departs from its recording is no error, so it is not in one.
+
+    The failing team's scripted models are used up by its first run: once the fixed tool's
+    result departs from the recording, each agent's live model raises `ScriptExhausted`. That is
+    the error its traceback shows, not "during handling of" the divergence the replay noticed.
+    """
+    from tests._failing_team import team
+
+    @wb.tool(name="apply_discount")
+    def fixed(price: str, rate: float) -> float:
+        """The price after a discount."""
+        return float(price) * (1 - rate)
+
+    lead = team()
+    failing = lead.run_sync("What does a hat cost?")
+    rerun = lead.rerun_sync(failing.snapshot(step=1), tools=[fixed])
+    assert [(e.agent, e.type) for e in rerun.errors] == [
+        ("digger", "ScriptExhausted"),
+        ("researcher", "ScriptExhausted"),
+        ("lead", "ScriptExhausted"),
+    ]
+    for error in rerun.errors:
+        assert error.traceback is not None
+        assert "ReplayDivergence" not in error.traceback
+        assert "During handling of the above exception" not in error.traceback

@@ -222,16 +222,29 @@ class ReplayModel(OfflineModel):
             return await self._handover(request)
         recorded = self.recording[index]
         sent = tuple(request.messages)
-        try:
-            self._check(recorded, sent, request)
-        except ReplayDivergence:
-            if self.departs == "fail":
-                raise
+        if self._departs(recorded, sent, request):
             return await self._handover(request)  # the run forks here: live from now on
         self._cursor, self._last = index + 1, (recorded, sent)
         self.replayed += 1
         self.tool_recording.given(index, recorded.step)
         return recorded.response
+
+    def _departs(
+        self, recorded: RecordedCall, sent: tuple[Message, ...], request: ModelRequest
+    ) -> bool:
+        """Whether the request departs from the recording and goes live (else ``"fail"`` raises).
+
+        Answered before the handover, not inside an ``except`` around it: whatever the live model
+        raises then (a dropped connection, a used-up script) would carry the divergence, which is
+        no error, as the exception it happened "during the handling of" in every traceback.
+        """
+        try:
+            self._check(recorded, sent, request)
+        except ReplayDivergence:
+            if self.departs == "fail":
+                raise
+            return True
+        return False
 
     @property
     def last_step(self) -> int | None:
