@@ -64,3 +64,30 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
         yield server
     finally:
         server.stop()
+
+
+_steppers: list[Any] = []
+"""The Steppers the test under way made (`_made`): closed after it."""
+
+
+def _made(widget: Any) -> None:
+    from workbench.notebook import Stepper
+
+    if isinstance(widget, Stepper):
+        _steppers.append(widget)
+
+
+@pytest.fixture(autouse=True)
+def _steppers_closed() -> Iterator[None]:
+    """Every Stepper a test makes is closed after it (`Stepper.close`).
+
+    Left open, the timeline drawing it armed on the portal loop (the one loop of the whole
+    process) ran a moment later, inside the next test: it made spans there and drew from
+    ``random`` in the middle of a hypothesis test's draws.
+    """
+    import ipywidgets
+
+    ipywidgets.Widget.on_widget_constructed(_made)
+    yield
+    while _steppers:
+        _steppers.pop().close()

@@ -198,9 +198,7 @@ def _digging_team() -> wb.Agent:
     )
 
 
-async def test_after_approving_a_call_inside_the_digger_the_stepper_is_still_in_the_digger() -> (
-    None
-):
+async def _paused_in_the_digger() -> Stepper:
     stepper = Stepper(_digging_team(), "go", breakpoints=[wb.Break.on_tool("search")])
     for button in (stepper.continue_button, stepper.next_phase_button, stepper.step_out_button):
         button.click()
@@ -209,8 +207,20 @@ async def test_after_approving_a_call_inside_the_digger_the_stepper_is_still_in_
     assert stepper.run.state.status is wb.ExecutionStatus.PAUSED
     assert [r.pending.call_id for r in stepper.approval_rows] == ["w1"]
     assert "waits for your answer to <b>1</b> call" in stepper.status.value
+    return stepper
+
+
+async def test_closing_the_stepper_of_a_tree_paused_in_the_digger_keeps_the_pause() -> None:
+    stepper = await _paused_in_the_digger()
     stepper.close()  # a paused tree is data to resume: closing the view keeps it as it is
     assert stepper.run.state.status is wb.ExecutionStatus.PAUSED
+    assert stepper.run.state.pending[0].call_id == "w1"
+
+
+async def test_after_approving_a_call_inside_the_digger_the_stepper_is_still_in_the_digger() -> (
+    None
+):
+    stepper = await _paused_in_the_digger()
     stepper.approval_rows[0].approve_button.click()
     assert stepper.run.subrun is not None and stepper.run.subrun.state.agent_name == "digger"
     assert not stepper.step_out_button.disabled

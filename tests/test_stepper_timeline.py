@@ -8,9 +8,13 @@ import time
 from typing import Any
 
 import numpy as np
+import pytest
 
 import workbench as wb
+from workbench._sync import portal
 from workbench.notebook import Stepper
+from workbench.notebook import stepper as stepper_module
+from workbench.notebook.stepper import _TIMELINE_DELAY
 
 R = wb.ModelResponse
 
@@ -61,3 +65,65 @@ def test_the_timeline_follows_once_the_presses_pause_after_their_buttons() -> No
     assert seen[4:] == ["timeline"]
     figure = stepper.timeline.outputs[0]["data"]["application/vnd.plotly.v1+json"]
     assert figure["data"]
+
+
+def _portal_held() -> tuple[threading.Event, threading.Event]:
+    """Hold the portal loop in a callback of its own until the second event is set."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        holding.set()
+        release.wait(30)
+
+    portal().call_soon_threadsafe(hold)
+    assert holding.wait(30)
+    return holding, release
+
+
+def _after_a_drawing_would_be_due() -> None:
+    """Wait on the portal until a timeline drawing armed by now would have run (timers run in
+    the order they are due)."""
+    due = threading.Event()
+    portal().call_soon_threadsafe(portal().call_later, _TIMELINE_DELAY + 0.1, due.set)
+    assert due.wait(30)
+
+
+def test_a_closed_stepper_draws_nothing_more_on_the_portal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A drawing asked for just before `close` (from another thread) is never armed.
+
+    Left armed, it ran on the portal loop a moment later: in the next test, making spans there.
+    """
+    drawn: list[object] = []
+    figure = stepper_module.timeline_figure
+    monkeypatch.setattr(
+        stepper_module, "timeline_figure", lambda *a, **k: drawn.append(a) or figure(*a, **k)
+    )
+    agent = wb.Agent(model=wb.ScriptedModel(["one"]), name="solo", store=False)
+    stepper = Stepper(agent, "go")
+    stepper.run.next_phase()  # drawn at once: the first drawing
+    assert len(drawn) == 1
+    _, release = _portal_held()
+    stepper.run.abort()  # the run moved: its redraw asks the portal to arm a drawing
+    stepper.close()  # before the portal got to it
+    release.set()
+    _after_a_drawing_would_be_due()
+    assert len(drawn) == 1
+
+
+def test_a_closed_stepper_is_not_told_of_its_run_driven_from_code() -> None:
+    agent = wb.Agent(model=wb.ScriptedModel(["one"]), name="solo", store=False)
+    stepper = Stepper(agent, "go")
+    shown = stepper.status.value
+    stepper.close()
+    while stepper.run.next_phase() is not None:
+        pass
+    assert stepper.run.result.status is wb.ExecutionStatus.COMPLETED
+    assert stepper.events == [] and stepper.status.value == shown
+
+
+def test_a_stepper_used_in_a_with_block_is_closed_at_its_end() -> None:
+    agent = wb.Agent(model=wb.ScriptedModel(["one"]), name="solo", store=False)
+    with Stepper(agent, "go") as stepper:
+        stepper.run.next_phase()
+        assert stepper.comm is not None
+    assert stepper.comm is None

@@ -344,6 +344,11 @@ class AgentRun:
         """
         self._watchers.append(callback)
 
+    def unwatch(self, callback: Callable[[PhaseEvent | None], None]) -> None:
+        """Stop calling ``callback`` (a view closed: it draws nothing more); absent, nothing."""
+        if callback in self._watchers:
+            self._watchers.remove(callback)
+
     @contextlib.asynccontextmanager
     async def _driving(self) -> AsyncIterator[None]:
         """One driving call at a time; the watchers hear when the outermost one ends.

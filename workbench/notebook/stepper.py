@@ -123,6 +123,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     included), which the session takes in once it ends.
     Button work runs on the workbench's portal loop, off the kernel's threads;
     ``await stepper.wait()`` waits for it (tests and scripts use this instead of sleeping).
+    ``with Stepper(...) as stepper:`` closes it at the end (a script, a test): a closed Stepper
+    draws nothing more, so no drawing of it runs later on the portal loop.
     """
 
     def __init__(
@@ -134,6 +136,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         settings: ModelSettings | None = None,
         breakpoints: Sequence[Break] = (),
     ) -> None:
+        self._closed = False
+        """`close` was called: nothing more is drawn (the run may go on, driven from code)."""
         if isinstance(agent, Session):  # the session's next execution, taken in when it ends
             if prompt is None or history:
                 raise ValueError("a session's execution takes a prompt and no history")
@@ -283,13 +287,27 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._start("abort")
 
     def close(self) -> None:
-        """Close the widget; a run stopped inside a sub-run is aborted, so none is left waiting."""
+        """Close the widget; a run stopped inside a sub-run is aborted, so none is left waiting.
+
+        The timeline drawing due, if one is, is cancelled, and one asked for in the meantime
+        (from another thread: a cell, a press) is never armed: a closed Stepper draws nothing
+        more, whoever drives its run.
+        """
+        self._closed = True
         run: AgentRun | None = getattr(self, "run", None)  # None: __init__ failed (__del__)
-        if run is not None and run.subrun is not None and not run.done:  # paused: kept as is
-            run.abort()
+        if run is not None:
+            run.unwatch(self._watched)
+            if run.subrun is not None and not run.done:  # paused: kept as is
+                run.abort()
         if getattr(self, "_timeline_timer", None) is not None:
             self._cancel_timeline()
         super().close()
+
+    def __enter__(self) -> Stepper:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def add_breakpoint(self, spec: str | Break) -> None:
         """Stop Continue at ``spec``: a `Break`, or its short form as typed in the box.
@@ -488,6 +506,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     def _arm_timeline(self) -> None:  # on the portal, like the presses
         self._cancel_timeline()
+        if self._closed:  # closed since it was asked for (`close` ran on another thread)
+            return
         self._timeline_timer = portal().call_later(_TIMELINE_DELAY, self._timeline_due)
 
     def _timeline_due(self) -> None:
@@ -502,6 +522,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     def _draw_timeline(self) -> None:
         """The run so far (`trace_of`): closed steps, and the steps and calls under way."""
+        if self._closed:
+            return
         self._drawn = self._position()
         figure = timeline_figure(trace_of(self.run), so_far=not self.run.done)
         if figure is None:
