@@ -56,6 +56,27 @@ def test_show_last_is_the_run_started_and_says_what_went_wrong_first(
     assert "_failing_team.py" in lines[start + 3] and "in apply_discount" in lines[start + 3]
 
 
+def test_replay_says_what_went_wrong_first_as_show_does(
+    failing_store: tuple[Path, wb.RunResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The step table's "(error, replayed)" points up at what went wrong: it has to be there."""
+    path, result = failing_store
+    digger = result.children[0].children[0]
+    assert main(["replay", digger.run_id, "--from-step", "1", "--store", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].endswith(
+        ": completed, 1 tool error: step 3, apply_discount in digger; stop reason completed"
+    )
+    start = lines.index("what went wrong:")
+    table = next(i for i, line in enumerate(lines) if line.startswith("step  "))
+    assert start < table
+    assert lines[start + 1].startswith(
+        "  1. [tool] step 3, apply_discount in digger: TypeError: unsupported operand"
+    )
+    assert "_failing_team.py" in lines[start + 3] and "in apply_discount" in lines[start + 3]
+    assert "apply_discount (error, replayed)" in lines[table + 4]
+
+
 def test_report_without_o_writes_next_to_you_and_says_where(
     failing_store: tuple[Path, wb.RunResult],
     capsys: pytest.CaptureFixture[str],
@@ -68,6 +89,8 @@ def test_report_without_o_writes_next_to_you_and_says_where(
     out = capsys.readouterr().out
     written = tmp_path / f"report-{result.run_id}.html"
     assert written.exists() and f"wrote {written}" in out
+    kilobytes = round(written.stat().st_size / 1e3)  # not "0.1 MB": a run's report is small
+    assert f"({kilobytes} kB, opens offline)" in out
     assert out.startswith(f"run {result.run_id} (lead): completed, 1 tool error")
     assert written.as_uri() in out
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from workbench.agent import RunResult
 from workbench.messages import Message
@@ -97,6 +98,13 @@ def load_run(args: argparse.Namespace) -> RunResult:
     """The stored run ``args.run`` names (an id, a unique prefix of one, or ``last``)."""
     store = open_store(args)
     return store.load(store.resolve(args.run))
+
+
+def wrote_report(path: Path) -> str:
+    """Where a report went and how big it is: kB under a megabyte (a run's is often 0.0 MB)."""
+    size = path.stat().st_size
+    shown = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{max(1, round(size / 1e3))} kB"
+    return f"wrote {path} ({shown}, opens offline)"
 
 
 def text_table(rows: Sequence[Sequence[str]]) -> str:

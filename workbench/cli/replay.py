@@ -17,7 +17,14 @@ import importlib
 from dataclasses import dataclass, field
 
 from workbench.agent import Agent, RunResult
-from workbench.cli._common import echo, open_store, run_argument, step_table, store_option
+from workbench.cli._common import (
+    echo,
+    errors_text,
+    open_store,
+    run_argument,
+    step_table,
+    store_option,
+)
 from workbench.conditions import Budget, MaxCost, MaxSteps, MaxTokens, StopCondition, Timeout
 from workbench.diff import diff
 from workbench.errors import StoreError, UsageError
@@ -67,12 +74,13 @@ def run_replay(args: argparse.Namespace) -> int:
     replay = ReplayModel.from_run(original, tools="replay" if replay_tools else "live")
     result = agent.rerun_sync(snapshot, model=replay)
     echo(f"replayed {original.run_id} from step {snapshot.step} ({how}) as {result.run_id}")
+    echo(f"{result.run_id}: {result.summary}; stop reason {result.stop_reason}")
+    if result.errors:  # first, as `show` does: the step table's legend points up at them
+        echo()
+        echo(errors_text(result.errors))
     echo()
     echo(step_table(result.steps) if result.steps else "(no steps)")
     echo()
-    echo(f"{result.run_id}: {result.status.value}, stop reason {result.stop_reason}")
-    if result.error is not None:
-        echo(f"error: {result.error.type}: {result.error.message}")
     changes = diff(original, result)
     first = changes.first_divergence
     echo("same as the original at every step" if first is None else changes.to_text())

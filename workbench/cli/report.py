@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli._common import echo, load_run, run_argument, store_option
+from workbench.cli._common import echo, load_run, run_argument, store_option, wrote_report
 from workbench.report import write_report
 
 __all__ = ["run_report", "setup_report"]
@@ -31,6 +31,6 @@ def run_report(args: argparse.Namespace) -> int:
     run = load_run(args)
     path = write_report(run, args.output or f"report-{run.run_id}.html").resolve()
     echo(f"run {run.run_id} ({run.state.agent_name}): {run.summary}")
-    echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB, opens offline)")
+    echo(wrote_report(path))
     echo(f"open it: {path.as_uri()}")
     return 0

@@ -24,6 +24,7 @@ from workbench.cli._common import (
     run_argument,
     store_option,
     text_table,
+    wrote_report,
 )
 from workbench.errors import TraceLoadError
 from workbench.report import trace_summary, write_report
@@ -136,7 +137,8 @@ def run_trace(args: argparse.Namespace) -> int:
         _print_messages(trace)
     if args.output:
         path = write_report(trace, args.output)
-        echo(f"\nwrote {path} ({path.stat().st_size / 1e6:.1f} MB, opens offline)")
+        echo()
+        echo(wrote_report(path))
     return 0
 
 
