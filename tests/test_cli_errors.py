@@ -150,3 +150,44 @@ def test_trace_of_a_team_says_which_span_failed_and_has_an_agent_column(
     assert header.split()[:3] == ["agent", "step", "prepare"]
     (failed,) = [line for line in lines if "apply_discount (error)" in line]
     assert failed.split()[:2] == ["digger", "3"]
+
+
+@wb.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@wb.tool
+def remove(path: str) -> str:
+    """Remove a file."""
+    return "removed"
+
+
+def refuse_remove(call: wb.ToolCall, ctx: object) -> wb.GuardDecision:
+    """A guard: never remove anything."""
+    return (wb.ToolPermission.DENY, "never") if call.name == "remove" else wb.ToolPermission.ALLOW
+
+
+def test_trace_says_which_failed_spans_are_no_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A retry and a denial are drawn failed, yet no list of errors has them: the count says so.
+
+    (The demo's trace read "spans: 24, 1 marked failed" and nothing else said what failed: its
+    retry, which its step table calls "not an error".)
+    """
+    telemetry = wb.Telemetry()
+    script = [R.tool_call("add", {"a": 1, "b": "two"}), R.tool_call("remove", {"path": "/"})]
+    agent = wb.Agent(
+        model=wb.ScriptedModel([*script, "done"]),
+        tools=[add, remove],
+        guards=[refuse_remove],
+        telemetry=telemetry,
+        store=False,
+    )
+    assert agent.run_sync("go").errors == ()
+    path = telemetry.write_otlp_json(tmp_path / "run.otlp.json")
+    assert main(["trace", str(path)]) == 0
+    (spans,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("spans:")]
+    assert spans.endswith(", 2 marked failed (1 retry, 1 denial: not errors)")

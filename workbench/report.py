@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from workbench.messages import Message
     from workbench.notebook.explorer_page import ExplorerPage
     from workbench.telemetry.core import Telemetry
+    from workbench.telemetry.spandata import SpanData
 
 __all__ = ["report_html", "trace_summary", "write_report"]
 
@@ -161,8 +162,10 @@ def trace_summary(trace: Trace) -> dict[str, str]:
     agents = list(dict.fromkeys(a for a in trace.agent_at if a))
     rows["agents" if len(agents) > 1 else "agent"] = ", ".join(agents) or "—"
     rows["steps"] = trace_heading(trace)
-    failed = sum(s.is_error for s in spans)  # retries and denials too: what the explorer marks
-    rows["spans"] = f"{len(spans):,}" + (f", {failed} marked failed" if failed else "")
+    failed = [s for s in spans if s.is_error]  # retries and denials too: what the explorer marks
+    rows["spans"] = f"{len(spans):,}" + (
+        f", {len(failed):,} marked failed{_not_errors(failed)}" if failed else ""
+    )
     errors = trace.errors()
     if errors:
         shown = "; ".join(e.line for e in errors[:3])
@@ -177,6 +180,24 @@ def trace_summary(trace: Trace) -> dict[str, str]:
     if output is not None:
         rows["output"] = output
     return rows
+
+
+_NOT_ERRORS = {n.ERROR_TOOL_RETRY: ("retry", "retries"), n.ERROR_TOOL_DENIED: ("denial", "denials")}
+"""Failed spans that are no error: a call sent back to the model to fix, a call refused."""
+
+
+def _not_errors(failed: Sequence[SpanData]) -> str:
+    """Which of the failed spans are retries or denials, which no list of errors has.
+
+    "1 marked failed" above an empty list of errors, beside a step table that calls the call a
+    retry, "not an error", left a reader looking for the failure.
+    """
+    kinds = [s.attributes.get(n.ERROR_TYPE) for s in failed]
+    counts = {words: kinds.count(kind) for kind, words in _NOT_ERRORS.items()}
+    said = [f"{count:,} {words[count != 1]}" for words, count in counts.items() if count]
+    if not said:
+        return ""
+    return f" ({', '.join(said)}: {'not an error' if sum(counts.values()) == 1 else 'not errors'})"
 
 
 def _tokens(trace: Trace) -> str:
