@@ -25,7 +25,8 @@ import workbench as wb
 from workbench import waits
 from workbench.notebook import Stepper
 from workbench.notebook.html import outcomes_html
-from workbench.notebook.tables import trace_heading
+from workbench.notebook.spans import timeline_figure
+from workbench.notebook.tables import clocks_behind, trace_heading
 from workbench.telemetry import names as n
 from workbench.telemetry.rebuild import spans_from_run
 from workbench.telemetry.spandata import SpanData, SpanEvent, span_data
@@ -167,6 +168,56 @@ def test_a_state_that_does_not_say_when_it_paused_still_resumes(
         done = agent.resume_sync(state, approvals={"c1": True})
     assert done.status is wb.ExecutionStatus.COMPLETED
     assert all(step.waits == () for step in done.steps)  # drawn as before: the gap it was
+
+
+AHEAD = 3600.0
+"""Seconds the clock of the machine a run paused on was ahead of the one it resumes on."""
+
+
+def test_a_pause_in_the_future_is_no_wait_and_the_person_s_waits_after_it_are_kept(
+    tmp_path: Path,
+) -> None:
+    """A ``paused_at`` an hour ahead of this clock: no wait from it, and the first record
+    still keeps the person's reading between presses (its waits began in the future before)."""
+    with wb.RunStore(tmp_path / "runs.sqlite") as store:
+        paused = _saver(store).run_sync("go")
+        ahead = paused.state.model_copy(update={"paused_at": time.time() + AHEAD})
+        agent = _saver(store)
+        agent.model = wb.ScriptedModel(["saved it"])
+        run = agent.start_resume(wb.AgentState.from_json(ahead.to_json()), {"c1": True})
+        _stepped(run, pause_after=1)
+    resumed = run.result.steps[len(paused.steps)]
+    assert PAUSE <= sum(w.duration for w in resumed.waits) < AHEAD
+    assert PAUSE <= wb.trace_of(run.result).waited < AHEAD
+
+
+def test_a_run_resumed_before_it_paused_by_the_clocks_says_so_where_its_wait_would_show(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paused where the clock is an hour ahead (another machine), resumed here: the pause is
+    no wait, the resumed execution is drawn an hour before the paused one, and the views say
+    why instead of leaving the reader with an hour of nothing."""
+    real = time.time
+    with wb.RunStore(tmp_path / "runs.sqlite") as store:
+        monkeypatch.setattr(time, "time", lambda: real() + AHEAD)  # the other machine
+        paused = _saver(store).run_sync("go")
+        monkeypatch.setattr(time, "time", real)
+        agent = _saver(store)
+        agent.model = wb.ScriptedModel(["saved it"])
+        done = agent.resume_sync(paused.state, approvals={"c1": True})
+        trace = wb.trace_of(store.load(done.run_id))
+    assert done.status is wb.ExecutionStatus.COMPLETED
+    assert all(step.waits == () for step in done.steps)  # clamped: no wait, not a negative one
+    assert trace.waited == 0.0
+    assert AHEAD - 60 < clocks_behind(trace) <= AHEAD
+    heading = trace_heading(trace)
+    assert "waiting on you" not in heading
+    said = r"resumed (1 h 0 min|59 min \d+ s) before its pause by the clocks \(one is off\)"
+    assert re.search(said, heading), heading
+    figure = timeline_figure(trace)
+    assert figure is not None and "before its pause by the clocks" in figure.layout.title.text
+    # a run whose clocks agree says nothing of it
+    assert clocks_behind(wb.trace_of(paused)) == 0.0
 
 
 DAYS = 3

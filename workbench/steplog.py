@@ -57,8 +57,10 @@ class StepLog:
         """When the phase under way started; None between phases."""
         self._waited = 0.0
         """`Waits.seconds` when the phase under way began."""
-        self._waits_from = time.time() if since is None else since
-        """Where the next step record's waits begin: where the last one closed."""
+        now = time.time()
+        self._waits_from = now if since is None else min(since, now)
+        """Where the next step record's waits begin: where the last one closed (a pause in the
+        future, by a clock ahead of this one, is no wait: its record keeps the waits since now)."""
 
     # -- the run's time -------------------------------------------------------------------------
 

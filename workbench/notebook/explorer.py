@@ -17,10 +17,10 @@ import traitlets
 from workbench.notebook.explorer_data import SpanFilter, SpanStatus
 from workbench.notebook.explorer_view import STATIC, ExplorerView
 from workbench.notebook.stepper import Stepper
+from workbench.notebook.tables import waited_note
 from workbench.telemetry.core import Telemetry
 from workbench.telemetry.trace import Trace
 from workbench.traces import TraceSource, trace_of
-from workbench.waits import left_out
 
 __all__ = ["TraceExplorer"]
 
@@ -75,7 +75,7 @@ class TraceExplorer(anywidget.AnyWidget):
             page_size=page_size,
             span_count=len(tree.order),
             axis_ms=(tree.end_ns - tree.start_ns) / 1e6,
-            waited=left_out(trace.waited),
+            waited=waited_note(trace),
             total=len(self.view.visible),
             rows=self.view.rows(0, page_size),
         )

@@ -37,8 +37,8 @@ from workbench.notebook.explorer_html import (
     span_detail_pieces,
 )
 from workbench.notebook.explorer_view import STATIC, ExplorerView
+from workbench.notebook.tables import waited_note
 from workbench.telemetry.tree import SpanTree
-from workbench.waits import left_out
 
 __all__ = ["HOLE", "WHERE", "ExplorerPage", "explorer_page_html"]
 
@@ -229,7 +229,7 @@ class ExplorerPage:
         templates, details = _templates(self._details, kinds)
         data = {
             "axis_ms": (tree.end_ns - tree.start_ns) / 1e6,
-            "waited": left_out(self.view.trace.waited),  # a stepped run: said in the count line
+            "waited": waited_note(self.view.trace),  # a stepped run: said in the count line
             "spans": _page_spans(self.view),
             "shared": shared,
             "piece_templates": piece_templates,

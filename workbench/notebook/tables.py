@@ -10,6 +10,7 @@ Stepper's step picker and a result's display.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,14 +18,16 @@ import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
 from workbench.records import StepRecord, step_labels
+from workbench.telemetry import names as n
 from workbench.telemetry.trace import Trace
 from workbench.traces import RunSource, trace_of
-from workbench.waits import left_out
+from workbench.waits import SHORTEST, left_out, waited_text
 
 __all__ = [
     "READABLE_COLUMNS",
     "TIMING_PARTS",
     "agents_table",
+    "clocks_behind",
     "for_people",
     "hook_phase",
     "step_labels",
@@ -301,7 +304,44 @@ def waited_note(trace: Trace, before: str = "") -> str:
     """What a stepped run's views left out: ``12.3 s waiting on you left out`` (`Trace.waits`).
 
     Empty for a trace with less than a twentieth of a second of it (a run nobody stepped; a
-    run driven from code records no wait shorter than `waits.SHORTEST`).
+    run driven from code records no wait shorter than `waits.SHORTEST`). A run its clocks say
+    resumed before it paused (`clocks_behind`) left no wait out there, and says so.
     """
-    note = left_out(trace.waited)
+    notes = [left_out(trace.waited)]
+    if (behind := clocks_behind(trace)) >= SHORTEST:
+        notes.append(
+            f"resumed {waited_text(behind)} before its pause by the clocks (one is off): "
+            "drawn as recorded"
+        )
+    note = "; ".join(n for n in notes if n)
     return before + note if note else ""
+
+
+def clocks_behind(trace: Trace) -> float:
+    """Seconds a run's resumed step began before that step, paused, ended, by its spans' clocks.
+
+    Zero unless the clocks disagree: the run paused where the clock was ahead (another machine)
+    or resumed after this one's was set back. Its pause (`AgentState.paused_at`, in the
+    future) is then no wait (`Waits.away` clamps it), and its executions are drawn where their
+    clocks put them, the resumed one first.
+    """
+    steps: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for row in trace.step_rows():
+        steps.setdefault((row["run_id"], row["step"]), []).append(row)
+    twice = {r["span_id"] for rows in steps.values() if len(rows) > 1 for r in rows}
+    if not twice:  # no step resumed after a pause: no pass over the spans
+        return 0.0
+    resumed = {
+        s.span_id for s in trace.spans if s.span_id in twice and s.attributes.get(n.STEP_RESUMED)
+    }
+    behind = 0.0
+    for rows in steps.values():
+        paused = [r["start"] + r["duration_ms"] * 1e6 for r in rows if r["span_id"] not in resumed]
+        again = [r["start"] for r in rows if r["span_id"] in resumed]
+        if paused and again:
+            behind = max(behind, (max(paused) - min(again)) / 1e9)
+    return behind
+
+
+def _end_ns(row: dict[str, object]) -> float:
+    return float(str(row["start"])) + float(str(row["duration_ms"])) * 1e6
