@@ -42,6 +42,11 @@ def test_a_malformed_answer_denies_the_call_and_the_run_goes_on(answer: Any, why
     (outcome,) = result.steps[0].tool_outcomes
     assert outcome.status == "denied"
     assert f"guard guard {why}" in outcome.content
+    # a bug in the guard: an error of the run, at its top, as a guard that raised is
+    (error,) = result.errors
+    assert (error.kind, error.type, error.where) == ("guard", "TypeError", "step 1, add in agent")
+    assert error.message.startswith(f"guard guard {why}")
+    assert result.summary == "completed, 1 guard error: step 1, add in agent"
 
 
 def test_a_well_formed_answer_decides() -> None:

@@ -75,23 +75,31 @@ async def _ask(guard: ToolGuard, call: ToolCall, ctx: ToolContext) -> GuardAnswe
     except Exception as exc:  # the reason is read by the model and stored: no secret in it
         why = f"guard {name} failed: {error_text(exc)}"
         return GuardAnswer(permission=ToolPermission.DENY, reason=why, raised=exc)
-    permission, reason = _read(answer, name)
-    return GuardAnswer(permission=permission, reason=reason)
+    return _read(answer, name)
 
 
-def _read(answer: object, name: str) -> tuple[ToolPermission, str]:
-    """A guard's answer as (permission, reason); any answer of another shape denies (fail closed).
+def _read(answer: object, name: str) -> GuardAnswer:
+    """A guard's answer; any answer of another shape denies (fail closed).
 
-    A malformed answer is a bug in that guard: it must deny this one call, not end the run.
+    A malformed answer is a bug in that guard: it must deny this one call, not end the run. It
+    is an error of the run all the same, as a guard that raised is (a `TypeError`, made, not
+    raised: the guard's own code raised nothing): a guard that forgot to return denied every
+    call and the run said only "completed".
     """
     if isinstance(answer, tuple):
         if len(answer) != 2:
-            return ToolPermission.DENY, f"guard {name} returned a tuple of {len(answer)}, not 2"
+            return _malformed(f"guard {name} returned a tuple of {len(answer)}, not 2")
         permission, reason = answer
     else:
         permission, reason = answer, ""
     if not isinstance(permission, ToolPermission):
-        return ToolPermission.DENY, f"guard {name} returned {permission!r}, not a ToolPermission"
+        return _malformed(f"guard {name} returned {permission!r}, not a ToolPermission")
     if reason is not None and not isinstance(reason, str):
-        return ToolPermission.DENY, f"guard {name} gave the reason {reason!r}, not a string"
-    return permission, reason or f"{permission.value} by guard {name}"
+        return _malformed(f"guard {name} gave the reason {reason!r}, not a string")
+    return GuardAnswer(
+        permission=permission, reason=reason or f"{permission.value} by guard {name}"
+    )
+
+
+def _malformed(why: str) -> GuardAnswer:
+    return GuardAnswer(permission=ToolPermission.DENY, reason=why, raised=TypeError(why))
