@@ -1,4 +1,4 @@
-"""RunResult, PhaseEvent and RunDiff show short reprs and an HTML summary in a notebook."""
+"""RunResult, RunError, PhaseEvent and RunDiff: short reprs, and an HTML summary in a notebook."""
 
 from __future__ import annotations
 
@@ -38,6 +38,19 @@ def test_a_paused_result_shows_what_it_waits_on() -> None:
     paused = demo_agent(store=False).run_sync(DEMO_PROMPT)
     assert paused.status.value == "paused"
     assert "wb-pending" in paused._repr_html_() and "save_result" in paused._repr_html_()
+
+
+def test_one_error_as_a_cells_value_shows_its_traceback() -> None:
+    """``result.errors[0]`` in a cell: where, what, and the traceback open, not one repr line."""
+    from tests._failing_team import BROKEN_LINE, team
+
+    (error,) = team().run_sync("price the hat").errors
+    assert repr(error).startswith("RunError(tool, ")
+    html = error._repr_html_()
+    assert html is not None
+    assert "<b>step 3, apply_discount in digger</b>" in html
+    assert '<details class="wb-traceback" open>' in html
+    assert "in apply_discount</b>" in html and BROKEN_LINE in html
 
 
 def test_run_diff_repr_is_short_and_html_marks_the_first_divergence() -> None:

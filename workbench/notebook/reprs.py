@@ -1,4 +1,4 @@
-"""How a `RunResult`, a `PhaseEvent` and a `RunDiff` look as the value of a notebook cell.
+"""How a `RunResult`, a `RunError`, a `PhaseEvent` and a `RunDiff` look as a notebook cell's value.
 
 Their ``_repr_html_`` methods call these functions (imported when a notebook asks, so the core
 never needs the notebook extra): a summary a reader takes in at a glance, where the default
@@ -13,9 +13,9 @@ from workbench._record import html_view
 from workbench.diff import RunDiff, StepDiff
 from workbench.notebook.html import _badge, errors_html, pending_html, summary_html
 from workbench.notebook.tables import steps_text
-from workbench.records import PhaseEvent, RunResult, errors_summary
+from workbench.records import PhaseEvent, RunError, RunResult, errors_summary
 
-__all__ = ["phase_event_html", "run_diff_html", "run_result_html"]
+__all__ = ["phase_event_html", "run_diff_html", "run_error_html", "run_result_html"]
 
 _STATUS = {"completed": "#2e7d32", "failed": "#c62828", "aborted": "#757575", "paused": "#6a1b9a"}
 _DIFF = {"changed": "#c62828", "only_a": "#e17055", "only_b": "#0984e3"}
@@ -59,6 +59,15 @@ def run_result_html(result: RunResult) -> str:
     return (
         f"<div class='wb-run-result'><b>RunResult</b>{top}{errors_html(errors)}{_rows(rows)}</div>"
     )
+
+
+@html_view(RunError)
+def run_error_html(error: RunError) -> str:
+    """One error (``result.errors[0]`` in a cell): where, what, and its traceback, open.
+
+    Its repr is one line; the person who asks for one error has come for its traceback.
+    """
+    return f"<div class='wb-run-error'>{errors_html([error])}</div>"
 
 
 @html_view(PhaseEvent)
