@@ -53,8 +53,9 @@ table.wb-windowed td, table.wb-windowed th { border-width: 0 1px 1px 0; }
 table.wb-windowed tr > :first-child { border-left-width: 1px; }
 table.wb-windowed th { border-top-width: 1px; }
 table.wb-windowed td { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-table.wb-windowed th { text-align: left; }
-table.wb-windowed .wb-number { text-align: right; }
+table.wb-windowed td, table.wb-windowed th { padding: 2px 4px; }  /* PAD in report_tables.js */
+table.wb-windowed th { text-align: left; overflow-wrap: anywhere; }  /* when narrowed */
+table.wb-windowed .wb-number { text-align: right; font-variant-numeric: tabular-nums; }
 table.wb-windowed th { position: sticky; top: 0; background: #fff; cursor: pointer;
                        vertical-align: bottom; }
 table.wb-windowed tr.wb-gap td { padding: 0; border: 0; }

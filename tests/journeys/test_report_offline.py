@@ -29,6 +29,32 @@ from tests.journeys.team import BUG_LINE, IMPORT, PROMPT, TEAM
 from tests.test_browser import _only_files
 from workbench.report import write_report
 
+_TABLE_FIT = """(box) => {  // what of a table is beyond its page, or cut
+  const scroller = box.querySelector('.wb-table-scroll');
+  const cells = [...box.querySelectorAll('tbody tr:not(.wb-gap) td')];
+  const cut = cells.filter((cell) => cell.scrollWidth > cell.clientWidth);
+  return {
+    sideways: scroller.scrollWidth - scroller.clientWidth,
+    beyond: scroller.getBoundingClientRect().right - box.getBoundingClientRect().right,
+    numbers: cut.filter((cell) => cell.classList.contains('wb-number')).map((c) => c.textContent),
+    untold: cut.filter((cell) => cell.title !== cell.textContent).map((c) => c.textContent),
+    cut: cut.length,
+  };
+}"""
+_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+def _fits(page: Any, table: Any, width: int) -> int:
+    """In a window ``width`` px wide, the table fits its page: it does not scroll sideways, no
+    number is cut, a text cut says itself whole in its tooltip. How many texts are cut."""
+    page.set_viewport_size({"width": width, "height": 900})
+    page.evaluate(_FRAMES)  # the page sized its columns for the new width
+    found = table.evaluate(_TABLE_FIT)
+    assert found["sideways"] == 0 and found["beyond"] <= 0, (width, found)
+    assert found["numbers"] == [] and found["untold"] == [], (width, found)
+    cut: int = found["cut"]
+    return cut
+
 
 def test_the_failing_span_in_the_report_opened_offline(browser: Any, tmp_path: Path) -> None:
     script = tmp_path / "team.py"
@@ -70,6 +96,11 @@ def test_the_failing_span_in_the_report_opened_offline(browser: Any, tmp_path: P
     dug = page.locator("section.wb-step-section").filter(has_text="step 1 · digger")
     expect(dug).to_have_count(1)
     table = page.locator("div.wb-table").first
+    # it fits the page: at 1,300 px every column is in view (the tokens and cost were beyond
+    # it); at 1,000 px some texts are cut, each whole in its tooltip; no number is ever cut
+    assert _fits(page, table, 1300) == 0
+    assert _fits(page, table, 1000) > 0
+    page.set_viewport_size({"width": 1400, "height": 1000})
     headings = table.locator("th")
     time = headings.all_inner_texts().index("time (ms)")
     times = table.locator(f"tbody td:nth-child({time + 1})")
@@ -163,6 +194,8 @@ def test_the_failing_step_of_a_long_run_is_found_in_its_report(
     box = table.locator(".wb-table-scroll")
     row_height = drawn.first.bounding_box()["height"]
     assert box.evaluate("(box) => box.scrollHeight") > (LONG - 5) * row_height  # a true scrollbar
+    for width in (1300, 1000, 1400):  # it fits the page
+        _fits(page, table, width)
 
     failed = table.locator("th", has_text="failed spans")
     failed.click()  # the most failed spans first

@@ -2,8 +2,11 @@
 // as text. A table scrolls in a box of its own and only the rows in view (and a few around
 // them) are in the page, between two spacers as high as the rows left out, so the scrollbar
 // says where the view is: a 16,666-step run's table laid out whole took seconds to open and to
-// sort. Its columns keep their widths (the longest text of each), so they do not move as rows
-// come and go. A click on a column's heading sorts the rows by it, numbers largest first (the
+// sort. Its columns keep their widths, so they do not move as rows come and go, and fit the
+// page (`fit`): a number's column is as wide as its widest number, never less; a text's as its
+// longest text up to a point, and less when the page is narrow (a text cut shows it whole in its
+// tooltip); a heading wraps between its words, and within them only when the page has no room
+// left. A click on a column's heading sorts the rows by it, numbers largest first (the
 // slowest step, the most tokens) and text in order (numbers in it as numbers: step 9 before
 // step 10); a second click the other way; empty cells last. A table that scrolls has a box that
 // finds rows by their text (the browser's find sees only the rows drawn). Sorting and finding
@@ -12,7 +15,9 @@
 
 const HEIGHT = 480;  // px: the most a table's box takes of the page
 const AROUND = 30;  // rows drawn above and below the view: what the next scroll frames show
-const WIDEST = 40;  // characters: a longer text is cut (its cell's tooltip says it whole)
+const WIDEST = 40;  // characters: the most of a text its column is sized for
+const PAD = 11;  // px a cell takes beside its text: padding, borders (two in the first), 1 spare
+const NARROWEST = 64;  // px: the least a text's column is cut to
 
 function made(tag, text) {
   const node = document.createElement(tag);
@@ -45,17 +50,41 @@ function gap() {  // a spacer row, as high as the rows it stands for
   return row;
 }
 
+const ruler = document.createElement("canvas").getContext("2d");
+function measured(text, font) {  // px `text` takes in `font`
+  ruler.font = font;
+  return ruler.measureText(text).width;
+}
+
+function between(least, most, room) {  // widths from `least` towards `most`, as `room` allows
+  const [low, high] = [least, most].map((widths) => widths.reduce((a, b) => a + b, 0));
+  const share = high > low ? Math.min(1, Math.max(0, (room - low) / (high - low))) : 1;
+  return least.map((width, c) => Math.floor(width + (most[c] - width) * share));
+}
+
+function fit(heads, arrowed, contents, numeric, room) {  // each column's px (see the top)
+  const whole = contents.map((width, c) => Math.max(width, arrowed[c]));  // all of it
+  const cut = contents.map((width, c) => (numeric[c] ? Math.max(width, heads[c])  // a sort's
+    : Math.min(whole[c], Math.max(NARROWEST, heads[c]))));  // arrow may wrap; texts cut
+  const least = contents.map((width, c) => (numeric[c] ? width : Math.min(whole[c], NARROWEST)));
+  const tiers = [whole, cut, least];  // ... and headings broken within words; numbers never cut
+  let tier = 1;
+  while (tier < tiers.length - 1 && tiers[tier].reduce((a, b) => a + b, 0) > room) tier += 1;
+  return between(tiers[tier], tiers[tier - 1], room);
+}
+
 function drawTable(box, table) {
   const count = table.columns.length ? table.columns[0].length : 0;
   const texts = table.columns.map((values, c) => values.map((v) => shown(v, table.decimals[c])));
   const element = document.createElement("table");
   element.className = "dataframe wb-windowed";
   const numeric = table.columns.map((values) => values.some((v) => typeof v === "number"));
-  const widths = table.names.map((name, c) => Math.min(WIDEST, texts[c].reduce(  // a heading
-    (most, text) => Math.max(most, text.length), 2 + Math.max(...name.split(" ").map((w) => w.length)))));  // wraps
+  const longest = texts.map((column, c) => {  // the text each column is sized for
+    const text = column.reduce((most, t) => (t.length > most.length ? t : most), "");
+    return numeric[c] ? text.replace(/[0-9]/g, "0") : text.slice(0, WIDEST);  // digits alike wide
+  });
   const columns = element.appendChild(document.createElement("colgroup"));
-  for (const width of widths) columns.appendChild(document.createElement("col")).style.width = `calc(${width}ch + 14px)`;
-  element.style.width = `calc(${widths.reduce((a, b) => a + b, 0)}ch + ${14 * widths.length}px)`;
+  table.names.forEach(() => columns.appendChild(document.createElement("col")));
   const head = element.createTHead().insertRow();
   const body = element.createTBody();
   const scroller = document.createElement("div");
@@ -63,6 +92,27 @@ function drawTable(box, table) {
   scroller.append(element);
   const [above, below] = [gap(), gap()];
   [above, below].forEach((row) => { row.firstChild.colSpan = table.names.length; });
+
+  let widths = [];  // px each column has for its text, set by `size`
+  let font = "";  // the cells' font
+  let sizedFor = -1;  // the box's width they were set for
+  function size() {  // the columns' widths in the page's width: `fit`
+    if (box.clientWidth === sizedFor) return false;
+    sizedFor = box.clientWidth;
+    font = getComputedStyle(element).font;
+    const bold = getComputedStyle(head.firstChild).font;
+    const heads = table.names.map((name) => PAD + Math.max(  // its longest word
+      ...name.split(" ").map((word) => measured(word, bold))));
+    const arrowed = table.names.map((name, c) => Math.max(  // and its last with a sort's arrow
+      heads[c], PAD + measured(`${name.split(" ").pop()} \u25bc`, bold)));
+    const contents = longest.map((text) => PAD + measured(text, font));
+    const room = box.clientWidth - (scroller.offsetWidth - scroller.clientWidth);  // its scrollbar's
+    const px = fit(heads, arrowed, contents, numeric, room);
+    px.forEach((width, c) => { columns.children[c].style.width = `${width}px`; });
+    element.style.width = `${px.reduce((a, b) => a + b, 0)}px`;
+    widths = px.map((width) => width - PAD + 1);  // the text fits in these, its spare pixel too
+    return true;
+  }
 
   let rows = [...Array(count).keys()];  // the rows' numbers, in the order shown
   let found = rows;  // those the find box keeps, in that order
@@ -79,7 +129,7 @@ function drawTable(box, table) {
       } else {
         cell.textContent = column[r];
       }
-      if (column[r].length > widths[c]) cell.title = column[r];
+      if (!numeric[c] && measured(column[r], font) > widths[c]) cell.title = column[r];  // cut
       if (numeric[c]) cell.className = "wb-number";
       line.append(cell);
     });
@@ -162,6 +212,9 @@ function drawTable(box, table) {
   addEventListener("beforeprint", () => { printing = true; draw(true); });
   addEventListener("afterprint", () => { printing = false; draw(true); });
   draw(true);
+  size();  // with the rows drawn: beside the scrollbar they make
+  draw(true);
+  new ResizeObserver(() => { if (size()) draw(true); }).observe(box);  // the window's width
 }
 
 for (const box of document.querySelectorAll("div.wb-table[data-table]")) {
