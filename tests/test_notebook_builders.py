@@ -494,6 +494,20 @@ def test_report_says_steps_and_links_the_resumed_part_by_its_label(demo: wb.RunR
     assert 'id="wb-explorer"' in html and "staticModel(data)" in html
 
 
+@pytest.mark.parametrize("name", ["explorer.js", "explorer_static.js", "report_tables.js"])
+def test_a_report_inlines_its_scripts_without_their_comments(name: str) -> None:
+    from workbench.notebook.explorer_view import STATIC, page_script
+
+    written = (STATIC / name).read_text(encoding="utf-8")
+    inlined = page_script(name)
+    assert "//" in written and "//" not in inlined  # every // was a comment: none in a string
+    kept = []  # each line without its comment, a line of a comment alone left out
+    for line in written.splitlines():
+        if not line.lstrip().startswith("//"):
+            kept.append(line.split("//")[0].rstrip())
+    assert inlined.splitlines() == kept
+
+
 def test_the_reports_steps_table_shows_a_small_cost_as_not_zero() -> None:
     @wb.tool
     def echo(text: str) -> str:

@@ -99,9 +99,9 @@ def report_html(
 
 
 def _page(title: str, summary: str, body: str) -> str:
-    from workbench.notebook.explorer_view import STATIC
+    from workbench.notebook.explorer_view import page_script
 
-    tables = (STATIC / "report_tables.js").read_text(encoding="utf-8")  # draws `_table_html`'s
+    tables = page_script("report_tables.js")  # draws `_table_html`'s
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"

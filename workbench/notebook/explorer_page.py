@@ -36,7 +36,7 @@ from workbench.notebook.explorer_html import (
     Where,
     span_detail_pieces,
 )
-from workbench.notebook.explorer_view import STATIC, ExplorerView
+from workbench.notebook.explorer_view import STATIC, ExplorerView, page_script
 from workbench.notebook.tables import waited_note
 from workbench.telemetry.tree import SpanTree
 
@@ -239,9 +239,8 @@ class ExplorerPage:
         }
         payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         payload = payload.replace("<", "\\u003c")
-        module = (STATIC / "explorer.js").read_text(encoding="utf-8")
-        module = module.replace("export default { render };", "")
-        model = (STATIC / "explorer_static.js").read_text(encoding="utf-8")
+        module = page_script("explorer.js").replace("export default { render };", "")
+        model = page_script("explorer_static.js")
         css = (STATIC / "explorer.css").read_text(encoding="utf-8")
         element = self.element_id
         return (

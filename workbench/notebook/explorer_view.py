@@ -8,6 +8,7 @@ window; only a new filter or fold walks the tree again.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,10 +25,22 @@ from workbench.notebook.explorer_data import (
 from workbench.notebook.explorer_html import span_detail_html
 from workbench.telemetry.trace import Trace
 
-__all__ = ["STATIC", "ExplorerView"]
+__all__ = ["STATIC", "ExplorerView", "page_script"]
 
 STATIC = Path(__file__).parent / "static"
 """The page side: ``explorer.js``, ``explorer.css``, and the report's ``explorer_static.js``."""
+
+_COMMENT = re.compile(r"^[ \t]*//.*\n|[ \t]+//.*$", re.MULTILINE)
+
+
+def page_script(name: str) -> str:
+    """A script of `STATIC` as a report inlines it: without its comments.
+
+    They are written for the code's reader, and every report would carry them: a tenth of a
+    small run's report. A comment is a line from ``//`` on, after a space or alone; no script
+    holds ``//`` in a string (tests/test_notebook_builders.py checks).
+    """
+    return _COMMENT.sub("", (STATIC / name).read_text(encoding="utf-8"))
 
 
 class ExplorerView:
