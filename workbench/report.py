@@ -44,7 +44,7 @@ table.dataframe { border-collapse: collapse; font-size: 12px; }
 table.dataframe td, table.dataframe th { border: 1px solid #e0e0e0; padding: 2px 6px; }
 table.dataframe th { text-align: right; }
 section.wb-step-section { border: 1px solid #e0e0e0; border-radius: 6px; padding: 8px 12px;
-                          margin: 12px 0; }
+                          margin: 12px 0; box-sizing: border-box; }
 nav a { margin-right: 8px; }
 div.wb-table-scroll { max-height: 480px; overflow: auto; max-width: 100%; width: max-content; }
 /* borders not collapsed: a sticky heading's collapsed border scrolls away with the rows */

@@ -42,6 +42,11 @@ _TABLE_FIT = """(box) => {  // what of a table is beyond its page, or cut
   };
 }"""
 _FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+_TOP = "(element) => element.getBoundingClientRect().top"
+_SECTIONS_HEIGHT = """() => {  // px from the first step section's top to the last one's bottom
+  const all = document.querySelectorAll('section.wb-step-section');
+  return all[all.length - 1].getBoundingClientRect().bottom - all[0].getBoundingClientRect().top;
+}"""
 
 
 def _fits(page: Any, table: Any, width: int) -> int:
@@ -138,7 +143,8 @@ def add(a: int, b: int) -> int:
 
 
 def long_run(telemetry: wb.Telemetry) -> wb.RunResult:
-    """A run of `LONG` steps, a tool call a step; the call of step `BROKEN` fails."""
+    """A run of `LONG` steps, a tool call a step; the call of step `BROKEN` fails. Every third
+    step the model says a few lines too: the steps' sections are not all as high."""
     calls = 0
 
     def answer(messages: Any, request: Any) -> wb.ModelResponse:
@@ -147,7 +153,11 @@ def long_run(telemetry: wb.Telemetry) -> wb.RunResult:
         if calls >= LONG:
             return wb.ModelResponse.text("done")
         cost = 0.00003 if calls == BROKEN else 0.00001  # reads 0.000 to three decimals
-        return wb.ModelResponse.tool_call("add", {"a": calls, "b": 1}, usage=wb.Usage(cost=cost))
+        call = wb.ModelResponse.tool_call("add", {"a": calls, "b": 1}, usage=wb.Usage(cost=cost))
+        if calls % 3:
+            return call
+        said = wb.TextPart(text="\n".join(f"adding, line {line}" for line in range(12)))
+        return call.model_copy(update={"parts": (said, *call.parts)})
 
     agent = wb.Agent(
         model=wb.FunctionModel(answer, name="adder"),
@@ -205,11 +215,15 @@ def test_the_failing_step_of_a_long_run_is_found_in_its_report(
     expect(first).to_contain_text("add (error)")
     section = page.locator(f"#step-{BROKEN - 1}")
     assert section.locator(".wb-msg").count() == 0  # not drawn: far from the view
+    at_load = page.evaluate(_SECTIONS_HEIGHT)
     first.get_by_role("link").click()
     expect(section).to_be_in_viewport()
     told = section.locator(".wb-msg").filter(has_text="failed: ValueError: the adder broke")
     expect(told).to_have_count(1)  # drawn when its link brought it into view
     expect(told).to_contain_text("<b>here</b>")  # as text
+    page.evaluate(_FRAMES)  # the link put it at the top; those drawn above it did not move it
+    assert abs(section.evaluate(_TOP)) < 2
+    after_link = page.evaluate(_SECTIONS_HEIGHT)
     assert page.locator("b").filter(has_text="here").count() == 0
     expect(page.locator(".wb-drawn-near")).to_be_visible()  # says Ctrl-F sees what is drawn
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -243,15 +257,20 @@ def test_the_failing_step_of_a_long_run_is_found_in_its_report(
 
     far = page.locator(f"#step-{LONG - 60}")
     assert far.locator(".wb-msg").count() == 0
-    far.scroll_into_view_if_needed()
+    placed = far.evaluate(f"(element) => {{ element.scrollIntoView(); return ({_TOP})(element); }}")
     expect(far.locator(".wb-msg").first).to_be_visible()  # drawn when scrolled to
-    far.scroll_into_view_if_needed()  # (the sections drawn above it moved it)
+    page.evaluate(_FRAMES)
+    assert abs(far.evaluate(_TOP) - placed) < 2  # where it was put, the sections above drawn
     page.screenshot(path=str(ARTIFACTS / "report-long-2-far-section.png"))
+    after_far = page.evaluate(_SECTIONS_HEIGHT)
     sections = page.locator("section.wb-step-section")
     assert 0 < sections.filter(has=page.locator(".wb-msg")).count() < LONG / 2
-    page.emulate_media(media="print")
     page.evaluate("dispatchEvent(new Event('beforeprint'))")  # printed: every step drawn
     expect(sections.filter(has=page.locator(".wb-msg"))).to_have_count(LONG)
+    whole = page.evaluate(_SECTIONS_HEIGHT)  # sized before they were drawn: the scrollbar
+    assert abs(at_load - whole) < 0.3 * whole  # was about right from the start, and
+    assert abs(after_link - whole) < 0.05 * whole and abs(after_far - whole) < 0.05 * whole
+    page.emulate_media(media="print")
     expect(drawn).to_have_count(LONG)  # and every row of the table, out of its box
     assert box.evaluate("(box) => box.scrollHeight <= box.clientHeight")
     page.evaluate("dispatchEvent(new Event('afterprint'))")

@@ -44,6 +44,16 @@ function filled(templates, [template, ...own]) {  // a template, its holes fille
 }
 
 const AT_ONCE = 500;  // the most elements made of pieces that are all drawn when the page loads
+const SAMPLES = 5;  // elements drawn at once when there are more: their heights size the others
+
+function topmost(elements) {  // the first of `elements` (in the page's order) not above the view
+  let [low, high] = [0, elements.length - 1];
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (elements[middle].getBoundingClientRect().bottom > 0) high = middle; else low = middle + 1;
+  }
+  return elements[low];
+}
 
 function fillPieces(data) {  // the page's elements made of stored pieces: the HTML is ours, escaped
   const elements = [...document.querySelectorAll("[data-pieces]")];
@@ -51,18 +61,39 @@ function fillPieces(data) {  // the page's elements made of stored pieces: the H
     if (!el.dataset.pieces) return;
     el.insertAdjacentHTML("beforeend", joined(data, JSON.parse(el.dataset.pieces)));
     delete el.dataset.pieces;
+    el.style.minHeight = "";
   };
   if (elements.length <= AT_ONCE) { elements.forEach(fill); return; }
   // more (a long run's step sections): each is drawn when it comes near the view (scrolled
   // to, or a link's target), as the page drawn whole took seconds to lay out at every change;
-  // the lines that say so are shown, and printing draws them all. A section not drawn yet has
-  // no height of its own to lose: the browser keeps a link's target in place while those above
-  // it are drawn (scroll anchoring), which a change of the target's own height rule turns off
-  const near = new IntersectionObserver((entries) => {
+  // the lines that say so are shown, and printing draws them all. Until drawn, a section is as
+  // high as its pieces will be, at what a piece takes in a few sections drawn at once, spread
+  // over the run: the scrollbar is about true from the start and does not grow as you read.
+  // A section drawn above the view moves what is in it: the page itself puts back the section
+  // at the top of the view where it was. The browser's scroll anchoring does that only until
+  // the anchor's own height rule changes (the section drawn at a link's target): then those
+  // drawn above it pushed it out of view.
+  document.documentElement.style.overflowAnchor = "none";
+  const sizes = elements.map((el) => numbers(JSON.parse(el.dataset.pieces)).length);
+  const samples = [...Array(SAMPLES).keys()].map((i) => Math.floor(((i + 1) * elements.length) / (SAMPLES + 1)));
+  const steady = (change) => {  // `change` the sections; the one at the top of the view stays
+    const anchor = topmost(elements);
+    const top = anchor.getBoundingClientRect().top;
+    change();
+    const moved = anchor.getBoundingClientRect().top - top;
+    if (moved) scrollBy(0, moved);
+  };
+  steady(() => {
+    samples.forEach((i) => fill(elements[i]));
+    const perPiece = samples.reduce((px, i) => px + elements[i].offsetHeight, 0)
+      / samples.reduce((count, i) => count + sizes[i], 0);
+    elements.forEach((el, i) => { if (el.dataset.pieces) el.style.minHeight = `${sizes[i] * perPiece}px`; });
+  });
+  const near = new IntersectionObserver((entries) => steady(() => {
     for (const entry of entries) {
       if (entry.isIntersecting) { fill(entry.target); near.unobserve(entry.target); }
     }
-  }, { rootMargin: "1000px 0px" });
+  }), { rootMargin: "1000px 0px" });
   elements.forEach((el) => near.observe(el));
   for (const line of document.querySelectorAll(".wb-drawn-near")) line.hidden = false;
   addEventListener("beforeprint", () => elements.forEach(fill));
