@@ -316,6 +316,32 @@ def test_a_trace_says_what_went_wrong_as_its_run_does(
     assert all(e.span_id for e in trace.errors())
 
 
+@pytest.mark.parametrize("telemetry", [True, False], ids=["live-spans", "spans-of-records"])
+def test_stopped_after_a_tool_crashed_below_the_first_error_named_is_the_tools(
+    telemetry: bool,
+) -> None:
+    """Stop pressed at the error breakpoint: the calls above end aborted, after the crash.
+
+    They were named first ("first: step 1, research in lead"), as if the person's Stop were
+    what went wrong, and the tool's crash came last.
+    """
+    lead = team(telemetry=wb.Telemetry() if telemetry else None)
+    run = lead.start("price the hat", breakpoints=[wb.Break.on_error()])
+    run.run_to_breakpoint()
+    run.abort()
+    result = run.result
+    assert [(e.kind, e.where) for e in result.errors] == [
+        ("tool", "step 3, apply_discount in digger"),
+        ("subrun", "step 1, dig in researcher"),
+        ("subrun", "step 1, research in lead"),
+    ]
+    assert result.summary == (
+        "aborted, 1 tool error, 2 failed sub-runs; first: step 3, apply_discount in digger"
+    )
+    trace = wb.trace_of(result, telemetry=lead.telemetry)
+    assert _comparable(trace.errors()) == _comparable(result.errors)
+
+
 def _raise(messages: list[wb.Message], info: object) -> wb.ModelResponse:
     raise RuntimeError("no answer")
 

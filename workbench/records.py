@@ -178,7 +178,10 @@ def run_error(state: AgentState) -> RunError | None:
 def run_errors(run: RecordedRun) -> tuple[RunError, ...]:
     """What went wrong anywhere in ``run``'s tree, in the order it happened.
 
-    A sub-run's errors come right after the call that started it, then the step's hook errors.
+    A sub-run's errors come before the error of the call that started it, if that call has one
+    (it stopped at a limit, or was aborted): they happened inside the call, before it ended. So
+    the first error named is the first thing that went wrong, not a call that ended because a
+    person pressed Stop two sub-agents above the tool that crashed. The step's hook errors last.
     """
     children: dict[str | None, list[RunResult]] = {}
     for child in run.children:
@@ -186,9 +189,9 @@ def run_errors(run: RecordedRun) -> tuple[RunError, ...]:
     found: list[RunError] = []
     for step in run.steps:
         for outcome in step.tool_outcomes:
+            found += (e for child in children.pop(outcome.call_id, ()) for e in run_errors(child))
             error = _call_error(outcome, step, run.state)
             found += (error,) if error is not None else ()
-            found += (e for child in children.pop(outcome.call_id, ()) for e in run_errors(child))
         found += (e for e in step_errors(step, run.state) if e.call_id is None)
     found += (e for rest in children.values() for child in rest for e in run_errors(child))
     own = run_error(run.state)

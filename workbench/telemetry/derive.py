@@ -385,11 +385,12 @@ def trace_errors(tree: SpanTree, agents: Sequence[str]) -> tuple[RunError, ...]:
     For a trace of ours the two agree (the spans are the records'): a retry or a policy's
     denial is no error; a sub-agent call whose sub-run failed is not a second error (the
     sub-run's own is, where it failed); a model call that failed its run is the run's error;
-    a failed run's own error comes after its sub-runs'. A span another framework marked failed
-    is a ``span`` error. Breakpoint predicates never make spans, so theirs are not here.
+    a failed run's own error, and the error of a call whose sub-run stopped at a limit or was
+    aborted, come after the errors below them. A span another framework marked failed is a
+    ``span`` error. Breakpoint predicates never make spans, so theirs are not here.
     """
     found: list[RunError] = []
-    closing: list[tuple[int, RunError]] = []  # failed runs, said once their subtree is passed
+    closing: list[tuple[int, RunError]] = []  # said once their subtree is passed
     for position in range(len(tree)):
         while closing and closing[-1][0] <= position:
             found.append(closing.pop()[1])
@@ -398,7 +399,7 @@ def trace_errors(tree: SpanTree, agents: Sequence[str]) -> tuple[RunError, ...]:
         error = _error_at(tree, position, agents[position])
         if error is None:
             continue
-        if error.kind in ("run", "subrun") and tree.span_at(position).category == "agent":
+        if error.kind in ("run", "subrun"):  # a failed run, or a call its sub-run did not end
             closing.append((tree.ends[position], error))
         else:
             found.append(error)
