@@ -238,3 +238,23 @@ def test_what_the_live_model_raises_where_the_rerun_departs_is_its_own_error() -
         assert error.traceback is not None
         assert "ReplayDivergence" not in error.traceback
         assert "During handling of the above exception" not in error.traceback
+
+
+def test_what_is_no_step_number_or_no_tool_is_said_plainly() -> None:
+    """A step as text read "has no step 3: it has steps 1-4"; a tool as its name or None raised
+    AttributeError from deep inside (``'str' object has no attribute '__name__'``)."""
+    import numpy as np
+
+    digger = _digger()
+    failing = digger.run_sync("What is the discounted price?")
+    assert failing.snapshot(step=np.int64(2)) is failing.snapshot(step=2)  # a DataFrame's number
+    for step in ("2", 2.0, None):
+        with pytest.raises(wb.UsageError, match=r"step= takes a step's number .*, not "):
+            failing.snapshot(step=step)  # type: ignore[arg-type]
+    for item in ("apply_discount", None):
+        with pytest.raises(wb.UsageError, match="tools are functions, tools and toolsets, not "):
+            digger.rerun_sync(failing.snapshot(step=2), tools=[item])  # type: ignore[list-item]
+        with pytest.raises(wb.UsageError, match="tools are functions, tools and toolsets, not "):
+            wb.Agent(model=digger.model, tools=[item])  # type: ignore[list-item]
+    with pytest.raises(wb.UsageError, match=r"a name goes as @tool\(name='apply_discount'\)"):
+        wb.tool("apply_discount")  # type: ignore[call-overload]

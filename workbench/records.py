@@ -9,13 +9,14 @@ goes on, in `workbench.step_records`; they are re-exported here, their public pa
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from workbench._record import Record
 from workbench.conversation import Messages
-from workbench.errors import NoSuchStep
+from workbench.errors import NoSuchStep, UsageError
 from workbench.messages import Usage
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, StopReason
 from workbench.step_records import (
@@ -335,8 +336,15 @@ class RunResult(Record):
         What `Agent.rerun` starts from: ``agent.rerun_sync(result.snapshot(step=3), ...)``
         re-runs step 3. (``snapshots[2]`` is the same one for a run from step 1, but not for a
         re-run, whose first snapshot is the step it started at.) Raises `NoSuchStep`, naming the
-        steps there are, for one the run does not have.
+        steps there are, for one the run does not have, and `UsageError` for what is no step
+        number (``"3"`` read "has no step 3: it has steps 1-4"); a NumPy integer is one.
         """
+        try:
+            step = operator.index(step)
+        except TypeError:
+            raise UsageError(
+                f"step= takes a step's number (from 1, as steps are shown), not {step!r}"
+            ) from None
         for snapshot in self.snapshots:
             if snapshot.step == step:
                 _handed_out[snapshot.id] = self  # what a re-run from it replays

@@ -32,6 +32,7 @@ from workbench.errors import (
     ToolInterrupted,
     ToolRetry,
     ToolTimeout,
+    UsageError,
 )
 from workbench.messages import JsonValue, ToolDefinition, Usage
 from workbench.records import RunResult, SubagentResult
@@ -287,6 +288,9 @@ def tool(
     """
 
     def make(fn: ToolFunction) -> Tool:
+        if not callable(fn):  # `@wb.tool("search")` (meaning the name) as much as a slip
+            said = f"; a name goes as @tool(name={fn!r})" if isinstance(fn, str) else ""
+            raise UsageError(f"@tool makes a tool of a function, not of {fn!r}{said}")
         summary, _ = _parse_docstring(fn)
         return Tool(
             function=fn,

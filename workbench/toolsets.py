@@ -553,6 +553,8 @@ def tool_table(tools: Iterable[ToolItem]) -> tuple[dict[str, Tool], tuple[Toolse
         if isinstance(item, Toolset):
             toolsets.append(item)
             continue
+        if not isinstance(item, Tool) and not callable(item):  # `tool(None)` is the decorator
+            raise UsageError(f"tools are functions, tools and toolsets, not {item!r}")
         made = item if isinstance(item, Tool) else tool(item)
         if made.name in table:
             raise ValueError(f"two tools are named {made.name!r}")
