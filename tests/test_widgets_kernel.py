@@ -250,6 +250,10 @@ def test_a_model_call_leaves_the_kernel_responsive_and_streams(kernel: Kernel) -
     kernel.run(SLOW_MODEL)
     # A new request is served while the model call is still under way: the kernel is not blocked.
     out, _ = kernel.run(
+        "for _ in range(3000):  # the phase is drawn a moment after it began (_REDRAW_EVERY)\n"
+        "    if 'next phase <b>inference</b>' in slow_stepper.status.value:\n"
+        "        break\n"
+        "    await asyncio.sleep(0.01)\n"
         "print(json.dumps({'busy': slow_stepper.busy, 'streamed': slow_stepper.streamed,\n"
         "  'disabled': slow_stepper.run_button.disabled, 'status': slow_stepper.status.value,\n"
         "  'stream_html': slow_stepper.stream.value}))"

@@ -14,7 +14,15 @@ import asyncio
 import contextlib
 import logging
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Any
 
 from workbench._record import Record
@@ -340,7 +348,8 @@ class AgentRun:
         Also with None when a driving call ends, and when the run changes between phases (a
         resume, an abort, an edited or dropped call): a view of the run (the Stepper) stays true
         to it when code drives it. Callbacks run on the thread that drives; one that raises is
-        logged, never breaks the run.
+        logged, never breaks the run. One that draws the run does it inside `showing`, so the
+        drawing is not the run's time.
         """
         self._watchers.append(callback)
 
@@ -381,19 +390,28 @@ class AgentRun:
         return event
 
     def _tell(self, event: PhaseEvent | None) -> None:
-        """Tell the watchers; their time is a wait (`Waits.showing`): showing, not running.
+        """Tell the watchers (each draws inside `showing`, if it draws at all)."""
+        for watcher in self._watchers:
+            try:
+                watcher(event)
+            except Exception:  # a broken view must not break the run it shows
+                _log.exception("a watcher of run %s raised", self.state.run_id)
 
-        Unless a call drives the run from elsewhere meanwhile (Stop pressed during a phase:
-        `abort` runs on the loop between the phase's awaits, or comes from another thread): the
-        phase goes on working while they draw (a model answers, a tool runs in its thread).
+    @contextlib.contextmanager
+    def showing(self) -> Iterator[None]:
+        """A view draws the run now (a watcher, `watch`): a wait on its views, not the run's time.
+
+        The drawing is a wait of its own (`Waits.showing`, kind "drawing"), so a step's time is
+        its phases, not its redraws. Unless a call drives the run from elsewhere meanwhile (Stop
+        pressed during a phase: `abort` runs on the loop between the phase's awaits, or comes
+        from another thread): the phase goes on working while the view draws (a model
+        answers, a tool runs in its thread), and that is the phase's time. So is a view's
+        drawing of the text a model streams (`LoopConfig.on_text_delta`): it runs inside the
+        model call, which is in flight meanwhile.
         """
-        waits = self._execution.waits if self._watchers and self._run_still() else None
+        waits = self._execution.waits if self._run_still() else None
         with waits.showing() if waits is not None else contextlib.nullcontext():
-            for watcher in self._watchers:
-                try:
-                    watcher(event)
-                except Exception:  # a broken view must not break the run it shows
-                    _log.exception("a watcher of run %s raised", self.state.run_id)
+            yield
 
     def _run_still(self) -> bool:
         """True when nothing of the run moves: no call drives it, or the caller is that call."""

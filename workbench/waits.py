@@ -14,6 +14,7 @@ import bisect
 import contextlib
 import time
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
 from workbench._record import Record
 
@@ -61,13 +62,17 @@ def left_out(seconds: float) -> str:
 class Wait(Record):
     """A stretch a stepped run waited on whoever steps it: between two presses, or a drawing.
 
-    A drawing is a view showing the run between its phases (`Waits.showing`).
+    A drawing is a view showing the run between its phases (`Waits.showing`): nobody waited
+    on a person then, and the views say so apart (`kind`).
     """
 
     started_at: float
     """When the driver's call returned (`time.time()`)."""
     duration: float
     """Seconds until its next call (up to now for a wait still under way)."""
+    kind: Literal["person", "drawing"] = "person"
+    """What the run waited on: whoever steps it (between presses, a pause), or its views
+    drawing it (`Waits.showing`: the Stepper redrawing a run driven from a cell)."""
 
     @property
     def ended_at(self) -> float:
@@ -140,22 +145,24 @@ class Waits:
             try:
                 yield
             finally:
-                self._end(0.0)
+                self._end(0.0, "drawing")
             return
         began = (time.time(), time.perf_counter())
         try:
             yield
         finally:
-            self._shown.append(Wait(started_at=began[0], duration=time.perf_counter() - began[1]))
+            seconds = time.perf_counter() - began[1]
+            self._shown.append(Wait(started_at=began[0], duration=seconds, kind="drawing"))
 
-    def _end(self, shortest: float) -> None:
+    def _end(self, shortest: float, kind: Literal["person", "drawing"] = "person") -> None:
         """The wait under way, if any, ends: kept if it lasted ``shortest``, else its drawings."""
         since, self._since = self._since, None
         shown, self._shown = self._shown, []
         if since is None:
             return
         seconds = time.perf_counter() - since[1]
-        for wait in [Wait(started_at=since[0], duration=seconds)] if seconds >= shortest else shown:
+        whole = Wait(started_at=since[0], duration=seconds, kind=kind)
+        for wait in [whole] if seconds >= shortest else shown:
             self._kept.append(wait)
             self._ends.append(wait.ended_at)
             self._seconds += wait.duration
@@ -181,7 +188,9 @@ class Waits:
         if (under_way := self._under_way()) is not None:
             found.append(under_way)
         return tuple(
-            w if w.started_at >= start else Wait(started_at=start, duration=w.ended_at - start)
+            w
+            if w.started_at >= start
+            else w.model_copy(update={"started_at": start, "duration": w.ended_at - start})
             for w in found
             if w.ended_at > start
         )

@@ -184,13 +184,23 @@ def message_html(message: Message) -> str:
 
 
 def _took(outcome: ToolOutcome, waits: Sequence[Wait]) -> str:
-    """A call's time worked, and beside it how long of its wall-clock time it waited on you."""
+    """A call's time worked, and beside it how long of its wall-clock time it waited on you.
+
+    The views' drawing inside it (sub-runs stepped into from a cell) is left out of its time
+    and said apart, once it is long enough to read.
+    """
     worked = time_worked(outcome.started_at, outcome.duration, waits)
-    waited = outcome.duration - worked
+    on_you = [w for w in waits if w.kind == "person"]
+    waited = outcome.duration - time_worked(outcome.started_at, outcome.duration, on_you)
+    drawn = outcome.duration - worked - waited
+    said = [
+        f"+{waited_text(s)} {what}"
+        for s, what in ((waited, "waiting on you"), (drawn, "drawing the views"))
+        if s >= SHORTEST
+    ]
     text = f"{worked * 1e3:.2f} ms"
-    if waited >= SHORTEST:
-        said = f"+{waited_text(waited)} waiting on you"
-        text += f'<br><span style="color:#888;font-size:11px">{said}</span>'
+    for line in said:
+        text += f'<br><span style="color:#888;font-size:11px">{line}</span>'
     return text
 
 

@@ -11,6 +11,7 @@ later click or cell.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from html import escape
@@ -60,6 +61,13 @@ _TIMELINE_DELAY = 0.3
 """Seconds after the last press before the timeline is redrawn. Rebuilding a figure and its
 rendering in the page take longer than a press; presses in a row redraw it once, and the status
 and buttons of each reach the page first, so the clicks stay quick."""
+_REDRAW_EVERY = 0.25
+"""Seconds between two drawings of a run on the move (Run to end; ``run.next_step()`` or
+``run.run_to_end()`` in a cell): the phases in between are only noted, and the run is drawn
+again as the call that drives it ends. A person reads no faster, and each drawing is a wait
+of the run's (`AgentRun.showing`): drawn at every phase, a run driven from a cell kept eight
+waits a step, and a long Run to end thousands. A run whose phases take longer (a real model's)
+is drawn at each of them."""
 LIVE = -1
 """The step picker's value for the step under way."""
 
@@ -169,6 +177,12 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._shown_records = -1
         self._drawn: tuple[object, ...] | None = None
         """Where the run was when the timeline was drawn (it is redrawn when a press moved it)."""
+        self._drawn_at = 0.0
+        """When the widget was last drawn (`time.perf_counter`; see `_watched`)."""
+        self._undrawn = False
+        """A phase of the run was noted since, not drawn."""
+        self._redraw_timer: asyncio.TimerHandle | None = None
+        """The drawing due if the phase under way goes on (on the portal loop, `_redraw_due`)."""
         self._timeline_timer: asyncio.TimerHandle | None = None
         """The redrawing due once the presses pause (on the portal loop)."""
         self._live_from = len(self.run.state.messages)
@@ -301,6 +315,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                 run.abort()
         if getattr(self, "_timeline_timer", None) is not None:
             self._cancel_timeline()
+        if (timer := getattr(self, "_redraw_timer", None)) is not None:
+            portal().call_soon_threadsafe(timer.cancel)
         super().close()
 
     def __enter__(self) -> Stepper:
@@ -366,11 +382,37 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self.refresh()
 
     def _watched(self, event: PhaseEvent | None) -> None:
-        """The run moved (a press, or code driving it): show it."""
-        if event is None:
-            self.refresh()
-        else:
+        """The run moved (a press, or code driving it): show it, or note it until it is drawn.
+
+        A phase of a run on the move is drawn once `_REDRAW_EVERY` has passed since the last
+        drawing; the end of each driving call always is, so what stays on screen is the run
+        as it stands.
+        """
+        if event is not None:
             self._phase_done(event)
+            if time.perf_counter() - self._drawn_at < _REDRAW_EVERY:
+                self._undrawn = True  # drawn as the call ends, or once a slow phase has
+                if self._redraw_timer is None:  # gone on for `_REDRAW_EVERY` (`_redraw_due`)
+                    portal().call_soon_threadsafe(self._arm_redraw)
+                return
+        with self.run.showing():
+            self.refresh()
+
+    def _arm_redraw(self) -> None:  # on the portal, like the timeline's
+        if self._redraw_timer is None and not self._closed:
+            due = max(0.0, self._drawn_at + _REDRAW_EVERY - time.perf_counter())
+            self._redraw_timer = portal().call_later(due, self._redraw_due)
+
+    def _redraw_due(self) -> None:  # on the portal: between two awaits of the phase under way
+        """Draw a run whose phase noted, not drawn, is still under way (a model answering).
+
+        The page would show the phase before it meanwhile. While a phase goes on, the drawing
+        is the phase's time (`AgentRun.showing`): the call it waits on is in flight.
+        """
+        self._redraw_timer = None
+        if self._undrawn and not self._closed:
+            with self.run.showing():
+                self.refresh()
 
     def _phase_done(self, event: PhaseEvent) -> None:
         self.events.append(event)
@@ -378,8 +420,9 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         who = f"{event.state.agent_name} (depth {event.depth}) " if event.depth else ""
         self._note = f"ran {who}{event.phase.value} of step {event.step} in {ms:.1f} ms"
         if event.phase is Phase.PREPARE and not event.depth:
-            self.streamed = self.stream.value = ""
-        self.refresh()
+            self.streamed = ""
+            if self.stream.value:
+                self.stream.value = ""
 
     def _failed(self, exc: BaseException) -> None:
         self.errors.append(f"{type(exc).__name__}: {exc}")
@@ -387,6 +430,12 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.refresh()
 
     def _on_delta(self, text: str) -> None:
+        """Draw the model's text as it streams in, inside the model call.
+
+        Not a wait (`AgentRun.showing`): the call is in flight meanwhile, the server generating
+        and the socket holding what comes, so this is the call's time as a client's reading of
+        its stream is; a delta's drawing is far shorter than the wait for the next one.
+        """
         self.streamed += text
         text = escape(self.streamed)
         self.stream.value = (
@@ -416,6 +465,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         It then follows once the presses pause (`_TIMELINE_DELAY`): a new figure costs the page
         more than the status and buttons of a press, which go first.
         """
+        self._drawn_at, self._undrawn = time.perf_counter(), False
         run = self.run
         budget = run.snapshots[-1].budget if run.snapshots else None
         status = status_html(

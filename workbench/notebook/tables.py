@@ -304,10 +304,13 @@ def waited_note(trace: Trace, before: str = "") -> str:
     """What a stepped run's views left out: ``12.3 s waiting on you left out`` (`Trace.waits`).
 
     Empty for a trace with less than a twentieth of a second of it (a run nobody stepped; a
-    run driven from code records no wait shorter than `waits.SHORTEST`). A run its clocks say
+    run driven from code records no wait shorter than `waits.SHORTEST`). The views' own
+    drawing of it (`Trace.drawn`) is said apart: nobody waited then. A run its clocks say
     resumed before it paused (`clocks_behind`) left no wait out there, and says so.
     """
-    notes = [left_out(trace.waited)]
+    notes = [left_out(trace.waited - trace.drawn)]
+    if trace.drawn >= SHORTEST:  # a run driven from a cell while the Stepper showed it
+        notes.append(f"{waited_text(trace.drawn)} drawing the views left out")
     if (behind := clocks_behind(trace)) >= SHORTEST:
         notes.append(
             f"resumed {waited_text(behind)} before its pause by the clocks (one is off): "

@@ -97,6 +97,9 @@ class Trace(Record):
     """When each run stepped by hand waited on whoever stepped it, by trace id (``(start_ns,
     end_ns)`` as recorded, by the clock): its spans' times leave these out (`telemetry.waits`);
     `wall_ns` gives a time back its clock time."""
+    drawn: float = 0.0
+    """Seconds of those waits that were its views drawing it (the Stepper redrawing a run
+    driven from a cell), not a person: left out alike, said apart (`waited`)."""
 
     def __repr__(self) -> str:
         return f"Trace(trace_id={self.trace_id!r}, spans={len(self.spans)})"
@@ -112,7 +115,7 @@ class Trace(Record):
         draws the time it worked, and says how long it waited (`waited`).
         """
         with collector_paused():  # the tree's lists and maps: many containers, no cycle
-            closed, waits = waits_closed(list(spans))
+            closed, recorded = waits_closed(list(spans))
             tree = SpanTree.of(closed)
             if tree.has_loose_subruns():  # nested under the calls that made them, walked again
                 tree = SpanTree.of(nest_subruns(tree.spans))
@@ -120,7 +123,8 @@ class Trace(Record):
         if not trace_id and ordered:
             roots = [s for s in ordered if s.parent_id is None] or list(ordered)
             trace_id = roots[0].trace_id
-        trace = cls(trace_id=trace_id, spans=ordered, steps=tuple(steps), waits=waits)
+        waits, drawn = recorded
+        trace = cls(trace_id=trace_id, spans=ordered, steps=tuple(steps), waits=waits, drawn=drawn)
         trace.__dict__["tree"] = tree  # the tree that ordered the spans is the one `tree` derives
         return trace
 
@@ -134,7 +138,10 @@ class Trace(Record):
 
     @property
     def waited(self) -> float:
-        """Seconds the run waited on whoever stepped it, left out of the spans' times."""
+        """Seconds the run waited, left out of the spans' times (its views' drawing too).
+
+        On whoever stepped it, and on its views drawing it (`drawn` of them).
+        """
         return seconds_waited(self.waits)
 
     def wall_ns(self, at: int, *, trace_id: str = "", ending: bool = False) -> int:

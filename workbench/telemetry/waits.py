@@ -19,17 +19,28 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 from workbench.telemetry import names as n
 from workbench.telemetry.spandata import SpanData
 
-__all__ = ["Stretches", "recorded_waits", "seconds_waited", "waits_closed"]
+__all__ = ["Recorded", "Stretches", "recorded_waits", "seconds_waited", "waits_closed"]
 
 Stretches = tuple[tuple[int, int], ...]
 """Times of a trace's waits: ``(start_ns, end_ns)``, in order, none overlapping."""
 
 
-def recorded_waits(spans: Iterable[SpanData]) -> dict[str, Stretches]:
+class Recorded(NamedTuple):
+    """The waits a trace's spans recorded: closed alike, said apart."""
+
+    stretches: dict[str, Stretches]
+    """Every wait, merged, by trace id."""
+    drawn: float
+    """Seconds of them that were the views drawing the run (``workbench.wait.drawing``): no
+    person waited then, and the views say it apart from the waits on one."""
+
+
+def recorded_waits(spans: Iterable[SpanData]) -> Recorded:
     """The waits each trace's spans recorded (``workbench.wait`` events), merged, by trace id.
 
     A run and its sub-runs stepped into record the same waits (the tree waits as one). A run
@@ -41,16 +52,17 @@ def recorded_waits(spans: Iterable[SpanData]) -> dict[str, Stretches]:
     number of seconds is left out: a bogus event never moves a span out of the run's extent.
     """
     spans = list(spans)
-    told: dict[str, list[tuple[int, float]]] = {}  # trace id: (when, seconds) as the events say
+    told: dict[str, list[tuple[int, float, bool]]] = {}  # trace id: (when, seconds, drawing)
     for span in spans:
         for event in span.events:
             seconds = event.attributes.get(n.WAIT_SECONDS) if event.name == n.EVENT_WAIT else None
             if isinstance(seconds, bool) or not isinstance(seconds, int | float):
                 continue
             if math.isfinite(seconds) and seconds > 0:
-                told.setdefault(span.trace_id, []).append((event.time_ns, seconds))
+                drawing = event.attributes.get(n.WAIT_DRAWING) is True
+                told.setdefault(span.trace_id, []).append((event.time_ns, seconds, drawing))
     if not told:  # a trace nobody stepped: no pass more over its spans
-        return {}
+        return Recorded({}, 0.0)
     runs = _runs(spans)
     extents: dict[str, tuple[int, int]] = {}  # each run's, over all its traces
     for span in spans:
@@ -58,15 +70,19 @@ def recorded_waits(spans: Iterable[SpanData]) -> dict[str, Stretches]:
         first, last = extents.get(run, (span.start_ns, span.end_ns))
         extents[run] = (min(first, span.start_ns), max(last, span.end_ns))
     found: dict[str, list[tuple[int, int]]] = {}
+    drawings: list[tuple[int, int]] = []
     for trace_id, waits in told.items():
         run = runs[trace_id]
         first, last = extents[run]
-        for at, seconds in waits:
+        for at, seconds, drawing in waits:
             start, end = max(at, first), at + round(min(seconds * 1e9, last - at))
             if end > start:
                 found.setdefault(run, []).append((start, end))
+                if drawing:
+                    drawings.append((start, end))
     merged = {run: _merged(stretches) for run, stretches in found.items()}
-    return {t: merged[run] for t, run in runs.items() if run in merged}
+    drawn = sum(end - start for start, end in _merged(drawings)) / 1e9
+    return Recorded({t: merged[run] for t, run in runs.items() if run in merged}, drawn)
 
 
 def _runs(spans: Sequence[SpanData]) -> dict[str, str]:
@@ -89,17 +105,17 @@ def _merged(stretches: list[tuple[int, int]]) -> Stretches:
     return tuple(merged)
 
 
-def waits_closed(spans: Sequence[SpanData]) -> tuple[list[SpanData], dict[str, Stretches]]:
-    """The spans with their traces' recorded waits closed, and those waits, by trace id.
+def waits_closed(spans: Sequence[SpanData]) -> tuple[list[SpanData], Recorded]:
+    """The spans with their traces' recorded waits closed, and those waits (`recorded_waits`).
 
     Every time (a span's start and end, its events') moves back by the waits before it, and
     a time inside a wait to where that wait began. The ``workbench.wait`` events go: the
     spans' times no longer hold the waits, and closing them again would move them twice.
     """
-    waits = recorded_waits(spans)
-    if not waits:
-        return list(spans), {}
-    shifts = {trace_id: _Shift(stretches) for trace_id, stretches in waits.items()}
+    recorded = recorded_waits(spans)
+    if not recorded.stretches:
+        return list(spans), recorded
+    shifts = {trace_id: _Shift(stretches) for trace_id, stretches in recorded.stretches.items()}
     closed = []
     for span in spans:
         shift = shifts.get(span.trace_id)
@@ -113,7 +129,7 @@ def waits_closed(spans: Sequence[SpanData]) -> tuple[list[SpanData], dict[str, S
         )
         update = {"start_ns": shift(span.start_ns), "end_ns": shift(span.end_ns), "events": events}
         closed.append(span.model_copy(update=update))
-    return closed, waits
+    return closed, recorded
 
 
 def seconds_waited(waits: Mapping[str, Stretches]) -> float:

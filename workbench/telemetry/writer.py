@@ -293,6 +293,8 @@ class SpanWriter:
         """
         for wait in record.waits:
             attributes = {**self._base, n.WAIT_SECONDS: wait.duration}
+            if wait.kind == "drawing":
+                attributes[n.WAIT_DRAWING] = True
             step.add_event(n.EVENT_WAIT, attributes, timestamp=ns(wait.started_at))
 
     def write_hook(self, step: int, hook: HookTiming, fallback: float) -> None:
