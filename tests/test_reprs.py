@@ -26,6 +26,24 @@ def test_phase_event_repr_is_one_short_line_and_html_says_where_the_run_is() -> 
     assert "<b>prepare</b> of step 1" in html and "next phase <b>inference</b>" in html
 
 
+def test_a_phase_event_at_a_breakpoint_says_where_which_breakpoint_and_what_failed() -> None:
+    from tests._failing_team import team
+
+    run = team().start("price the hat", breakpoints=[wb.Break.on_error()])
+    stopped = run.run_to_breakpoint()
+    assert stopped is not None
+    html = stopped._repr_html_()
+    assert "digger (depth 2) · <b>tools</b> of step 3" in html
+    assert "stopped at breakpoint on a tool error" in html
+    assert "<b>apply_discount</b>: Tool &#x27;apply_discount&#x27; failed: TypeError" in html
+    going_on = run.next_phase()
+    assert going_on is not None
+    html = going_on._repr_html_()
+    assert "<b>continuation</b> of step 3" in html
+    assert "breakpoint" not in html and "TypeError" not in html
+    run.run_to_end()  # a run left stopped in a sub-run is not closed cleanly when collected
+
+
 def test_run_result_html_summarises_and_escapes() -> None:
     result = long_run()
     assert len(repr(result)) < 300

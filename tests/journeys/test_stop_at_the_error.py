@@ -5,6 +5,9 @@ the person, having seen enough, presses Stop. The run ends aborted, and every vi
 names the tool that crashed, not the calls above it that Stop cut short (they were named first:
 "first: step 1, research in lead"). In a later cell the run's first error, asked for by itself,
 shows its traceback open, naming the tool's cell (it showed a one-line repr).
+
+Driven from code instead, cell by cell, each phase a cell shows says whose it is, at which
+breakpoint it stopped and what failed there (it said "tools of step 1 · 4.67 ms → running").
 """
 
 from __future__ import annotations
@@ -59,3 +62,30 @@ def test_stop_at_the_error_and_the_crash_is_named_first(open_notebook: OpenNoteb
     )
     expect(traceback).to_be_visible()
     notebook.shot("2-the-first-error", error)
+
+
+def test_stopped_at_the_error_from_code_each_cell_says_where_and_what_failed(
+    open_notebook: OpenNotebook,
+) -> None:
+    notebook = open_notebook(
+        "stop-at-the-error-from-code",
+        [
+            *TEAM,
+            f"run = lead.start({PROMPT!r}, breakpoints=[wb.Break.on_error()])",
+            "run.run_to_breakpoint()",
+            "run.step_out()",
+            "run.run_to_end()",
+        ],
+    )
+    notebook.run_until(len(TEAM) + 1)
+    stopped = notebook.run().locator(".wb-phase-event")
+    expect(stopped).to_contain_text("digger (depth 2) · tools of step 1")
+    expect(stopped).to_contain_text("stopped at breakpoint on a tool error")
+    expect(stopped).to_contain_text("apply_discount: Tool 'apply_discount' failed: TypeError")
+    notebook.shot("1-stopped-from-code", stopped)
+
+    out = notebook.run().locator(".wb-phase-event")
+    expect(out).to_contain_text("researcher (depth 1) · tools of step 1")
+    expect(out).not_to_contain_text("breakpoint")
+    done = notebook.run().locator(".wb-run-result .wb-summary-line")
+    expect(done).to_have_text("completed, 1 tool error: step 1, apply_discount in digger")

@@ -11,9 +11,17 @@ from html import escape
 
 from workbench._record import html_view
 from workbench.diff import RunDiff, StepDiff
-from workbench.notebook.html import _badge, errors_html, pending_html, summary_html
+from workbench.messages import ToolResult
+from workbench.notebook.html import (
+    FAILED_COLOUR,
+    _badge,
+    errors_html,
+    pending_html,
+    summary_html,
+)
 from workbench.notebook.tables import steps_text
 from workbench.records import PhaseEvent, RunError, RunResult, errors_summary
+from workbench.state import Phase
 
 __all__ = ["phase_event_html", "run_diff_html", "run_error_html", "run_result_html"]
 
@@ -72,16 +80,43 @@ def run_error_html(error: RunError) -> str:
 
 @html_view(PhaseEvent)
 def phase_event_html(event: PhaseEvent) -> str:
-    """One phase that ran: which, for which step, how long, and where the run is now."""
+    """One phase that ran: which, of which agent and step, how long, and where the run is now.
+
+    Stopped at a breakpoint (``run.run_to_breakpoint()`` as a cell's value), it says which, and
+    the calls of that phase that failed: the cell showed "tools of step 3 · 1.08 ms → running",
+    not that this was the digger, two sub-agents down, or what broke there.
+    """
     state = event.state
     status = state.status.value
     stop = f" · stop reason {state.stop_reason.value}" if state.stop_reason else ""
-    return (
-        f"<div class='wb-phase-event' style='font-size:12px'><b>{escape(event.phase.value)}</b> "
+    agent = f"{state.agent_name} (depth {event.depth}) · " if event.depth else ""
+    line = (
+        f"<div>{escape(agent)}<b>{escape(event.phase.value)}</b> "
         f"of step {event.step} · {event.duration * 1e3:.2f} ms → "
         f"{_badge(status, _STATUS.get(status, '#1565c0'))}next phase "
         f"<b>{escape(state.next_phase.value)}</b>{escape(stop)} · "
         f"{len(state.messages)} messages · {state.usage.total_tokens:,} tokens</div>"
+    )
+    if event.breakpoint is not None:
+        line += f"<div><b>stopped at breakpoint {escape(str(event.breakpoint))}</b></div>"
+    return f"<div class='wb-phase-event' style='font-size:12px'>{line}{_failed_calls(event)}</div>"
+
+
+def _failed_calls(event: PhaseEvent) -> str:
+    """The calls that failed in the phase, as the model reads them (tools phases only)."""
+    if event.phase is not Phase.TOOLS:
+        return ""
+    failed = [
+        part
+        for message in event.state.messages
+        if message.step == event.step and message.role == "tool"
+        for part in message.parts
+        if isinstance(part, ToolResult) and part.is_error
+    ]
+    return "".join(
+        f"<div style='color:{FAILED_COLOUR}'><b>{escape(part.name)}</b>: "
+        f"{escape(part.content[:300])}</div>"
+        for part in failed
     )
 
 
