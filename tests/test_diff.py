@@ -350,3 +350,25 @@ def test_a_message_only_one_run_has_reads_as_a_person_says_it() -> None:
         ),
         ("tool calls", "add → none"),
     ]
+
+
+def test_a_run_that_failed_says_why_at_its_end() -> None:
+    """ "end b: failed, stop reason error, output None" said nothing of why b failed."""
+
+    def hung_up(messages: Sequence[wb.Message], request: object) -> wb.ModelResponse:
+        raise ConnectionError("the model server\nhung up")
+
+    a = wb.Agent(model=wb.ScriptedModel(["hi"]), store=False).run_sync("q")
+    b = wb.Agent(model=wb.FunctionModel(hung_up), store=False).run_sync("q")
+    changes = wb.diff(a, b)
+    assert (changes.a_error, changes.b_error) == (
+        None,
+        "ConnectionError: the model server\nhung up",
+    )
+    lines = changes.to_text().splitlines()
+    assert "end a: completed, stop reason completed, output 'hi'" in lines
+    assert (
+        "end b: failed (ConnectionError: the model server hung up), stop reason error, output None"
+    ) in lines
+    html = changes._repr_html_()
+    assert html is not None and "(ConnectionError: the model server\nhung up)</span>" in html

@@ -81,6 +81,8 @@ def diff(a: _Run | Trace, b: _Run | Trace) -> RunDiff:
         a_final=_final(a.state),
         b_final=_final(b.state),
         note=note,
+        a_error=_failure(a.state),
+        b_error=_failure(b.state),
         subruns=tuple(_subrun_diff(ca, cb, inherited_a, inherited_b) for ca, cb in pairs),
     )
 
@@ -467,6 +469,14 @@ def _around(a: str, b: str, context: int = 24) -> tuple[str, str]:
 
 def _calls(calls: Sequence[ToolCall]) -> tuple[str, ...]:
     return tuple(describe_part(c).rsplit(" [", 1)[0].removeprefix("call ") for c in calls)
+
+
+def _failure(state: AgentState) -> str | None:
+    """Why the run failed, in a line: its error's type and message."""
+    error = state.error
+    if error is None:
+        return None
+    return f"{error.type}: {error.message}" if error.type else error.message
 
 
 def _final(state: AgentState) -> tuple[str, str | None, str | None]:

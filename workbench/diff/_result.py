@@ -158,6 +158,9 @@ class RunDiff(Record):
     """Status, stop reason and output of run a."""
     b_final: tuple[str, str | None, str | None]
     note: str = ""
+    a_error: str | None = None
+    """Why run a failed ("ScriptExhausted: ..."), when it did: "end a: failed" said only that."""
+    b_error: str | None = None
     subruns: tuple[RunDiff, ...] = ()
     """The sub-runs of a and b, paired by the step and tool call that started them, in step order.
 
@@ -288,9 +291,13 @@ def _text_lines(d: RunDiff) -> list[str]:
         quiet = []
         lines.extend(_step_lines(s))
     lines.extend(_quiet_lines(quiet))
-    for label, (status, stop, output) in (("a", d.a_final), ("b", d.b_final)):
+    for label, (status, stop, output), error in (
+        ("a", d.a_final, d.a_error),
+        ("b", d.b_final, d.b_error),
+    ):
         shown = output if output is None or len(output) <= 80 else f"{output[:80]}…"
-        lines.append(f"end {label}: {status}, stop reason {stop or '-'}, output {shown!r}")
+        failure = f" ({_clip(error, 100)})" if error else ""
+        lines.append(f"end {label}: {status}{failure}, stop reason {stop or '-'}, output {shown!r}")
     if d.verdict:
         lines.append(d.verdict)
     for i in d.differing_subruns:

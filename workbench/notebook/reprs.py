@@ -146,9 +146,14 @@ def run_diff_html(diff: RunDiff) -> str:
         for i in diff.differing_subruns
     )
     ends = "".join(
-        f"<div>end {label}: {escape(status)}, stop reason {escape(stop or '-')}, output "
+        f"<div>end {label}: {escape(status)}"
+        + (f" <span style='color:{FAILED_COLOUR}'>({escape(error)})</span>" if error else "")
+        + f", stop reason {escape(stop or '-')}, output "
         f"<span style='white-space:pre-wrap'>{escape(repr(output))}</span></div>"
-        for label, (status, stop, output) in (("a", diff.a_final), ("b", diff.b_final))
+        for label, (status, stop, output), error in (
+            ("a", diff.a_final, diff.a_error),
+            ("b", diff.b_final, diff.b_error),
+        )
     )
     note = f": {escape(diff.note)}" if diff.note else ""
     return (
