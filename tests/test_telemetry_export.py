@@ -8,6 +8,7 @@ No sleeps: the tests wait on events the servers set, and the only time bounds ar
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -154,7 +155,10 @@ def test_endpoint_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert wb.Telemetry(export_timeout=1).endpoint == "http://traces:9999/t"
 
 
-def test_a_refused_endpoint_costs_the_run_nothing_and_reports_the_drops() -> None:
+def test_a_refused_endpoint_costs_the_run_nothing_and_reports_the_drops(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
     telemetry = wb.Telemetry(
         otlp_endpoint=f"http://127.0.0.1:{free_port()}/v1/traces",
         export_timeout=2,
@@ -170,6 +174,8 @@ def test_a_refused_endpoint_costs_the_run_nothing_and_reports_the_drops() -> Non
     assert time.perf_counter() - started < 20  # bounded exit (the flush bound is 1 s)
     assert stats is not None and (stats.exported, stats.queued) == (0, spans)
     assert sum(s.timing.telemetry for s in [*paused.steps, *done.steps]) < 5
+    # said once, by us: not also the exporter's "Transient error ... retrying" for each batch
+    assert [r.name for r in caplog.records if r.name.startswith("opentelemetry")] == []
 
 
 def test_a_hanging_endpoint_does_not_block_the_run_and_the_exit_is_bounded() -> None:

@@ -87,6 +87,20 @@ class ExportStats:
         return self.queued - self.exported
 
 
+_exporting = threading.local()
+"""Set on a thread while it exports for us (`_CountingExporter.export`)."""
+
+
+def _not_ours(record: logging.LogRecord) -> bool:
+    """Whether the OTLP exporter logged this while exporting for someone else.
+
+    Ours it says itself ("Transient error ... retrying in 1.20s", three times a batch, on the
+    exporter's thread): red lines under whatever cell runs, as if the run had failed, above our
+    own count of what was not delivered. A user's own exporters in the process keep their logs.
+    """
+    return not getattr(_exporting, "on", False)
+
+
 class _CountingExporter(SpanExporter):
     def __init__(
         self,
@@ -103,11 +117,14 @@ class _CountingExporter(SpanExporter):
         self._shut = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        _exporting.on = True
         try:
             result = self.inner.export(self.prepare(spans))
         except Exception:
             log.exception("workbench telemetry: exporting %d spans raised", len(spans))
             result = SpanExportResult.FAILURE
+        finally:
+            _exporting.on = False
         with self._lock:
             if result is SpanExportResult.SUCCESS:
                 self.exported += len(spans)
@@ -157,6 +174,7 @@ class ExportPipe(SpanProcessor):
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         exporter = OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=timeout)
+        logging.getLogger(OTLPSpanExporter.__module__).addFilter(_not_ours)  # once: same filter
         endpoint = redacted(endpoint)  # shown in logs and stats: no password of the URL
         self.endpoint = endpoint
         self._exporter = _CountingExporter(exporter, endpoint, prepare)
