@@ -19,6 +19,9 @@ import pytest
 from pydantic import ValidationError
 
 import workbench as wb
+from bench._many_runs import copy_runs
+from workbench.runlist import StoreRuns
+from workbench.store._frame import frame_of_summaries
 
 
 @wb.tool
@@ -388,6 +391,73 @@ def test_a_damaged_text_index_costs_text_search_only(
     assert "text search index is damaged" in caplog.text
     store.delete(runs.ok.run_id)  # and deleted
     assert runs.ok.run_id not in _ids(wb.runs(store))
+
+
+LISTINGS: tuple[dict[str, object], ...] = (
+    {},
+    {"rollup": True},
+    {"status": "failed"},
+    {"errors": True},
+    {"errors": False, "rollup": True},
+    {"tool": "lookup", "rollup": True},
+    {"metadata": {"task": 1}},
+    {"text": "zebra"},
+    {"agent": "nobody"},
+)
+
+
+@pytest.mark.parametrize("size", [1_000, 10_000])
+def test_a_whole_listing_is_the_frame_of_its_records(tmp_path: Path, size: int) -> None:
+    """`list_runs` builds its frame from the query's rows, not a `RunSummary` each: it is the
+    frame of the records `find` lists, column for column, with sub-runs, damage and metadata."""
+    path = tmp_path / "runs.sqlite"
+    with wb.RunStore(path) as store:
+        Runs(store)
+        for session in ("s-1", 5):  # a number is no session's id (and broke `find`)
+            agent = wb.Agent(model=wb.ScriptedModel(["ok"]), store=store)
+            agent.run_sync("hi", metadata={"session_id": session})
+    copy_runs(path, size)
+    conn = sqlite3.connect(path)
+    with conn:  # damage a listing shows as unknown: a start time, an error count
+        conn.execute("UPDATE runs SET created_at = 'yesterday' WHERE rowid % 97 = 3")
+        conn.execute(
+            "UPDATE summaries SET errors = NULL, tree_errors = NULL "
+            "WHERE run_id IN (SELECT run_id FROM runs WHERE rowid % 89 = 5)"
+        )
+    conn.close()
+    with wb.RunStore(path) as store:
+        frame = store.list_runs()
+        assert len(frame) == size and frame["depth"].max() == 1
+        assert frame["created_at"].isna().any() and frame["errors"].isna().any()
+        assert set(frame["session_id"].dropna()) == {"s-1"}
+        for filters in LISTINGS:
+            spec = wb.RunFilter(**filters)
+            pd.testing.assert_frame_equal(
+                store.list_runs(spec), frame_of_summaries(store.find(spec), rollup=spec.rollup)
+            )
+            pd.testing.assert_frame_equal(
+                wb.runs(store, **filters), wb.runs(source=StoreRuns(store), **filters)
+            )
+        newest = store.find(sort="errors", descending=True)
+        pd.testing.assert_frame_equal(
+            store.list_runs(sort="errors", descending=True),
+            frame_of_summaries(newest, rollup=False),
+        )
+
+
+def test_metadata_that_is_not_json_is_a_damaged_row(store: wb.RunStore, runs: Runs) -> None:
+    store.close()
+    conn = sqlite3.connect(store.path)
+    with conn:
+        conn.execute(
+            "UPDATE summaries SET metadata = '{broken' WHERE run_id = ?", (runs.ok.run_id,)
+        )
+    conn.close()
+    with pytest.raises(wb.StoreError, match="damaged run row"):
+        store.list_runs()
+    with pytest.raises(wb.StoreError, match="damaged run row"):
+        store.find()
+    assert _ids(wb.runs(store, status="failed")) == [runs.failed.run_id]  # others still list
 
 
 def test_a_damaged_run_is_listed_with_its_errors_unknown(

@@ -19,6 +19,7 @@ from workbench.errors import UsageError
 from workbench.records import RunResult
 from workbench.runfilter import Choices, RunFilter
 from workbench.store import RunStore, RunSummary
+from workbench.store._frame import frame_of_summaries
 from workbench.store._query import Sort
 
 if TYPE_CHECKING:
@@ -207,8 +208,6 @@ def runs(
 
 def _listed(source: RunSource, spec: RunFilter, sort: Sort, descending: bool) -> pd.DataFrame:
     """A source's whole listing as the frame `RunStore.list_runs` makes (for backends)."""
-    import pandas as pd
-
     rows = source.find(spec, sort=sort, descending=descending, offset=0, limit=sys.maxsize)
     if not source.complete(spec):
         warnings.warn(
@@ -216,8 +215,4 @@ def _listed(source: RunSource, spec: RunFilter, sort: Sort, descending: bool) ->
             "(a bound on the listing); narrow it with since=, until= or other filters",
             stacklevel=3,
         )
-    frame = pd.DataFrame([row.model_dump() for row in rows], columns=list(RunSummary.model_fields))
-    frame["created_at"] = pd.to_datetime(frame["created_at"], unit="s")
-    for column in ("errors", "tool_calls", "rerun_of_step"):
-        frame[column] = frame[column].astype("Int64")
-    return frame
+    return frame_of_summaries(rows, rollup=spec.rollup)

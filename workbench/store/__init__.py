@@ -12,7 +12,8 @@ A store failure never breaks the run that is writing: it is logged, kept in
 `_runstore` holds `RunStore`: reading runs back, and the observer side with its transactions and
 its policy on failure; `_runwrite` the rows each of a run's events becomes; `_runlog` what the
 store remembers of a run while writing it, so that each message and set of tools is written
-once; `_query` the run list's SQL; `workbench._storage` how the rows look in SQLite.
+once; `_query` the run list's SQL, `_frame` a whole list as a DataFrame; `workbench._storage` how
+the rows look in SQLite.
 """
 
 from workbench._storage import RunNotFound, StoreError

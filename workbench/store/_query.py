@@ -3,7 +3,8 @@
 A run list filters on the runs' summaries (status, agent, start, errors, tools, tree, metadata:
 a narrow table of their own) and reads a run's row (tokens, model, output: ahead of its state
 payload) only for the rows it lists, never the payloads, so 100,000 runs filter in a fraction
-of a second. The tools of the listed runs come from a second query, for those rows only.
+of a second. The tools of the listed runs come from a second query: for a page, of its rows; for
+a whole listing, of every run its filter keeps (the same SQL), in one pass whatever their number.
 
 With ``rollup`` a row is a run tree: its root's row with the tree's errors, tool calls and
 sub-run count, which the store keeps on the root's summary as the tree's runs are written, and
@@ -15,10 +16,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, Literal, NamedTuple
 
-from pydantic import Field, field_validator
+from pydantic import Field, model_validator
 
 from workbench._record import Record
 from workbench._textindex import text_term
@@ -27,6 +30,7 @@ from workbench.runfilter import RunFilter
 
 __all__ = [
     "COLUMNS",
+    "FRAME",
     "SORTS",
     "Extras",
     "RunSummary",
@@ -35,8 +39,15 @@ __all__ = [
     "extras",
     "list_query",
     "select",
+    "session_of",
     "with_extras",
 ]
+
+
+def session_of(metadata: object) -> str | None:
+    """The `Session` a run's metadata names (a text ``session_id``; anything else is no session)."""
+    value = metadata.get("session_id") if isinstance(metadata, dict) else None
+    return value if isinstance(value, str) else None
 
 
 class RunSummary(Record):
@@ -59,7 +70,8 @@ class RunSummary(Record):
     rerun_of_step: int | None
     output: str | None
     session_id: str | None = None
-    """The `Session` the run is an execution of (``metadata["session_id"]``), if any."""
+    """The `Session` the run is an execution of (``metadata["session_id"]``), if any: read from
+    the metadata when not given (`session_of`)."""
     depth: int = 0
     """How deep in its tree the run is: 0 for a run nobody called, 1 for a sub-agent's run..."""
     root_run_id: str | None = None
@@ -78,12 +90,18 @@ class RunSummary(Record):
     subruns: int = 0
     """In a rolled-up row: how many sub-runs its tree holds."""
 
-    @field_validator("metadata", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _json_object(cls, value: Any) -> Any:
-        if value is None:
-            return {}
-        return json.loads(value) if isinstance(value, str) else value
+    def _read_metadata(cls, data: Any) -> Any:
+        """The metadata as the store keeps it (JSON text, or none) read once, and its session."""
+        if not isinstance(data, dict):
+            return data
+        metadata = data.get("metadata")
+        if metadata is None:
+            metadata = {}
+        elif isinstance(metadata, str):
+            metadata = json.loads(metadata)
+        return {"session_id": session_of(metadata), **data, "metadata": metadata}
 
 
 Sort = Literal[
@@ -108,8 +126,7 @@ _TIME = "CASE WHEN typeof({0}) IN ('real', 'integer') THEN {0} END"
 _ROW = (
     "r.run_id, r.agent_name, r.status, r.stop_reason, r.step, r.model_name, r.input_tokens, "
     f"r.output_tokens, r.cost, {_TIME.format('r.created_at')}, {_TIME.format('r.updated_at')}, "
-    "r.parent_run_id, r.rerun_of_run, r.rerun_of_step, r.output, "
-    "json_extract(s.metadata, '$.session_id'), s.depth, s.root_run_id"
+    "r.parent_run_id, r.rerun_of_run, r.rerun_of_step, r.output, s.depth, s.root_run_id"
 )
 _RUN = (
     f"{_ROW}, s.errors AS errors, s.first_error, s.tool_calls, s.duration, s.metadata, s.trace_id"
@@ -119,8 +136,13 @@ _TREE = (
     "s.trace_id, s.subruns"
 )
 _FROM = "FROM summaries s JOIN runs r ON r.run_id = s.run_id"
-COLUMNS = tuple(name for name in RunSummary.model_fields if name not in ("tools", "subruns"))
-"""The `RunSummary` fields a listing query returns, in its column order (then ``subruns``)."""
+COLUMNS = tuple(
+    name for name in RunSummary.model_fields if name not in ("session_id", "tools", "subruns")
+)
+"""The `RunSummary` fields a listing query returns, in its column order (then ``subruns``); the
+session is read from the metadata (`session_of`), so its JSON is read once, in Python."""
+FRAME = tuple(name for name in RunSummary.model_fields if name not in ("tools", "subruns"))
+"""The columns of `RunStore.list_runs`' frame, in order (then ``subruns`` if rolled up, tools)."""
 
 
 def _metadata_term(key: str, value: JsonValue) -> tuple[str, list[object]]:
@@ -264,26 +286,44 @@ class Extras(NamedTuple):
     """For trees: the first error of any of its runs, by root (empty for single runs)."""
 
 
-def extras(conn: sqlite3.Connection, run_ids: Sequence[str] | None, *, trees: bool) -> Extras:
-    """The extras of the listed ``run_ids`` (of every run when None: one pass, no ids)."""
-    key = "s.root_run_id" if trees else "t.run_id"
-    joins = "run_tools t JOIN summaries s ON s.run_id = t.run_id" if trees else "run_tools t"
-    batches = (
-        [None]
-        if run_ids is None
-        else [run_ids[i : i + _BATCH] for i in range(0, len(run_ids), _BATCH)]
+def extras(conn: sqlite3.Connection, listed: Sequence[str] | RunFilter, *, trees: bool) -> Extras:
+    """The extras of the rows a listing shows: of the runs ``listed`` names, or a filter keeps.
+
+    A page names its runs; a whole listing gives its filter, whose own SQL finds its runs (or
+    trees) in one pass whatever their number.
+    """
+    key = "x.root_run_id" if trees else "t.run_id"
+    select = (  # in order of run (tree) and name, so each one's tools are one sorted group
+        f"SELECT DISTINCT {key}, t.tool FROM run_tools t JOIN summaries x ON x.run_id = t.run_id"
+        if trees
+        else f"SELECT {key}, t.tool FROM run_tools t"
     )
-    tools: dict[str, set[str]] = {}
+    tools: dict[str, tuple[str, ...]] = {}
     firsts: dict[str, str] = {}
-    for batch in batches:
-        where, params = ("", []) if batch is None else (f"WHERE {_in(key, batch)}", batch)
-        for run_id, tool in conn.execute(f"SELECT {key}, t.tool FROM {joins} {where}", params):
-            tools.setdefault(run_id, set()).add(tool)
+    for where, params in _picking(key, listed):
+        rows = conn.execute(f"{select} {where} ORDER BY 1, 2", params)
+        tools.update(_grouped(rows))
         if trees:
-            where = where or "WHERE 1"  # the key is the root here too
             for root, first in conn.execute(_FIRST_ERRORS.format(where), params):
                 firsts.setdefault(root, first)
-    return Extras({run_id: tuple(sorted(names)) for run_id, names in tools.items()}, firsts)
+    return Extras(tools, firsts)
+
+
+def _picking(key: str, listed: Sequence[str] | RunFilter) -> list[tuple[str, list[object]]]:
+    """The ``WHERE`` clauses picking the listed rows by ``key``: a filter's, or a batch of ids."""
+    if isinstance(listed, RunFilter):
+        if not listed.active and not listed.rollup:
+            return [("WHERE 1", [])]
+        where, params = _where(listed)
+        return [(f"WHERE {key} IN (SELECT s.run_id FROM summaries s {where})", params)]
+    batches = [listed[i : i + _BATCH] for i in range(0, len(listed), _BATCH)]
+    return [(f"WHERE {_in(key, batch)}", list(batch)) for batch in batches]
+
+
+def _grouped(rows: Iterable[tuple[str, str]]) -> Iterable[tuple[str, tuple[str, ...]]]:
+    """(run, tool) rows in order as (run, its tools) pairs."""
+    for run_id, group in groupby(rows, itemgetter(0)):
+        yield run_id, tuple(tool for _, tool in group)
 
 
 def with_extras(
@@ -303,6 +343,6 @@ def with_extras(
 
 
 _FIRST_ERRORS = (
-    "SELECT s.root_run_id, s.first_error FROM summaries s JOIN runs r ON r.run_id = s.run_id "
-    "{} AND s.first_error IS NOT NULL ORDER BY r.created_at, r.rowid"
+    "SELECT x.root_run_id, x.first_error FROM summaries x JOIN runs r ON r.run_id = x.run_id "
+    "{} AND x.first_error IS NOT NULL ORDER BY r.created_at, r.rowid"
 )

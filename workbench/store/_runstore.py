@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
@@ -24,6 +23,7 @@ from workbench.records import PhaseEvent, RunResult, StepContext, StepRecord
 from workbench.runfilter import RunFilter
 from workbench.state import AgentState, validation_summary
 from workbench.store import _query as q
+from workbench.store._frame import frame_of_rows
 from workbench.store._query import RunSummary, Sort
 from workbench.store._runlog import RunLog
 from workbench.store._runwrite import log_of, put_queued, put_run, put_snapshot, put_step
@@ -224,37 +224,18 @@ class RunStore(RunObserver):
     ) -> pd.DataFrame:
         """The runs as a pandas DataFrame (one row per run, as `find`; times as datetimes).
 
-        Built from the rows as SQLite gives them (pandas checks each column's type), so the
-        frame of 100,000 runs costs what reading them does; the tools come as tuples of names.
+        The rows of `find`'s query made into columns by pandas, not a `RunSummary` each: every
+        run's tools come from one more query by the same filter, each run's metadata JSON is
+        read once (its session with it), so 100,000 runs cost about what reading them does.
         """
-        import pandas as pd
-
         spec = spec or RunFilter()
         if roots_only and not spec.rollup:
             spec = spec.model_copy(update={"rollup": True})
         query, params = q.list_query(spec, sort, descending)
-        columns = [*q.COLUMNS, "subruns"] if spec.rollup else list(q.COLUMNS)
         with self._reading() as conn:
             rows = [] if conn is None else conn.execute(query, params).fetchall()
-            frame = pd.DataFrame.from_records(rows, columns=columns)
-            # every run's at once when listing all; else those of the rows listed only
-            ids = list(frame["run_id"]) if spec.active else None
-            found = q.Extras({}, {}) if conn is None else q.extras(conn, ids, trees=spec.rollup)
-        frame["tools"] = [found.tools.get(run_id, ()) for run_id in frame["run_id"]]
-        if spec.rollup:
-            frame["first_error"] = [
-                first if isinstance(first, str) else found.first_errors.get(run_id)
-                for run_id, first in zip(frame["run_id"], frame["first_error"], strict=True)
-            ]
-        for column in ("created_at", "updated_at"):
-            # a damaged time shows as NaT; the listing is how a user finds the runs still readable
-            frame[column] = pd.to_datetime(
-                pd.to_numeric(frame[column], errors="coerce"), unit="s", errors="coerce"
-            )
-        frame["metadata"] = [json.loads(m) if isinstance(m, str) else {} for m in frame["metadata"]]
-        for column in ("errors", "tool_calls", "rerun_of_step"):  # counts stay whole numbers
-            frame[column] = frame[column].astype("Int64")
-        return frame
+            found = q.Extras({}, {}) if conn is None else q.extras(conn, spec, trees=spec.rollup)
+        return frame_of_rows(rows, found, rollup=spec.rollup, store=self.path)
 
     def resolve(self, ref: str) -> str:
         """The run id that ``ref`` names: the id itself, a unique prefix of one, or ``last``.
