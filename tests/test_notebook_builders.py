@@ -343,6 +343,9 @@ def test_a_long_conversations_diff_shows_what_changed_and_counts_the_rest() -> N
     assert "50 unchanged lines" in changed and "a10" in changed and "a7" not in changed
     shorter = _diff_text(history, history[:-1])
     assert "- [assistant] a49" in shorter and "50 unchanged lines" in shorter
+    first = _diff_text([], history[:1])  # a run's first step: nothing was there to keep
+    assert "+ [user] q" in first and "unchanged" not in first
+    assert "1 unchanged line  [user] q" in _diff_text(history[:1], history[:2])
 
 
 def test_status_html_shows_status_step_budget_and_errors(demo: wb.RunResult) -> None:

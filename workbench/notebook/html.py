@@ -318,7 +318,8 @@ def messages_diff_html(
             out.extend(_diff_line("+", line, "#1b5e20", "#e8f5e9") for line in new[j1:j2])
     if not out:
         return '<div class="wb-diff" style="color:#888;font-style:italic">no change</div>'
-    note = f'<div style="color:#888;font-size:11px">{unchanged} unchanged lines</div>'
+    lines = f"{unchanged} unchanged line{'' if unchanged == 1 else 's'}"  # none: nothing to say
+    note = f'<div style="color:#888;font-size:11px">{lines}</div>' if unchanged else ""
     return f'<div class="wb-diff">{note}{"".join(out)}</div>'
 
 
