@@ -45,7 +45,9 @@ table.dataframe td, table.dataframe th { border: 1px solid #e0e0e0; padding: 2px
 table.dataframe th { text-align: right; }
 section.wb-step-section { border: 1px solid #e0e0e0; border-radius: 6px; padding: 8px 12px;
                           margin: 12px 0; box-sizing: border-box; }
-nav a { margin-right: 8px; }
+section.wb-step-section.wb-failed { border-left: 4px solid #c62828; }  /* html.FAILED_COLOUR */
+section.wb-step-section:target { box-shadow: 0 0 0 3px #90caf9; }  /* where a link went */
+nav a { margin-right: 8px; white-space: nowrap; } nav a.wb-failed { color: #c62828; }
 div.wb-table-scroll { max-height: 480px; overflow: auto; max-width: 100%; width: max-content; }
 /* borders not collapsed: a sticky heading's collapsed border scrolls away with the rows */
 table.wb-windowed { table-layout: fixed; border-collapse: separate; border-spacing: 0; }
@@ -59,6 +61,7 @@ table.wb-windowed .wb-number { text-align: right; font-variant-numeric: tabular-
 table.wb-windowed th { position: sticky; top: 0; background: #fff; cursor: pointer;
                        vertical-align: bottom; }
 table.wb-windowed tr.wb-gap td { padding: 0; border: 0; }
+table.wb-windowed tr.wb-failed td, table.wb-windowed tr.wb-failed a { color: #c62828; }
 div.wb-table-tools { margin: 4px 0; font-size: 12px; color: #555; }
 div.wb-table-tools input { width: 240px; margin-right: 8px; }
 @media print {  /* every row printed (report_tables.js draws them all): no box to scroll */
@@ -83,8 +86,9 @@ def report_html(
 
     trace = trace_of(source, telemetry=telemetry)
     explorer = ExplorerPage(ExplorerView(trace))
-    nav, sections = _steps_html(trace, explorer)
-    steps = _table_html(for_people(trace.steps_df()), "wb-steps", links=bool(nav))
+    failed = _failed_steps(trace)
+    nav, sections = _steps_html(trace, explorer, failed)
+    steps = _table_html(for_people(trace.steps_df()), "wb-steps", links=bool(nav), marked=failed)
     body = f'<h2 id="steps">Steps</h2>{steps}'
     agents = trace.agents()
     if len(agents) > 1:  # a run tree: what each agent took
@@ -123,11 +127,12 @@ NAV_OPEN = 100
 def _nav_html(links: Sequence[str]) -> str:
     """The links to the steps' sections: open for a few, folded under a summary for many.
 
-    A link per step of a 1,667-step trace is a page of numbers above the first message.
+    A link per step of a 1,667-step trace is a page of numbers above the first message. The
+    links stand apart by their gaps: a label has a dot of its own ("3 · digger").
     """
     if not links:
         return ""
-    joined = " · ".join(links)
+    joined = " ".join(links)
     if len(links) <= NAV_OPEN:
         return f"<nav>steps: {joined}</nav>"
     return (
@@ -254,14 +259,38 @@ def _summary_html(trace: Trace) -> str:
     return f'{top}<table class="wb-summary">{cells}</table>'
 
 
-def _steps_html(trace: Trace, page: ExplorerPage) -> tuple[list[str], str]:
+def _failed_steps(trace: Trace) -> list[int]:
+    """The step rows (their numbers in `Trace.step_rows`) in which something went wrong.
+
+    Each error of `Trace.errors` is in the step nearest above its span: a sub-agent's tool
+    error is its own step's, not the steps that called the sub-agent. A retry or a denial is
+    no error, so its step is not one of them.
+    """
+    tree = trace.tree
+    rows = {row["span_id"]: r for r, row in enumerate(trace.step_rows())}
+    failed: set[int] = set()
+    for error in trace.errors():
+        position = tree.positions.get(error.span_id or "")
+        if position is None:
+            continue
+        around = (tree.span_at(p).span_id for p in [position, *tree.ancestors(position)])
+        step = next((rows[span] for span in around if span in rows), None)
+        if step is not None:
+            failed.add(step)
+    return sorted(failed)
+
+
+def _steps_html(
+    trace: Trace, page: ExplorerPage, failed: Sequence[int] = ()
+) -> tuple[list[str], str]:
     """The steps' navigation links and one section per step, with its messages.
 
     A step's record draws it when the trace came from a run; otherwise its model call's
     captured content does: the first call's messages in full, then what each call added. A
     trace recorded without content has no sections, only a line that says so. A section's
     messages are the boxes the explorer's details hold (the step's span, the model call's
-    conversation), so the page stores them once and fills the section when it loads.
+    conversation), so the page stores them once and fills the section when it loads. The
+    section of a step in ``failed`` (row numbers) is marked as failed.
     """
     records = page.records
     rows = trace.step_rows()
@@ -274,6 +303,7 @@ def _steps_html(trace: Trace, page: ExplorerPage) -> tuple[list[str], str]:
             "keeps it with <code>Telemetry(capture_content=True)</code>).</p>"
         )
     links, sections = [], []
+    marked = set(failed)
     for i, (row, record) in enumerate(zip(rows, found, strict=True)):
         body: Sequence[str]
         if record is not None:
@@ -281,9 +311,11 @@ def _steps_html(trace: Trace, page: ExplorerPage) -> tuple[list[str], str]:
         else:
             body = content.get(row["model_span_id"], ["<p>no model call in this step</p>"])
         label = escape(str(row["label"]))
-        links.append(f'<a href="#step-{i}">{label}</a>')
+        kind = ' class="wb-failed"' if i in marked else ""
+        links.append(f'<a href="#step-{i}"{kind}>{label}</a>')
+        kind = "wb-step-section wb-failed" if i in marked else "wb-step-section"
         sections.append(
-            f'<section class="wb-step-section" id="step-{i}"{page.pieces(body)}>'
+            f'<section class="{kind}" id="step-{i}"{page.pieces(body)}>'
             f"<b>step {label}</b></section>"
         )
     return links, "".join(sections)
@@ -346,15 +378,18 @@ def added(earlier: Sequence[Message], messages: Sequence[Message]) -> Sequence[M
     return messages
 
 
-def _table_html(frame: pd.DataFrame, element_id: str, *, links: bool = False) -> str:
+def _table_html(
+    frame: pd.DataFrame, element_id: str, *, links: bool = False, marked: Sequence[int] = ()
+) -> str:
     """A table the page draws from its columns (``report_tables.js``), in a box that scrolls.
 
     Columns, not rows of HTML: at 16,666 steps the markup around each value was most of the
     table, and the page draws only the rows in view. Numbers with decimals are written with the
     three the table shows (`_cell`); a missing value is ``null`` (an empty cell). With
     ``links``, a row's first cell links to the section of its step (``#step-<row>``); a click
-    on a column's heading sorts the rows by it. The values travel as JSON with every ``<``
-    escaped, so no text can close its script element, and the page sets each one as text.
+    on a column's heading sorts the rows by it; the rows numbered in ``marked`` are drawn as
+    failed. The values travel as JSON with every ``<`` escaped, so no text can close its script
+    element, and the page sets each one as text.
     """
     from pandas.api.types import is_float_dtype
 
@@ -364,6 +399,7 @@ def _table_html(frame: pd.DataFrame, element_id: str, *, links: bool = False) ->
         "columns": [[_cell(value) for value in frame[name].tolist()] for name in frame.columns],
         "decimals": decimals,
         "links": links,
+        "marked": list(marked),
     }
     payload = json.dumps(table, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     return (

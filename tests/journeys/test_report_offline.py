@@ -117,8 +117,23 @@ def test_the_failing_span_in_the_report_opened_offline(browser: Any, tmp_path: P
     failing = table.get_by_role("row").filter(has_text="apply_discount (error)")
     expect(failing).to_have_count(1)
     expect(failing.get_by_role("cell").nth(1)).to_have_text("digger")
+    # the failed step stands out: its row red (the only one), its link above the messages red
+    # (the links stand apart, with no dot between them as in their labels), its section marked
+    expect(table.locator("tr.wb-failed")).to_have_count(1)
+    expect(failing.get_by_role("cell").nth(1)).to_have_css("color", RED)
+    nav = page.locator("nav")
+    expect(nav.locator("a.wb-failed")).to_have_text("1 · digger")
+    expect(nav.locator("a.wb-failed")).to_have_css("color", RED)
+    between = nav.evaluate(
+        "(nav) => [...nav.childNodes].filter((n) => n.nodeType === 3)"
+        ".map((n) => n.textContent).join('')"
+    )
+    assert between.strip() == "steps:", between
+    expect(dug).to_have_css("border-left-color", RED)
+    expect(page.locator("section.wb-failed")).to_have_count(1)
     failing.get_by_role("link").click()
     expect(dug).to_be_in_viewport()
+    expect(dug).to_have_css("box-shadow", re.compile(r"rgb\(144, 202, 249\) 0px 0px 0px 3px"))
     told = dug.locator(".wb-msg").filter(has_text="failed: TypeError: unsupported operand")
     expect(told).to_have_count(1)  # what the digger's model was told of its tool call
     dug.scroll_into_view_if_needed()
@@ -213,6 +228,8 @@ def test_the_failing_step_of_a_long_run_is_found_in_its_report(
     first = drawn.first
     expect(first.get_by_role("cell").first).to_have_text(str(BROKEN))
     expect(first).to_contain_text("add (error)")
+    expect(first).to_have_class("wb-failed")  # drawn red, the one row that failed
+    expect(table.locator("tr.wb-failed")).to_have_count(1)
     section = page.locator(f"#step-{BROKEN - 1}")
     assert section.locator(".wb-msg").count() == 0  # not drawn: far from the view
     at_load = page.evaluate(_SECTIONS_HEIGHT)

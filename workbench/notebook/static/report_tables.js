@@ -10,7 +10,8 @@
 // slowest step, the most tokens) and text in order (numbers in it as numbers: step 9 before
 // step 10); a second click the other way; empty cells last. A table that scrolls has a box that
 // finds rows by their text (the browser's find sees only the rows drawn). Sorting and finding
-// order the rows' numbers, then draw the view again. A step's label links to its section.
+// order the rows' numbers, then draw the view again. A step's label links to its section; a
+// step that failed is drawn red.
 // Printed, a table is drawn whole, out of its box (the page's print rules).
 
 const HEIGHT = 480;  // px: the most a table's box takes of the page
@@ -119,8 +120,10 @@ function drawTable(box, table) {
   let height = 0;  // px a row takes, measured on the first one drawn
   let drawn = [-1, -1];
 
+  const marked = new Set(table.marked);  // rows of steps that failed
   function row(r) {
     const line = document.createElement("tr");
+    if (marked.has(r)) line.className = "wb-failed";
     texts.forEach((column, c) => {
       const cell = document.createElement("td");
       if (table.links && c === 0) {  // to the step's section
