@@ -44,7 +44,8 @@ function filled(templates, [template, ...own]) {  // a template, its holes fille
 }
 
 const AT_ONCE = 500;  // the most elements made of pieces that are all drawn when the page loads
-const SAMPLES = 5;  // elements drawn at once when there are more: their heights size the others
+const SAMPLES = 5;  // elements drawn at once when there are more: what a piece takes in them
+const PIECE_PX = 40;  // px a piece of them takes, guessed (a message box's lines, a diff line)
 
 function topmost(elements) {  // the first of `elements` (in the page's order) not above the view
   let [low, high] = [0, elements.length - 1];
@@ -67,15 +68,29 @@ function fillPieces(data) {  // the page's elements made of stored pieces: the H
   // more (a long run's step sections): each is drawn when it comes near the view (scrolled
   // to, or a link's target), as the page drawn whole took seconds to lay out at every change;
   // the lines that say so are shown, and printing draws them all. Until drawn, a section is as
-  // high as its pieces will be, at what a piece takes in a few sections drawn at once, spread
-  // over the run: the scrollbar is about true from the start and does not grow as you read.
+  // high as its pieces will be: PIECE_PX each, or, when that is far from it, what a piece takes
+  // in a few sections drawn at once, spread over the run (then the page is laid out again, a
+  // fifth of a second at 16,666 sections). The scrollbar is about true from the start and does
+  // not grow as you read.
   // A section drawn above the view moves what is in it: the page itself puts back the section
   // at the top of the view where it was. The browser's scroll anchoring does that only until
   // the anchor's own height rule changes (the section drawn at a link's target): then those
   // drawn above it pushed it out of view.
   document.documentElement.style.overflowAnchor = "none";
   const sizes = elements.map((el) => numbers(JSON.parse(el.dataset.pieces)).length);
+  const estimate = (px) => elements.forEach((el, i) => {  // px a piece
+    if (el.dataset.pieces) el.style.minHeight = `${sizes[i] * px}px`;
+  });
+  estimate(PIECE_PX);  // before the page is first laid out: that layout has it for nothing
   const samples = [...Array(SAMPLES).keys()].map((i) => Math.floor(((i + 1) * elements.length) / (SAMPLES + 1)));
+  samples.forEach((i) => fill(elements[i]));
+  let sized = false;
+  const size = () => {  // the samples laid out by now: what a piece takes in this run
+    sized = true;
+    const px = samples.reduce((sum, i) => sum + elements[i].offsetHeight, 0)
+      / samples.reduce((count, i) => count + sizes[i], 0);
+    if (Math.abs(px - PIECE_PX) > PIECE_PX / 8) estimate(px);  // far from the guess: again
+  };
   const steady = (change) => {  // `change` the sections; the one at the top of the view stays
     const anchor = topmost(elements);
     const top = anchor.getBoundingClientRect().top;
@@ -83,13 +98,8 @@ function fillPieces(data) {  // the page's elements made of stored pieces: the H
     const moved = anchor.getBoundingClientRect().top - top;
     if (moved) scrollBy(0, moved);
   };
-  steady(() => {
-    samples.forEach((i) => fill(elements[i]));
-    const perPiece = samples.reduce((px, i) => px + elements[i].offsetHeight, 0)
-      / samples.reduce((count, i) => count + sizes[i], 0);
-    elements.forEach((el, i) => { if (el.dataset.pieces) el.style.minHeight = `${sizes[i] * perPiece}px`; });
-  });
-  const near = new IntersectionObserver((entries) => steady(() => {
+  const near = new IntersectionObserver((entries) => steady(() => {  // first after the page's
+    if (!sized) size();  // first layout: reading it costs no layout of its own
     for (const entry of entries) {
       if (entry.isIntersecting) { fill(entry.target); near.unobserve(entry.target); }
     }
