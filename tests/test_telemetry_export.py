@@ -178,6 +178,23 @@ def test_a_refused_endpoint_costs_the_run_nothing_and_reports_the_drops(
     assert [r.name for r in caplog.records if r.name.startswith("opentelemetry")] == []
 
 
+def test_an_endpoint_that_refuses_the_spans_says_why(
+    collector: Collector, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A wrong path (404) or a missing token (401) is said with the server's answer: the
+    exporter's own line saying it is dropped while it exports for us (the transient retries'
+    lines with it), so ours must carry it, or the person sees "could not export" and no why."""
+    caplog.set_level(logging.WARNING)
+    telemetry = wb.Telemetry(otlp_endpoint=f"{collector.url}/wrong/path", schedule_delay=60)
+    calculator(telemetry, ["hi"]).run_sync("hello")
+    telemetry.flush(timeout=10)
+    with pytest.warns(wb.TelemetryExportWarning, match="The exporter said: .*code: 404"):
+        telemetry.shutdown()
+    said = [r.getMessage() for r in caplog.records if r.name == "workbench.telemetry"]
+    assert said and all("code: 404" in line for line in said), said
+    assert [r.name for r in caplog.records if r.name.startswith("opentelemetry")] == []
+
+
 def test_a_hanging_endpoint_does_not_block_the_run_and_the_exit_is_bounded() -> None:
     endpoint = HangingEndpoint()
     try:

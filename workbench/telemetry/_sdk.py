@@ -80,6 +80,9 @@ class ExportStats:
     queued: int
     exported: int
     failed: int
+    failure: str = ""
+    """What the exporter said of the last batch that failed ("... code: 404, reason: Not
+    Found"), redacted: a server that answers, but not as a collector, is not down."""
 
     @property
     def unconfirmed(self) -> int:
@@ -88,7 +91,8 @@ class ExportStats:
 
 
 _exporting = threading.local()
-"""Set on a thread while it exports for us (`_CountingExporter.export`)."""
+"""On a thread while it exports for us (`_CountingExporter.export`): ``on``, and ``failure``, the
+exporter's last error logged meanwhile."""
 
 
 def _not_ours(record: logging.LogRecord) -> bool:
@@ -96,9 +100,15 @@ def _not_ours(record: logging.LogRecord) -> bool:
 
     Ours it says itself ("Transient error ... retrying in 1.20s", three times a batch, on the
     exporter's thread): red lines under whatever cell runs, as if the run had failed, above our
-    own count of what was not delivered. A user's own exporters in the process keep their logs.
+    own count of what was not delivered. Its error, which says why a batch failed ("code: 401,
+    reason: Unauthorized"), is kept for that count to say once. A user's own exporters in the
+    process keep their logs.
     """
-    return not getattr(_exporting, "on", False)
+    if not getattr(_exporting, "on", False):
+        return True
+    if record.levelno >= logging.ERROR:
+        _exporting.failure = record.getMessage()
+    return False
 
 
 class _CountingExporter(SpanExporter):
@@ -113,11 +123,13 @@ class _CountingExporter(SpanExporter):
         self.endpoint = endpoint
         self.exported = 0
         self.failed = 0
+        self.failure = ""
+        """What the exporter said of the last batch that failed (`ExportStats.failure`)."""
         self._lock = threading.Lock()
         self._shut = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        _exporting.on = True
+        _exporting.on, _exporting.failure = True, ""
         try:
             result = self.inner.export(self.prepare(spans))
         except Exception:
@@ -131,12 +143,14 @@ class _CountingExporter(SpanExporter):
             else:
                 self.failed += len(spans)
                 failed = self.failed
+                self.failure = redacted(_exporting.failure)
         if result is not SpanExportResult.SUCCESS:
             log.warning(
-                "workbench telemetry: could not export %d spans to %s (%d dropped so far)",
+                "workbench telemetry: could not export %d spans to %s (%d dropped so far)%s",
                 len(spans),
                 self.endpoint,
                 failed,
+                f": {self.failure}" if self.failure else "",
             )
         return result
 
@@ -191,7 +205,9 @@ class ExportPipe(SpanProcessor):
     def stats(self) -> ExportStats:
         """The counts so far."""
         exporter = self._exporter
-        return ExportStats(self.endpoint, self._queued, exporter.exported, exporter.failed)
+        return ExportStats(
+            self.endpoint, self._queued, exporter.exported, exporter.failed, exporter.failure
+        )
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Nothing to do when a span starts."""

@@ -309,7 +309,12 @@ class Telemetry:
             warnings.warn(
                 f"workbench telemetry: {stats.unconfirmed} of {stats.queued} spans were dropped: "
                 f"not delivered to {stats.endpoint} ({stats.failed} failed to send, the rest "
-                "still queued at shutdown). Is the endpoint up?",
+                "still queued at shutdown). "
+                + (
+                    f"The exporter said: {stats.failure}"
+                    if stats.failure
+                    else "Is the endpoint up?"
+                ),
                 TelemetryExportWarning,
                 stacklevel=2,
             )
