@@ -7,6 +7,10 @@ report's timing bars failed on them.
 
 from __future__ import annotations
 
+import time
+
+import pytest
+
 import workbench as wb
 from workbench.notebook import TraceView
 from workbench.notebook.bars import timing_bars_html
@@ -85,3 +89,28 @@ def test_a_sessions_executions_are_labelled_by_run() -> None:
     assert wb.trace_of(executions).steps_df()["label"].tolist() == ["1 (run 1)", "1 (run 2)"]
     html = report_html(executions)
     assert "step 1 (run 1)<" in html and "step 1 (run 2)<" in html
+
+
+def test_a_run_paused_where_the_clock_is_ahead_is_labelled_and_ended_by_its_spans(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Paused on a machine whose clock is an hour ahead, resumed here: by the clocks the resumed
+    part of step 1 comes first. It is still the one labelled resumed, and the run completed,
+    not "paused" (its paused execution is the latest by the clocks)."""
+    real = time.time
+    store = wb.RunStore(":memory:")
+
+    def agent(answers: list[str | wb.ModelResponse]) -> wb.Agent:
+        return wb.Agent(model=wb.ScriptedModel(answers), name="saver", tools=[wipe], store=store)
+
+    monkeypatch.setattr(time, "time", lambda: real() + 3600)  # the other machine
+    paused = agent([R.tool_call("wipe", {"path": "/a"}, call_id="w1")]).run_sync("go")
+    monkeypatch.setattr(time, "time", real)
+    done = agent(["wiped"]).resume_sync(paused.state, approvals={"w1": True})
+    trace = wb.trace_of(store.load(done.run_id))
+    rows = trace.steps_df()
+    assert rows["start"].tolist() == sorted(rows["start"])  # the resumed part is drawn first
+    assert rows["label"].tolist() == ["1 (resumed)", "2", "1"]
+    assert rows["resumed"].tolist() == [True, False, False]
+    assert trace.status() == "completed"
+    assert trace.summary().startswith("completed")

@@ -18,7 +18,6 @@ import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
 from workbench.records import StepRecord, step_labels
-from workbench.telemetry import names as n
 from workbench.telemetry.trace import Trace
 from workbench.traces import RunSource, trace_of
 from workbench.waits import SHORTEST, left_out, waited_text
@@ -331,16 +330,10 @@ def clocks_behind(trace: Trace) -> float:
     steps: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for row in trace.step_rows():
         steps.setdefault((row["run_id"], row["step"]), []).append(row)
-    twice = {r["span_id"] for rows in steps.values() if len(rows) > 1 for r in rows}
-    if not twice:  # no step resumed after a pause: no pass over the spans
-        return 0.0
-    resumed = {
-        s.span_id for s in trace.spans if s.span_id in twice and s.attributes.get(n.STEP_RESUMED)
-    }
     behind = 0.0
     for rows in steps.values():
-        paused = [r["start"] + r["duration_ms"] * 1e6 for r in rows if r["span_id"] not in resumed]
-        again = [r["start"] for r in rows if r["span_id"] in resumed]
+        paused = [r["start"] + r["duration_ms"] * 1e6 for r in rows if not r["resumed"]]
+        again = [r["start"] for r in rows if r["resumed"]]
         if paused and again:
             behind = max(behind, (max(paused) - min(again)) / 1e9)
     return behind

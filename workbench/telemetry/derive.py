@@ -275,6 +275,7 @@ def _step_row(
         "tool_calls": len(tools),
         "tools": _tools_text(tools),
         "in_progress": span.in_progress,
+        "resumed": bool(a.get(n.STEP_RESUMED)),
     }
 
 
@@ -306,21 +307,24 @@ def _extent_ms(spans: Sequence[SpanData]) -> float | None:
 def _labels(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """A label per step row, unique: the number, and which agent, run or execution part.
 
-    A step that paused for approval has a span per execution (same number): the second is
-    ``(resumed)``; steps of several agents say whose (``2 · researcher``); several runs of one
-    agent (a session's executions) say which run (``1 (run 2)``).
+    A step that paused for approval has a span per execution (same number): the one its span
+    says was resumed is ``(resumed)``, whatever the clocks put first (a run paused on a machine
+    whose clock is ahead is resumed "before" it paused); steps of several agents say whose
+    (``2 · researcher``); several runs of one agent (a session's executions) say which run
+    (``1 (run 2)``).
     """
     agents = {str(r["agent"]) for r in rows}
     runs_of: dict[str, dict[Any, int]] = {}
     for row in rows:
         runs = runs_of.setdefault(str(row["agent"]), {})
         runs.setdefault(row["run_id"], len(runs) + 1)
-    seen: dict[tuple[Any, ...], int] = {}
+    parts: dict[tuple[Any, ...], list[int]] = {}  # each step's rows: the first part, then resumed
+    for at, row in sorted(enumerate(rows), key=lambda item: bool(item[1].get("resumed"))):
+        parts.setdefault((row["agent"], row["run_id"], row["step"]), []).append(at)
+    part_of = {at: part for ats in parts.values() for part, at in enumerate(ats)}
     labels = []
-    for row in rows:
-        key = (row["agent"], row["run_id"], row["step"])
-        resumed = seen.get(key, 0)
-        seen[key] = resumed + 1
+    for at, row in enumerate(rows):
+        resumed = part_of[at]
         runs = runs_of[str(row["agent"])]
         notes = [f"run {runs[row['run_id']]}"] if len(runs) > 1 else []
         if resumed:

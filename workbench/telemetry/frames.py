@@ -17,7 +17,8 @@ wrote as something else is NaN (`Trace.problems` names it).
     step, and whose, which run, resumed), snapshot_id, status, stop_reason, start,
     duration_ms, prepare_ms, inference_ms, tools_ms, hooks_ms, continuation_ms, telemetry_ms,
     ttft_ms, input_tokens, output_tokens, cost, tool_calls (how many), tools
-    (``name:status, ...``), errors (failed spans in the step), in_progress.
+    (``name:status, ...``), errors (failed spans in the step), in_progress, resumed (the part
+    of a step that ran after its run was resumed from a pause).
 ``timing_df`` (`TIMING_COLUMNS`), one row per timed part of a step, ready to stack
     trace_id, run_id, agent, execution_id, step, component (prepare / inference / tool / hook /
     continuation / telemetry), name (span name, or ``telemetry``), start, duration_ms.
@@ -96,6 +97,7 @@ STEP_COLUMNS = (
     "tools",
     "errors",
     "in_progress",
+    "resumed",
 )
 TIMING_COLUMNS = (
     "trace_id",

@@ -322,12 +322,21 @@ class Trace(Record):
     def status(self) -> str:
         """How the top run ended (``completed``, ``failed``, ...; ``running`` while it runs).
 
-        A trace another framework wrote has no run status: ``failed`` when a root span failed,
-        else ``ok``.
+        A run resumed from a pause has a run span per execution; it ended as the one that did
+        not pause, wherever the clocks put it (paused on a machine whose clock is ahead, it was
+        resumed "before" it paused). A trace another framework wrote has no run status:
+        ``failed`` when a root span failed, else ``ok``.
         """
         runs = self.top_runs()
         if runs:
-            return str(runs[-1].attributes.get(n.RUN_STATUS, "running"))
+            last = runs[-1].attributes.get(n.RUN_ID)
+            statuses = [
+                str(s.attributes.get(n.RUN_STATUS, "running"))
+                for s in runs
+                if s.attributes.get(n.RUN_ID) == last
+            ]
+            went_on = [status for status in statuses if status != "paused"]
+            return went_on[-1] if went_on else "paused"
         roots = [self.tree.span_at(p) for p in range(len(self.tree)) if not self.tree.depths[p]]
         return "failed" if any(s.is_error for s in roots) else "ok"
 
