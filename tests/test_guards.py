@@ -57,6 +57,18 @@ def test_a_well_formed_answer_decides() -> None:
     assert unexplained.content == "Permission denied: deny by guard guard"
 
 
+def test_a_malformed_answer_keeps_the_secrets_it_holds_from_the_model_and_the_store() -> None:
+    """A guard that returned the wrong thing (here a client's settings) is quoted to say so."""
+    key = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
+    result = run_with({"api_key": key})
+    (outcome,) = result.steps[0].tool_outcomes
+    assert outcome.status == "denied"
+    assert outcome.content == (
+        "Permission denied: guard guard returned {'api_key': '[REDACTED]'}, not a ToolPermission"
+    )
+    assert key not in result.state.model_dump_json()  # the messages the model reads, stored
+
+
 def test_a_guard_that_raises_keeps_secrets_in_its_error_from_the_model() -> None:
     key = "sk-live0123456789abcdefghij"
 

@@ -14,7 +14,7 @@ from enum import StrEnum
 from workbench._record import Record
 from workbench._sync import call_user
 from workbench.messages import ToolCall
-from workbench.redact import error_text
+from workbench.redact import error_text, redacted
 from workbench.tools import ToolContext
 
 __all__ = [
@@ -102,4 +102,9 @@ def _read(answer: object, name: str) -> GuardAnswer:
 
 
 def _malformed(why: str) -> GuardAnswer:
+    """A denial for a malformed answer, redacted: the model reads the reason.
+
+    Its quote of the answer may hold a secret (a guard that returned a client's settings).
+    """
+    why = redacted(why)
     return GuardAnswer(permission=ToolPermission.DENY, reason=why, raised=TypeError(why))
