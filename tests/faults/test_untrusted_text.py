@@ -94,3 +94,35 @@ def test_a_link_in_a_tool_result_is_text_in_the_reports_explorer(
     assert page.locator("b").filter(has_text=re.compile(r"^fake$")).count() == 0  # no <b> made
     assert page.locator("a[href*='evil.example']").count() == 0  # never a live link
     page.close()
+
+
+def test_the_cells_views_of_a_stop_an_error_and_a_diff_show_run_data_as_text() -> None:
+    """Session 6's cell views: a phase stopped at a tool error (its agent, its failed calls),
+    one `RunError`, a diff's failed ends: every name and message from the run is escaped."""
+
+    @wb.tool(name="fetch")
+    def broken(url: str) -> str:
+        """Fetch a page (here: one that raises with a link in its message)."""
+        raise ValueError(f"bad page {LINK}")
+
+    def agent() -> wb.Agent:  # a lead whose sub-agent, named by a model, calls the tool
+        script = [wb.ModelResponse.tool_call("fetch", {"url": "x"}), wb.ModelResponse.text("done")]
+        helper = wb.Agent(model=wb.ScriptedModel(script), tools=[broken], name=NAME)
+        calls = [wb.ModelResponse.tool_call("ask", {"task": "go"}), wb.ModelResponse.text("ok")]
+        tools = [helper.as_tool("ask", "Ask the helper.")]
+        return wb.Agent(model=wb.ScriptedModel(calls), tools=tools, name="lead")
+
+    run = agent().start("go", breakpoints=[wb.Break.on_error()])
+    stopped = run.run_to_breakpoint()
+    assert stopped is not None
+    views = [stopped._repr_html_()]
+    run.run_to_end()
+    result = run.result
+    views.append(result.errors[0]._repr_html_())
+    failed = result.state.model_copy(
+        update={"status": wb.ExecutionStatus.FAILED, "error": wb.ErrorInfo(type=NAME, message=LINK)}
+    )
+    views.append(wb.diff(result, result.model_copy(update={"state": failed}))._repr_html_())
+    for html in views:
+        assert "evil.example" in html  # the run's data is shown...
+        assert "<a href" not in html and "<b>fake" not in html  # ...as text
