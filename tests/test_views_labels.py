@@ -12,7 +12,7 @@ import time
 import pytest
 
 import workbench as wb
-from workbench.notebook import TraceView
+from workbench.notebook import TraceExplorer, TraceView
 from workbench.notebook.bars import timing_bars_html
 from workbench.notebook.tables import step_labels
 from workbench.report import report_html
@@ -114,3 +114,12 @@ def test_a_run_paused_where_the_clock_is_ahead_is_labelled_and_ended_by_its_span
     assert rows["resumed"].tolist() == [True, False, False]
     assert trace.status() == "completed"
     assert trace.summary().startswith("completed")
+
+
+def test_opening_the_explorer_of_a_run_that_never_paused_builds_no_step_table() -> None:
+    """The clocks' note looks for a resumed step first: the explorer needs no step table, and
+    building one for every open cost a big trace several times the open itself."""
+    run = wb.Agent(model=wb.ScriptedModel(["hi"]), name="a", store=False).run_sync("go")
+    trace = wb.trace_of(run)
+    TraceExplorer(trace)
+    assert "_step_rows" not in trace.__dict__

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
 from workbench.records import StepRecord, step_labels
+from workbench.telemetry import names as n
 from workbench.telemetry.trace import Trace
 from workbench.traces import RunSource, trace_of
 from workbench.waits import SHORTEST, left_out, waited_text
@@ -315,7 +316,7 @@ def waited_note(trace: Trace, before: str = "") -> str:
             f"resumed {waited_text(behind)} before its pause by the clocks (one is off): "
             "drawn as recorded"
         )
-    note = "; ".join(n for n in notes if n)
+    note = "; ".join(text for text in notes if text)
     return before + note if note else ""
 
 
@@ -327,6 +328,8 @@ def clocks_behind(trace: Trace) -> float:
     future) is then no wait (`Waits.away` clamps it), and its executions are drawn where their
     clocks put them, the resumed one first.
     """
+    if not any(s.attributes.get(n.STEP_RESUMED) for s in trace.spans):
+        return 0.0  # no step resumed after a pause: a view that needs no step table builds none
     steps: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for row in trace.step_rows():
         steps.setdefault((row["run_id"], row["step"]), []).append(row)
@@ -337,7 +340,3 @@ def clocks_behind(trace: Trace) -> float:
         if paused and again:
             behind = max(behind, (max(paused) - min(again)) / 1e9)
     return behind
-
-
-def _end_ns(row: dict[str, object]) -> float:
-    return float(str(row["start"])) + float(str(row["duration_ms"])) * 1e6
