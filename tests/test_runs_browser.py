@@ -16,7 +16,7 @@ import ipywidgets as widgets
 import pytest
 
 import workbench as wb
-from workbench.demo import eval_agent, run_eval
+from workbench.demo import eval_agent, eval_task, run_eval
 from workbench.notebook import RunsBrowser, RunsView, TraceExplorer, compare_html
 from workbench.runlist import StoreRuns
 
@@ -116,6 +116,32 @@ def test_a_row_opens_in_the_explorer_and_two_compare(
         browser.compare(failed, "run_nope")
     browser.table.opened = "run_nope"
     assert browser.table.note.startswith("cannot open run_nope: RunNotFound")
+
+
+def test_two_ticked_runs_compare_original_first_whichever_was_ticked_first(
+    tmp_path: Path,
+) -> None:
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    agent = eval_agent(store=store)
+    original = agent.run_sync(*eval_task(13)[:1])  # its model server drops it at step 2
+    other = agent.run_sync(*eval_task(1)[:1])
+    rerun = agent.rerun_sync(original.snapshots[1])
+    browser = RunsBrowser(store, live=False)
+    try:
+        for ticked in ([rerun.run_id, original.run_id], [original.run_id, rerun.run_id]):
+            browser.table.picked = ticked
+            browser._on_message(None, {"type": "compare"}, None)
+            (html,) = [child.value for child in browser.pane.children]
+            assert "b is a re-run of a from step 2" in html, ticked
+        browser.table.picked = [other.run_id, original.run_id]  # unrelated: the older is a
+        browser._on_message(None, {"type": "compare"}, None)
+        (html,) = [child.value for child in browser.pane.children]
+        assert html.index(original.run_id) < html.index(other.run_id)
+        browser.compare(other.run_id, original.run_id)  # from code: as the caller says
+        (html,) = [child.value for child in browser.pane.children]
+        assert html.index(other.run_id) < html.index(original.run_id)
+    finally:
+        browser.close()
 
 
 def test_a_run_opened_with_an_agent_can_be_re_run(store: wb.RunStore) -> None:

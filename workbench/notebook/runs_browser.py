@@ -226,7 +226,7 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             except ValueError as exc:
                 self.table.note = str(exc)
         elif kind == "compare":
-            self._compare_picked()
+            self._compare_picked(in_order=True)
 
     def _on_opened(self, change: dict[str, Any]) -> None:
         run_id = change["new"]
@@ -310,7 +310,8 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         button.on_click(rerun)
         return [widgets.HBox([picker, button]), result]
 
-    def _compare_picked(self) -> None:
+    def _compare_picked(self, *, in_order: bool = False) -> None:
+        """Compare the two ticked runs: as given (`compare`), or ``in_order`` (`_in_order`)."""
         picked = list(self.table.picked)
         if len(picked) != 2:
             self.table.note = "tick two runs to compare them"
@@ -321,6 +322,8 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self.table.note = f"cannot compare: {type(exc).__name__}: {exc}"
             return
         self.table.note = ""
+        if in_order:
+            a, b = _in_order(a, b)
         self.pane.children = [widgets.HTML(compare_html(a, b))]
 
     # -- live -------------------------------------------------------------------------------
@@ -335,6 +338,19 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                     self.refresh(choices=True)
             except Exception:  # never let a watcher thread die with a traceback in a notebook
                 log.exception("the runs browser could not check %s", self.view.source.label)
+
+
+def _in_order(a: RunResult, b: RunResult) -> tuple[RunResult, RunResult]:
+    """Two ticked runs as a comparison reads: a run before its re-run, else the older first.
+
+    Whichever was ticked first: a person ticks the failing run they found, then its re-run, or
+    the other way round, and means "what changed from the original".
+    """
+    if a.state.rerun_of is not None and a.state.rerun_of.run_id == b.run_id:
+        return b, a
+    if b.state.rerun_of is not None and b.state.rerun_of.run_id == a.run_id:
+        return a, b
+    return (b, a) if b.state.created_at < a.state.created_at else (a, b)
 
 
 def _as_run(opened: RunResult | Trace) -> RunResult:
