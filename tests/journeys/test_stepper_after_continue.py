@@ -6,15 +6,18 @@ ipykernel 7 runs it on its own thread), and every press still drives the run, at
 the sub-run it is in: Step over stays in the digger, Step out returns to the researcher.
 
 Then the run's result in TraceView: the seconds the person read at the breakpoint are left out
-of its spans (the run recorded them), and the view says so; the steps Run to end ran read as
-long as their phases, without the Stepper's redraws after each phase.
+of its spans (the run recorded them), and the view says so. That the steps Run to end ran read
+as long as their phases, the Stepper's redraws left out, is proven where redraws can be made
+slow enough to tell apart from a loaded machine's noise
+(tests/test_recorded_waits.py::test_run_to_end_in_the_stepper_leaves_its_redraws_out_of_each_step):
+here a bound in milliseconds failed under load (8.3 ms against 5) with nothing wrong.
 """
 
 from __future__ import annotations
 
 import re
 
-from playwright.sync_api import Locator, expect
+from playwright.sync_api import expect
 
 from tests.journeys.conftest import OpenNotebook
 
@@ -87,25 +90,3 @@ def test_every_button_after_continue_from_later_cells(open_notebook: OpenNoteboo
     longest = max(float(t.replace(",", "").replace("k", "e3")) for t in ticks)
     assert longest < READING_MS  # ...and not drawn: the axis (ms) is the work, not the reading
     notebook.shot("5-traceview", view)
-
-    # The steps Run to end ran whole (the Stepper redrew after each of their phases): their
-    # time is their phases'. With the redraws in, 8.9 ms more than the phases (0.96 ms) here;
-    # without, 0.5-1.5 ms alone and 3.1 once in a whole suite run under load.
-    steps = _steps_table(view)
-    ran = [row for row in steps if row["step"] == "2" and row["agent"] in ("lead", "researcher")]
-    beyond = sum(float(row["time (ms)"]) - _phases_ms(row) for row in ran)
-    assert len(ran) == 2 and beyond < 5.0, ran
-
-
-def _phases_ms(row: dict[str, str]) -> float:
-    return sum(float(row[c] or 0) for c in row if c.endswith("(ms)") and c != "time (ms)")
-
-
-def _steps_table(view: Locator) -> list[dict[str, str]]:
-    """The rows of the steps table TraceView shows, each by its column's heading."""
-    table = view.locator("table").first
-    return table.evaluate(
-        """t => { const h = [...t.querySelectorAll('thead th')].map(e => e.textContent.trim());
-        return [...t.querySelectorAll('tbody tr')].map(r => Object.fromEntries(
-          [...r.querySelectorAll('td')].map((d, i) => [h[i], d.textContent.trim()]))); }"""
-    )
