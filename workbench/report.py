@@ -45,6 +45,7 @@ table.dataframe td, table.dataframe th { border: 1px solid #e0e0e0; padding: 2px
 table.dataframe th { text-align: right; }
 section.wb-step-section { border: 1px solid #e0e0e0; border-radius: 6px; padding: 8px 12px;
                           margin: 12px 0; box-sizing: border-box; }
+section.wb-step-section[data-pieces] { min-height: var(--wb-section-px); }  /* till drawn */
 section.wb-step-section.wb-failed { border-left: 4px solid #c62828; }  /* html.FAILED_COLOUR */
 section.wb-step-section:target { box-shadow: 0 0 0 3px #90caf9; }  /* where a link went */
 nav a { margin-right: 8px; white-space: nowrap; } nav a.wb-failed { color: #c62828; }

@@ -62,34 +62,32 @@ function fillPieces(data) {  // the page's elements made of stored pieces: the H
     if (!el.dataset.pieces) return;
     el.insertAdjacentHTML("beforeend", joined(data, JSON.parse(el.dataset.pieces)));
     delete el.dataset.pieces;
-    el.style.minHeight = "";
   };
   if (elements.length <= AT_ONCE) { elements.forEach(fill); return; }
   // more (a long run's step sections): each is drawn when it comes near the view (scrolled
   // to, or a link's target), as the page drawn whole took seconds to lay out at every change;
   // the lines that say so are shown, and printing draws them all. Until drawn, a section is as
-  // high as its pieces will be: PIECE_PX each, or, when that is far from it, what a piece takes
-  // in a few sections drawn at once, spread over the run (then the page is laid out again, a
-  // fifth of a second at 16,666 sections). The scrollbar is about true from the start and does
-  // not grow as you read.
+  // high as a few drawn at once, spread over the run, are on average (one rule of the page's,
+  // `--wb-section-px`): guessed from their pieces (PIECE_PX each) before the page is first laid
+  // out, measured after it, and set again when the guess was far off (the page laid out again,
+  // a fifth of a second at 16,666 sections). The scrollbar is about true from the start and
+  // does not grow as you read.
   // A section drawn above the view moves what is in it: the page itself puts back the section
   // at the top of the view where it was. The browser's scroll anchoring does that only until
   // the anchor's own height rule changes (the section drawn at a link's target): then those
   // drawn above it pushed it out of view.
   document.documentElement.style.overflowAnchor = "none";
-  const sizes = elements.map((el) => numbers(JSON.parse(el.dataset.pieces)).length);
-  const estimate = (px) => elements.forEach((el, i) => {  // px a piece
-    if (el.dataset.pieces) el.style.minHeight = `${sizes[i] * px}px`;
-  });
-  estimate(PIECE_PX);  // before the page is first laid out: that layout has it for nothing
-  const samples = [...Array(SAMPLES).keys()].map((i) => Math.floor(((i + 1) * elements.length) / (SAMPLES + 1)));
-  samples.forEach((i) => fill(elements[i]));
+  const samples = [...Array(SAMPLES).keys()].map((i) => elements[Math.floor(((i + 1) * elements.length) / (SAMPLES + 1))]);
+  const pieces = samples.reduce((count, el) => count + numbers(JSON.parse(el.dataset.pieces)).length, 0);
+  const high = (px) => document.documentElement.style.setProperty("--wb-section-px", `${px}px`);
+  high((pieces / SAMPLES) * PIECE_PX);  // before the page is first laid out: that layout has it
+  samples.forEach(fill);
   let sized = false;
-  const size = () => {  // the samples laid out by now: what a piece takes in this run
+  const size = () => {  // the samples laid out by now: what a section takes in this run
     sized = true;
-    const px = samples.reduce((sum, i) => sum + elements[i].offsetHeight, 0)
-      / samples.reduce((count, i) => count + sizes[i], 0);
-    if (Math.abs(px - PIECE_PX) > PIECE_PX / 8) estimate(px);  // far from the guess: again
+    const px = samples.reduce((sum, el) => sum + el.offsetHeight, 0) / SAMPLES;
+    const guessed = (pieces / SAMPLES) * PIECE_PX;
+    if (Math.abs(px - guessed) > guessed / 8) high(px);  // far from the guess: again
   };
   const steady = (change) => {  // `change` the sections; the one at the top of the view stays
     const anchor = topmost(elements);

@@ -220,6 +220,13 @@ function drawTable(box, table) {
   new ResizeObserver(() => { if (size()) draw(true); }).observe(box);  // the window's width
 }
 
-for (const box of document.querySelectorAll("div.wb-table[data-table]")) {
-  drawTable(box, JSON.parse(document.getElementById(box.dataset.table).textContent));
+function drawTables() {
+  for (const box of document.querySelectorAll("div.wb-table[data-table]")) {
+    drawTable(box, JSON.parse(document.getElementById(box.dataset.table).textContent));
+  }
 }
+// once the page is parsed, after the explorer's script (earlier in the page) has sized the
+// step sections: drawing a table lays the page out to measure its rows, and sizing the
+// sections after that laid all 16,666 of them out again
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", drawTables);
+else drawTables();
