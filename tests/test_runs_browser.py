@@ -151,7 +151,8 @@ def test_a_run_opened_with_an_agent_can_be_re_run(store: wb.RunStore) -> None:
         (buttons,) = [c for c in browser.pane.children if isinstance(c, widgets.HBox)]
         button = next(b for b in buttons.children if b.description == "Re-run from a step…")
         button.click()
-        assert type(browser.pane.children[-1]).__name__ == "RerunPanel"
+        assert type(browser.pane.children[-2]).__name__ == "RerunPanel"  # where it was clicked,
+        assert browser.pane.children[-1] is browser.explorer  # above the long explorer
     finally:
         browser.close()
 

@@ -89,7 +89,8 @@ def test_a_browser_row_steps_through_its_run(stored: wb.RunStore) -> None:
         step_through = next(b for b in buttons.children if b.description == "Step through…")
         step_through.click()
         history = browser.history
-        assert isinstance(history, StepperHistory) and browser.pane.children[-1] is history
+        assert isinstance(history, StepperHistory) and browser.pane.children[-2] is history
+        assert browser.pane.children[-1] is browser.explorer  # under the button, not 40 spans down
         assert history.picked.state.agent_name == "digger"
         assert browser.step_through() is history  # a second click shows it once
         browser.open_run(history.runs[1][0].run_id)  # another run opened: a fresh view

@@ -62,6 +62,8 @@ def test_find_the_runs_that_failed_open_one_and_compare_two(open_notebook: OpenN
 
     cell.get_by_role("button", name="Step through…").click()  # the run as the Stepper shows it
     history = cell.locator(".wb-history")
+    expect(history).to_be_in_viewport()  # where the person clicked, not below the explorer
+    notebook.shot("3a-step-through-clicked")  # what the page shows right after the click
     expect(history.locator(".wb-status")).to_contain_text("This run has ended")
     expect(history.locator(".wb-status")).to_contain_text("ConnectionError: the model server")
     step = history.locator(".wb-step-head")

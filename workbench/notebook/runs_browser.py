@@ -259,7 +259,7 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         return [widgets.HTML(run_result_html(opened)), widgets.HBox(buttons), explorer]
 
     def step_through(self) -> StepperHistory:
-        """The opened run in the Stepper's views, step by step, below it (`Stepper.of`).
+        """The opened run in the Stepper's views, step by step, under its buttons (`Stepper.of`).
 
         A backend's trace shows as its top run rebuilt from its spans; one that did not capture
         content raises `TraceLoadError`.
@@ -268,7 +268,7 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             raise ValueError("open a run first")
         if self.history is None:
             self.history = Stepper.of(self.opened_run)
-            self.pane.children = [*self.pane.children, self.history]
+            self._under_buttons(self.history)
         return self.history
 
     def _step_through_clicked(self) -> None:
@@ -279,7 +279,16 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     def _rerun_panel(self, opened: RunResult) -> None:
         assert self.agent is not None
-        self.pane.children = [*self.pane.children, RerunPanel(opened, self.agent)]
+        self._under_buttons(RerunPanel(opened, self.agent))
+
+    def _under_buttons(self, shown: widgets.Widget) -> None:
+        """Show what a button opened where it was clicked: under the buttons.
+
+        Above the explorer, which is long: below it, the click seemed to do nothing.
+        """
+        children = list(self.pane.children)
+        at = children.index(self.explorer) if self.explorer in children else len(children)
+        self.pane.children = [*children[:at], shown, *children[at:]]
 
     def _trace_rerun(self, trace: Trace) -> list[Any]:
         """A step picker and a button that re-run the agent from a step of a backend's trace.
