@@ -153,6 +153,9 @@ def test_a_run_opened_with_an_agent_can_be_re_run(store: wb.RunStore) -> None:
         button.click()
         assert type(browser.pane.children[-2]).__name__ == "RerunPanel"  # where it was clicked,
         assert browser.pane.children[-1] is browser.explorer  # above the long explorer
+        button.click()  # again: still the one panel
+        panels = [c for c in browser.pane.children if type(c).__name__ == "RerunPanel"]
+        assert len(panels) == 1
     finally:
         browser.close()
 

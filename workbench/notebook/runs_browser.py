@@ -279,6 +279,8 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     def _rerun_panel(self, opened: RunResult) -> None:
         assert self.agent is not None
+        if any(isinstance(shown, RerunPanel) for shown in self.pane.children):
+            return  # one panel re-runs from any step: a second click added a second one
         self._under_buttons(RerunPanel(opened, self.agent))
 
     def _under_buttons(self, shown: widgets.Widget) -> None:
