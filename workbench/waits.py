@@ -133,8 +133,8 @@ class Waits:
     def showing(self) -> Iterator[None]:
         """The run is shown (a view redraws it, `AgentRun.watch`): a wait, whatever its length.
 
-        The Stepper redraws a run after each of its phases, inside the call that drives it
-        (Run to end: after every phase of every step), and as each call ends. That time is
+        The Stepper redraws a run on the move inside the call that drives it (between phases,
+        at most every quarter second: `stepper._REDRAW_EVERY`), and as each call ends. That time is
         spent showing the run, not running it: left in, a step's time read its redraws. A
         stretch between two calls counts only from `SHORTEST` (code driving the run comes
         back within microseconds); the drawings inside it count even when it does not. A
