@@ -142,6 +142,8 @@ def test_a_run_resumed_in_a_new_agent_run_leaves_out_the_wait_since_its_pause(
     assert trace.waited >= PAUSE
     assert _extent(trace) < PAUSE  # the pause between the two traces is closed
     assert "waiting on you left out" in trace_heading(trace)
+    assert clocks_behind(trace) == 0.0  # its clocks agree: no word of them
+    assert "by the clocks" not in trace_heading(trace)
 
 
 @pytest.mark.parametrize(
