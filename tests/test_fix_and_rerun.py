@@ -248,7 +248,7 @@ def test_what_is_no_step_number_or_no_tool_is_said_plainly() -> None:
     digger = _digger()
     failing = digger.run_sync("What is the discounted price?")
     assert failing.snapshot(step=np.int64(2)) is failing.snapshot(step=2)  # a DataFrame's number
-    for step in ("2", 2.0, None):
+    for step in ("2", 2.0, None, True):
         with pytest.raises(wb.UsageError, match=r"step= takes a step's number .*, not "):
             failing.snapshot(step=step)  # type: ignore[arg-type]
     for item in ("apply_discount", None):

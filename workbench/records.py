@@ -339,12 +339,11 @@ class RunResult(Record):
         steps there are, for one the run does not have, and `UsageError` for what is no step
         number (``"3"`` read "has no step 3: it has steps 1-4"); a NumPy integer is one.
         """
-        try:
-            step = operator.index(step)
-        except TypeError:
+        if isinstance(step, bool) or not hasattr(type(step), "__index__"):  # True is no step 1
             raise UsageError(
                 f"step= takes a step's number (from 1, as steps are shown), not {step!r}"
-            ) from None
+            )
+        step = operator.index(step)
         for snapshot in self.snapshots:
             if snapshot.step == step:
                 _handed_out[snapshot.id] = self  # what a re-run from it replays
