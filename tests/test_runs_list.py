@@ -445,19 +445,26 @@ def test_a_whole_listing_is_the_frame_of_its_records(tmp_path: Path, size: int) 
         )
 
 
-def test_metadata_that_is_not_json_is_a_damaged_row(store: wb.RunStore, runs: Runs) -> None:
+def test_a_run_whose_metadata_is_damaged_is_listed_without_it(
+    store: wb.RunStore, runs: Runs, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One damaged row hides no other run: it lists with no metadata, and a warning names it."""
     store.close()
     conn = sqlite3.connect(store.path)
     with conn:
-        conn.execute(
-            "UPDATE summaries SET metadata = '{broken' WHERE run_id = ?", (runs.ok.run_id,)
-        )
+        for run, damage in ((runs.ok, "{broken"), (runs.failed, "[1, 2]")):
+            conn.execute("UPDATE summaries SET metadata = ? WHERE run_id = ?", (damage, run.run_id))
     conn.close()
-    with pytest.raises(wb.StoreError, match="damaged run row"):
-        store.list_runs()
-    with pytest.raises(wb.StoreError, match="damaged run row"):
-        store.find()
-    assert _ids(wb.runs(store, status="failed")) == [runs.failed.run_id]  # others still list
+    frame = store.list_runs()
+    found = {r.run_id: r for r in store.find()}
+    assert set(frame["run_id"]) == set(found) and len(found) == 5
+    for run in (runs.ok, runs.failed):
+        assert found[run.run_id].metadata == {}
+        assert f"run {run.run_id}'s stored metadata is damaged" in caplog.text
+    assert _ids(wb.runs(store, status="failed")) == [runs.failed.run_id]
+    # a filter on metadata reads past a row it cannot read (SQLite refused the whole query)
+    assert _ids(wb.runs(store, metadata={"task": "1"})) == [runs.tool_error.run_id]
+    assert wb.runs(store, metadata={"task": 1}).empty  # the run it named is the damaged one
 
 
 def test_a_damaged_run_is_listed_with_its_errors_unknown(

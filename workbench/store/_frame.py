@@ -8,12 +8,17 @@ get the same frame from them; both end in `_typed`, so the two cannot drift apar
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from workbench._storage import StoreError
-from workbench.store._query import COLUMNS, FRAME, Extras, RunSummary, session_of
+from workbench.store._query import (
+    COLUMNS,
+    FRAME,
+    Extras,
+    RunSummary,
+    session_of,
+    stored_metadata,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,13 +26,11 @@ if TYPE_CHECKING:
 __all__ = ["frame_of_rows", "frame_of_summaries"]
 
 
-def frame_of_rows(
-    rows: Sequence[Sequence[Any]], found: Extras, *, rollup: bool, store: str
-) -> pd.DataFrame:
+def frame_of_rows(rows: Sequence[Sequence[Any]], found: Extras, *, rollup: bool) -> pd.DataFrame:
     """The frame of the listing query's ``rows`` (`COLUMNS`, then ``subruns`` if ``rollup``).
 
     ``found`` holds the listed runs' tools (and trees' first errors); each run's metadata JSON
-    is read once, and its session read from it. ``store`` names the store in an error.
+    is read once (`stored_metadata`), and its session read from it.
     """
     import pandas as pd
 
@@ -48,7 +51,7 @@ def frame_of_rows(
             ]
         )
     at = columns.index("metadata")
-    metadata = [_metadata(row[at], row[0], store) for row in rows]
+    metadata = [stored_metadata(row[at], row[0]) for row in rows]
     frame["metadata"] = column(metadata)
     frame["session_id"] = column([session_of(m) for m in metadata])
     return _typed(frame, rollup)
@@ -63,18 +66,6 @@ def frame_of_summaries(summaries: Sequence[RunSummary], *, rollup: bool) -> pd.D
         pd.DataFrame([row.model_dump(include=set(names)) for row in summaries], columns=names),
         rollup,
     )
-
-
-def _metadata(text: object, run_id: str, store: str) -> object:
-    """A run's metadata as stored: JSON text, or none ({})."""
-    if not isinstance(text, str):
-        return {}
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise StoreError(
-            f"{store} has a damaged run row: run {run_id}'s metadata is not JSON"
-        ) from None
 
 
 def _typed(frame: pd.DataFrame, rollup: bool) -> pd.DataFrame:

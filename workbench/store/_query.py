@@ -15,6 +15,7 @@ filters about any run of the tree.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
 from itertools import groupby
@@ -27,6 +28,8 @@ from workbench._record import Record
 from workbench._textindex import text_term
 from workbench.messages import JsonValue
 from workbench.runfilter import RunFilter
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "COLUMNS",
@@ -48,6 +51,25 @@ def session_of(metadata: object) -> str | None:
     """The `Session` a run's metadata names (a text ``session_id``; anything else is no session)."""
     value = metadata.get("session_id") if isinstance(metadata, dict) else None
     return value if isinstance(value, str) else None
+
+
+def stored_metadata(text: object, run_id: object) -> dict[str, Any]:
+    """A run's metadata as the store keeps it: the JSON text of an object, or none ({}).
+
+    A damaged value (not JSON, or JSON of no object) lists as none, with a warning naming the
+    run, as a damaged run's errors list as unknown: one damaged row must not hide every other
+    run of the store.
+    """
+    if text is None:
+        return {}
+    try:
+        found = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        found = None
+    if isinstance(found, dict):
+        return found
+    logger.warning("run %s's stored metadata is damaged: it is listed without it", run_id)
+    return {}
 
 
 class RunSummary(Record):
@@ -97,10 +119,8 @@ class RunSummary(Record):
         if not isinstance(data, dict):
             return data
         metadata = data.get("metadata")
-        if metadata is None:
-            metadata = {}
-        elif isinstance(metadata, str):
-            metadata = json.loads(metadata)
+        if metadata is None or isinstance(metadata, str):
+            metadata = stored_metadata(metadata, data.get("run_id"))
         return {"session_id": session_of(metadata), **data, "metadata": metadata}
 
 
@@ -162,7 +182,9 @@ def _metadata_term(key: str, value: JsonValue) -> tuple[str, list[object]]:
                 "m.type IN ('object', 'array') AND m.value = json(?)",
                 [json.dumps(value)],
             )
-    where = f"EXISTS (SELECT 1 FROM json_each(s.metadata) m WHERE m.key = ? AND {test})"
+    # a damaged row's metadata (not JSON) has no key: it is not matched, and stops no filter
+    json_of = "CASE WHEN json_valid(s.metadata) THEN s.metadata END"
+    where = f"EXISTS (SELECT 1 FROM json_each({json_of}) m WHERE m.key = ? AND {test})"
     if isinstance(value, str):
         # First a look for the pair in the summary's JSON text, as `_runfacts` writes it (compact,
         # ASCII): a scan of bytes, where json_each parses every run's metadata. A pair written

@@ -235,7 +235,7 @@ class RunStore(RunObserver):
         with self._reading() as conn:
             rows = [] if conn is None else conn.execute(query, params).fetchall()
             found = q.Extras({}, {}) if conn is None else q.extras(conn, spec, trees=spec.rollup)
-        return frame_of_rows(rows, found, rollup=spec.rollup, store=self.path)
+        return frame_of_rows(rows, found, rollup=spec.rollup)
 
     def resolve(self, ref: str) -> str:
         """The run id that ``ref`` names: the id itself, a unique prefix of one, or ``last``.
