@@ -38,7 +38,6 @@ import atexit
 import contextlib
 import itertools
 import sys
-import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -427,6 +426,7 @@ class Stepping:
             self.resumes_in = None
             self._phase = asyncio.ensure_future(self._gated(run_phase))
             _stepped.add(self)
+            self._phase.add_done_callback(lambda _: _stepped.discard(self))
         phase = self._phase
         self.gate.breakpoints = breakpoints
         try:
@@ -502,8 +502,15 @@ class Stepping:
         return await run_phase()
 
 
-_stepped: weakref.WeakSet[Stepping] = weakref.WeakSet()
-"""Steppings that have had a phase under way: those still in one are aborted at exit."""
+_stepped: set[Stepping] = set()
+"""Steppings whose phase is under way (stopped inside a sub-run), held until it ends.
+
+A run dropped while stopped there (a cell that starts a run and steps into a sub-run, run twice)
+is not collected with its phase suspended: the collector would destroy the phase's task pending
+and close its scopes in another context, each an error printed under whatever cell runs then.
+It is kept, and its sub-runs are ended as ABORTED at exit (`_abort_at_exit`), as those of a
+run still in hand are.
+"""
 _EXIT_WAIT = 5.0
 """Seconds `_abort_at_exit` waits for each phase to end before it cancels it."""
 
