@@ -98,6 +98,15 @@ def _ids(frame: pd.DataFrame) -> list[str]:
     return list(frame["run"])
 
 
+def _damage(store: wb.RunStore, sql: str, *params: object) -> None:
+    """Change the store's file behind its back, as a damaged disk or a hand edit would."""
+    store.close()
+    conn = sqlite3.connect(store.path)
+    with conn:
+        conn.execute(sql, params)
+    conn.close()
+
+
 def test_a_run_list_has_what_a_triage_needs(store: wb.RunStore, runs: Runs) -> None:
     frame = wb.runs(store)
     assert _ids(frame) == [
@@ -378,11 +387,7 @@ def test_a_deleted_run_leaves_nothing_to_find(store: wb.RunStore, runs: Runs) ->
 def test_a_damaged_text_index_costs_text_search_only(
     store: wb.RunStore, runs: Runs, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store.close()
-    conn = sqlite3.connect(store.path)
-    with conn:
-        conn.execute("UPDATE message_text_index_data SET block = x'00ff00ff00ff'")
-    conn.close()
+    _damage(store, "UPDATE message_text_index_data SET block = x'00ff00ff00ff'")
     with pytest.raises(wb.StoreError, match="text search index is damaged"):
         wb.runs(store, text="zebra")
     assert _ids(wb.runs(store, status="failed")) == [runs.failed.run_id]  # other filters work
@@ -449,12 +454,8 @@ def test_a_run_whose_metadata_is_damaged_is_listed_without_it(
     store: wb.RunStore, runs: Runs, caplog: pytest.LogCaptureFixture
 ) -> None:
     """One damaged row hides no other run: it lists with no metadata, and a warning names it."""
-    store.close()
-    conn = sqlite3.connect(store.path)
-    with conn:
-        for run, damage in ((runs.ok, "{broken"), (runs.failed, "[1, 2]")):
-            conn.execute("UPDATE summaries SET metadata = ? WHERE run_id = ?", (damage, run.run_id))
-    conn.close()
+    for run, damage in ((runs.ok, "{broken"), (runs.failed, "[1, 2]")):
+        _damage(store, "UPDATE summaries SET metadata = ? WHERE run_id = ?", damage, run.run_id)
     frame = store.list_runs()
     found = {r.run_id: r for r in store.find()}
     assert set(frame["run_id"]) == set(found) and len(found) == 5
