@@ -110,10 +110,14 @@ class RunError(Record):
         return f"{place} in {self.agent}" if place else self.agent
 
     @property
+    def what(self) -> str:
+        """What went wrong: ``TypeError: unsupported operand...`` (the message alone, untyped)."""
+        return f"{self.type}: {self.message}" if self.type else self.message
+
+    @property
     def line(self) -> str:
         """Where, then what: ``step 3, apply_discount in digger: TypeError: ...``."""
-        what = f"{self.type}: {self.message}" if self.type else self.message
-        return f"{self.where}: {what}"
+        return f"{self.where}: {self.what}"
 
     def __repr__(self) -> str:
         return f"RunError({self.kind}, {_clip(self.line, 120)})"

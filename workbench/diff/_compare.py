@@ -30,7 +30,7 @@ from workbench.messages import (
 )
 from workbench.models.replay import describe_part
 from workbench.models.request_diff import describe_pair
-from workbench.records import StepRecord, Timing, ToolOutcome
+from workbench.records import StepRecord, Timing, ToolOutcome, run_error
 from workbench.state import AgentState, StopReason
 from workbench.telemetry.records_of import result_of_trace
 from workbench.telemetry.trace import Trace
@@ -472,11 +472,9 @@ def _calls(calls: Sequence[ToolCall]) -> tuple[str, ...]:
 
 
 def _failure(state: AgentState) -> str | None:
-    """Why the run failed, in a line: its error's type and message."""
-    error = state.error
-    if error is None:
-        return None
-    return f"{error.type}: {error.message}" if error.type else error.message
+    """Why the run failed, in a line: its error's type and message (`RunError.what`)."""
+    error = run_error(state)
+    return error.what if error is not None else None
 
 
 def _final(state: AgentState) -> tuple[str, str | None, str | None]:

@@ -25,6 +25,7 @@ from workbench._record import Record, collector_paused
 from workbench.errors import StepNotInTrace, TraceLoadError
 from workbench.messages import JsonValue, Message
 from workbench.records import RunError, StepRecord, errors_summary
+from workbench.state import ExecutionStatus
 from workbench.telemetry import names as n
 from workbench.telemetry.derive import (
     agents_by_position,
@@ -66,6 +67,9 @@ AGENT_COLUMNS = (
 """Columns of `Trace.agents`; an agent's tokens and cost are its own model calls', not those it
 charged from its sub-runs, so the column sums are the tree's."""
 
+
+_PAUSED = ExecutionStatus.PAUSED.value
+"""A run span's status when its execution paused: the run went on in another."""
 
 _DERIVED = (
     "tree",
@@ -335,8 +339,8 @@ class Trace(Record):
                 for s in runs
                 if s.attributes.get(n.RUN_ID) == last
             ]
-            went_on = [status for status in statuses if status != "paused"]
-            return went_on[-1] if went_on else "paused"
+            went_on = [status for status in statuses if status != _PAUSED]
+            return went_on[-1] if went_on else _PAUSED
         roots = [self.tree.span_at(p) for p in range(len(self.tree)) if not self.tree.depths[p]]
         return "failed" if any(s.is_error for s in roots) else "ok"
 
