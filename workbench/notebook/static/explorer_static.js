@@ -80,13 +80,13 @@ function fillPieces(data) {  // the page's elements made of stored pieces: the H
   const samples = [...Array(SAMPLES).keys()].map((i) => elements[Math.floor(((i + 1) * elements.length) / (SAMPLES + 1))]);
   const pieces = samples.reduce((count, el) => count + numbers(JSON.parse(el.dataset.pieces)).length, 0);
   const high = (px) => document.documentElement.style.setProperty("--wb-section-px", `${px}px`);
-  high((pieces / SAMPLES) * PIECE_PX);  // before the page is first laid out: that layout has it
+  const guessed = (pieces / SAMPLES) * PIECE_PX;
+  high(guessed);  // before the page is first laid out: that layout has it
   samples.forEach(fill);
   let sized = false;
   const size = () => {  // the samples laid out by now: what a section takes in this run
     sized = true;
     const px = samples.reduce((sum, el) => sum + el.offsetHeight, 0) / SAMPLES;
-    const guessed = (pieces / SAMPLES) * PIECE_PX;
     if (Math.abs(px - guessed) > guessed / 8) high(px);  // far from the guess: again
   };
   const steady = (change) => {  // `change` the sections; the one at the top of the view stays
