@@ -28,8 +28,8 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from workbench._proxy.calls import Call
-from workbench._proxy.wire import Read, Redact
-from workbench.errors import MalformedResponseError, MessageFormatError
+from workbench._proxy.wire import EventReading, Read, Redact
+from workbench.errors import MessageFormatError
 from workbench.messages import (
     FinishReason,
     JsonValue,
@@ -46,6 +46,7 @@ from workbench.models._anthropic_wire import (
     ERROR_STATUS,
     FINISH_REASONS,
     AnthropicStream,
+    WireBlockIn,
     message_response,
     parse_message,
     wire_usage,
@@ -63,17 +64,13 @@ VOLATILE = frozenset({"metadata"})
 """Fields that change on every run of the same task (Claude Code's ``metadata.user_id``)."""
 
 
-class _Block(Lenient):
-    """One content block of a request's turn (or of a tool result's content)."""
+class _Block(WireBlockIn):
+    """One content block of a request's turn (or of a tool result's content).
 
-    type: str
-    text: str | None = None
-    thinking: str | None = None
-    signature: str | None = None
-    data: str | None = None
-    id: str | None = None
-    name: str | None = None
-    input: JsonValue = None
+    A request's history holds the blocks of earlier answers, so its block has an answer block's
+    fields, and a tool result's.
+    """
+
     tool_use_id: str | None = None
     content: str | list[_Block] | None = None
     is_error: bool = False
@@ -266,26 +263,6 @@ def _block_events(index: int, block: dict[str, JsonValue], part: object) -> list
     return [*events, _event("content_block_stop", {"index": index})]
 
 
-class _Reading:
-    """A relayed stream read with the client's `AnthropicStream`, up to ``message_stop``."""
-
-    def __init__(self, redact: Redact) -> None:
-        self.stream = AnthropicStream(PROVIDER, redact, where="the upstream")
-
-    @property
-    def done(self) -> bool:
-        return self.stream.done
-
-    def feed(self, event: str, data: str) -> None:
-        self.stream.feed(event, data)
-
-    def response(self, model: str, first: float | None) -> ModelResponse:
-        if not self.stream.done:
-            raise MalformedResponseError("the upstream's stream ended early")
-        response = self.stream.response(price_for(model), model)
-        return response.model_copy(update={"time_to_first_token": first})
-
-
 class MessagesWire:
     """Anthropic Messages at ``/v1/messages`` (see `workbench._proxy.wire.Wire`)."""
 
@@ -309,9 +286,9 @@ class MessagesWire:
         message = parse_message(content, redact, "the upstream")
         return message_response(message, price_for(message.model or model), model, PROVIDER)
 
-    def reading(self, redact: Redact) -> _Reading:
+    def reading(self, redact: Redact) -> EventReading:
         """A new reading of a stream."""
-        return _Reading(redact)
+        return EventReading(AnthropicStream(PROVIDER, redact, where="the upstream"))
 
     def rendered(self, response: ModelResponse) -> dict[str, JsonValue]:
         """A recorded answer as the message the API sends, usage as it was recorded."""

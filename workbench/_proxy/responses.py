@@ -30,8 +30,8 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from workbench._proxy.calls import Call
-from workbench._proxy.wire import Read, Redact
-from workbench.errors import MalformedResponseError, MessageFormatError
+from workbench._proxy.wire import EventReading, Read, Redact
+from workbench.errors import MessageFormatError
 from workbench.messages import (
     FinishReason,
     JsonValue,
@@ -322,26 +322,6 @@ def _item_events(index: int, item: dict[str, Any]) -> Iterator[tuple[str, dict[s
     yield "response.output_item.done", {"output_index": index, "item": item}
 
 
-class _Reading:
-    """A relayed stream read with the client's `ResponsesStream`, up to the final response."""
-
-    def __init__(self, redact: Redact) -> None:
-        self.stream = ResponsesStream(PROVIDER, redact, where="the upstream")
-
-    @property
-    def done(self) -> bool:
-        return self.stream.done
-
-    def feed(self, event: str, data: str) -> None:
-        self.stream.feed(event, data)
-
-    def response(self, model: str, first: float | None) -> ModelResponse:
-        if not self.stream.done:
-            raise MalformedResponseError("the upstream's stream ended early")
-        response = self.stream.response(price_for(model), model)
-        return response.model_copy(update={"time_to_first_token": first})
-
-
 class ResponsesWire:
     """The OpenAI Responses API at ``/v1/responses`` (see `workbench._proxy.wire.Wire`)."""
 
@@ -365,9 +345,9 @@ class ResponsesWire:
         response = parse_response(content, redact, "the upstream")
         return response_of(response, price_for(response.model or model), model, PROVIDER)
 
-    def reading(self, redact: Redact) -> _Reading:
+    def reading(self, redact: Redact) -> EventReading:
         """A new reading of a stream."""
-        return _Reading(redact)
+        return EventReading(ResponsesStream(PROVIDER, redact, where="the upstream"))
 
     def rendered(self, response: ModelResponse) -> dict[str, JsonValue]:
         """A recorded answer as the response object, usage as it was recorded."""

@@ -19,9 +19,12 @@ from typing import Protocol
 
 from workbench._proxy.calls import Call
 from workbench._record import Record
+from workbench.errors import MalformedResponseError
 from workbench.messages import JsonValue, ModelResponse
+from workbench.models._wire import EventStream
+from workbench.models.prices import price_for
 
-__all__ = ["Read", "Reading", "Redact", "Wire"]
+__all__ = ["EventReading", "Read", "Reading", "Redact", "Wire"]
 
 Redact = Callable[[str], str]
 """Scrubs a call's credentials from what an upstream said, before it is quoted or recorded."""
@@ -61,6 +64,31 @@ class Reading(Protocol):
         ``model`` if they name none; ``first``: the seconds to the first piece. A
         `MalformedResponseError` if the stream ended before it was whole.
         """
+
+
+class EventReading:
+    """A `Reading` of a stream of typed events, by the client's own `EventStream` for the wire.
+
+    Messages and Responses stream typed events, which their clients read with an `EventStream`
+    (`AnthropicStream`, `ResponsesStream`); the proxy relaying such a stream reads it the same
+    way, so the two cannot read one answer differently.
+    """
+
+    def __init__(self, stream: EventStream) -> None:
+        self.stream = stream
+
+    @property
+    def done(self) -> bool:
+        return self.stream.done
+
+    def feed(self, event: str, data: str) -> None:
+        self.stream.feed(event, data)
+
+    def response(self, model: str, first: float | None) -> ModelResponse:
+        if not self.stream.done:
+            raise MalformedResponseError("the upstream's stream ended early")
+        response = self.stream.response(price_for(model), model)
+        return response.model_copy(update={"time_to_first_token": first})
 
 
 class Wire(Protocol):

@@ -56,6 +56,7 @@ __all__ = [
     "ERROR_STATUS",
     "FINISH_REASONS",
     "AnthropicStream",
+    "WireBlockIn",
     "WireMessageIn",
     "WireUsageIn",
     "build_body",
