@@ -178,6 +178,31 @@ def test_a_refused_endpoint_costs_the_run_nothing_and_reports_the_drops(
     assert [r.name for r in caplog.records if r.name.startswith("opentelemetry")] == []
 
 
+def test_after_shutdown_nothing_of_ours_keeps_trying_or_says_more(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The exporter is waiting out its backoff on the first batch when the bounded shutdown
+    gives up; its worker then drains the queue. That must end quietly: the warning said what was
+    dropped, and a later test or cell must not get a line per batch from this one."""
+    caplog.set_level(logging.WARNING)
+    before = set(threading.enumerate())
+    telemetry = wb.Telemetry(
+        otlp_endpoint=f"http://127.0.0.1:{free_port()}/v1/traces",
+        export_timeout=30,
+        max_export_batch_size=1,
+        flush_timeout=1,
+    )
+    (worker,) = set(threading.enumerate()) - before  # the batch processor's
+    run_with_pause(telemetry)
+    caplog.clear()
+    with pytest.warns(wb.TelemetryExportWarning) as warned:
+        telemetry.shutdown()
+    worker.join(30)
+    assert not worker.is_alive()
+    assert len(warned) == 1 and "Is the endpoint up?" in str(warned[0].message)
+    assert [r.getMessage() for r in caplog.records] == []
+
+
 def test_an_endpoint_that_refuses_the_spans_says_why(
     collector: Collector, caplog: pytest.LogCaptureFixture
 ) -> None:

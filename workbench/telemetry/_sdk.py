@@ -129,6 +129,10 @@ class _CountingExporter(SpanExporter):
         self._shut = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self._shut:
+            # The batch worker drains its queue after a bounded shutdown gave up on it: what is
+            # left is not tried (the shutdown's warning counted it as still queued), nor said.
+            return SpanExportResult.FAILURE
         _exporting.on, _exporting.failure = True, ""
         try:
             result = self.inner.export(self.prepare(spans))
@@ -144,7 +148,8 @@ class _CountingExporter(SpanExporter):
                 self.failed += len(spans)
                 failed = self.failed
                 self.failure = redacted(_exporting.failure)
-        if result is not SpanExportResult.SUCCESS:
+            said = self._shut  # a send in flight at shutdown: the warning said it once already
+        if result is not SpanExportResult.SUCCESS and not said:
             log.warning(
                 "workbench telemetry: could not export %d spans to %s (%d dropped so far)%s",
                 len(spans),
