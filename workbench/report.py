@@ -13,7 +13,6 @@ model call captured. Needs the ``notebook`` extra (pandas).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
@@ -26,8 +25,6 @@ from workbench.telemetry.trace import Trace
 from workbench.traces import TraceSource, trace_of
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from workbench.messages import Message
     from workbench.notebook.explorer_page import ExplorerPage
     from workbench.telemetry.core import Telemetry
@@ -40,35 +37,12 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24
        max-width: 1200px; color: #222; padding: 0 16px; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ddd; }
 table.wb-summary td { padding: 2px 12px 2px 0; vertical-align: top; }
-table.dataframe { border-collapse: collapse; font-size: 12px; }
-table.dataframe td, table.dataframe th { border: 1px solid #e0e0e0; padding: 2px 6px; }
-table.dataframe th { text-align: right; }
 section.wb-step-section { border: 1px solid #e0e0e0; border-radius: 6px; padding: 8px 12px;
                           margin: 12px 0; box-sizing: border-box; }
 section.wb-step-section[data-pieces] { min-height: var(--wb-section-px); }  /* till drawn */
 section.wb-step-section.wb-failed { border-left: 4px solid #c62828; }  /* html.FAILED_COLOUR */
 section.wb-step-section:target { box-shadow: 0 0 0 3px #90caf9; }  /* where a link went */
 nav a { margin-right: 8px; white-space: nowrap; } nav a.wb-failed { color: #c62828; }
-div.wb-table-scroll { max-height: 480px; overflow: auto; max-width: 100%; width: max-content; }
-/* borders not collapsed: a sticky heading's collapsed border scrolls away with the rows */
-table.wb-windowed { table-layout: fixed; border-collapse: separate; border-spacing: 0; }
-table.wb-windowed td, table.wb-windowed th { border-width: 0 1px 1px 0; }
-table.wb-windowed tr > :first-child { border-left-width: 1px; }
-table.wb-windowed th { border-top-width: 1px; }
-table.wb-windowed td { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-table.wb-windowed td, table.wb-windowed th { padding: 2px 4px; }  /* PAD in report_tables.js */
-table.wb-windowed th { text-align: left; overflow-wrap: anywhere; }  /* when narrowed */
-table.wb-windowed .wb-number { text-align: right; font-variant-numeric: tabular-nums; }
-table.wb-windowed th { position: sticky; top: 0; background: #fff; cursor: pointer;
-                       vertical-align: bottom; }
-table.wb-windowed tr.wb-gap td { padding: 0; border: 0; }
-table.wb-windowed tr.wb-failed td, table.wb-windowed tr.wb-failed a { color: #c62828; }
-div.wb-table-tools { margin: 4px 0; font-size: 12px; color: #555; }
-div.wb-table-tools input { width: 240px; margin-right: 8px; }
-@media print {  /* every row printed (report_tables.js draws them all): no box to scroll */
-  div.wb-table-scroll { max-height: none; overflow: visible; }
-  div.wb-table-tools { display: none; }
-}
 """
 
 
@@ -81,19 +55,20 @@ def report_html(
     spans.
     """
     from workbench.notebook.bars import timing_bars_html, tokens_bars_html
+    from workbench.notebook.drawn_tables import failed_rows, table_html
     from workbench.notebook.explorer_page import ExplorerPage
     from workbench.notebook.explorer_view import ExplorerView
     from workbench.notebook.tables import for_people
 
     trace = trace_of(source, telemetry=telemetry)
     explorer = ExplorerPage(ExplorerView(trace))
-    failed = _failed_steps(trace)
+    failed = failed_rows(trace)
     nav, sections = _steps_html(trace, explorer, failed)
-    steps = _table_html(for_people(trace.steps_df()), "wb-steps", links=bool(nav), marked=failed)
+    steps = table_html(for_people(trace.steps_df()), "wb-steps", links=bool(nav), marked=failed)
     body = f'<h2 id="steps">Steps</h2>{steps}'
     agents = trace.agents()
     if len(agents) > 1:  # a run tree: what each agent took
-        body += f'<h2 id="agents">Per agent</h2>{_table_html(for_people(agents), "wb-agents")}'
+        body += f'<h2 id="agents">Per agent</h2>{table_html(for_people(agents), "wb-agents")}'
     body += (
         f'<h2 id="explorer">Trace explorer</h2>{explorer.html()}'
         f'<h2 id="timing">Time per step</h2>{timing_bars_html(trace)}'
@@ -104,12 +79,13 @@ def report_html(
 
 
 def _page(title: str, summary: str, body: str) -> str:
+    from workbench.notebook.drawn_tables import TABLE_STYLE
     from workbench.notebook.explorer_view import page_script
 
-    tables = page_script("report_tables.js")  # draws `_table_html`'s
+    tables = page_script("report_tables.js")  # draws `table_html`'s
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<title>{escape(title)}</title><style>{_STYLE}{TABLE_STYLE}</style></head><body>"
         f"<h1>{escape(title)}</h1>{summary}{body}<script>(() => {{{tables}}})();</script>"
         "</body></html>"
     )
@@ -260,27 +236,6 @@ def _summary_html(trace: Trace) -> str:
     return f'{top}<table class="wb-summary">{cells}</table>'
 
 
-def _failed_steps(trace: Trace) -> list[int]:
-    """The step rows (their numbers in `Trace.step_rows`) in which something went wrong.
-
-    Each error of `Trace.errors` is in the step nearest above its span: a sub-agent's tool
-    error is its own step's, not the steps that called the sub-agent. A retry or a denial is
-    no error, so its step is not one of them.
-    """
-    tree = trace.tree
-    rows = {row["span_id"]: r for r, row in enumerate(trace.step_rows())}
-    failed: set[int] = set()
-    for error in trace.errors():
-        position = tree.positions.get(error.span_id or "")
-        if position is None:
-            continue
-        around = (tree.span_at(p).span_id for p in [position, *tree.ancestors(position)])
-        step = next((rows[span] for span in around if span in rows), None)
-        if step is not None:
-            failed.add(step)
-    return sorted(failed)
-
-
 def _steps_html(
     trace: Trace, page: ExplorerPage, failed: Sequence[int] = ()
 ) -> tuple[list[str], str]:
@@ -377,56 +332,6 @@ def added(earlier: Sequence[Message], messages: Sequence[Message]) -> Sequence[M
             if message == last:
                 return messages[at + 1 :]
     return messages
-
-
-def _table_html(
-    frame: pd.DataFrame, element_id: str, *, links: bool = False, marked: Sequence[int] = ()
-) -> str:
-    """A table the page draws from its columns (``report_tables.js``), in a box that scrolls.
-
-    Columns, not rows of HTML: at 16,666 steps the markup around each value was most of the
-    table, and the page draws only the rows in view. Numbers with decimals are written with the
-    three the table shows (`_cell`); a missing value is ``null`` (an empty cell). With
-    ``links``, a row's first cell links to the section of its step (``#step-<row>``); a click
-    on a column's heading sorts the rows by it; the rows numbered in ``marked`` are drawn as
-    failed. The values travel as JSON with every ``<`` escaped, so no text can close its script
-    element, and the page sets each one as text.
-    """
-    from pandas.api.types import is_float_dtype
-
-    decimals = [is_float_dtype(frame[name]) for name in frame.columns]
-    table = {
-        "names": [str(name) for name in frame.columns],
-        "columns": [[_cell(value) for value in frame[name].tolist()] for name in frame.columns],
-        "decimals": decimals,
-        "links": links,
-        "marked": list(marked),
-    }
-    payload = json.dumps(table, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
-    return (
-        f'<div class="wb-table" data-table="{element_id}-data"></div>'
-        f'<script type="application/json" id="{element_id}-data">{payload}</script>'
-    )
-
-
-def _cell(value: object) -> str | int | float | None:
-    """A table's value as its JSON says it: a number, its text, ``None`` when missing or empty.
-
-    A number with decimals is rounded to the three the table shows, or to two significant
-    digits when three decimals would read 0 for a number that is not (a step that cost
-    $0.00001: the page shows 0.000010). Empty text (a step that called no tool) is ``None``
-    as a missing value is: the page sorts empty cells last.
-    """
-    import pandas as pd
-
-    if pd.isna(value):
-        return None
-    if isinstance(value, float):
-        shown = round(value, 3)
-        return shown if shown or not value else float(f"{value:.2g}")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return str(value) or None
 
 
 def write_report(

@@ -306,6 +306,44 @@ class Notebook:
         return path
 
 
+FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+"""Resolves two frames on: what the page does on a change (its resize observers) is drawn."""
+
+_TABLE_FIT = """(box) => {  // what of a drawn table is beyond its box, or cut
+  const scroller = box.querySelector('.wb-table-scroll');
+  const cells = [...box.querySelectorAll('tbody tr:not(.wb-gap) td')];
+  const cut = cells.filter((cell) => cell.scrollWidth > cell.clientWidth);
+  return {
+    sideways: scroller.scrollWidth - scroller.clientWidth,
+    beyond: scroller.getBoundingClientRect().right - box.getBoundingClientRect().right,
+    numbers: cut.filter((cell) => cell.classList.contains('wb-number')).map((c) => c.textContent),
+    untold: cut.filter((cell) => cell.title !== cell.textContent).map((c) => c.textContent),
+    cut: cut.length,
+    names: [...box.querySelectorAll('th')].map((heading) => heading.textContent),
+  };
+}"""
+
+
+def table_fit(page: Any, table: Any, width: int) -> dict[str, Any]:
+    """A drawn table (``div.wb-table``, report_tables.js) in a window ``width`` px wide: how far
+    it scrolls sideways and reaches beyond its box, its numbers cut, its cut texts whose title
+    is not their whole text, how many texts are cut, and its column names."""
+    page.set_viewport_size({"width": width, "height": 900})
+    page.evaluate(FRAMES)  # the page sized its columns for the new width
+    found: dict[str, Any] = table.evaluate(_TABLE_FIT)
+    return found
+
+
+def fits(page: Any, table: Any, width: int) -> int:
+    """In a window ``width`` px wide, the table fits its page: it does not scroll sideways, no
+    number is cut, a text cut says itself whole in its tooltip. How many texts are cut."""
+    found = table_fit(page, table, width)
+    assert found["sideways"] == 0 and found["beyond"] <= 0, (width, found)
+    assert found["numbers"] == [] and found["untold"] == [], (width, found)
+    cut: int = found["cut"]
+    return cut
+
+
 RED = "rgb(198, 40, 40)"
 """How a failed span or an error is drawn everywhere (#c62828)."""
 

@@ -24,41 +24,16 @@ from playwright.sync_api import expect
 
 import workbench as wb
 from tests._report_page import page_data, page_detail
-from tests.journeys.harness import ARTIFACTS, RED
+from tests.journeys.harness import ARTIFACTS, FRAMES, RED, fits
 from tests.journeys.team import BUG_LINE, IMPORT, PROMPT, TEAM
 from tests.test_browser import _only_files
 from workbench.report import write_report
 
-_TABLE_FIT = """(box) => {  // what of a table is beyond its page, or cut
-  const scroller = box.querySelector('.wb-table-scroll');
-  const cells = [...box.querySelectorAll('tbody tr:not(.wb-gap) td')];
-  const cut = cells.filter((cell) => cell.scrollWidth > cell.clientWidth);
-  return {
-    sideways: scroller.scrollWidth - scroller.clientWidth,
-    beyond: scroller.getBoundingClientRect().right - box.getBoundingClientRect().right,
-    numbers: cut.filter((cell) => cell.classList.contains('wb-number')).map((c) => c.textContent),
-    untold: cut.filter((cell) => cell.title !== cell.textContent).map((c) => c.textContent),
-    cut: cut.length,
-  };
-}"""
-_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 _TOP = "(element) => element.getBoundingClientRect().top"
 _SECTIONS_HEIGHT = """() => {  // px from the first step section's top to the last one's bottom
   const all = document.querySelectorAll('section.wb-step-section');
   return all[all.length - 1].getBoundingClientRect().bottom - all[0].getBoundingClientRect().top;
 }"""
-
-
-def _fits(page: Any, table: Any, width: int) -> int:
-    """In a window ``width`` px wide, the table fits its page: it does not scroll sideways, no
-    number is cut, a text cut says itself whole in its tooltip. How many texts are cut."""
-    page.set_viewport_size({"width": width, "height": 900})
-    page.evaluate(_FRAMES)  # the page sized its columns for the new width
-    found = table.evaluate(_TABLE_FIT)
-    assert found["sideways"] == 0 and found["beyond"] <= 0, (width, found)
-    assert found["numbers"] == [] and found["untold"] == [], (width, found)
-    cut: int = found["cut"]
-    return cut
 
 
 def test_the_failing_span_in_the_report_opened_offline(browser: Any, tmp_path: Path) -> None:
@@ -103,8 +78,8 @@ def test_the_failing_span_in_the_report_opened_offline(browser: Any, tmp_path: P
     table = page.locator("div.wb-table").first
     # it fits the page: at 1,300 px every column is in view (the tokens and cost were beyond
     # it); at 1,000 px some texts are cut, each whole in its tooltip; no number is ever cut
-    assert _fits(page, table, 1300) == 0
-    assert _fits(page, table, 1000) > 0
+    assert fits(page, table, 1300) == 0
+    assert fits(page, table, 1000) > 0
     page.set_viewport_size({"width": 1400, "height": 1000})
     headings = table.locator("th")
     time = headings.all_inner_texts().index("time (ms)")
@@ -220,7 +195,7 @@ def test_the_failing_step_of_a_long_run_is_found_in_its_report(
     row_height = drawn.first.bounding_box()["height"]
     assert box.evaluate("(box) => box.scrollHeight") > (LONG - 5) * row_height  # a true scrollbar
     for width in (1300, 1000, 1400):  # it fits the page
-        _fits(page, table, width)
+        fits(page, table, width)
 
     failed = table.locator("th", has_text="failed spans")
     failed.click()  # the most failed spans first
@@ -238,7 +213,7 @@ def test_the_failing_step_of_a_long_run_is_found_in_its_report(
     told = section.locator(".wb-msg").filter(has_text="failed: ValueError: the adder broke")
     expect(told).to_have_count(1)  # drawn when its link brought it into view
     expect(told).to_contain_text("<b>here</b>")  # as text
-    page.evaluate(_FRAMES)  # the link put it at the top; those drawn above it did not move it
+    page.evaluate(FRAMES)  # the link put it at the top; those drawn above it did not move it
     assert abs(section.evaluate(_TOP)) < 2
     after_link = page.evaluate(_SECTIONS_HEIGHT)
     assert page.locator("b").filter(has_text="here").count() == 0
@@ -276,7 +251,7 @@ def test_the_failing_step_of_a_long_run_is_found_in_its_report(
     assert far.locator(".wb-msg").count() == 0
     placed = far.evaluate(f"(element) => {{ element.scrollIntoView(); return ({_TOP})(element); }}")
     expect(far.locator(".wb-msg").first).to_be_visible()  # drawn when scrolled to
-    page.evaluate(_FRAMES)
+    page.evaluate(FRAMES)
     assert abs(far.evaluate(_TOP) - placed) < 2  # where it was put, the sections above drawn
     page.screenshot(path=str(ARTIFACTS / "report-long-2-far-section.png"))
     after_far = page.evaluate(_SECTIONS_HEIGHT)

@@ -11,7 +11,8 @@ from html import escape
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from workbench.notebook._output import figure_output, show, table_output
+from workbench.notebook._output import figure_output, show
+from workbench.notebook.drawn_tables import failed_rows, table_output
 from workbench.notebook.html import errors_html, summary_html
 from workbench.notebook.spans import waterfall_figure
 from workbench.notebook.stepper import Stepper
@@ -70,8 +71,9 @@ class TraceView(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         if self.agents is not None:  # a run tree: what each agent took, under the step table
             tables["agents"] = self.agents
         self.outputs = {name: widgets.Output() for name in (*tables, *self.figures)}
+        failed = {"table": failed_rows(self.trace)}  # drawn red, as the report draws them
         for name, frame in tables.items():  # named as a person says them; code reads `table`
-            show(self.outputs[name], table_output(for_people(frame)))
+            show(self.outputs[name], table_output(for_people(frame), marked=failed.get(name, ())))
         for name, figure in self.figures.items():
             show(self.outputs[name], figure_output(figure))
         super().__init__([widgets.HTML(trace_top_html(self.trace)), *self.outputs.values()])

@@ -1,17 +1,16 @@
-// The report's tables (its steps, its agents), each drawn from its columns: every value is set
-// as text. A table scrolls in a box of its own and only the rows in view (and a few around
-// them) are in the page, between two spacers as high as the rows left out, so the scrollbar
-// says where the view is: a 16,666-step run's table laid out whole took seconds to open and to
-// sort. Its columns keep their widths, so they do not move as rows come and go, and fit the
-// page (`fit`): a number's column is as wide as its widest number, never less; a text's as its
+// The step and agent tables of the report and of TraceView in a notebook, each drawn from its
+// columns: every value is set as text. A table scrolls in a box of its own and only the rows in
+// view (and a few around them) are in the page, between two spacers as high as the rows left out,
+// so the scrollbar says where the view is: a 16,666-step run's table laid out whole took seconds to
+// open and to sort. Its columns keep their widths, so they do not move as rows come and go, and fit
+// the page (`fit`): a number's column is as wide as its widest number, never less; a text's as its
 // longest text up to a point, and less when the page is narrow (a text cut shows it whole in its
-// tooltip); a heading wraps between its words, and within them only when the page has no room
-// left. A click on a column's heading sorts the rows by it, numbers largest first (the
-// slowest step, the most tokens) and text in order (numbers in it as numbers: step 9 before
-// step 10); a second click the other way; empty cells last. A table that scrolls has a box that
-// finds rows by their text (the browser's find sees only the rows drawn). Sorting and finding
-// order the rows' numbers, then draw the view again. A step's label links to its section; a
-// step that failed is drawn red.
+// tooltip); a heading wraps between its words, and within them only when the page has no room left.
+// A click on a column's heading sorts the rows by it, numbers largest first (the slowest step, the
+// most tokens) and text in order (numbers in it as numbers: step 9 before step 10); a second click
+// the other way; empty cells last. A table that scrolls has a box that finds rows by their text
+// (the browser's find sees only the rows drawn). Sorting and finding order the rows' numbers, then
+// draw the view again. A step's label links to its section; a step that failed is drawn red.
 // Printed, a table is drawn whole, out of its box (the page's print rules).
 
 const HEIGHT = 480;  // px: the most a table's box takes of the page
@@ -68,9 +67,12 @@ function fit(heads, arrowed, contents, numeric, room) {  // each column's px (se
   const cut = contents.map((width, c) => (numeric[c] ? Math.max(width, heads[c])  // a sort's
     : Math.min(whole[c], Math.max(NARROWEST, heads[c]))));  // arrow may wrap; texts cut
   const least = contents.map((width, c) => (numeric[c] ? width : Math.min(whole[c], NARROWEST)));
-  const tiers = [whole, cut, least];  // ... and headings broken within words; numbers never cut
+  const worded = least.map((width, c) => (numeric[c] ? cut[c] : width));  // texts cut more,
+  const tiers = [whole, cut, worded, least];  // then headings broken in words; numbers never cut
+  const sum = (widths) => widths.reduce((a, b) => a + b, 0);
+  if (sum(least) > room) return worded;  // it scrolls sideways anyway: whole words in headings
   let tier = 1;
-  while (tier < tiers.length - 1 && tiers[tier].reduce((a, b) => a + b, 0) > room) tier += 1;
+  while (tier < tiers.length - 1 && sum(tiers[tier]) > room) tier += 1;
   return between(tiers[tier], tiers[tier - 1], room);
 }
 
@@ -220,9 +222,11 @@ function drawTable(box, table) {
   new ResizeObserver(() => { if (size()) draw(true); }).observe(box);  // the window's width
 }
 
-function drawTables() {
+function drawTables() {  // each once: a notebook's page holds tables other outputs drew
   for (const box of document.querySelectorAll("div.wb-table[data-table]")) {
-    drawTable(box, JSON.parse(document.getElementById(box.dataset.table).textContent));
+    const data = document.getElementById(box.dataset.table);
+    delete box.dataset.table;
+    drawTable(box, JSON.parse(data.textContent));
   }
 }
 // once the page is parsed, after the explorer's script (earlier in the page) has sized the
