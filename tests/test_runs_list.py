@@ -276,30 +276,40 @@ def test_a_paused_run_is_listed_and_its_resume_adds_to_its_summary(tmp_path: Pat
         assert done.run_id == row.run_id
 
 
-def _as_version_4(path: Path) -> None:
-    """Make a store what workbench with store schema 4 left: no text index."""
+def _undone(path: Path, version: int, *statements: str) -> None:
+    """Make the store at ``path`` what workbench with store schema ``version`` left, the
+    ``statements`` undoing what the versions after it added."""
     conn = sqlite3.connect(path)
     try:
         with conn:
-            conn.execute("DROP TABLE message_text_index")
-            conn.execute("DROP TABLE message_texts")
-            conn.execute("DELETE FROM schema_version WHERE version >= 5")
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute("DELETE FROM schema_version WHERE version > ?", (version,))
     finally:
         conn.close()
+
+
+def _dropped(table: str, *columns: str) -> list[str]:
+    return [f"ALTER TABLE {table} DROP COLUMN {column}" for column in columns]
+
+
+def _as_version_5(path: Path) -> None:
+    """Make a store what workbench with store schema 5 left: no run's process recorded."""
+    columns = ("writer_host", "writer_pid", "writer_started")
+    _undone(path, 5, "DROP INDEX summaries_unfinished", *_dropped("summaries", *columns))
+
+
+def _as_version_4(path: Path) -> None:
+    """Make a store what workbench with store schema 4 left: no text index."""
+    _as_version_5(path)
+    _undone(path, 4, "DROP TABLE message_text_index", "DROP TABLE message_texts")
 
 
 def _as_version_2(path: Path) -> None:
     """Make a store what workbench with store schema 2 left: no summaries."""
     _as_version_4(path)
-    conn = sqlite3.connect(path)
-    try:
-        with conn:
-            conn.execute("DROP TABLE summaries")
-            conn.execute("DROP TABLE run_tools")
-            conn.execute("DROP INDEX runs_by_time")
-            conn.execute("DELETE FROM schema_version WHERE version >= 3")
-    finally:
-        conn.close()
+    tables = ("DROP TABLE summaries", "DROP TABLE run_tools", "DROP INDEX runs_by_time")
+    _undone(path, 2, *tables)
 
 
 def test_an_older_store_is_summarized_as_the_live_store_was(
@@ -319,15 +329,8 @@ def _as_version_3(path: Path) -> None:
     """Make a store what workbench with store schema 3 left: summaries without status, agent
     and start."""
     _as_version_4(path)
-    conn = sqlite3.connect(path)
-    try:
-        with conn:
-            conn.execute("DROP INDEX summaries_by_time")
-            for column in ("status", "agent_name", "created_at"):
-                conn.execute(f"ALTER TABLE summaries DROP COLUMN {column}")
-            conn.execute("DELETE FROM schema_version WHERE version = 4")
-    finally:
-        conn.close()
+    columns = ("status", "agent_name", "created_at")
+    _undone(path, 3, "DROP INDEX summaries_by_time", *_dropped("summaries", *columns))
 
 
 def test_a_version_3_store_lists_as_the_live_store_did(

@@ -30,20 +30,27 @@ from typing import Any, TypeVar
 import pydantic_core
 from pydantic import TypeAdapter, ValidationError
 
+from workbench._processes import gone
 from workbench._runfacts import facts_of
 from workbench._textindex import TEXT_INDEX, V5
 from workbench.conversation import Messages
 from workbench.errors import RunNotFound, StoreError
 from workbench.messages import Message, ToolDefinition
 from workbench.records import StepContext, StepRecord
+from workbench.runfilter import INTERRUPTED
 from workbench.state import MIGRATIONS as STATE_MIGRATIONS
 from workbench.state import SCHEMA_VERSION as STATE_SCHEMA_VERSION
 from workbench.state import AgentState, validation_summary
 
 __all__ = [
+    "GONE",
+    "LISTED_STATUS",
     "PUT_SUMMARY",
+    "PUT_WRITER",
     "STORE_SCHEMA_VERSION",
     "TREE_TOTALS",
+    "UNFINISHED",
+    "UNFINISHED_SQL",
     "Range",
     "RunNotFound",
     "StoreError",
@@ -63,7 +70,7 @@ __all__ = [
     "open_connection",
 ]
 
-STORE_SCHEMA_VERSION = 5
+STORE_SCHEMA_VERSION = 6
 """Version of the store's table layout. Bump it and add an entry to `_MIGRATIONS` on any change."""
 
 _T = TypeVar("_T")
@@ -71,6 +78,19 @@ _T = TypeVar("_T")
 Range = tuple[int, int]
 """Half-open range ``[start, end)`` of message ``seq`` numbers within one run."""
 
+
+GONE = "workbench_gone"
+"""The SQL function of a store's connection that says whether a writer has ended
+(`workbench._processes.gone`)."""
+UNFINISHED = ("running", "pending")
+"""The stored statuses of a run not yet ended: with its writer gone, it is interrupted."""
+UNFINISHED_SQL = f"({', '.join(repr(s) for s in UNFINISHED)})"
+LISTED_STATUS = (
+    f"CASE WHEN s.status IN {UNFINISHED_SQL} AND "
+    f"{GONE}(s.writer_host, s.writer_pid, s.writer_started) THEN '{INTERRUPTED}' ELSE s.status END"
+)
+"""A run's status as a list shows it (``s`` its summary): as stored, but an unfinished run
+whose writing process has ended is `INTERRUPTED`."""
 
 # -- schema -------------------------------------------------------------------------------------
 
@@ -172,7 +192,19 @@ _V4 = (
     "CREATE INDEX summaries_by_time ON summaries (created_at)",
 )
 
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: V5}
+_V6 = (
+    # Which process writes a run (`workbench._processes`): a run still marked running whose
+    # process has ended lists as interrupted. That is decided as the list is read, never written
+    # back, so no reader rewrites a row a live writer owns. Runs stored before have no writer:
+    # they list as they were stored. The index holds only unfinished runs: a live list asks
+    # every second whether one of them was interrupted.
+    "ALTER TABLE summaries ADD COLUMN writer_host TEXT",
+    "ALTER TABLE summaries ADD COLUMN writer_pid INTEGER",
+    "ALTER TABLE summaries ADD COLUMN writer_started TEXT",
+    f"CREATE INDEX summaries_unfinished ON summaries (status) WHERE status IN {UNFINISHED_SQL}",
+)
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: V5, 6: _V6}
 """Statements that take the store from version ``n - 1`` to ``n``."""
 
 
@@ -195,6 +227,7 @@ def open_connection(path: str, *, create: bool, busy_timeout: float) -> sqlite3.
     conn = sqlite3.connect(
         path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
     )
+    conn.create_function(GONE, 3, gone)  # the listed status asks it (`LISTED_STATUS`)
     try:
         _prepare(conn, path, memory)
     except DB_ERRORS as exc:
@@ -270,6 +303,10 @@ PUT_SUMMARY = (
     + ", ".join(f"{c} = excluded.{c}" for c in _SUMMARY_COLUMNS[1:])
 )
 """Write a run's own summary (`RunFacts.row`), keeping its tree's totals."""
+PUT_WRITER = (
+    "UPDATE summaries SET (writer_host, writer_pid, writer_started) = (?, ?, ?) WHERE run_id = ?"
+)
+"""Record the process writing a run (`workbench._processes.this_process`), then the run id."""
 TREE_TOTALS = (
     "(tree_errors, tree_tool_calls, subruns) = (SELECT sum(t.errors), sum(t.tool_calls), "
     "count(*) - 1 FROM summaries t WHERE t.root_run_id = summaries.run_id)"

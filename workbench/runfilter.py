@@ -24,14 +24,20 @@ from workbench._record import Record
 from workbench.messages import JsonValue
 from workbench.state import ExecutionStatus
 
-__all__ = ["Choices", "RunFilter", "TimeSpec", "when"]
+__all__ = ["INTERRUPTED", "STATUSES", "Choices", "RunFilter", "TimeSpec", "when"]
 
 TimeSpec = datetime | timedelta | float | int | str
 """What ``since=`` and ``until=`` accept (see the module's docstring)."""
 
 _AGO = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_STATUSES = tuple(s.value for s in ExecutionStatus)
+INTERRUPTED = "interrupted"
+"""The status a run list shows for a run stored as running (or pending) whose process has ended
+(a kernel restarted with a run stepped by hand, a script killed): it will not go on by itself.
+Never stored: decided as the list is read (`workbench._processes`), so no reader rewrites a row
+that a live process may still be writing."""
+STATUSES = (*(s.value for s in ExecutionStatus), INTERRUPTED)
+"""Every status a run list shows and filters on."""
 
 
 def when(spec: TimeSpec, *, now: float | None = None) -> float:
@@ -76,7 +82,8 @@ def _names(value: Any) -> tuple[str, ...]:
 class RunFilter(Record):
     """Which runs to list; every field left at its default filters nothing.
 
-    - ``status``: one status or several (``"failed"``, ``["failed", "aborted"]``).
+    - ``status``: one status or several (``"failed"``, ``["failed", "aborted"]``); a run whose
+      process ended while it was running is ``"interrupted"`` (`INTERRUPTED`), not "running".
     - ``agent``: runs of these agents; ``tool``: runs that called any of these tools.
     - ``errors``: True for runs with at least one error, False for runs without.
     - ``since`` / ``until``: when the run started (see the module's docstring for the forms).
@@ -108,9 +115,9 @@ class RunFilter(Record):
     @field_validator("status")
     @classmethod
     def _known_status(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [s for s in value if s not in _STATUSES]
+        unknown = [s for s in value if s not in STATUSES]
         if unknown:
-            raise ValueError(f"unknown status {unknown[0]!r}: one of {', '.join(_STATUSES)}")
+            raise ValueError(f"unknown status {unknown[0]!r}: one of {', '.join(STATUSES)}")
         return value
 
     @field_validator("since", "until", mode="before")

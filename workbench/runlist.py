@@ -14,10 +14,11 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Protocol
 
+from workbench._processes import this_process
 from workbench.backends import backend_runs
 from workbench.errors import UsageError
 from workbench.records import RunResult
-from workbench.runfilter import Choices, RunFilter
+from workbench.runfilter import INTERRUPTED, Choices, RunFilter
 from workbench.store import RunStore, RunSummary
 from workbench.store._frame import frame_of_summaries
 from workbench.store._query import Sort
@@ -36,6 +37,7 @@ __all__ = [
     "open_store",
     "runs",
     "source_of",
+    "writer_note",
 ]
 
 
@@ -135,6 +137,33 @@ COLUMNS = {
     "rerun_of": "rerun_of",
 }
 """The store's summary fields a run list shows, and the column each becomes (in this order)."""
+
+
+def writer_note(store: RunStore, row: RunSummary) -> str:
+    """What to know of the process behind an unfinished run, in a sentence; "" for most runs.
+
+    An interrupted run's process has ended: it recorded what it recorded and will not go on.
+    A run running on another machine cannot be checked from here, so it is listed as running;
+    this says where it runs. `workbench show` and the `RunsBrowser` print it above the run.
+    """
+    if row.status not in (INTERRUPTED, "running", "pending"):
+        return ""
+    writer = store.writer(row.run_id)
+    if writer is None:  # stored before workbench recorded a run's process
+        return ""
+    where = f"pid {writer.pid} on {writer.host}"
+    if row.status == INTERRUPTED:
+        steps = f"{row.steps} step{'' if row.steps == 1 else 's'}"
+        return (
+            f"the process that ran it ({where}) ended while it was running: it recorded "
+            f"{steps} and will not go on"
+        )
+    if writer.host != this_process().host:
+        return (
+            f"running on another machine ({where}), as far as the store knows: whether it "
+            "still is cannot be checked from here"
+        )
+    return ""
 
 
 def open_store(store: RunStore | str | os.PathLike[str] | None) -> RunStore:

@@ -22,7 +22,8 @@ from workbench.cli._common import (
 from workbench.errors import UsageError
 from workbench.messages import JsonValue
 from workbench.records import errors_summary
-from workbench.runfilter import RunFilter
+from workbench.runfilter import STATUSES, RunFilter
+from workbench.runlist import writer_note
 from workbench.state import validation_summary
 from workbench.store import RunSummary
 
@@ -46,7 +47,12 @@ def setup_runs(parser: argparse.ArgumentParser) -> None:
         help="one row per run tree: sub-runs (the runs of sub-agents) rolled up into their root",
     )
     filters = parser.add_argument_group("filters (each narrows the list; repeat to allow several)")
-    filters.add_argument("--status", action="append", metavar="STATUS", help="e.g. failed")
+    filters.add_argument(
+        "--status",
+        action="append",
+        metavar="STATUS",
+        help=f"one of {', '.join(STATUSES)} (interrupted: its process ended while it ran)",
+    )
     filters.add_argument("--agent", action="append", metavar="NAME", help="runs of this agent")
     filters.add_argument("--tool", action="append", metavar="NAME", help="runs that called it")
     filters.add_argument("--errors", action="store_true", help="runs with at least one error")
@@ -186,10 +192,14 @@ def setup_show(parser: argparse.ArgumentParser) -> None:
 def run_show(args: argparse.Namespace) -> int:
     """Print one stored run: what went wrong, summary, step table, output (and conversation)."""
     store = open_store(args)
-    run = store.load(store.resolve(args.run))
+    run_id = store.resolve(args.run)
+    run = store.load(run_id)
+    listed = store.summary(run_id)  # its status as the run list says it (interrupted)
     state = run.state
     errors = run.errors
-    echo(f"run {run.run_id} ({state.agent_name}): {errors_summary(state.status.value, errors)}")
+    echo(f"run {run.run_id} ({state.agent_name}): {errors_summary(listed.status, errors)}")
+    if note := writer_note(store, listed):
+        echo(note)
     if state.rerun_of is not None:
         echo(f"re-run of {state.rerun_of.run_id} from step {state.rerun_of.step}")
     model = run.snapshots[-1].model_name if run.snapshots else "-"

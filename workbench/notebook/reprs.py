@@ -23,9 +23,21 @@ from workbench.notebook.tables import steps_text
 from workbench.records import PhaseEvent, RunError, RunResult, errors_summary
 from workbench.state import Phase
 
-__all__ = ["phase_event_html", "run_diff_html", "run_error_html", "run_result_html"]
+__all__ = [
+    "phase_event_html",
+    "run_diff_html",
+    "run_error_html",
+    "run_result_html",
+    "stored_run_html",
+]
 
-_STATUS = {"completed": "#2e7d32", "failed": "#c62828", "aborted": "#757575", "paused": "#6a1b9a"}
+_STATUS = {
+    "completed": "#2e7d32",
+    "failed": "#c62828",
+    "aborted": "#757575",
+    "paused": "#6a1b9a",
+    "interrupted": "#e65100",
+}
 _DIFF = {"changed": "#c62828", "only_a": "#e17055", "only_b": "#0984e3"}
 _CELL = "padding:1px 8px;vertical-align:top;text-align:left"
 
@@ -45,9 +57,18 @@ def run_result_html(result: RunResult) -> str:
     The errors are the whole tree's (`RunResult.errors`), each with its traceback, so a tool
     that crashed two sub-agents down is the first thing the cell shows.
     """
+    return stored_run_html(result)
+
+
+def stored_run_html(result: RunResult, *, status: str | None = None, note: str = "") -> str:
+    """`run_result_html`, with what a run list says of a stored run beyond its state.
+
+    ``status`` is the list's (``"interrupted"``: its process ended while it ran), ``note`` what
+    to know of its process (`workbench.runlist.writer_note`).
+    """
     state, usage = result.state, result.usage
     errors = result.errors
-    status = state.status.value
+    status = status or state.status.value
     cost = "" if usage.cost is None else f" · ${usage.cost:.6f}"
     rows = {
         "run": f"<code>{escape(state.run_id)}</code> · agent {escape(state.agent_name)}",
@@ -63,6 +84,8 @@ def run_result_html(result: RunResult) -> str:
     }
     if state.pending:
         rows["waiting on"] = pending_html(state.pending)
+    if note:
+        rows["process"] = escape(note)
     top = summary_html(errors_summary(status, errors), failed=bool(errors))
     return (
         f"<div class='wb-run-result'><b>RunResult</b>{top}{errors_html(errors)}{_rows(rows)}</div>"

@@ -28,12 +28,12 @@ from workbench.agent import Agent
 from workbench.notebook.explorer import TraceExplorer
 from workbench.notebook.explorer_view import STATIC
 from workbench.notebook.history import StepperHistory
-from workbench.notebook.reprs import run_result_html
+from workbench.notebook.reprs import run_result_html, stored_run_html
 from workbench.notebook.rerun_panel import RerunPanel
 from workbench.notebook.runs_view import RunsView, compare_html
 from workbench.notebook.stepper import Stepper
 from workbench.records import RunResult
-from workbench.runlist import RunSource, source_of
+from workbench.runlist import RunSource, StoreRuns, source_of, writer_note
 from workbench.store import RunStore
 from workbench.telemetry.records_of import result_of_trace
 from workbench.telemetry.trace import Trace
@@ -256,7 +256,17 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             button = widgets.Button(description="Re-run from a step…", icon="code-fork")
             button.on_click(lambda _: self._rerun_panel(opened))
             buttons.append(button)
-        return [widgets.HTML(run_result_html(opened)), widgets.HBox(buttons), explorer]
+        status, note = self._listed(opened)
+        heading = widgets.HTML(stored_run_html(opened, status=status, note=note))
+        return [heading, widgets.HBox(buttons), explorer]
+
+    def _listed(self, run: RunResult) -> tuple[str, str]:
+        """The status the list shows for a stored run, and what to know of its process."""
+        source = self.view.source
+        if not isinstance(source, StoreRuns):
+            return run.status.value, ""
+        row = source.store.summary(run.run_id)
+        return row.status, writer_note(source.store, row)
 
     def step_through(self) -> StepperHistory:
         """The opened run in the Stepper's views, step by step, under its buttons (`Stepper.of`).

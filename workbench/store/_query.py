@@ -25,9 +25,10 @@ from typing import Any, Literal, NamedTuple
 from pydantic import Field, model_validator
 
 from workbench._record import Record
+from workbench._storage import LISTED_STATUS, UNFINISHED
 from workbench._textindex import text_term
 from workbench.messages import JsonValue
-from workbench.runfilter import RunFilter
+from workbench.runfilter import INTERRUPTED, RunFilter
 
 logger = logging.getLogger(__name__)
 
@@ -78,8 +79,11 @@ class RunSummary(Record):
     run_id: str
     agent_name: str
     status: str
+    """As stored, but ``"interrupted"`` for a run stored as running whose process has ended
+    (`workbench.runfilter.INTERRUPTED`)."""
     stop_reason: str | None
     steps: int
+    """The steps it recorded (a step under way when its process ended is not one)."""
     model_name: str | None
     input_tokens: int
     output_tokens: int
@@ -132,7 +136,7 @@ SORTS: dict[str, str] = {
     "updated": "r.updated_at",
     "run": "r.run_id",
     "agent": "s.agent_name",
-    "status": "s.status",
+    "status": LISTED_STATUS,
     "errors": "errors",
     "steps": "r.step",
     "tokens": "(r.input_tokens + r.output_tokens)",
@@ -144,9 +148,10 @@ SORTS: dict[str, str] = {
 _TIME = "CASE WHEN typeof({0}) IN ('real', 'integer') THEN {0} END"
 """A time column, or NULL where a damaged row holds something else (it lists as no time)."""
 _ROW = (
-    "r.run_id, r.agent_name, r.status, r.stop_reason, r.step, r.model_name, r.input_tokens, "
-    f"r.output_tokens, r.cost, {_TIME.format('r.created_at')}, {_TIME.format('r.updated_at')}, "
-    "r.parent_run_id, r.rerun_of_run, r.rerun_of_step, r.output, s.depth, s.root_run_id"
+    f"r.run_id, r.agent_name, {LISTED_STATUS}, r.stop_reason, r.step, r.model_name, "
+    f"r.input_tokens, r.output_tokens, r.cost, {_TIME.format('r.created_at')}, "
+    f"{_TIME.format('r.updated_at')}, r.parent_run_id, r.rerun_of_run, r.rerun_of_step, "
+    "r.output, s.depth, s.root_run_id"
 )
 _RUN = (
     f"{_ROW}, s.errors AS errors, s.first_error, s.tool_calls, s.duration, s.metadata, s.trace_id"
@@ -228,8 +233,12 @@ def _root_terms(spec: RunFilter) -> tuple[list[str], list[object]]:
     terms: list[str] = []
     params: list[object] = []
     if spec.status:
-        terms.append(_in("s.status", spec.status))
-        params += spec.status
+        # The stored status first, a column compare that leaves out most runs, so the listed
+        # status (which may ask whether a process is there) is worked out only for the rest.
+        stored = {s for s in spec.status if s != INTERRUPTED}
+        stored |= set(UNFINISHED) if INTERRUPTED in spec.status else set()
+        terms.append(f"{_in('s.status', sorted(stored))} AND {_in(LISTED_STATUS, spec.status)}")
+        params += [*sorted(stored), *spec.status]
     if spec.since is not None:
         terms.append("+s.created_at >= ?")
         params.append(spec.since)

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ValidationError
 
 from workbench import _storage as st
+from workbench._processes import ProcessId
 from workbench._storage import RunNotFound, StoreError
 from workbench._textindex import drop_texts
 from workbench.conversation import Messages
 from workbench.messages import Message, ToolDefinition
 from workbench.observing import RunObserver
 from workbench.records import PhaseEvent, RunResult, StepContext, StepRecord
-from workbench.runfilter import RunFilter
+from workbench.runfilter import INTERRUPTED, RunFilter
 from workbench.state import AgentState, validation_summary
 from workbench.store import _query as q
 from workbench.store._frame import frame_of_rows
@@ -185,18 +186,42 @@ class RunStore(RunObserver):
             )
             return tuple(a for (a,) in agents), tuple(t for (t,) in tools)
 
-    def version(self) -> tuple[int, int] | None:
+    def version(self) -> tuple[int, int, int] | None:
         """A token that changes whenever a run is written, by this store or another process.
 
         SQLite's ``data_version`` counts commits by other connections; this connection's own
         changes are its ``total_changes``. Both are read without touching a table, so a live
-        run list can ask every second. None while the store has no file.
+        run list can ask every second. A run is also listed differently, without a write, when
+        its process ends while it runs (interrupted): the third number counts those, read off
+        an index of the unfinished runs only. None while the store has no file.
         """
         with self._reading() as conn:
             if conn is None:
                 return None
             (data_version,) = conn.execute("PRAGMA data_version").fetchone()
-            return int(data_version), conn.total_changes
+            (interrupted,) = conn.execute(_INTERRUPTED).fetchone()
+            return int(data_version), conn.total_changes, int(interrupted)
+
+    def summary(self, run_id: str) -> RunSummary:
+        """One run's row as a run list shows it, without loading the run.
+
+        Its status is ``"interrupted"`` if its process ended while it ran.
+        """
+        found = self._summaries("WHERE r.run_id = ?", run_id)
+        if not found:
+            raise RunNotFound(f"no run {run_id!r} in {self.path}")
+        return found[0]
+
+    def writer(self, run_id: str) -> ProcessId | None:
+        """The process that writes (or last wrote) run ``run_id``: its host, pid and start.
+
+        None for a run stored before workbench recorded it, or one that is not here.
+        """
+        with self._reading() as conn:
+            row = None if conn is None else conn.execute(_WRITER, (run_id,)).fetchone()
+        if row is None or not isinstance(row[0], str) or not isinstance(row[1], int):
+            return None
+        return ProcessId(row[0], row[1], row[2] if isinstance(row[2], str) else None)
 
     def _summaries(self, where: str, *params: object) -> list[RunSummary]:
         with self._reading() as conn:
@@ -540,6 +565,11 @@ _STEPS = (
     f"SELECT step, {_BODY}, messages_in, new_messages FROM steps WHERE run_id = ?2 ORDER BY seq"
 )
 _COUNT = "SELECT count(*) FROM messages WHERE run_id = ?"
+_INTERRUPTED = (
+    f"SELECT count(*) FROM summaries s WHERE s.status IN {st.UNFINISHED_SQL} "
+    f"AND {st.LISTED_STATUS} = '{INTERRUPTED}'"
+)
+_WRITER = "SELECT writer_host, writer_pid, writer_started FROM summaries WHERE run_id = ?"
 _RESOLVE = "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?1)) = ?1 ORDER BY created_at"
 _LAST = (  # the run last started by someone: a sub-run starts after the run that called it
     "SELECT run_id FROM runs WHERE parent_run_id IS NULL ORDER BY created_at DESC, rowid DESC "

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from workbench import _storage as st
+from workbench._processes import this_process
 from workbench._runfacts import RunFacts
 from workbench._textindex import put_texts
 from workbench.records import StepContext, StepRecord
@@ -57,6 +58,8 @@ def put_run(log: RunLog, conn: sqlite3.Connection, state: AgentState, *, insert:
     if log.root_run_id is None:
         log.root_run_id = _root(conn, state)
     conn.execute(st.PUT_SUMMARY, facts.row(state, log.root_run_id))
+    if insert:  # an execution is written by the process that started it, to its end
+        conn.execute(st.PUT_WRITER, (*this_process(), state.run_id))
     conn.execute(f"UPDATE summaries SET {st.TREE_TOTALS} WHERE run_id = ?", (log.root_run_id,))
 
 

@@ -4,7 +4,7 @@
 // ticked rows are traits the page sets, and a sort or Compare is a message. Everything from the
 // runs is set as text (textContent), never as HTML.
 
-const STATUSES = ["", "completed", "failed", "paused", "aborted", "running", "pending"];
+const STATUSES = ["", "completed", "failed", "paused", "aborted", "running", "pending", "interrupted"];
 const SINCE = [["", "any time"], ["15m", "last 15 min"], ["1h", "last hour"], ["24h", "last day"], ["7d", "last week"]];
 const COLUMNS = [
   // [label, sort key or null, cell class]

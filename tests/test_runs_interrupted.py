@@ -1,0 +1,253 @@
+"""A run whose process ended while it ran lists as interrupted, everywhere, from any process.
+
+Runs are started and stepped in real child processes that then exit (or are killed with
+SIGKILL); the lists are read here, another process, as a person's notebook would read them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import workbench as wb
+from tests.test_runs_list import _as_version_5
+from workbench import _processes, _storage
+from workbench.notebook import RunsBrowser
+from workbench.runlist import writer_note
+
+ROOT = Path(__file__).resolve().parent.parent
+
+STEPPED = textwrap.dedent(
+    """
+    import sys
+    import workbench as wb
+
+    @wb.tool
+    def add(a: int, b: int) -> int:
+        '''Add two integers.'''
+        return a + b
+
+    call = wb.ModelResponse.tool_call("add", {"a": 1, "b": 2})
+    agent = wb.Agent(model=wb.ScriptedModel([call, call, call, "3"]), tools=[add],
+                     store=wb.RunStore(sys.argv[1]))
+    run = agent.start("What is 1 + 2?")
+    for _ in range(9):  # two whole steps (four phases each), and step 3's prepare
+        run.next_phase()
+    print(run.state.run_id, flush=True)
+    if sys.argv[2] == "wait":  # until it is killed
+        sys.stdin.read()
+    """
+)
+"""A run started and stepped by hand, as the README's tour does, in a process that then ends."""
+
+DROPPED = textwrap.dedent(
+    """
+    import sys
+    import workbench as wb
+    from tests._failing_team import team
+
+    run = team(store=wb.RunStore(sys.argv[1])).start("hat", breakpoints=[wb.Break.on_error()])
+    run.run_to_breakpoint()  # stopped inside the digger, two sub-runs down
+    print(run.state.run_id, flush=True)
+    """
+)
+
+
+def _child(script: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def _ran(script: str, path: Path) -> str:
+    """Run ``script`` to its end in a child process; the run id it printed."""
+    child = _child(script, str(path), "exit")
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    return out.split()[-1]
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "runs.sqlite"
+
+
+def _cli(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_run_stepped_by_hand_whose_process_exited_is_interrupted_in_every_list(
+    path: Path,
+) -> None:
+    run_id = _ran(STEPPED, path)
+    with wb.RunStore(path) as store:
+        (row,) = store.find()
+        assert (row.run_id, row.status, row.steps) == (run_id, "interrupted", 2)
+        assert store.find(wb.RunFilter(status="running")) == []
+        assert store.count(wb.RunFilter(status="interrupted")) == 1
+        frame = wb.runs(store)
+        assert frame[["status", "steps"]].values.tolist() == [["interrupted", 2]]
+        assert store.load(run_id).state.status.value == "running"  # the stored row is as written
+        note = writer_note(store, row)
+    assert "ended while it was running: it recorded 2 steps" in note
+    listed = _cli("runs", "--store", str(path))
+    assert f"{run_id}  agent  interrupted" in listed
+    assert _cli("runs", "--store", str(path), "--status", "running").startswith("no matching")
+    shown = _cli("show", run_id, "--store", str(path))
+    assert shown.startswith(f"run {run_id} (agent): interrupted\nthe process that ran it (pid ")
+    assert "steps 2;" in shown
+
+
+def test_a_running_process_is_running_and_interrupted_once_it_is_killed(path: Path) -> None:
+    child = _child(STEPPED, str(path), "wait")
+    try:
+        assert child.stdout is not None
+        run_id = child.stdout.readline().strip()
+        with wb.RunStore(path) as store:
+            (row,) = store.find()
+            assert (row.run_id, row.status, row.steps) == (run_id, "running", 2)
+            assert writer_note(store, row) == ""  # running here: nothing to add
+            before = store.version()
+            child.send_signal(signal.SIGKILL)
+            child.wait(timeout=60)
+            assert store.version() != before  # a live list redraws, though nothing was written
+            assert [(r.status, r.steps) for r in store.find()] == [("interrupted", 2)]
+            assert store.summary(run_id).status == "interrupted"
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.communicate(timeout=60)
+
+
+def test_the_top_run_of_a_run_left_inside_a_sub_run_at_exit_is_interrupted(path: Path) -> None:
+    """Its sub-runs are aborted as the process exits (`workbench.stepping`); the top run, still
+    in hand, was running when it ended."""
+    run_id = _ran(DROPPED, path)
+    with wb.RunStore(path) as store:
+        rows = {r.run_id: r for r in store.find()}
+        assert rows.pop(run_id).status == "interrupted"
+        assert {r.status for r in rows.values()} == {"aborted"} and len(rows) == 2
+        (tree,) = store.find(wb.RunFilter(rollup=True))
+        assert (tree.run_id, tree.status) == (run_id, "interrupted")
+
+
+def _set_writer(path: Path, run_id: str, host: str, pid: object, started: object) -> None:
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "UPDATE summaries SET writer_host = ?, writer_pid = ?, writer_started = ? "
+            "WHERE run_id = ?",
+            (host, pid, started, run_id),
+        )
+    conn.close()
+
+
+def test_a_pid_given_to_another_process_is_not_the_run_s_process(path: Path) -> None:
+    """This test's own pid is alive, but it started later than the recorded process did."""
+    run_id = _ran(STEPPED, path)
+    here = _processes.this_process()
+    assert here.started is not None  # Linux: /proc says when a process started
+    boot, namespace, _ = here.started.split("/")
+    _set_writer(path, run_id, here.host, here.pid, f"{boot}/{namespace}/1")
+    with wb.RunStore(path) as store:
+        assert store.summary(run_id).status == "interrupted"
+    _set_writer(path, run_id, here.host, here.pid, here.started)  # this very process
+    with wb.RunStore(path) as store:
+        assert store.summary(run_id).status == "running"
+
+
+def test_a_run_on_another_machine_stays_running_and_says_where(path: Path) -> None:
+    run_id = _ran(STEPPED, path)
+    _set_writer(path, run_id, "elsewhere.example", 4242, "boot/pid:[1]/77")
+    with wb.RunStore(path) as store:
+        row = store.summary(run_id)
+        assert row.status == "running"
+        assert writer_note(store, row) == (
+            "running on another machine (pid 4242 on elsewhere.example), as far as the store "
+            "knows: whether it still is cannot be checked from here"
+        )
+
+
+@pytest.mark.parametrize(
+    ("pid", "started"),
+    [("not a pid", None), (None, None), (-1, None), (4242, 17), (4242, "no/start")],
+)
+def test_a_damaged_writer_is_never_taken_as_gone(path: Path, pid: object, started: object) -> None:
+    run_id = _ran(STEPPED, path)
+    _set_writer(path, run_id, _processes.this_process().host, pid, started)
+    with wb.RunStore(path) as store:
+        assert [r.status for r in store.find()] == ["running"]
+        assert wb.runs(store)["status"].tolist() == ["running"]
+
+
+def test_a_process_of_an_earlier_boot_is_gone() -> None:
+    here = _processes.this_process()
+    assert here.started is not None
+    _, namespace, ticks = here.started.split("/")
+    assert _processes.gone(here.host, here.pid, f"another-boot/{namespace}/{ticks}")
+    assert not _processes.gone(here.host, here.pid, here.started)
+    assert not _processes.gone(here.host, here.pid, f"{here.started.split('/')[0]}/pid:[1]/1")
+
+
+@pytest.fixture
+def browser(path: Path) -> Iterator[RunsBrowser]:
+    _ran(STEPPED, path)
+    browser = RunsBrowser(wb.RunStore(path), live=False)
+    yield browser
+    browser.close()
+
+
+def test_the_browser_lists_and_opens_an_interrupted_run_as_interrupted(
+    browser: RunsBrowser,
+) -> None:
+    (row,) = browser.table.rows
+    assert (row["status"], row["steps"]) == ("interrupted", 2)
+    browser.table.status = "interrupted"
+    assert [r["id"] for r in browser.table.rows] == [row["id"]]
+    browser.table.status = "running"
+    assert browser.table.rows == []
+    browser.open_run(row["id"])
+    heading = browser.pane.children[0].value
+    assert "interrupted" in heading and "running" not in heading.split("process")[0]
+    assert "ended while it was running: it recorded 2 steps" in heading
+
+
+def test_a_store_of_the_previous_version_opens_lists_and_records_processes_from_then_on(
+    path: Path,
+) -> None:
+    """Its runs have no process recorded: one left running lists as it was stored (whether its
+    process is there cannot be told). Runs written after the migration have one."""
+    old = _ran(STEPPED, path)
+    _as_version_5(path)
+    with wb.RunStore(path) as store:
+        assert [(r.run_id, r.status, r.steps) for r in store.find()] == [(old, "running", 2)]
+        assert store.writer(old) is None and writer_note(store, store.summary(old)) == ""
+    new = _ran(STEPPED, path)
+    with wb.RunStore(path) as store:
+        assert {r.run_id: r.status for r in store.find()} == {old: "running", new: "interrupted"}
+    conn = sqlite3.connect(path)
+    (version,) = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+    conn.close()
+    assert version == _storage.STORE_SCHEMA_VERSION
