@@ -156,8 +156,9 @@ def test_bad_agent_specs_are_one_line_errors(
     ]:
         argv = ["replay", run.run_id, "--agent", spec, "--store", str(path)]
         assert main(argv) == 2, spec
-        out = capsys.readouterr().out
-        assert out.startswith(f"workbench: {says}") and out.count("\n") == 1, out
+        said = capsys.readouterr()
+        assert said.err.startswith(f"workbench: {says}") and said.err.count("\n") == 1, said
+        assert said.out == ""
 
 
 def test_a_negative_limit_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -173,6 +174,6 @@ def test_no_default_store_is_a_one_line_error(
     monkeypatch.setenv("WORKBENCH_STORE", "off")
     for verb in (["runs"], ["show", "last"], ["export", "last"], ["report", "last", "-o", "x"]):
         assert main(verb) == 2
-        assert capsys.readouterr().out == (
+        assert capsys.readouterr().err == (
             "workbench: no default store (WORKBENCH_STORE=off): pass --store PATH\n"
         )

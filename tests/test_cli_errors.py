@@ -191,3 +191,33 @@ def test_trace_says_which_failed_spans_are_no_error(
     assert main(["trace", str(path)]) == 0
     (spans,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("spans:")]
     assert spans.endswith(", 2 marked failed (1 retry, 1 denial: not errors)")
+
+
+def test_a_file_that_cannot_be_written_is_one_line_not_a_traceback(
+    failing_store: tuple[Path, wb.RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, result = failing_store
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for verb in ("report", "export"):
+        argv = [verb, result.run_id, "-o", str(a_file / "out"), "--store", str(path)]
+        assert main(argv) == 2, verb
+        said = capsys.readouterr().err
+        assert said == f"workbench: File exists: {a_file}\n", said
+
+
+def test_a_run_listed_without_its_damaged_metadata_says_so_in_one_line(
+    failing_store: tuple[Path, wb.RunResult], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    path, result = failing_store
+    with sqlite3.connect(path) as conn:
+        damage = "UPDATE summaries SET metadata = '{not json' WHERE run_id = ?"
+        conn.execute(damage, (result.run_id,))
+    assert main(["runs", "--store", str(path)]) == 0
+    said = capsys.readouterr()
+    assert result.run_id in said.out
+    assert said.err == (
+        f"warning: run {result.run_id}'s stored metadata is damaged: it is listed without it\n"
+    )

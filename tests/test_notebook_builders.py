@@ -441,7 +441,7 @@ def test_cli_report_writes_a_stored_run(tmp_path: Path, capsys: pytest.CaptureFi
     assert result.run_id in html and html.count('class="wb-step-section"') == len(result.steps)
     assert "opens offline" in capsys.readouterr().out
     assert main(["report", "run_nope", "-o", str(out), "--store", str(store_path)]) == 2
-    assert "no run 'run_nope'" in capsys.readouterr().out
+    assert "no run 'run_nope'" in capsys.readouterr().err
 
 
 def test_cli_demo_writes_the_report(

@@ -703,4 +703,4 @@ def test_the_command_needs_an_upstream_or_a_replay(capsys: pytest.CaptureFixture
     from workbench.cli import main
 
     assert main(["proxy", "--store", ":memory:"]) == 2
-    assert "proxy needs --upstream URL, or --replay RUN" in capsys.readouterr().out
+    assert "proxy needs --upstream URL, or --replay RUN" in capsys.readouterr().err

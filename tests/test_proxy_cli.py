@@ -60,15 +60,32 @@ def test_a_port_in_use_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> N
             wb.proxy("http://127.0.0.1:9/v1", port=port, store=wb.RunStore(":memory:"))
         args = ["proxy", "--upstream", "http://127.0.0.1:9/v1", "--port", str(port)]
         assert main([*args, "--store", ":memory:"]) == 2
-    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().out
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
 
 
 def test_until_step_without_an_upstream_names_the_options(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["proxy", "--replay", "last", "--until-step", "1", "--store", ":memory:"]) == 2
-    said = capsys.readouterr().out
+    said = capsys.readouterr().err
     assert "--until-step N" in said and "--upstream URL" in said and "upstream=" not in said
+
+
+def test_an_upstream_that_is_no_url_or_a_negative_grace_is_refused_by_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """'notaurl' raised a ValueError from inside (a relative URL to the proxy's client), and
+    '--grace -5' started a proxy that gave its calls -5 s."""
+    for given, said in [
+        (["--upstream", "notaurl"], "argument --upstream: 'notaurl' is not an http:// or https://"),
+        (["--upstream", "http://[::1/v1"], "argument --upstream: 'http://[::1/v1' is not a URL"),
+        (["--upstream", "http://h/v1", "--grace", "-5"], "argument --grace: '-5': give seconds"),
+        (["--upstream", "http://h/v1", "--grace", "nan"], "argument --grace: 'nan': give seconds"),
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            main(["proxy", *given, "--port", "0", "--store", ":memory:"])
+        assert exit_.value.code == 2
+        assert said in capsys.readouterr().err
 
 
 def test_the_command_says_which_run_it_replays(tmp_path: Path) -> None:

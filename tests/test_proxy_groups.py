@@ -183,4 +183,4 @@ def test_the_command_says_what_a_tolerance_must_look_like(
         ("exec_command=(", "--normalize exec_command: '(' is not a regular expression"),
     ]:
         assert main(["proxy", "--replay", "r", "--store", ":memory:", "--normalize", given]) == 2
-        assert said in capsys.readouterr().out
+        assert said in capsys.readouterr().err

@@ -120,11 +120,11 @@ def test_errors_are_one_clear_line(
 ) -> None:
     path, run = demo_run
     assert main(["replay", run.run_id, "--from-step", "9", "--store", str(path)]) == 2
-    assert capsys.readouterr().out == (
+    assert capsys.readouterr().err == (
         f"workbench: run {run.run_id} has no snapshot for step 9 (it has: 1, 2, 3, 4)\n"
     )
     assert main(["show", "run_nope", "--store", str(path)]) == 2
-    assert capsys.readouterr().out == f"workbench: no run 'run_nope' in {path}\n"
+    assert capsys.readouterr() == ("", f"workbench: no run 'run_nope' in {path}\n")
 
 
 def test_demo_records_its_run_in_the_default_store(tmp_path: Path) -> None:
@@ -187,11 +187,11 @@ def test_runs_filters_that_cannot_be_read_are_one_line(
 ) -> None:
     path = str(tmp_path / "runs.sqlite")
     assert main(["runs", "--store", path, "--since", "last tuesday"]) == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert out.startswith("workbench: since: Value error, 'last tuesday' is not a time")
     assert out.count("\n") == 1
     assert main(["runs", "--store", path, "--status", "broke"]) == 2
-    assert "unknown status 'broke': one of pending" in capsys.readouterr().out
+    assert "unknown status 'broke': one of pending" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["runs", "--store", path, "--meta", "novalue"])
     assert "'novalue' is not KEY=VALUE" in capsys.readouterr().err

@@ -278,15 +278,45 @@ def test_cli_export_and_push_a_stored_run(
     store.close()
 
 
-def test_cli_push_to_a_dead_endpoint_fails(tmp_path: Path) -> None:
+@pytest.mark.filterwarnings("default::workbench.TelemetryExportWarning")
+def test_cli_push_to_a_dead_endpoint_fails_with_one_line_that_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not Python's warning format (``traces.py:90: TelemetryExportWarning: ...`` and the source
+    line), nor the exporter's count said again beside the warning's."""
     store = wb.RunStore(tmp_path / "runs.sqlite")
     agent = calculator(None, ["hi"])
     agent.store = store
     result = agent.run_sync("hello")
     dead = f"http://127.0.0.1:{free_port()}"
     argv = ["push", result.run_id, "--store", str(store.path), "--endpoint", dead, "--timeout", "1"]
-    with pytest.warns(wb.TelemetryExportWarning):
-        assert main(argv) == 1
+    assert main(argv) == 1
+    said = capsys.readouterr()
+    assert said.out.startswith(f"run {result.run_id} ") and " 0 of " in said.out
+    assert said.err.count("\n") == 1, said.err
+    assert said.err.startswith("warning: workbench telemetry: ")
+    assert "Is the endpoint up?" in said.err
+    store.close()
+
+
+@pytest.mark.filterwarnings("default::workbench.TelemetryExportWarning")
+def test_cli_push_to_an_endpoint_that_refuses_says_why_once(
+    collector: Collector, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    agent = calculator(None, ["hi"])
+    agent.store = store
+    result = agent.run_sync("hello")
+    argv = ["push", result.run_id, "--store", str(store.path), "--endpoint"]
+    assert main([*argv, f"{collector.url}/wrong/path"]) == 1
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and said.startswith("warning: ") and "code: 404" in said, said
+    with pytest.raises(SystemExit) as exit_:  # was sent to 'notaurl/v1/traces/v1/traces'
+        main([*argv, "notaurl"])
+    assert exit_.value.code == 2
+    assert "argument --endpoint: 'notaurl' is not an http:// or https:// URL" in (
+        capsys.readouterr().err
+    )
     store.close()
 
 
@@ -299,6 +329,20 @@ def test_demo_writes_its_trace_files(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert len(jaeger["data"]) == 2  # the run paused for an approval, then resumed
     spans = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
     assert sum(len(t["spans"]) for t in jaeger["data"]) == len(spans)
+
+
+@pytest.mark.filterwarnings("default::workbench.TelemetryExportWarning")
+def test_demo_with_its_endpoint_down_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Said by the verb, while its problems are lines: not at exit, in Python's warning format."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WORKBENCH_STORE", "off")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{free_port()}")
+    assert main(["demo"]) == 0
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and said.startswith("warning: workbench telemetry: "), said
+    assert "spans were dropped" in said
 
 
 def test_content_kept_once_leaves_as_the_text(collector: Collector) -> None:

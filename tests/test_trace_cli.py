@@ -12,6 +12,8 @@ import json
 import re
 import subprocess
 import sys
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -183,14 +185,39 @@ def test_a_file_that_cannot_be_read_is_a_one_line_error(
         path.write_text(content)
     shown = cli("trace", str(path))
     assert shown.returncode == 2
-    assert said in shown.stdout and len(shown.stdout.strip().splitlines()) == 1
-    assert "Traceback" not in shown.stderr
+    assert said in shown.stderr and len(shown.stderr.strip().splitlines()) == 1
+    assert shown.stdout == ""
 
 
 def test_a_backend_that_is_down_is_a_one_line_error() -> None:
     shown = cli("trace", f"jaeger+http://127.0.0.1:9/{TRACE_ID}", "--timeout", "2")
     assert shown.returncode == 2
-    assert shown.stdout.startswith("workbench: ") and "Traceback" not in shown.stderr
+    assert shown.stderr.startswith("workbench: ") and len(shown.stderr.splitlines()) == 1
+
+
+def test_a_file_not_in_utf_8_warns_and_fails_in_a_line_each(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    path.write_bytes(b"\xff\xfe not a trace")
+    shown = cli("trace", str(path))
+    assert shown.returncode == 2 and shown.stdout == ""
+    warned, failed = shown.stderr.splitlines()
+    assert warned.startswith("warning: ") and "not UTF-8" in warned
+    assert failed.startswith("workbench: ") and "is not valid JSON" in failed
+
+
+def test_a_web_server_that_is_no_backend_is_a_one_line_error() -> None:
+    """Its error page (HTML over many lines) is quoted on the one line."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"jaeger+http://127.0.0.1:{server.server_address[1]}/{TRACE_ID}"
+        shown = cli("trace", url, "--timeout", "20")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert shown.returncode == 2 and shown.stdout == ""
+    assert shown.stderr.startswith("workbench: ") and shown.stderr.count("\n") == 1
+    assert "not found (404): <!DOCTYPE HTML> <html" in shown.stderr
 
 
 def test_a_reader_that_leaves_early_stops_the_command_quietly(tmp_path: Path) -> None:

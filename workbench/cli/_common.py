@@ -11,9 +11,14 @@ terminal.
 from __future__ import annotations
 
 import argparse
+import logging
 import re
-from collections.abc import Iterable, Sequence
+import sys
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from workbench.agent import RunResult
 from workbench.messages import Message
@@ -32,11 +37,15 @@ __all__ = [
     "call_legend",
     "echo",
     "errors_text",
+    "http_url",
     "load_run",
     "message_line",
     "message_text",
     "open_store",
+    "problems_as_lines",
     "run_argument",
+    "say_problem",
+    "seconds",
     "step_table",
     "store_option",
     "terminal_text",
@@ -65,6 +74,84 @@ def terminal_text(text: str, *, one_line: bool = False) -> str:
 def echo(text: str = "") -> None:
     """Print ``text`` with nothing in it that a terminal would obey (see the module docstring)."""
     print(terminal_text(text))
+
+
+def say_problem(text: str) -> None:
+    """One line on stderr: an error (``workbench: ...``) or a warning (``warning: ...``).
+
+    One line whatever the text holds (a server's HTML answer, an exception's several lines): the
+    person reads the sentence; the output of the verb, on stdout, stays apart from it.
+    """
+    print(terminal_text(" ".join(text.split()), one_line=True), file=sys.stderr)
+
+
+class _ProblemLines(logging.Handler):
+    """Log records of a warning or worse as one line each.
+
+    Such as the library's count of spans it could not export, or a damaged row listed without
+    its metadata.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        say_problem(f"{record.levelname.lower()}: {record.getMessage()}")
+
+
+def _warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: object = None,
+    line: str | None = None,
+) -> None:
+    say_problem(f"warning: {message}")
+
+
+@contextmanager
+def problems_as_lines() -> Iterator[None]:
+    """While a verb runs: warnings and logged problems as one ``warning: ...`` line each.
+
+    Python's own formats are for the code's author: a warning names the file and line of ours
+    that raised it and quotes that source line (``traces.py:90: TelemetryExportWarning: ...`` and
+    ``stats = telemetry.shutdown(...)``); a log record without a handler is a bare line. Both are
+    put back as they were when the verb returns (``main`` is also called in-process).
+    """
+    handler = _ProblemLines(logging.WARNING)
+    root = logging.getLogger()
+    with warnings.catch_warnings():
+        warnings.showwarning = _warning_line
+        root.addHandler(handler)
+        try:
+            yield
+        finally:
+            root.removeHandler(handler)
+
+
+def http_url(text: str) -> str:
+    """An ``http://`` or ``https://`` URL with a host (an argparse type); refused otherwise.
+
+    Without it, ``notaurl`` went on to the exporter as a path (``notaurl/v1/traces/v1/traces``)
+    and to the proxy's client as a relative URL, which raised from inside.
+    """
+    try:
+        parts = urlsplit(text)  # a port that is no number, or out of range, raises on reading
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a URL: {exc}") from None
+    if not usable:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL")
+    return text
+
+
+def seconds(text: str) -> float:
+    """A number of seconds, zero or more (an argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds, zero or more")
+    return value
 
 
 def store_option(parser: argparse.ArgumentParser) -> None:

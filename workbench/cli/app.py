@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 
 from workbench._record import Record
-from workbench.cli._common import echo
+from workbench.cli._common import problems_as_lines, say_problem
 from workbench.cli.demo import run_demo_verb
 from workbench.cli.proxy import run_proxy, setup_proxy
 from workbench.cli.replay import run_replay, setup_replay
@@ -111,14 +111,23 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``workbench`` command: the verb's exit status (2: a one-line error)."""
+    """Entry point of the ``workbench`` command: the verb's exit status (2: a one-line error).
+
+    Errors and warnings go to stderr as one line each (`problems_as_lines`), never as a traceback:
+    a file that cannot be written is said as the system says it.
+    """
     args = parser().parse_args(argv)
-    try:
-        return VERBS[args.verb].run(args)
-    except (StoreError, TraceLoadError, UsageError) as exc:
-        echo(f"workbench: {exc}")
-        return 2
-    except BrokenPipeError:  # the reader left (``workbench runs | head``): stop, quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit would fail again
-        return 1
+    with problems_as_lines():
+        try:
+            return VERBS[args.verb].run(args)
+        except (StoreError, TraceLoadError, UsageError) as exc:
+            say_problem(f"workbench: {exc}")
+            return 2
+        except BrokenPipeError:  # the reader left (``workbench runs | head``): stop, quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit would fail again
+            return 1
+        except OSError as exc:  # -o into a directory that cannot be made, a disk full
+            where = f": {exc.filename}" if exc.filename else ""
+            say_problem(f"workbench: {exc.strerror or exc}{where}")
+            return 2

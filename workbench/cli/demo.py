@@ -61,6 +61,8 @@ def run_demo_verb(args: argparse.Namespace) -> int:
         ]
         echo(f"  its traces (trace {final.trace_id}): {', '.join(str(p) for p in written)}")
     echo(f"  {_demo_report(results, telemetry)}")
+    if telemetry is not None:  # $OTEL_EXPORTER_OTLP_ENDPOINT set: delivered, or said, now
+        telemetry.shutdown()  # (at exit, a failure would miss the verb's one-line warnings)
     return 0 if final.status.value == "completed" else 1
 
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 from workbench import proxy
-from workbench.cli._common import echo, open_store, store_option
+from workbench.cli._common import echo, http_url, open_store, seconds, store_option
 from workbench.errors import UsageError
 
 __all__ = ["run_proxy", "setup_proxy"]
@@ -27,6 +27,7 @@ def setup_proxy(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--upstream",
         metavar="URL",
+        type=http_url,
         help="the model server to forward to (.../v1): Chat Completions, Responses, Messages",
     )
     parser.add_argument(
@@ -59,7 +60,7 @@ def setup_proxy(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--grace",
         metavar="SECONDS",
-        type=float,
+        type=seconds,
         default=5.0,
         help="on stopping, how long calls in flight may take to end before they are cut off",
     )

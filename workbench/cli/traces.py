@@ -19,9 +19,11 @@ from workbench.cli._common import (
     call_legend,
     echo,
     errors_text,
+    http_url,
     load_run,
     message_line,
     run_argument,
+    seconds,
     store_option,
     text_table,
     wrote_report,
@@ -60,11 +62,14 @@ def setup_push(parser: argparse.ArgumentParser) -> None:
     run_argument(parser)
     parser.add_argument(
         "--endpoint",
+        type=http_url,
         default=None,
         help="OTLP/HTTP traces URL (default: $OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, "
         "else http://localhost:4318/v1/traces)",
     )
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for delivery")
+    parser.add_argument(
+        "--timeout", type=seconds, default=10.0, help="seconds to wait for delivery"
+    )
     parser.add_argument("--content", action="store_true", help="include messages (redacted)")
     store_option(parser)
 
@@ -110,7 +115,9 @@ def setup_trace(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--messages", action="store_true", help="print the last model call's conversation too"
     )
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a backend")
+    parser.add_argument(
+        "--timeout", type=seconds, default=10.0, help="seconds to wait for a backend"
+    )
 
 
 def run_trace(args: argparse.Namespace) -> int:

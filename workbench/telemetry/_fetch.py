@@ -76,10 +76,11 @@ class Fetch:
             raise self._late(url) from None
         except httpx.HTTPError as exc:
             raise TraceLoadError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
+        answer = " ".join(text[:400].split())[:200]  # a web server's error page, on one line
         if status == 404:
-            raise TraceLoadError(f"{url}: not found (404): {text[:200]}")
+            raise TraceLoadError(f"{url}: not found (404): {answer}")
         if status >= 400:
-            raise TraceLoadError(f"{url} answered {status}: {text[:200]}")
+            raise TraceLoadError(f"{url} answered {status}: {answer}")
         try:
             return self._read(text)
         except ValueError:  # not JSON, or nested too deeply

@@ -126,6 +126,8 @@ class _CountingExporter(SpanExporter):
         self.failure = ""
         """What the exporter said of the last batch that failed (`ExportStats.failure`)."""
         self._lock = threading.Lock()
+        self.closing = False
+        """Set when the pipe's shutdown begins: its warning says what failed from then on."""
         self._shut = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -148,7 +150,7 @@ class _CountingExporter(SpanExporter):
                 self.failed += len(spans)
                 failed = self.failed
                 self.failure = redacted(_exporting.failure)
-            said = self._shut  # a send in flight at shutdown: the warning said it once already
+            said = self.closing  # the shutdown's warning says it, with the exporter's error
         if result is not SpanExportResult.SUCCESS and not said:
             log.warning(
                 "workbench telemetry: could not export %d spans to %s (%d dropped so far)%s",
@@ -236,7 +238,7 @@ class ExportPipe(SpanProcessor):
         """Flush within the bound, then stop the worker; what did not make it is counted."""
         if self._closed:
             return
-        self._closed = True
+        self._closed = self._exporter.closing = True
         worker = threading.Thread(target=self._batch.shutdown, daemon=True)
         worker.start()
         worker.join(timeout_millis / 1000)
