@@ -16,6 +16,7 @@ import ipywidgets as widgets
 import pytest
 
 import workbench as wb
+from tests._failing_team import team
 from workbench.demo import eval_agent, eval_task, run_eval
 from workbench.notebook import RunsBrowser, RunsView, TraceExplorer, compare_html
 from workbench.runlist import StoreRuns
@@ -199,3 +200,21 @@ def test_run_text_is_sent_as_text_and_drawn_escaped(tmp_path: Path) -> None:
     assert markup in row["first_error"] and row["agent"] == markup  # text, for textContent
     html = compare_html(store.load(a.run_id), store.load(b.run_id))
     assert markup not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_sub_runs_under_their_run_show_the_tree_s_steps_as_its_tokens_and_errors(
+    tmp_path: Path,
+) -> None:
+    """The failing team: a lead (2 steps) asks a researcher (2) who asks a digger (4)."""
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    team(store=store).run_sync("hat")
+    browser = RunsBrowser(store, live=False)
+    try:
+        assert sorted(r["steps"] for r in browser.table.rows) == [2, 2, 4]
+        lead = next(r for r in browser.table.rows if r["depth"] == 0)
+        browser.table.rollup = True
+        (tree,) = browser.table.rows
+        assert (tree["steps"], tree["subruns"], tree["errors"]) == (8, 2, 1)
+        assert tree["tokens"] == lead["tokens"]  # the lead's usage holds its sub-runs'
+    finally:
+        browser.close()

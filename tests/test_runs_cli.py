@@ -52,11 +52,15 @@ def test_runs_shows_depth_and_parent_and_can_leave_sub_runs_out(
     assert sub.startswith(result.children[0].run_id) and "  └ helper  completed" in sub
     assert sub.split()[-2:] == ["1", result.run_id]
     assert lines[-1] == f"2 of 2 runs in {path}"
+    steps = lines[0].index("steps")  # the columns are aligned left under their heading
+    assert [root[steps:].split()[0], sub[steps:].split()[0]] == ["2", "1"]  # each run's own
     assert main(["runs", "--store", str(path), "--roots"]) == 0
     out = capsys.readouterr().out
     assert result.children[0].run_id not in out and out.rstrip().endswith(
         f"1 of 1 top-level runs in {path}"
     )
+    heading, _, tree, *_ = out.splitlines()
+    assert tree[heading.index("steps") :].split()[0] == "3"  # the tree's, as its errors are
 
 
 def test_a_damaged_depth_lists_the_run_as_a_root(tmp_path: Path) -> None:

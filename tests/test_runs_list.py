@@ -243,6 +243,28 @@ def test_sub_runs_rolled_up_under_their_root(store: wb.RunStore, runs: Runs) -> 
     assert store.count(wb.RunFilter(rollup=True)) == 4 and store.count() == 5
 
 
+def test_a_rolled_up_row_counts_its_tree_s_steps_as_its_errors_and_tokens(
+    store: wb.RunStore, runs: Runs
+) -> None:
+    """A rolled-up row's errors and tool calls are its tree's, and its tokens its root's usage,
+    which holds its sub-runs': its steps are the tree's too (the lead's own 2 and the helper's),
+    in the records, the frame and the sort. The flat list keeps each run's own."""
+    own, helped = runs.lead.state.step, runs.helper.state.step
+    assert (own, helped) == (2, 3)
+    (tree,) = store.find(wb.RunFilter(rollup=True, tool="ask"))
+    assert (tree.run_id, tree.steps) == (runs.lead.run_id, own + helped)
+    usage = runs.lead.usage
+    assert tree.input_tokens + tree.output_tokens == usage.input_tokens + usage.output_tokens
+    assert usage.requests == own + helped  # a model call a step, the helper's counted in
+    frame = wb.runs(store, rollup=True).set_index("run")
+    assert frame.loc[runs.lead.run_id, "steps"] == own + helped
+    flat = wb.runs(store).set_index("run")
+    assert flat.loc[[runs.lead.run_id, runs.helper.run_id], "steps"].tolist() == [own, helped]
+    by_steps = store.find(wb.RunFilter(rollup=True), sort="steps", descending=True)
+    assert by_steps[0].run_id == runs.lead.run_id
+    assert store.find(sort="steps", descending=True)[0].run_id != runs.lead.run_id
+
+
 def test_sorted_and_paged(store: wb.RunStore, runs: Runs) -> None:
     by_errors = store.find(sort="errors", descending=True, limit=3)
     assert [r.errors for r in by_errors] == [1, 1, 1]
@@ -293,8 +315,14 @@ def _dropped(table: str, *columns: str) -> list[str]:
     return [f"ALTER TABLE {table} DROP COLUMN {column}" for column in columns]
 
 
+def _as_version_6(path: Path) -> None:
+    """Make a store what workbench with store schema 6 left: no steps on the summaries."""
+    _undone(path, 6, *_dropped("summaries", "steps", "tree_steps"))
+
+
 def _as_version_5(path: Path) -> None:
     """Make a store what workbench with store schema 5 left: no run's process recorded."""
+    _as_version_6(path)
     columns = ("writer_host", "writer_pid", "writer_started")
     _undone(path, 5, "DROP INDEX summaries_unfinished", *_dropped("summaries", *columns))
 
@@ -331,6 +359,19 @@ def _as_version_3(path: Path) -> None:
     _as_version_4(path)
     columns = ("status", "agent_name", "created_at")
     _undone(path, 3, "DROP INDEX summaries_by_time", *_dropped("summaries", *columns))
+
+
+def test_a_version_6_store_rolls_up_its_trees_steps_as_the_live_store_does(
+    store: wb.RunStore, runs: Runs, tmp_path: Path
+) -> None:
+    live = store.find(wb.RunFilter(rollup=True), sort="steps")
+    store.close()
+    old = tmp_path / "old.sqlite"
+    shutil.copy(store.path, old)
+    _as_version_6(old)
+    with wb.RunStore(old) as migrated:
+        assert migrated.find(wb.RunFilter(rollup=True), sort="steps") == live
+        assert [r.steps for r in live][-1] == runs.lead.state.step + runs.helper.state.step
 
 
 def test_a_version_3_store_lists_as_the_live_store_did(

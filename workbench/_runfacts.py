@@ -91,6 +91,7 @@ class RunFacts:
             state.status.value,
             state.agent_name,
             state.created_at,
+            state.step,
         )
 
 

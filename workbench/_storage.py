@@ -70,7 +70,7 @@ __all__ = [
     "open_connection",
 ]
 
-STORE_SCHEMA_VERSION = 6
+STORE_SCHEMA_VERSION = 7
 """Version of the store's table layout. Bump it and add an entry to `_MIGRATIONS` on any change."""
 
 _T = TypeVar("_T")
@@ -204,7 +204,19 @@ _V6 = (
     f"CREATE INDEX summaries_unfinished ON summaries (status) WHERE status IN {UNFINISHED_SQL}",
 )
 
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: V5, 6: _V6}
+_V7 = (
+    # A rolled-up row's steps are its tree's, as its errors and tool calls are: each run's steps
+    # on its summary (its row has them too, ahead of its payload), the tree's on its root's.
+    "ALTER TABLE summaries ADD COLUMN steps INTEGER",
+    "ALTER TABLE summaries ADD COLUMN tree_steps INTEGER",
+    "UPDATE summaries SET steps = (SELECT r.step FROM runs r WHERE r.run_id = summaries.run_id)",
+    "UPDATE summaries SET tree_steps = (SELECT sum(t.steps) FROM summaries t "
+    "WHERE t.root_run_id = summaries.run_id) WHERE depth = 0",
+)
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: V5, 6: _V6, 7: _V7,
+}  # fmt: skip
 """Statements that take the store from version ``n - 1`` to ``n``."""
 
 
@@ -295,7 +307,7 @@ def _migrate(conn: sqlite3.Connection, path: str, version: int) -> None:
 
 _SUMMARY_COLUMNS = (
     "run_id", "root_run_id", "depth", "errors", "first_error", "tool_calls", "duration",
-    "metadata", "trace_id", "status", "agent_name", "created_at",
+    "metadata", "trace_id", "status", "agent_name", "created_at", "steps",
 )  # fmt: skip
 PUT_SUMMARY = (
     f"INSERT INTO summaries ({', '.join(_SUMMARY_COLUMNS)}) "
@@ -308,8 +320,9 @@ PUT_WRITER = (
 )
 """Record the process writing a run (`workbench._processes.this_process`), then the run id."""
 TREE_TOTALS = (
-    "(tree_errors, tree_tool_calls, subruns) = (SELECT sum(t.errors), sum(t.tool_calls), "
-    "count(*) - 1 FROM summaries t WHERE t.root_run_id = summaries.run_id)"
+    "(tree_errors, tree_tool_calls, tree_steps, subruns) = (SELECT sum(t.errors), "
+    "sum(t.tool_calls), sum(t.steps), count(*) - 1 FROM summaries t "
+    "WHERE t.root_run_id = summaries.run_id)"
 )
 """A root's totals over its tree (``SET`` this ``WHERE`` the root): what a rolled-up row shows,
 kept on the root's row so a rolled-up list reads one row per tree, like any list."""
@@ -317,10 +330,10 @@ kept on the root's row so a rolled-up list reads one row per tree, like any list
 
 _STEP_BODIES = "SELECT step, body FROM steps WHERE run_id = ? ORDER BY seq"
 _UNKNOWN_SUMMARY = (
-    "INSERT INTO summaries (run_id, root_run_id, depth, status, agent_name, created_at) "
-    "SELECT run_id, ?2, 0, status, agent_name, created_at FROM runs WHERE run_id = ?1"
+    "INSERT INTO summaries (run_id, root_run_id, depth, status, agent_name, created_at, steps) "
+    "SELECT run_id, ?2, 0, status, agent_name, created_at, step FROM runs WHERE run_id = ?1"
 )
-"""A run whose records cannot be read: its errors and tools unknown (NULL)."""
+"""A run whose records cannot be read: its errors and tools unknown (NULL), its row's steps."""
 
 
 def _fill_summaries(conn: sqlite3.Connection) -> None:

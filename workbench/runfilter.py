@@ -89,8 +89,8 @@ class RunFilter(Record):
     - ``since`` / ``until``: when the run started (see the module's docstring for the forms).
     - ``metadata``: runs whose metadata has each of these keys with that exact value.
     - ``text``: runs whose messages contain this text (case-insensitive for ASCII letters).
-    - ``rollup``: one row per run tree: a root with its sub-runs' errors, tools and count rolled
-      up into it. Then ``status``, ``since`` and ``until`` ask about the root, and the others
+    - ``rollup``: one row per run tree: a root with its sub-runs' steps, errors, tools and count
+      rolled up into it. Then ``status``, ``since`` and ``until`` ask about the root, and the others
       about any run of the tree (a tree that called ``tool`` anywhere matches).
 
     >>> RunFilter(status="failed", since="2h").status

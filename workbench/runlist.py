@@ -213,10 +213,11 @@ def runs(
 
     ``filters`` are `RunFilter`'s: ``status``, ``agent``, ``tool``, ``errors``, ``since``,
     ``until``, ``metadata``, ``text`` and ``rollup`` (one row per run tree, its sub-runs'
-    errors, tools and count rolled up into its root's row). Columns: run, parent, depth, agent,
-    status, stop_reason, errors (how many), first_error, tools (the names called), steps, tokens,
-    cost, duration (seconds running), started, metadata, model, output, trace_id, rerun_of (and
-    subruns when rolled up). Oldest first unless ``sort``/``descending`` say otherwise.
+    steps, errors, tools and count rolled up into its root's row). Columns: run, parent, depth,
+    agent, status, stop_reason, errors (how many), first_error, tools (the names called), steps,
+    tokens, cost (a run's usage: its sub-runs' included, as in its result), duration (seconds
+    running), started, metadata, model, output, trace_id, rerun_of (and subruns when rolled up).
+    Oldest first unless ``sort``/``descending`` say otherwise.
 
     >>> import workbench as wb
     >>> store = wb.RunStore(":memory:")

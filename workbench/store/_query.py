@@ -6,10 +6,11 @@ payload) only for the rows it lists, never the payloads, so 100,000 runs filter 
 of a second. The tools of the listed runs come from a second query: for a page, of its rows; for
 a whole listing, of every run its filter keeps (the same SQL), in one pass whatever their number.
 
-With ``rollup`` a row is a run tree: its root's row with the tree's errors, tool calls and
-sub-run count, which the store keeps on the root's summary as the tree's runs are written, and
-its tools the union of the tree's. Then status and time ask about the root and the other
-filters about any run of the tree.
+With ``rollup`` a row is a run tree: its root's row with the tree's steps, errors, tool calls
+and sub-run count, which the store keeps on the root's summary as the tree's runs are written,
+and its tools the union of the tree's (its tokens and cost are its root's usage, which holds
+its sub-runs'). Then status and time ask about the root and the other filters about any run of
+the tree.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ class RunSummary(Record):
     (`workbench.runfilter.INTERRUPTED`)."""
     stop_reason: str | None
     steps: int
-    """The steps it recorded (a step under way when its process ended is not one)."""
+    """The steps it recorded (a step under way when its process ended is not one); in a
+    rolled-up row, its tree's."""
     model_name: str | None
     input_tokens: int
     output_tokens: int
@@ -138,7 +140,7 @@ SORTS: dict[str, str] = {
     "agent": "s.agent_name",
     "status": LISTED_STATUS,
     "errors": "errors",
-    "steps": "r.step",
+    "steps": "steps",
     "tokens": "(r.input_tokens + r.output_tokens)",
     "cost": "r.cost",
     "duration": "s.duration",
@@ -148,17 +150,18 @@ SORTS: dict[str, str] = {
 _TIME = "CASE WHEN typeof({0}) IN ('real', 'integer') THEN {0} END"
 """A time column, or NULL where a damaged row holds something else (it lists as no time)."""
 _ROW = (
-    f"r.run_id, r.agent_name, {LISTED_STATUS}, r.stop_reason, r.step, r.model_name, "
+    f"r.run_id, r.agent_name, {LISTED_STATUS}, r.stop_reason, {{steps}}, r.model_name, "
     f"r.input_tokens, r.output_tokens, r.cost, {_TIME.format('r.created_at')}, "
     f"{_TIME.format('r.updated_at')}, r.parent_run_id, r.rerun_of_run, r.rerun_of_step, "
     "r.output, s.depth, s.root_run_id"
 )
 _RUN = (
-    f"{_ROW}, s.errors AS errors, s.first_error, s.tool_calls, s.duration, s.metadata, s.trace_id"
+    f"{_ROW.format(steps='r.step AS steps')}, s.errors AS errors, s.first_error, s.tool_calls, "
+    "s.duration, s.metadata, s.trace_id"
 )
-_TREE = (
-    f"{_ROW}, s.tree_errors AS errors, s.first_error, s.tree_tool_calls, s.duration, s.metadata, "
-    "s.trace_id, s.subruns"
+_TREE = (  # a tree's steps, errors and tool calls (its tokens and cost are its root's usage)
+    f"{_ROW.format(steps='coalesce(s.tree_steps, r.step) AS steps')}, s.tree_errors AS errors, "
+    "s.first_error, s.tree_tool_calls, s.duration, s.metadata, s.trace_id, s.subruns"
 )
 _FROM = "FROM summaries s JOIN runs r ON r.run_id = s.run_id"
 COLUMNS = tuple(
