@@ -376,6 +376,23 @@ def test_without_telemetry_no_spans_and_no_cost() -> None:
     assert all(s.timing.prepare > 0 for s in done.steps if s.snapshot_id)
 
 
+def test_a_time_nothing_measured_is_missing_in_the_step_table_not_zero() -> None:
+    """No hook ran, nothing recorded the run (no telemetry, no store): no such time, and the
+    table says so (NaN, which the views leave out), not 0.0, which reads as measured."""
+    called = wb.ModelResponse.tool_call("add", {"a": 1, "b": 2})
+    plain = wb.Agent(wb.ScriptedModel([called, "3"]), tools=[add], store=False)
+    table = wb.trace_of(plain.run_sync("1 + 2?")).steps_df()
+    assert table[["hooks_ms", "telemetry_ms"]].isna().all().all(), table
+    assert wb.trace_of(plain.run_sync("1 + 2?")).agents()["hooks_ms"].isna().all()
+    hook = wb.Hook(wb.HookEvent.PRE_TOOL_USE, lambda given: None)
+    hooked = wb.Agent(
+        wb.ScriptedModel([called, "3"]), tools=[add], hooks=[hook], telemetry=wb.Telemetry()
+    )
+    table = wb.trace_of(hooked.run_sync("1 + 2?"), telemetry=hooked.telemetry).steps_df()
+    assert list(table["hooks_ms"].notna()) == [True, False]  # the step that called the tool
+    assert (table["telemetry_ms"] > 0).all()
+
+
 def test_import_workbench_loads_neither_opentelemetry_nor_pandas() -> None:
     code = (
         "import sys, workbench\n"

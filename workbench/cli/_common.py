@@ -264,7 +264,7 @@ def step_table(steps: Sequence[StepRecord]) -> str:
                 f"{t.prepare * 1e3:.2f}",
                 f"{t.inference * 1e3:.2f}",
                 f"{t.tools * 1e3:.2f}",
-                f"{t.hooks * 1e3:.2f}",
+                f"{t.hooks * 1e3:.2f}" if t.per_hook else "-",  # no hook ran
                 calls or "-",
                 f"{s.usage.input_tokens}/{s.usage.output_tokens}",
                 s.status.value,

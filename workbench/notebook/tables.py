@@ -55,7 +55,7 @@ READABLE_COLUMNS: dict[str, str] = {
     "tools_ms": "tools (ms)",
     "hooks_ms": "hooks (ms)",
     "continuation_ms": "continuation (ms)",
-    "telemetry_ms": "telemetry (ms)",
+    "telemetry_ms": "recording (ms)",  # what recording the step cost: its spans, store writes
     "ttft_ms": "first token (ms)",
     "input_tokens": "tokens in",
     "output_tokens": "tokens out",
@@ -69,7 +69,9 @@ def for_people(frame: pd.DataFrame) -> pd.DataFrame:
     """A step or agent table to look at, its columns as `READABLE_COLUMNS` names them.
 
     Ids and start times (for code) are left out, a step's label says which step it is, and a
-    column with no value in any row, or an agent column of a single agent, is dropped.
+    column with no value in any row, or an agent column of a single agent, is dropped: a run
+    whose steps ran no hook has no hooks column, one nothing recorded (no telemetry, no store)
+    no recording column, rather than a column of zeros that reads as measured.
     """
     kept = [c for c in READABLE_COLUMNS if c in frame.columns]
     shown = frame[kept].dropna(axis=1, how="all")

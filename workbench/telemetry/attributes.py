@@ -58,11 +58,15 @@ def step_attributes(record: StepRecord, snapshot: StepContext | None) -> Attribu
             n.TIMING_PREPARE: timing.prepare,
             n.TIMING_INFERENCE: timing.inference,
             n.TIMING_TOOLS: timing.tools,
-            n.TIMING_HOOKS: timing.hooks,
             n.TIMING_CONTINUATION: timing.continuation,
-            n.TIMING_TELEMETRY: timing.telemetry,
         }
     )
+    # Measured only when something ran: a step with no hook, or a run nothing recorded (no
+    # telemetry, no store), has no such time, and a 0 would read as one measured.
+    if timing.per_hook:
+        attributes[n.TIMING_HOOKS] = timing.hooks
+    if timing.telemetry > 0:
+        attributes[n.TIMING_TELEMETRY] = timing.telemetry
     if timing.time_to_first_token is not None:
         attributes[n.TIMING_TTFT] = timing.time_to_first_token
     if record.usage.cost is not None:

@@ -265,8 +265,8 @@ class Trace(Record):
             output_tokens=("output_tokens", "sum"),
             inference_ms=("inference_ms", "sum"),
             tools_ms=("tools_ms", "sum"),
-            hooks_ms=("hooks_ms", "sum"),
         )
+        table["hooks_ms"] = grouped["hooks_ms"].sum(min_count=1)  # no hook ran: none measured
         table["cost"] = grouped["cost"].apply(lambda c: c.sum(skipna=False))
         table["runs"] = table["runs"].where(table["runs"] > 0, 1)
         out: pd.DataFrame = table.reset_index().reindex(columns=list(AGENT_COLUMNS))
