@@ -44,6 +44,56 @@ def test_a_phase_event_at_a_breakpoint_says_where_which_breakpoint_and_what_fail
     run.run_to_end()  # a run left stopped in a sub-run is not closed cleanly when collected
 
 
+@wb.tool
+def flaky(x: int) -> int:
+    """Asks for another x."""
+    raise wb.ToolRetry("try x=2")
+
+
+@wb.tool
+def boom(x: int) -> int:
+    """Crashes."""
+    raise ValueError("boom")
+
+
+@wb.tool
+def remove(path: str) -> str:
+    """Removes a file."""
+    return "removed"
+
+
+def _refuse_remove(call: wb.ToolCall, ctx: wb.ToolContext) -> wb.GuardDecision:
+    if call.name == "remove":
+        return wb.ToolPermission.DENY, "not here"
+    return wb.ToolPermission.ALLOW
+
+
+def test_a_tools_phase_says_which_calls_failed_apart_from_its_retries_and_denials() -> None:
+    """As the step table and the report say them: a retry or a denial is no error (a denial was
+    listed, in red, among the calls that failed)."""
+    calls = [("flaky", {"x": 1}), ("boom", {"x": 1}), ("remove", {"path": "/"})]
+    model = wb.ScriptedModel([wb.ModelResponse.tool_calls(calls), wb.ModelResponse.text("ok")])
+    agent = wb.Agent(model=model, tools=[flaky, boom, remove], guards=[_refuse_remove], store=False)
+    run = agent.start("go")
+    event = run.next_phase()
+    while event is not None and event.phase is not wb.Phase.TOOLS:
+        event = run.next_phase()
+    assert event is not None
+    assert [(o.name, o.status, o.is_error) for o in event.outcomes] == [
+        ("flaky", "retry", False),
+        ("boom", "error", True),
+        ("remove", "denied", False),
+    ]
+    html = event._repr_html_()
+    failed = html.split("color:#c62828")[1:]
+    assert len(failed) == 1 and failed[0].startswith("'><b>boom</b>: Tool &#x27;boom&#x27; failed")
+    assert "<b>flaky (retry)</b>: try x=2" in html
+    assert "<b>remove (denied)</b>: Permission denied: not here" in html
+    result = run.run_to_end()
+    (error,) = result.errors  # the run's errors agree: the crash, not the retry or the denial
+    assert (error.kind, error.name) == ("tool", "boom")
+
+
 def test_run_result_html_summarises_and_escapes() -> None:
     result = long_run()
     assert len(repr(result)) < 300

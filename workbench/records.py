@@ -207,10 +207,10 @@ def _call_error(outcome: ToolOutcome, step: StepRecord, state: AgentState) -> Ru
     """The error of one tool call, if it is one (see `step_errors`)."""
     raised = outcome.exception
     kind: ErrorKind
-    if outcome.status == "denied" and raised is not None:
-        kind = "guard"
-    elif outcome.status != "error":
+    if not outcome.is_error:
         return None
+    if outcome.status == "denied":
+        kind = "guard"
     elif outcome.subagent is None:
         kind = "tool"
     elif outcome.subagent.error is None:  # stopped at a limit, or aborted

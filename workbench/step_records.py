@@ -88,6 +88,15 @@ class ToolOutcome(Record):
         """Where the tool (or guard, or sub-run) raised: the user's frames first, redacted."""
         return self.exception.traceback if self.exception is not None else None
 
+    @property
+    def is_error(self) -> bool:
+        """Whether the call went wrong: the tool (or its sub-run) failed, or a guard did.
+
+        A retry (the model is told what to fix) and a denial by a guard that worked are the
+        loop doing its job, not errors: every view counts them apart (`CALL_WORDS`).
+        """
+        return self.status == "error" or (self.status == "denied" and self.exception is not None)
+
 
 class HookTiming(Record):
     """How long one hook invocation took."""
@@ -198,6 +207,9 @@ class PhaseEvent(Record):
     duration: float = 0.0
     breakpoint: Break | None = None
     """The breakpoint that stopped `AgentRun.run_to_breakpoint` here, if one did."""
+    outcomes: tuple[ToolOutcome, ...] = ()
+    """A TOOLS phase's calls, as each ended (ok, error, retry, denied, waits): the messages say
+    what the model read, not which of those was an error."""
 
     @property
     def run_id(self) -> str:

@@ -103,7 +103,10 @@ class StepLog:
         wall = time.time() - (time.perf_counter() - started)  # when it began
         if self.draft is not None:
             self._phases.append((phase, wall, duration))
-        event = PhaseEvent(phase=phase, step=state.step, state=state, duration=duration)
+        calls = self.draft.outcomes if phase is Phase.TOOLS and self.draft is not None else ()
+        event = PhaseEvent(
+            phase=phase, step=state.step, state=state, duration=duration, outcomes=calls
+        )
         self._observers.phase_ended(event, wall)
         return event
 

@@ -11,7 +11,6 @@ from html import escape
 
 from workbench._record import html_view
 from workbench.diff import RunDiff, StepDiff
-from workbench.messages import ToolResult
 from workbench.notebook.html import (
     FAILED_COLOUR,
     _badge,
@@ -20,8 +19,7 @@ from workbench.notebook.html import (
     summary_html,
 )
 from workbench.notebook.tables import steps_text
-from workbench.records import PhaseEvent, RunError, RunResult, errors_summary
-from workbench.state import Phase
+from workbench.records import PhaseEvent, RunError, RunResult, call_label, errors_summary
 
 __all__ = [
     "phase_event_html",
@@ -107,7 +105,8 @@ def phase_event_html(event: PhaseEvent) -> str:
 
     Stopped at a breakpoint (``run.run_to_breakpoint()`` as a cell's value), it says which, and
     the calls of that phase that failed: the cell showed "tools of step 3 · 1.08 ms → running",
-    not that this was the digger, two sub-agents down, or what broke there.
+    not that this was the digger, two sub-agents down, or what broke there. A retry or a denial
+    is said apart from those, as the step table and the report say it: no error.
     """
     state = event.state
     status = state.status.value
@@ -126,21 +125,25 @@ def phase_event_html(event: PhaseEvent) -> str:
 
 
 def _failed_calls(event: PhaseEvent) -> str:
-    """The calls that failed in the phase, as the model reads them (tools phases only)."""
-    if event.phase is not Phase.TOOLS:
-        return ""
-    failed = [
-        part
-        for message in event.state.messages
-        if message.step == event.step and message.role == "tool"
-        for part in message.parts
-        if isinstance(part, ToolResult) and part.is_error
+    """The calls of the phase that did not simply run, with what the model read.
+
+    First those that failed (red); then, labelled as a step table labels them, the retries,
+    denials and calls that wait: no errors (a denial was listed as failed beside a report
+    saying "1 denial: not an error").
+    """
+    failed = [o for o in event.outcomes if o.is_error]
+    others = [o for o in event.outcomes if o.status != "ok" and not o.is_error]
+    lines = [
+        f"<div style='color:{FAILED_COLOUR}'><b>{escape(o.name)}</b>: "
+        f"{escape(o.content[:300])}</div>"
+        for o in failed
     ]
-    return "".join(
-        f"<div style='color:{FAILED_COLOUR}'><b>{escape(part.name)}</b>: "
-        f"{escape(part.content[:300])}</div>"
-        for part in failed
-    )
+    lines += [
+        f"<div style='color:#555'><b>{escape(call_label(o.name, o.status))}</b>: "
+        f"{escape(o.content[:300])}</div>"
+        for o in others
+    ]
+    return "".join(lines)
 
 
 def _changes(step: StepDiff) -> str:
