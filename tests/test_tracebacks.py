@@ -17,8 +17,9 @@ from typing import Any
 
 import workbench as wb
 from tests._failing_team import team
+from workbench.notebook.html import traceback_html
 from workbench.telemetry import names as n
-from workbench.tracebacks import MAX_FRAMES, MAX_TRACEBACK_CHARS, traceback_text
+from workbench.tracebacks import MAX_FRAMES, MAX_TRACEBACK_CHARS, library_runs, traceback_text
 
 R = wb.ModelResponse
 
@@ -230,3 +231,41 @@ def test_docstring_examples_run() -> None:
     for module in (tracebacks, step_records, waits):  # records' examples (call_label) live there
         failed, tried = doctest.testmod(module)
         assert tried > 0 and failed == 0, module.__name__
+
+
+RECORDED_ELSEWHERE = """Traceback (most recent call last):
+  File "/home/u/app/agent.py", line 9, in main
+    asyncio.run(agent.run(prompt))
+  File "/usr/lib/python3.12/asyncio/runners.py", line 194, in run
+    return runner.run(main)
+  File "/u/.venv/lib/python3.12/site-packages/pydantic_ai/agent/__init__.py", line 307, in run
+    result = await handler()
+             ^^^^^^^^^^^^^^^
+  File "/home/u/.venv/lib/python3.12/site-packages/pydantic_graph/step.py", line 253, in _call_node
+    return await node.run(ctx)
+  File "C:\\Python312\\Lib\\site-packages\\pydantic_ai\\_utils.py", line 200, in guard
+    value = func(*args, **kwargs)
+  File "/home/u/app/tools.py", line 4, in get_weather
+    raise ValueError(city)
+ValueError: Atlantis"""
+
+
+def test_a_frameworks_frames_in_a_row_are_set_apart_and_nothing_is_left_out() -> None:
+    pieces = library_runs(RECORDED_ELSEWHERE)
+    assert [(p.frames, p.packages) for p in pieces] == [
+        (0, ()),
+        (4, ("asyncio", "pydantic_ai", "pydantic_graph")),
+        (0, ()),
+    ]
+    assert "\n".join(line for p in pieces for line in p.lines) == RECORDED_ELSEWHERE
+    assert pieces[2].lines[0] == '  File "/home/u/app/tools.py", line 4, in get_weather'
+    shown = traceback_html(RECORDED_ELSEWHERE, open_=True)
+    assert '<details class="wb-frames">' in shown and "4 frames in asyncio, pydantic_ai" in shown
+    assert "<b>  File &quot;/home/u/app/tools.py&quot;, line 4, in get_weather</b>" in shown
+
+
+def test_one_or_two_library_frames_stay_as_they_are() -> None:
+    lines = RECORDED_ELSEWHERE.split("\n")
+    two = "\n".join(lines[:8] + lines[-3:])  # the asyncio frame and pydantic-ai's first
+    assert [(p.frames, p.packages) for p in library_runs(two)] == [(0, ())]
+    assert "wb-frames" not in traceback_html(two)

@@ -23,15 +23,17 @@ import asyncio
 import concurrent.futures
 import linecache
 import os
+import re
 import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.redact import redacted, unicode_text
 
-__all__ = ["MAX_FRAMES", "MAX_TRACEBACK_CHARS", "traceback_text"]
+__all__ = ["MAX_FRAMES", "MAX_TRACEBACK_CHARS", "Lines", "library_runs", "traceback_text"]
 
 MAX_TRACEBACK_CHARS = 12_000
 """The most characters of a traceback a run keeps; the middle of a longer one is cut."""
@@ -155,3 +157,76 @@ def _bounded(text: str) -> str:
     tail = MAX_TRACEBACK_CHARS - head
     cut = len(text) - head - tail
     return f"{text[:head]}\n... {cut:,} characters of the traceback left out ...\n{text[-tail:]}"
+
+
+_FILE = re.compile(r'\s+File "([^"]+)", line')
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
+_STANDARD = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\]([^/\\]+)")
+"""A frame's file in an installed package, or in Python's own library: its top-level name."""
+
+FOLD_AT = 3
+"""The fewest library frames in a row that `library_runs` folds: one or two read faster as is."""
+
+
+@dataclass(frozen=True)
+class Lines:
+    """Consecutive lines of a traceback; ``packages`` names the libraries of a folded run."""
+
+    lines: list[str]
+    frames: int = 0
+    packages: tuple[str, ...] = ()
+
+
+def library_runs(text: str) -> list[Lines]:
+    """A traceback's lines, with each run of `FOLD_AT` or more frames of library code apart.
+
+    A traceback recorded by another framework (pydantic-ai's, a LangChain tool's) holds every
+    frame of that framework between the agent's entry and the user's function: sixty lines of
+    ``site-packages`` above the one frame of the person's code, which a view showing the top
+    of the traceback hides. The views fold these runs (``packages`` names what is in them) and
+    keep every other line, the user's frames and the exception, in view. Nothing is dropped.
+    """
+    pieces: list[Lines] = []
+    plain: list[str] = []
+    run: list[list[str]] = []  # library frames in a row: each its file line and the lines below
+
+    def flush_run() -> None:
+        if len(run) >= FOLD_AT:
+            if plain:
+                pieces.append(Lines(plain[:]))
+                plain.clear()
+            names = [_library(frame[0]) or "" for frame in run]
+            pieces.append(Lines([line for f in run for line in f], len(run), _unique(names)))
+        else:
+            plain.extend(line for frame in run for line in frame)
+        run.clear()
+
+    for line in text.rstrip("\n").split("\n"):
+        if _FILE.match(line):
+            if _library(line) is None:
+                flush_run()
+                plain.append(line)
+            else:
+                run.append([line])
+        elif run and line.startswith("    "):  # the source line and carets of a library frame
+            run[-1].append(line)
+        else:
+            flush_run()
+            plain.append(line)
+    flush_run()
+    if plain:
+        pieces.append(Lines(plain))
+    return pieces
+
+
+def _library(file_line: str) -> str | None:
+    """The library a frame's file line is in, or None for the user's code (or a cell)."""
+    match = _FILE.match(file_line)
+    if match is None:
+        return None
+    found = _INSTALLED.search(match.group(1)) or _STANDARD.search(match.group(1))
+    return found.group(1).removesuffix(".py") if found else None
+
+
+def _unique(names: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(names))

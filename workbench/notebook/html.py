@@ -25,6 +25,7 @@ from workbench.messages import (
 from workbench.records import RunError, StepRecord, ToolOutcome
 from workbench.session_state import boundary_number, summary_span
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase
+from workbench.tracebacks import Lines, library_runs
 from workbench.waits import SHORTEST, Wait, time_worked, waited_text
 
 __all__ = [
@@ -359,16 +360,32 @@ def error_html(error: ErrorInfo) -> str:
 def traceback_html(text: str, *, open_: bool = False) -> str:
     """A traceback, escaped, folded under a "traceback" line; each frame's file line in bold.
 
-    A ``<details>`` element: it opens and closes without a script (the report, offline).
+    A ``<details>`` element: it opens and closes without a script (the report, offline). Runs of
+    library frames are folded in it too (`library_runs`), so the frames of the person's code
+    and the exception show in the box without scrolling past a framework's sixty frames.
     """
-    body = "\n".join(
-        f"<b>{escape(line)}</b>" if line.lstrip().startswith('File "') else escape(line)
-        for line in text.rstrip("\n").split("\n")
+    pieces = library_runs(text)  # a fold is a block: no line break after it
+    body = "".join(
+        _lines_html(p) + ("\n" if not p.frames and p is not pieces[-1] else "") for p in pieces
     )
     return (
         f'<details class="wb-traceback"{" open" if open_ else ""}>'
         f'<summary style="cursor:pointer;color:{FAILED_COLOUR};font-size:11px">traceback</summary>'
         f'<pre style="{_TRACEBACK}">{body}</pre></details>'
+    )
+
+
+def _lines_html(piece: Lines) -> str:
+    lines = "\n".join(
+        f"<b>{escape(line)}</b>" if line.lstrip().startswith('File "') else escape(line)
+        for line in piece.lines
+    )
+    if not piece.frames:
+        return lines
+    where = escape(", ".join(piece.packages))
+    return (
+        f'<details class="wb-frames"><summary style="cursor:pointer;color:#757575">'
+        f"  … {piece.frames} frames in {where}</summary>{lines}</details>"
     )
 
 
