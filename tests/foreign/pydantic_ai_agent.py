@@ -1,14 +1,33 @@
 """A pydantic-ai agent with one tool, traced by pydantic-ai's own instrumentation (its TestModel:
-offline). Its chat spans carry the conventions' JSON messages, a tool result as ``result``."""
+offline). Its chat spans carry the conventions' JSON messages, a tool result as ``result``.
+
+`failing_spans`: an agent whose tool raises, which pydantic-ai lets out of the run: its tool and
+agent spans failed, each with the exception's traceback as pydantic-ai records it (every frame
+of pydantic-ai between the run and the tool)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 
 def traced_spans() -> list[Any]:
     """The finished SDK spans of one run of the agent ``adder``."""
+    return _spans(fail=False)
+
+
+def failing_spans() -> list[Any]:
+    """The finished SDK spans of one run of the agent ``weather``, whose tool raised."""
+    return _spans(fail=True)
+
+
+def no_station(city: str) -> str:
+    """The tool ``get_weather`` of `failing_spans`: it raises."""
+    raise ValueError(f"no weather station in {city}")
+
+
+def _spans(*, fail: bool) -> list[Any]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -23,10 +42,15 @@ def traced_spans() -> list[Any]:
     settings = InstrumentationSettings(tracer_provider=provider, include_content=True)
     agent = Agent(
         TestModel(),
-        name="adder",
+        name="weather" if fail else "adder",
         instructions="Add numbers.",
         capabilities=[Instrumentation(settings=settings)],
     )
+    if fail:
+        agent.tool_plain(name="get_weather")(no_station)
+        with contextlib.suppress(ValueError):
+            asyncio.run(agent.run("What is the weather in Atlantis?"))
+        return list(exporter.get_finished_spans())
 
     @agent.tool_plain
     def add(a: int, b: int) -> int:

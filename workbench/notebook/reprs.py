@@ -1,4 +1,4 @@
-"""How a `RunResult`, a `RunError`, a `PhaseEvent` and a `RunDiff` look as a notebook cell's value.
+"""How a `RunResult`, `RunError`, `PhaseEvent`, `RunDiff` and `Trace` look as a cell's value.
 
 Their ``_repr_html_`` methods call these functions (imported when a notebook asks, so the core
 never needs the notebook extra): a summary a reader takes in at a glance, where the default
@@ -20,6 +20,8 @@ from workbench.notebook.html import (
 )
 from workbench.notebook.tables import steps_text
 from workbench.records import PhaseEvent, RunError, RunResult, call_label, errors_summary
+from workbench.report import trace_summary
+from workbench.telemetry.trace import Trace
 
 __all__ = [
     "phase_event_html",
@@ -27,6 +29,7 @@ __all__ = [
     "run_error_html",
     "run_result_html",
     "stored_run_html",
+    "trace_html",
 ]
 
 _STATUS = {
@@ -97,6 +100,19 @@ def run_error_html(error: RunError) -> str:
     Its repr is one line; the person who asks for one error has come for its traceback.
     """
     return f"<div class='wb-run-error'>{errors_html([error])}</div>"
+
+
+@html_view(Trace)
+def trace_html(trace: Trace) -> str:
+    """A trace (``wb.load_trace(...)`` in a cell): what went wrong first, then what it holds.
+
+    The lines `workbench trace` prints. Its text repr names only the trace id and the number
+    of spans, so a loaded trace of an agent whose tool crashed looked like any other.
+    """
+    errors = trace.errors()
+    rows = {k: escape(v) for k, v in trace_summary(trace).items() if k != "errors"}
+    top = summary_html(trace.summary(), failed=bool(errors))
+    return f"<div class='wb-trace'><b>Trace</b>{top}{errors_html(errors)}{_rows(rows)}</div>"
 
 
 @html_view(PhaseEvent)
