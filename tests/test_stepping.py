@@ -420,6 +420,23 @@ def test_the_stepper_steps_into_a_sub_run_shows_its_messages_and_steps_over_it()
     assert stepper.run.result.output == "done" and stepper.errors == []
 
 
+def test_the_first_step_shows_the_question_and_folds_the_history_the_run_was_given() -> None:
+    from workbench.notebook import Stepper
+
+    history = [wb.Message.user("What is 2 + 3?"), wb.Message.assistant("<b>2 + 3</b> = 5")]
+    model = wb.ScriptedModel([R.tool_call("search", {"query": "x"}), "ok"])
+    stepper = Stepper(wb.Agent(model=model, tools=[search]), "What is 17 + 25?", history=history)
+    stepper.next_phase_button.click()
+    stepper.next_phase_button.click()  # the model calls search
+    shown = stepper.messages.value
+    earlier, _, after = shown.partition("</details>")
+    assert '<details class="wb-earlier"' in earlier and "2 earlier messages" in earlier
+    assert "What is 2 + 3?" in earlier and "&lt;b&gt;2 + 3&lt;/b&gt; = 5" in earlier  # as text
+    assert "What is 17 + 25?" in after and "search" in after  # the question, the model's call
+    stepper.next_step_button.click()  # step 2 shows what it added, nothing folded
+    assert "wb-earlier" not in stepper.messages.value
+
+
 def test_the_stepper_continues_to_a_breakpoint_inside_a_sub_run_and_closing_aborts() -> None:
     from workbench.notebook import Stepper
 

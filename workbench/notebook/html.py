@@ -212,6 +212,24 @@ def messages_html(messages: Sequence[Message], *, empty: str = "no messages") ->
     return "".join(message_html(m) for m in messages)
 
 
+def question_html(messages: Sequence[Message], *, empty: str = "no messages") -> str:
+    """Messages with those before the last user message folded under one line that counts them.
+
+    A run given a history (worked examples, an earlier conversation) starts its first step with
+    all of it. The person stepping it looks for the question and what the step does with it,
+    which would otherwise come after a screenful of history; one click opens the rest.
+    """
+    asked = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), 0)
+    if asked == 0:
+        return messages_html(messages, empty=empty)
+    earlier = f"{asked} earlier message{'' if asked == 1 else 's'}"
+    return (
+        f'<details class="wb-earlier" style="margin:2px 0">'
+        f'<summary style="cursor:pointer;font-size:11px;color:#555">{earlier}</summary>'
+        f"{messages_html(messages[:asked])}</details>{messages_html(messages[asked:])}"
+    )
+
+
 def outcomes_html(
     outcomes: Sequence[ToolOutcome], *, tracebacks: bool = True, waits: Sequence[Wait] = ()
 ) -> str:

@@ -31,6 +31,7 @@ from workbench.notebook.html import (
     messages_html,
     outcomes_html,
     pending_html,
+    question_html,
     status_html,
     step_html,
     summary_html,
@@ -634,11 +635,12 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self.messages.value = step_html(steps[chosen], steps)
             return
         state = self.run.state
-        # Before the first record closes, the step so far includes the prompt it started from.
-        live = state.messages[self._live_from :] if steps else state.messages
         head = f"<b>Step {state.step} so far</b> (next phase: {self.run.next_phase_name or '—'})"
         if not steps and not self.events:
             head = "<b>The run has not started</b>: its first messages"
+        if steps:
+            live = messages_html(state.messages[self._live_from :], empty="no new messages yet")
+        else:  # the first step holds the prompt it started from, and the history before it
+            live = question_html(state.messages, empty="no new messages yet")
         waiting = calls_html(self.run.pending_calls)
-        shown = messages_html(live, empty="no new messages yet") + self._failed_so_far(self.run)
-        self.messages.value = head + shown + waiting
+        self.messages.value = head + live + self._failed_so_far(self.run) + waiting
