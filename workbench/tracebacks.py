@@ -28,8 +28,8 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from workbench.redact import redacted, unicode_text
 
@@ -168,8 +168,7 @@ FOLD_AT = 3
 """The fewest library frames in a row that `library_runs` folds: one or two read faster as is."""
 
 
-@dataclass(frozen=True)
-class Lines:
+class Lines(NamedTuple):
     """Consecutive lines of a traceback; ``packages`` names the libraries of a folded run."""
 
     lines: list[str]
