@@ -21,6 +21,7 @@ from workbench.notebook.html import (
 from workbench.notebook.tables import steps_text
 from workbench.records import PhaseEvent, RunError, RunResult, call_label, errors_summary
 from workbench.report import trace_summary
+from workbench.runfilter import INTERRUPTED
 from workbench.telemetry.trace import Trace
 
 __all__ = [
@@ -37,7 +38,7 @@ _STATUS = {
     "failed": "#c62828",
     "aborted": "#757575",
     "paused": "#6a1b9a",
-    "interrupted": "#e65100",
+    INTERRUPTED: "#e65100",
 }
 _DIFF = {"changed": "#c62828", "only_a": "#e17055", "only_b": "#0984e3"}
 _CELL = "padding:1px 8px;vertical-align:top;text-align:left"
@@ -87,7 +88,8 @@ def stored_run_html(result: RunResult, *, status: str | None = None, note: str =
         rows["waiting on"] = pending_html(state.pending)
     if note:
         rows["process"] = escape(note)
-    top = summary_html(errors_summary(status, errors), failed=bool(errors))
+    gone = status == INTERRUPTED  # not a success either: said as an error is
+    top = summary_html(errors_summary(status, errors), failed=bool(errors) or gone)
     return (
         f"<div class='wb-run-result'><b>RunResult</b>{top}{errors_html(errors)}{_rows(rows)}</div>"
     )

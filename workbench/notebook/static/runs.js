@@ -109,6 +109,7 @@ function cell(row, cls) {
     case "wbr-agent":
       td.textContent = (row.depth ? `${"  ".repeat(row.depth)}└ ` : "") + row.agent;
       if (row.subruns) td.append(make("span", "wbr-subruns", ` +${row.subruns} sub-run${row.subruns > 1 ? "s" : ""}`));
+      td.title = td.textContent.trim();  // a cut name (or sub-run count) whole on hover
       break;
     case "wbr-status":
       td.append(make("span", `wbr-badge wbr-${row.status}`, row.status));
@@ -189,7 +190,8 @@ function render({ model, el }) {
       pick.append(box);
       tr.append(pick);
       for (const [, , cls] of COLUMNS.slice(1, 6)) tr.append(cell(row, cls));
-      for (const text of numbers(row)) tr.append(make("td", "wbr-num", text));
+      const values = numbers(row);
+      COLUMNS.slice(6, 10).forEach(([, , cls], i) => tr.append(make("td", cls, values[i])));
       tr.append(cell(row, "wbr-started"));
       return tr;
     }));
