@@ -368,3 +368,36 @@ def test_a_failed_call_in_another_frameworks_trace_is_an_error_in_every_view(
     assert (error.kind, error.run_id, error.message) == said
     assert "&lt;b&gt;rate limited&lt;/b&gt;" in report_html(wb.load_trace(path))
     assert main(["trace", str(path)]) == 0
+
+
+def test_a_client_that_asked_again_after_failed_calls_has_each_failure_in_its_trace_too() -> None:
+    """The openai SDK, through the proxy, retries a call its upstream answered with a 500 twice,
+    then gives up: the recorded run has a model error at each of the first two tries and fails at
+    the third. Its trace said only "failed, 1 run error" (a failed model call in a failed run was
+    taken for the run's own failure) beside the run's "2 model errors, 1 run error"."""
+    import openai
+
+    from tests.fake_upstream import Answer, completion, fake_upstream
+
+    def behaviour(body: dict[str, object], headers: dict[str, str]) -> Answer:
+        if len(body["messages"]) == 1:  # type: ignore[arg-type]
+            return Answer(body=completion("", [("c1", "add", {"a": 2, "b": 3})]))
+        return Answer(status=500, body={"error": {"message": "cannot parse the call"}})
+
+    store = wb.RunStore(":memory:")
+    with fake_upstream(behaviour) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        client = openai.OpenAI(base_url=proxy.url, api_key="sk-test", max_retries=2)
+        messages: list[dict[str, object]] = [{"role": "user", "content": "2 + 3?"}]
+        first = client.chat.completions.create(model="m", messages=messages)  # type: ignore[arg-type]
+        messages += [
+            first.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": "c1", "content": "5"},
+        ]
+        with pytest.raises(openai.InternalServerError):
+            client.chat.completions.create(model="m", messages=messages)  # type: ignore[arg-type]
+        client.close()
+    run = store.load(proxy.run_ids[0])
+    assert [(e.kind, e.step) for e in run.errors] == [("model", 2), ("model", 3), ("run", 4)]
+    trace = wb.trace_of(run)
+    assert _comparable(trace.errors()) == _comparable(run.errors)
+    assert trace.summary() == "failed, 2 model errors, 1 run error; first: step 2 in OpenAI"

@@ -26,6 +26,7 @@ from typing import Any
 from workbench.errors import TraceLoadError
 from workbench.messages import ToolCall
 from workbench.records import ErrorKind, RunError, call_label
+from workbench.state import ExecutionStatus
 from workbench.telemetry import names as n
 from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.spandata import SpanData
@@ -464,14 +465,28 @@ def _error_kind(tree: SpanTree, position: int, raised: bool) -> ErrorKind | None
         case "hook":
             return "hook"
         case "model":
-            runs = [p for p in tree.ancestors(position) if tree.span_at(p).category == "agent"]
-            return None if runs and tree.span_at(runs[0]).is_error else "model"
+            return None if _failed_its_run(tree, position) else "model"
         case "agent":
             runs = [p for p in tree.ancestors(position) if tree.span_at(p).category == "agent"]
             return "subrun" if runs else "run"
         case _:  # another framework's span: its own failure, unless one below it failed first
             below = range(position + 1, tree.ends[position])
             return None if any(tree.span_at(p).is_error for p in below) else "span"
+
+
+def _failed_its_run(tree: SpanTree, position: int) -> bool:
+    """Whether a failed model call is its run's failure (the run's error says it), as records say.
+
+    Ours: when its step failed (`records.step_errors`). A run whose client asked again after
+    a failed call (the proxy recording an SDK's retries) went on, so that call is an error of
+    its own. A span with no step status (another framework's): when its run failed.
+    """
+    above = tree.ancestors(position)
+    step = next((tree.span_at(p) for p in above if tree.span_at(p).category == "step"), None)
+    if step is not None and n.STEP_STATUS in step.attributes:
+        return bool(step.attributes[n.STEP_STATUS] == ExecutionStatus.FAILED.value)
+    runs = [p for p in above if tree.span_at(p).category == "agent"]
+    return bool(runs) and tree.span_at(runs[0]).is_error
 
 
 def _error_name(span: SpanData, kind: ErrorKind) -> str | None:
