@@ -358,7 +358,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self.refresh()
             return
         self._busy, self._stop_requested = True, False
-        self._set_buttons()
+        with self.run.showing():  # what the press set going shows before it goes
+            self.refresh()
         self.task = schedule(lambda: self._drive(action), self._failed)
 
     async def _drive(self, action: Action) -> None:
@@ -470,7 +471,12 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         run = self.run
         budget = run.snapshots[-1].budget if run.snapshots else None
         status = status_html(
-            run.state, run.next_phase_name, budget, note=self._note, traceback=self._traceback
+            run.state,
+            run.next_phase_name,
+            budget,
+            note=self._note,
+            traceback=self._traceback,
+            under_way=self.busy,
         )
         self.status.value = self._summary() + status
         subrun = run.subrun
