@@ -7,6 +7,7 @@ stop, never before it.
 
 from __future__ import annotations
 
+import _thread
 import logging
 import signal
 import threading
@@ -124,12 +125,27 @@ def test_ctrl_c_in_wait_then_close_records_the_call_in_flight() -> None:
     assert len(run.steps) == 1
 
 
-def test_ctrl_c_twice_ends_the_grace_now_and_still_records_the_call_cut_off() -> None:
+def _signalled(main: int) -> None:
+    signal.pthread_kill(main, SIGINT)
+
+
+def _tripped(main: int) -> None:
+    """SIGINT as the interpreter sees one that lands just before a wait blocks: its handler is
+    due, and nothing wakes the wait (`_thread.interrupt_main` sends no signal)."""
+    _thread.interrupt_main()
+
+
+@pytest.mark.parametrize("again", [_signalled, _tripped], ids=["signal", "just-before-a-wait"])
+def test_ctrl_c_twice_ends_the_grace_now_and_still_records_the_call_cut_off(
+    again: Callable[[int], None],
+) -> None:
     """Ctrl-C in `wait`, then again while `close` gives the call in flight its (long) grace.
 
     The second interrupt used to leave `close` before the recorder was closed: the run was never
     ended and the call under way was lost. It now cuts the call off at once, as the grace's end
-    would: the agent gets a 503 and the run records the call as cut off.
+    would: the agent gets a 503 and the run records the call as cut off. A second Ctrl-C that
+    came in the instant before `close` blocked waited out the grace (the held call then answered
+    'too late' to the agent): `close` waited without a bound, and such a signal wakes no wait.
     """
     store = wb.RunStore(":memory:")
     held = Held(Answer(body=completion("too late")))
@@ -147,7 +163,7 @@ def test_ctrl_c_twice_ends_the_grace_now_and_still_records_the_call_cut_off() ->
             except KeyboardInterrupt:
                 interrupts += 1
             # Once `close` has begun, interrupt it again.
-            in_thread(lambda: stopping.wait(HELD) and signal.pthread_kill(main, SIGINT))
+            in_thread(lambda: stopping.wait(HELD) and again(main))
             try:
                 proxy.close()
             except KeyboardInterrupt:  # a failure of this test, not a stop of the test session

@@ -112,7 +112,17 @@ class ProxyHandle:
 
     def wait(self) -> None:
         """Block until the server stops (the command line waits here for Ctrl-C)."""
-        while not self._served.wait(0.5):  # a timeout, so that Ctrl-C gets through on Windows
+        self._until_served()
+
+    def _until_served(self) -> None:
+        """Wait for the server's thread to be done, a Ctrl-C getting through within half a second.
+
+        Never one wait without a bound: a signal that lands after the interpreter last looked for
+        one and before the wait blocks does not wake it (CPython only runs the handler when the
+        wait returns), so a Ctrl-C pressed at that instant was taken only when the server ended:
+        the second Ctrl-C of `close` waited out the whole grace. Windows needs the bound too.
+        """
+        while not self._served.wait(0.5):
             continue
 
     def close(self) -> None:
@@ -128,10 +138,10 @@ class ProxyHandle:
                 "stopping the proxy on %s: calls in flight get %s s to end", self.url, self.grace
             )
             self._server.should_exit = True
-            self._served.wait()
+            self._until_served()
         except KeyboardInterrupt:  # asked again (Ctrl-C twice): the grace ends now
             self._end_grace()
-            self._served.wait()  # the calls cut off are recorded; a third Ctrl-C leaves at once
+            self._until_served()  # the calls cut off are recorded; a third Ctrl-C leaves at once
         self._sock.close()
         self.app.recorder.close()
         if self._failure is not None:
