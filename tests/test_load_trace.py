@@ -538,3 +538,61 @@ def test_an_openinference_trace_from_its_own_instrumentation() -> None:
         {"a": 1, "b": 2},
     )
     assert call.call_id == "call_1"
+
+
+def test_a_recorded_call_whose_arguments_are_no_json_object_keeps_their_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gemma-3-270m through pydantic-ai sent a call with arguments ``{"``; pydantic-ai's
+    validation error came back for it, and the recovered conversation showed the call as
+    ``get_weather({})``. Each reader keeps the text, as the loop keeps a model's."""
+    conventions = {
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": "Paris?"}]}]
+        ),
+        "gen_ai.output.messages": json.dumps(
+            [
+                {
+                    "role": "assistant",
+                    "parts": [
+                        {"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": '{"'},
+                        {"type": "tool_call", "id": "c2", "name": "add", "arguments": "[1, 2]"},
+                        {"type": "tool_call", "id": "c3", "name": "now", "arguments": ""},
+                    ],
+                }
+            ]
+        ),
+    }
+    flattened = {
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.tool_calls.0.id": "c1",
+        "gen_ai.completion.0.tool_calls.0.name": "get_weather",
+        "gen_ai.completion.0.tool_calls.0.arguments": '{"',
+    }
+    for attributes in (conventions, flattened):
+        call = messages_of_chat(attributes)[-1].parts[0]
+        assert isinstance(call, wb.ToolCall)
+        assert (call.name, call.arguments, call.invalid_arguments) == ("get_weather", {}, '{"')
+    listed, empty = messages_of_chat(conventions)[-1].parts[1:]
+    assert isinstance(listed, wb.ToolCall) and listed.invalid_arguments == "[1, 2]"
+    assert isinstance(empty, wb.ToolCall) and (empty.arguments, empty.invalid_arguments) == (
+        {},
+        None,
+    )
+
+    span = CONVENTIONS_ONLY["resourceSpans"][0]["scopeSpans"][0]["spans"][0]  # type: ignore[index]
+    document = json.loads(json.dumps(CONVENTIONS_ONLY))
+    chat = document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    chat["attributes"] = [a for a in span["attributes"] if a["key"] != "gen_ai.output.messages"]
+    chat["attributes"].append(
+        {
+            "key": "gen_ai.output.messages",
+            "value": {"stringValue": conventions["gen_ai.output.messages"]},
+        }
+    )
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(document))
+    from workbench.cli import main
+
+    assert main(["trace", str(path), "--messages"]) == 0
+    assert 'call get_weather({") [c1]' in capsys.readouterr().out

@@ -26,7 +26,6 @@ from typing import Any, NamedTuple
 from workbench._json import loads
 from workbench.errors import TraceLoadError
 from workbench.messages import (
-    JsonValue,
     Message,
     Part,
     TextPart,
@@ -188,11 +187,7 @@ def _part(part: Any) -> Part | None:
         return TextPart(text=str(part))
     kind = part.get("type")
     if kind == "tool_call":
-        return ToolCall(
-            name=str(part.get("name", "")),
-            arguments=_arguments(part.get("arguments")),
-            call_id=str(part.get("id") or new_call_id()),
-        )
+        return _call(part.get("name", ""), part.get("arguments"), part.get("id"))
     if kind == "tool_call_response":
         response = part.get("response", part.get("result", ""))
         text = response if isinstance(response, str) else json.dumps(response)
@@ -217,13 +212,31 @@ def _optional(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _arguments(value: Any) -> dict[str, JsonValue]:
-    if isinstance(value, str):
+def _call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
+    """A recorded call; arguments that are no JSON object keep their text.
+
+    As a model's do in the loop (`ToolCall.invalid_arguments`, drawn "invalid JSON"): read as
+    ``{}``, the ``{"`` a small model sent showed as a call with no arguments, beside the
+    validation error it caused.
+    """
+    found: Any = {} if arguments is None else arguments
+    if isinstance(arguments, str):
         try:
-            value = read_json(value)
+            found = read_json(arguments) if arguments.strip() else {}
         except ValueError:
-            return {}
-    return value if isinstance(value, dict) else {}
+            found = None
+    kept = found if isinstance(found, dict) else {}
+    invalid = None if isinstance(found, dict) else _as_text(arguments)
+    return ToolCall(
+        name=str(name),
+        arguments=kept,
+        call_id=str(call_id or new_call_id()),
+        invalid_arguments=invalid,
+    )
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
 def _flattened(attributes: Mapping[str, Any], flat: _Flat, prefix: str) -> list[Message]:
@@ -250,11 +263,5 @@ def _flat_message(fields: dict[str, Any], flat: _Flat) -> Message:
             calls.setdefault(int(match[1]), {})[match[2]] = value
     for index in sorted(calls):
         call = calls[index]
-        parts.append(
-            ToolCall(
-                name=str(call.get(flat.name, "")),
-                arguments=_arguments(call.get(flat.arguments)),
-                call_id=str(call.get("id") or new_call_id()),
-            )
-        )
+        parts.append(_call(call.get(flat.name, ""), call.get(flat.arguments), call.get("id")))
     return Message(role=_role(role), parts=tuple(parts))
