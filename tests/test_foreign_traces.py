@@ -49,6 +49,9 @@ def test_pydantic_ai() -> None:
     assert steps["tool_calls"].tolist() == [1, 0] and steps["tools"].tolist() == ["add", ""]
     assert steps["agent"].tolist() == ["adder", "adder"]
     assert steps["input_tokens"].tolist() == [55, 56]
+    model, tool = trace.spans[1:3]  # step 1 is the model call, then the tool it asked for
+    assert steps["duration_ms"][0] == (tool.end_ns - model.start_ns) / 1e6
+    assert steps["duration_ms"][0] > steps["inference_ms"][0]
     frame = trace.spans_df()
     assert frame.loc[frame["category"] == "tool", "tool"].tolist() == ["add"]
     agents = trace.agents()

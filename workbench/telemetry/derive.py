@@ -193,6 +193,7 @@ def _foreign_steps(
         row = {
             **_step_row(model, agents[position], index, model, tools),
             **({} if tools else _asked(model)),
+            "duration_ms": _extent_ms([model, *tools]),  # the step is the call and its tools
             "inference_ms": model.duration_ns / 1e6,
             "tools_ms": _extent_ms(tools),
             "input_tokens": number(tokens[0]),
