@@ -401,3 +401,6 @@ def test_a_client_that_asked_again_after_failed_calls_has_each_failure_in_its_tr
     trace = wb.trace_of(run)
     assert _comparable(trace.errors()) == _comparable(run.errors)
     assert trace.summary() == "failed, 2 model errors, 1 run error; first: step 2 in OpenAI"
+    # the SDK's sleep before each try again is no tool's time: a failed call had no tools to run
+    assert [s.timing.tools for s in run.steps[1:]] == [0.0, 0.0, 0.0]
+    assert run.steps[0].timing.tools > 0  # the agent's answer to the call it got, then its request

@@ -86,13 +86,16 @@ def step_record(
     The call began when the request came and ended with the answer; what the agent did with the
     answer (running the tools it asked for) fills the time until the next request, which the
     record gives as the step's tools phase: the proxy cannot see how long each tool took. A last
-    step ends with its answer.
+    step ends with its answer, and so does a failed call: there was no answer to run tools
+    from, and the time until the next request is the client's own (an SDK's backoff before it
+    asks again).
     """
     outcome = pending.outcome
     response, answered = outcome.response, pending.started_at + outcome.duration
-    ended = max(answered, time.time()) if went_on else answered
+    worked_on = went_on and response is not None
+    ended = max(answered, time.time()) if worked_on else answered
     phases = [(Phase.INFERENCE, pending.started_at)]
-    if went_on:
+    if worked_on:
         phases.append((Phase.TOOLS, answered))
     outcomes = tuple(
         o.model_copy(update={"started_at": answered}) for o in _outcomes(response, added)
