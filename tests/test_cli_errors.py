@@ -3,6 +3,7 @@ things a newcomer trips on (``last`` is the run they started, ``--full``, ``--ve
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 import workbench as wb
 from tests._failing_team import team
 from workbench.cli import main
+from workbench.cli._common import problems_as_lines
 
 R = wb.ModelResponse
 
@@ -221,3 +223,14 @@ def test_a_run_listed_without_its_damaged_metadata_says_so_in_one_line(
     assert said.err == (
         f"warning: run {result.run_id}'s stored metadata is damaged: it is listed without it\n"
     )
+
+
+def test_a_problem_logged_with_its_exception_is_one_line_that_names_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with problems_as_lines():
+        try:
+            {}["x"]
+        except KeyError:
+            logging.getLogger("uvicorn.error").exception("Exception in ASGI application\n")
+    assert capsys.readouterr().err == "error: Exception in ASGI application: KeyError: 'x'\n"

@@ -89,11 +89,14 @@ class _ProblemLines(logging.Handler):
     """Log records of a warning or worse as one line each.
 
     Such as the library's count of spans it could not export, or a damaged row listed without
-    its metadata.
+    its metadata. One logged with its exception (the proxy's server on a request that crashed)
+    names it on the line, not in a traceback.
     """
 
     def emit(self, record: logging.LogRecord) -> None:
-        say_problem(f"{record.levelname.lower()}: {record.getMessage()}")
+        raised = record.exc_info[1] if record.exc_info else None
+        why = f": {type(raised).__name__}: {raised}" if raised is not None else ""
+        say_problem(f"{record.levelname.lower()}: {record.getMessage().rstrip()}{why}")
 
 
 def _warning_line(
