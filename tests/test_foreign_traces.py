@@ -22,7 +22,7 @@ import pytest
 import workbench as wb
 from tests.foreign import langgraph_react, openai_chat, pydantic_ai_agent
 from workbench.notebook import TraceExplorer
-from workbench.report import report_html
+from workbench.report import report_html, trace_summary
 from workbench.telemetry.files import otlp_json
 
 DATA = Path(__file__).parent / "data"
@@ -65,6 +65,18 @@ def test_pydantic_ai() -> None:
     assert result is not None and ">0</pre>" in result.group(1)  # pydantic-ai's "result"
     assert [r["category"] for r in explorer.view.rows(0, 9)] == ["agent", "model", "tool", "model"]
     assert "adder" in report_html(trace)
+
+
+def test_a_call_pydantic_ai_sent_back_to_fix_is_a_retry_not_an_error() -> None:
+    """pydantic-ai marks the span of a call whose arguments failed validation failed, with the
+    retry's cause; it sent the model a retry prompt and the run went on. The trace said "ok, 1
+    tool error" with "add (error)" in its steps, where a run of ours says "retry: not an error".
+    """
+    trace = loaded(pydantic_ai_agent.retried_spans())
+    assert [s.is_error for s in trace.spans if s.category == "tool"] == [True, False]
+    assert trace.errors() == () and trace.summary() == "ok"
+    assert trace.steps_df()["tools"].tolist() == ["add (retry)", "add", ""]
+    assert trace_summary(trace)["spans"] == "6, 1 marked failed (1 retry: not an error)"
 
 
 def test_openinference_openai() -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from workbench.errors import TraceLoadError
 from workbench.telemetry import names as n
-from workbench.telemetry.derive import number
+from workbench.telemetry.derive import number, tool_status
 from workbench.telemetry.trace import Trace
 from workbench.traces import TraceSource, trace_of
 
@@ -165,8 +165,8 @@ def trace_summary(trace: Trace) -> dict[str, str]:
     return rows
 
 
-_NOT_ERRORS = {n.ERROR_TOOL_RETRY: ("retry", "retries"), n.ERROR_TOOL_DENIED: ("denial", "denials")}
-"""Failed spans that are no error: a call sent back to the model to fix, a call refused."""
+_NOT_ERRORS = {"retry": ("retry", "retries"), "denied": ("denial", "denials")}
+"""Failed calls that are no error (`tool_status`): sent back to the model to fix, refused."""
 
 
 def _not_errors(failed: Sequence[SpanData]) -> str:
@@ -175,7 +175,7 @@ def _not_errors(failed: Sequence[SpanData]) -> str:
     "1 marked failed" above an empty list of errors, beside a step table that calls the call a
     retry, "not an error", left a reader looking for the failure.
     """
-    kinds = [s.attributes.get(n.ERROR_TYPE) for s in failed]
+    kinds = [tool_status(s) for s in failed if s.category == "tool"]
     counts = {words: kinds.count(kind) for kind, words in _NOT_ERRORS.items()}
     said = [f"{count:,} {words[count != 1]}" for words, count in counts.items() if count]
     if not said:

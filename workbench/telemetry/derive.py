@@ -38,6 +38,7 @@ __all__ = [
     "problems",
     "step_rows",
     "timing_rows",
+    "tool_status",
     "trace_errors",
 ]
 
@@ -242,13 +243,24 @@ def _seconds_ms(value: Any) -> float | None:
 def _tools_text(tools: Sequence[SpanData]) -> str:
     """The step's calls as every step table says them (`call_label`): ``add, save (waits)``."""
     return ", ".join(
-        call_label(
-            _tool_name(t),
-            str(t.attributes.get(n.TOOL_STATUS) or ("error" if t.is_error else "ok")),
-            replayed=bool(t.attributes.get(n.TOOL_REPLAYED)),
-        )
+        call_label(_tool_name(t), tool_status(t), replayed=bool(t.attributes.get(n.TOOL_REPLAYED)))
         for t in tools
     )
+
+
+def tool_status(span: SpanData) -> str:
+    """How a tool call ended, as our spans say it: ``ok``, ``error``, ``retry``, ``denied``, ...
+
+    Another framework's call: failed or not, except that a call pydantic-ai sent back to the
+    model to fix (its arguments failed validation, the tool raised ``ModelRetry``) is a retry,
+    no error, as ours are: its span is marked failed, with the retry's cause.
+    """
+    said = span.attributes.get(n.TOOL_STATUS)
+    if said is not None:
+        return str(said)
+    if not span.is_error:
+        return "ok"
+    return "retry" if n.PYDANTIC_AI_RETRY_CAUSE in span.attributes else "error"
 
 
 def _tool_name(span: SpanData) -> str:
@@ -454,7 +466,7 @@ def _error_kind(tree: SpanTree, position: int, raised: bool) -> ErrorKind | None
     span = tree.span_at(position)
     match span.category:
         case "tool":
-            status = span.attributes.get(n.TOOL_STATUS)
+            status = tool_status(span)
             if status == "retry" or (status == "denied" and not raised):
                 return None
             if status == "denied":

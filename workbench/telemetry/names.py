@@ -111,6 +111,9 @@ OI_TOOL_NAME: Final = "tool.name"
 LLM_REQUEST_TYPE: Final = "llm.request.type"
 """OpenLLMetry's ``chat`` / ``completion`` on a model call (its mid-2025 spans have no
 ``gen_ai.operation.name``)."""
+PYDANTIC_AI_RETRY_CAUSE: Final = "pydantic_ai.tool.retry.cause"
+"""Why pydantic-ai sent a tool call back to the model to fix (``validation_error``, the tool's
+``ModelRetry``), on the call's span, which it marks failed: a retry, as ours are."""
 
 
 def tokens_of(attributes: Mapping[str, Any]) -> tuple[Any, Any]:
