@@ -288,11 +288,13 @@ def test_cli_push_to_a_dead_endpoint_fails_with_one_line_that_says_so(
     agent = calculator(None, ["hi"])
     agent.store = store
     result = agent.run_sync("hello")
-    dead = f"http://127.0.0.1:{free_port()}"
+    dead = f"http://user:hunter2pass@127.0.0.1:{free_port()}"  # a password in the URL
     argv = ["push", result.run_id, "--store", str(store.path), "--endpoint", dead, "--timeout", "1"]
     assert main(argv) == 1
     said = capsys.readouterr()
     assert said.out.startswith(f"run {result.run_id} ") and " 0 of " in said.out
+    assert "user:[REDACTED]@127.0.0.1" in said.out  # where it went, without its password
+    assert "hunter2pass" not in said.out + said.err
     assert said.err.count("\n") == 1, said.err
     assert said.err.startswith("warning: workbench telemetry: ")
     assert "Is the endpoint up?" in said.err

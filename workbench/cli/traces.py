@@ -95,7 +95,7 @@ def run_push(args: argparse.Namespace) -> int:
     stats = telemetry.shutdown(timeout=args.timeout)
     assert stats is not None
     trace = run.trace_id or "-"
-    sent = f"{stats.exported} of {stats.queued} spans sent to {endpoint}"
+    sent = f"{stats.exported} of {stats.queued} spans sent to {stats.endpoint}"  # redacted
     echo(f"run {run.run_id} (trace {trace}): {sent}")
     return 0 if stats.unconfirmed == 0 else 1
 
