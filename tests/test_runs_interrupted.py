@@ -251,3 +251,15 @@ def test_a_store_of_the_previous_version_opens_lists_and_records_processes_from_
     (version,) = conn.execute("SELECT max(version) FROM schema_version").fetchone()
     conn.close()
     assert version == _storage.STORE_SCHEMA_VERSION
+
+
+def test_a_writer_known_by_its_pid_alone_is_asked_again_as_its_pid_may_be_reused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the system does not say when a process started (not Linux), a writer is its pid:
+    found gone once, a later writer given the same pid is not gone for it."""
+    here = _processes.this_process()
+    pid = 2_000_000_000  # no process has it (above pid_max), until the patch says one does
+    assert _processes.gone(here.host, pid, None)
+    monkeypatch.setattr(_processes, "_exists", lambda _: True)  # a new process, same pid
+    assert not _processes.gone(here.host, pid, None)

@@ -63,7 +63,9 @@ os.register_at_fork(after_in_child=this_process.cache_clear)
 
 
 _gone: set[ProcessId] = set()
-"""Processes found gone: a process that ended never comes back, so each is checked once."""
+"""Processes found gone, by pid and start: a process that ended never comes back, so each is
+checked once. One known by its pid alone (no start recorded: not Linux) is checked each time,
+as its pid may be given to a later writer."""
 
 
 def gone(host: object, pid: object, started: object) -> bool:
@@ -81,7 +83,8 @@ def gone(host: object, pid: object, started: object) -> bool:
         return True
     if host != this_process().host or not _ended(key):
         return False
-    _gone.add(key)
+    if key.started is not None:
+        _gone.add(key)
     return True
 
 
