@@ -67,6 +67,16 @@ def test_pydantic_ai() -> None:
     assert "adder" in report_html(trace)
 
 
+def test_a_tools_exception_pydantic_ai_let_out_of_the_run_is_one_error() -> None:
+    """The run span failed with the tool's exception: one crash, said once (with the run's
+    status), not "1 tool error, 1 run error" with its traceback twice."""
+    trace = loaded(pydantic_ai_agent.failing_spans())
+    assert [s.is_error for s in trace.spans] == [True, False, True]  # the run, its chat, the tool
+    (error,) = trace.errors()
+    assert (error.kind, error.name, error.type) == ("tool", "get_weather", "ValueError")
+    assert trace.summary() == "failed, 1 tool error: get_weather in weather"
+
+
 def test_a_call_pydantic_ai_sent_back_to_fix_is_a_retry_not_an_error() -> None:
     """pydantic-ai marks the span of a call whose arguments failed validation failed, with the
     retry's cause; it sent the model a retry prompt and the run went on. The trace said "ok, 1

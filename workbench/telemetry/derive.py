@@ -408,21 +408,36 @@ def trace_errors(tree: SpanTree, agents: Sequence[str]) -> tuple[RunError, ...]:
     ``span`` error. Breakpoint predicates never make spans, so theirs are not here.
     """
     found: list[RunError] = []
-    closing: list[tuple[int, RunError]] = []  # said once their subtree is passed
+    closing: list[tuple[int, int, RunError]] = []  # said once their subtree is passed
     for position in range(len(tree)):
         while closing and closing[-1][0] <= position:
-            found.append(closing.pop()[1])
+            _close(found, *closing.pop()[1:])
         if not tree.span_at(position).is_error:
             continue
         error = _error_at(tree, position, agents[position])
         if error is None:
             continue
         if error.kind in ("run", "subrun"):  # a failed run, or a call its sub-run did not end
-            closing.append((tree.ends[position], error))
+            closing.append((tree.ends[position], len(found), error))
         else:
             found.append(error)
-    found += (error for _, error in reversed(closing))
+    for _, below, error in reversed(closing):
+        _close(found, below, error)
     return tuple(found)
+
+
+def _close(found: list[RunError], below: int, error: RunError) -> None:
+    """Add a run's own error, unless it is one of those below it come up (another framework's).
+
+    pydantic-ai lets a tool's exception out of the run: the run span failed with the tool's
+    exception, and "1 tool error, 1 run error" counted one crash twice, its traceback again.
+    A run of ours fails with its own error (its records count it), so its spans keep theirs.
+    """
+    if not error.run_id and any(
+        (e.type, e.message) == (error.type, error.message) for e in found[below:]
+    ):
+        return
+    found.append(error)
 
 
 def _error_at(tree: SpanTree, position: int, agent: str) -> RunError | None:
