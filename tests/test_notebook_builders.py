@@ -20,6 +20,7 @@ from tests._report_page import page_table
 from workbench import report as report_module
 from workbench.cli import main
 from workbench.demo import DEMO_PROMPT, demo_agent, run_demo
+from workbench.models import prices as prices_module
 from workbench.notebook import (
     MessageFormatError,
     message_html,
@@ -62,7 +63,8 @@ def traced() -> tuple[wb.RunResult, wb.Telemetry]:
 
 
 @pytest.mark.parametrize(
-    "module", [tables_module, edit_module, derive_module, spandata_module, report_module]
+    "module",
+    [tables_module, edit_module, derive_module, spandata_module, report_module, prices_module],
 )
 def test_docstring_examples_run(module: object) -> None:
     failures, tried = doctest.testmod(module, raise_on_error=False)  # type: ignore[arg-type]

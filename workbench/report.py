@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.errors import TraceLoadError
+from workbench.models.prices import dollars
 from workbench.telemetry import names as n
 from workbench.telemetry.derive import number, tool_status
 from workbench.telemetry.trace import Trace
@@ -42,6 +43,7 @@ section.wb-step-section { border: 1px solid #e0e0e0; border-radius: 6px; padding
 section.wb-step-section[data-pieces] { min-height: var(--wb-section-px); }  /* till drawn */
 section.wb-step-section.wb-failed { border-left: 4px solid #c62828; }  /* html.FAILED_COLOUR */
 section.wb-step-section:target { box-shadow: 0 0 0 3px #90caf9; }  /* where a link went */
+section.wb-step-section > .wb-step-agent { float: right; font-weight: 600; color: #555; }
 nav a { margin-right: 8px; white-space: nowrap; } nav a.wb-failed { color: #c62828; }
 """
 
@@ -192,7 +194,8 @@ def _tokens(trace: Trace) -> str:
         outputs += int(tokens[1] or 0) if tokens[1] == tokens[1] else 0
     costs = [row.get("cost") for row in trace.step_rows()]
     known = [float(c) for c in costs if c is not None and c == c]
-    cost = f" (${sum(known):.6f})" if known and len(known) == len(costs) else ""
+    total = sum(known) if known and len(known) == len(costs) else 0.0
+    cost = f" ({dollars(total)})" if total else ""  # unknown, or nothing charged: no fake $0
     return f"{inputs:,} in / {outputs:,} out{cost}"
 
 
@@ -260,6 +263,7 @@ def _steps_html(
         )
     links, sections = [], []
     marked = set(failed)
+    several = len({row["agent"] for row in rows}) > 1
     for i, (row, record) in enumerate(zip(rows, found, strict=True)):
         body: Sequence[str]
         if record is not None:
@@ -272,9 +276,22 @@ def _steps_html(
         kind = "wb-step-section wb-failed" if i in marked else "wb-step-section"
         sections.append(
             f'<section class="{kind}" id="step-{i}"{page.pieces(body)}>'
-            f"<b>step {label}</b></section>"
+            f"{_section_heading(label, row['agent'], several, drawn=record is not None)}"
+            "</section>"
         )
     return links, "".join(sections)
+
+
+def _section_heading(label: str, agent: str | None, several: bool, *, drawn: bool) -> str:
+    """What a step's section says above its pieces: its label, or its agent if a record draws it.
+
+    A record's drawing says "Step 3 · 1.21 ms · ..." first: the label above it read "step 3 ·
+    digger" then "Step 3 · ...". Its agent stands at the right, in a run of several agents.
+    ``label`` is escaped already.
+    """
+    if not drawn:
+        return f"<b>step {label}</b>"
+    return f'<span class="wb-step-agent">{escape(agent or "")}</span>' if several else ""
 
 
 def _model_content(trace: Trace) -> Mapping[str, Sequence[str]]:

@@ -320,6 +320,18 @@ _TABLE_FIT = """(box) => {  // what of a drawn table is beyond its box, or cut
     untold: cut.filter((cell) => cell.title !== cell.textContent).map((c) => c.textContent),
     cut: cut.length,
     names: [...box.querySelectorAll('th')].map((heading) => heading.textContent),
+    broken: [...box.querySelectorAll('th')].filter((heading) => {  // a word over two lines,
+      if (heading.scrollWidth > heading.clientWidth) return true;  // or wider than its column
+      const text = heading.firstChild;
+      const range = document.createRange();
+      let at = 0;
+      return text.textContent.split(' ').some((word) => {
+        range.setStart(text, at);
+        range.setEnd(text, at + word.length);
+        at += word.length + 1;
+        return range.getClientRects().length > 1;
+      });
+    }).map((heading) => heading.textContent),
   };
 }"""
 
@@ -327,7 +339,8 @@ _TABLE_FIT = """(box) => {  // what of a drawn table is beyond its box, or cut
 def table_fit(page: Any, table: Any, width: int) -> dict[str, Any]:
     """A drawn table (``div.wb-table``, report_tables.js) in a window ``width`` px wide: how far
     it scrolls sideways and reaches beyond its box, its numbers cut, its cut texts whose title
-    is not their whole text, how many texts are cut, and its column names."""
+    is not their whole text, how many texts are cut, its column names, and its headings with a
+    word broken over two lines."""
     page.set_viewport_size({"width": width, "height": 900})
     page.evaluate(FRAMES)  # the page sized its columns for the new width
     found: dict[str, Any] = table.evaluate(_TABLE_FIT)
@@ -336,10 +349,12 @@ def table_fit(page: Any, table: Any, width: int) -> dict[str, Any]:
 
 def fits(page: Any, table: Any, width: int) -> int:
     """In a window ``width`` px wide, the table fits its page: it does not scroll sideways, no
-    number is cut, a text cut says itself whole in its tooltip. How many texts are cut."""
+    number is cut, a text cut says itself whole in its tooltip, no heading breaks inside a
+    word. How many texts are cut."""
     found = table_fit(page, table, width)
     assert found["sideways"] == 0 and found["beyond"] <= 0, (width, found)
     assert found["numbers"] == [] and found["untold"] == [], (width, found)
+    assert found["broken"] == [], (width, found)  # a heading wraps between its words only
     cut: int = found["cut"]
     return cut
 

@@ -73,9 +73,19 @@ def test_the_failing_span_in_the_report_opened_offline(browser: Any, tmp_path: P
     # the steps' messages: the page fills each section from the boxes its explorer holds; the
     # steps table (drawn by the page from its columns, sorted by a click on a heading) links the
     # failed step to its section
-    dug = page.locator("section.wb-step-section").filter(has_text="step 1 · digger")
+    diggers = page.locator("section.wb-step-section").filter(
+        has=page.locator(".wb-step-agent", has_text="digger")
+    )
+    dug = diggers.filter(has=page.locator(".wb-step-head", has_text="Step 1 · "))
     expect(dug).to_have_count(1)
+    # its heading says the step once ("step 1 · digger" was above "Step 1 · 1.21 ms · ...")
+    expect(dug.locator(".wb-step-head")).to_have_text(re.compile(r"^Step 1 · .* ms · "))
+    said = re.compile(r"step 1 · ")  # a string would match "Step 1 · " too (case-insensitive)
+    expect(page.locator("section.wb-step-section").filter(has_text=said)).to_have_count(0)
     table = page.locator("div.wb-table").first
+    # nothing was priced (scripted and function models): no cost said, no column of 0.000
+    expect(page.get_by_role("row", name=re.compile("^tokens"))).not_to_contain_text("$")
+    expect(table.locator("th", has_text="cost")).to_have_count(0)
     # it fits the page: at 1,300 px every column is in view (the tokens and cost were beyond
     # it); at 1,000 px some texts are cut, each whole in its tooltip; no number is ever cut
     assert fits(page, table, 1300) == 0
@@ -154,6 +164,7 @@ def long_run(telemetry: wb.Telemetry) -> wb.RunResult:
         tools=[add],
         stop=wb.MaxSteps(LONG + 1),
         history_processors=[wb.KeepLast(8)],
+        hooks=[wb.Hook(wb.HookEvent.PRE_TOOL_USE, lambda given: None)],  # every column shown
         telemetry=telemetry,
         store=False,
     )
@@ -196,6 +207,8 @@ def test_the_failing_step_of_a_long_run_is_found_in_its_report(
     assert box.evaluate("(box) => box.scrollHeight") > (LONG - 5) * row_height  # a true scrollbar
     for width in (1300, 1000, 1400):  # it fits the page
         fits(page, table, width)
+    # its cost as every view says money: two significant digits (was "($0.006020)")
+    expect(page.get_by_role("row", name=re.compile("^tokens"))).to_contain_text("($0.006)")
 
     failed = table.locator("th", has_text="failed spans")
     failed.click()  # the most failed spans first

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from workbench._record import Record
 from workbench.messages import Usage
 
-__all__ = ["PRICES", "ModelPrice", "cost_of", "price_for"]
+__all__ = ["PRICES", "ModelPrice", "cost_of", "dollars", "price_for"]
 
 
 class ModelPrice(Record):
@@ -141,3 +141,18 @@ def cost_of(price: ModelPrice | None, usage: Usage) -> float | None:
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
     )
+
+
+def dollars(cost: float) -> str:
+    """A cost as every view says it: two significant digits, without an exponent.
+
+    An eval's runs cost fractions of a cent, so a fixed number of decimals says either too
+    little (``$0.00`` for a cheap call) or too much (``$0.000000``, which reads as a price
+    known to be zero). From a dollar up, cents.
+
+    >>> dollars(0.000123456), dollars(0.5), dollars(0.999), dollars(1234.5), dollars(0)
+    ('$0.00012', '$0.5', '$1', '$1,234.50', '$0')
+    """
+    if cost >= 1:
+        return f"${cost:,.2f}"
+    return "$" + f"{float(f'{cost:.2g}'):.12f}".rstrip("0").rstrip(".")

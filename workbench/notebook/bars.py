@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from workbench.models.prices import dollars
 from workbench.notebook.tables import TIMING_PARTS, timing_breakdown, token_columns
 from workbench.telemetry.trace import Trace
 
@@ -112,7 +113,7 @@ def tokens_bars_html(trace: Trace) -> str:
     total: float | None = 0.0
     for label, inputs, outputs, cost in zip(*token_columns(trace), strict=True):
         total = None if total is None or cost is None else total + cost
-        note = f" · ${total:.6f} so far" if total else ""
+        note = f" · {dollars(total)} so far" if total else ""
         parts = {"input tokens": float(inputs), "output tokens": float(outputs)}
         rows.append((f"step {label}", parts, note))
     return stacked_bars_html(

@@ -2,7 +2,7 @@
 
 A table travels as its columns (JSON) beside an empty box, and ``static/report_tables.js``
 draws it in the page: its columns fitted to the width the page has (a number never cut, a text
-cut first with its whole text as its title, a heading broken between words, within them last),
+cut with its whole text as its title, a heading broken between words, never within one),
 drawn again when that width changes, sortable, and only the rows in view drawn. A pandas table
 cannot fit: its cells are as wide as their text, so a 16-column step table was wider than a
 JupyterLab output at 1,300 px and its tokens and cost were cut off at the right. `TABLE_STYLE`
@@ -38,7 +38,7 @@ table.wb-windowed th { border-top-width: 1px; }
 table.wb-windowed td { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 table.wb-windowed td, table.wb-windowed th { padding: 2px 4px; }  /* PAD in report_tables.js */
 table.wb-windowed td { text-align: left; max-width: none; }
-table.wb-windowed th { text-align: left; overflow-wrap: anywhere; }  /* when narrowed */
+table.wb-windowed th { text-align: left; }
 table.wb-windowed .wb-number { text-align: right; font-variant-numeric: tabular-nums; }
 table.wb-windowed th { position: sticky; top: 0; background: var(--jp-layout-color0, #fff);
                        cursor: pointer; vertical-align: bottom; font-weight: bold; }

@@ -22,6 +22,7 @@ from workbench.messages import (
     ToolCall,
     ToolResult,
 )
+from workbench.models.prices import dollars
 from workbench.records import RunError, StepRecord, ToolOutcome
 from workbench.session_state import boundary_number, summary_span
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase
@@ -578,7 +579,7 @@ def _budget_text(budget: Budget | None) -> str:
     if budget.seconds_left is not None:
         left.append(f"{budget.seconds_left:.1f} s")
     if budget.cost_left is not None:
-        left.append(f"${budget.cost_left:.4f}")
+        left.append(dollars(budget.cost_left))
     return "budget left: " + (", ".join(left) if left else "unlimited")
 
 

@@ -11,6 +11,7 @@ from html import escape
 
 from workbench._record import html_view
 from workbench.diff import RunDiff, StepDiff
+from workbench.models.prices import dollars
 from workbench.notebook.html import (
     FAILED_COLOUR,
     _badge,
@@ -71,7 +72,7 @@ def stored_run_html(result: RunResult, *, status: str | None = None, note: str =
     state, usage = result.state, result.usage
     errors = result.errors
     status = status or state.status.value
-    cost = "" if usage.cost is None else f" · ${usage.cost:.6f}"
+    cost = f" · {dollars(usage.cost)}" if usage.cost else ""  # unknown or nothing: no cost
     rows = {
         "run": f"<code>{escape(state.run_id)}</code> · agent {escape(state.agent_name)}",
         "status": _badge(status, _STATUS.get(status, "#1565c0"))

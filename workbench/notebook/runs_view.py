@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from workbench.diff import RunDiff, StepDiff, diff
+from workbench.models.prices import dollars
 from workbench.notebook.html import _badge, messages_html
 from workbench.notebook.reprs import run_diff_html
 from workbench.records import RunResult, StepRecord
@@ -34,13 +35,6 @@ _DIFF_COLOURS = {"changed": "#c62828", "only_a": "#e17055", "only_b": "#0984e3"}
 
 _PLAIN_ENDS = {("completed", "completed"), ("failed", "error"), ("aborted", "aborted")}
 """Stop reasons a status already says (the list shows the others: a step limit, a hook stop)."""
-
-
-def _dollars(cost: float) -> str:
-    """Two significant digits, without an exponent: an eval's runs cost fractions of a cent."""
-    if cost == 0:
-        return "$0"
-    return f"${cost:.2f}" if cost >= 1 else f"${float(f'{cost:.2g}'):.10f}".rstrip("0")
 
 
 def _seconds(value: float | None) -> str:
@@ -72,7 +66,7 @@ def row_cells(row: RunSummary) -> dict[str, Any]:
         "tools": ", ".join(row.tools),
         "steps": row.steps,
         "tokens": row.input_tokens + row.output_tokens,
-        "cost": "–" if row.cost is None else _dollars(row.cost),
+        "cost": "–" if row.cost is None else dollars(row.cost),
         "duration": _seconds(row.duration),
         "started": _started(row.created_at),
         "subruns": row.subruns,

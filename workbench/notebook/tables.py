@@ -71,10 +71,14 @@ def for_people(frame: pd.DataFrame) -> pd.DataFrame:
     Ids and start times (for code) are left out, a step's label says which step it is, and a
     column with no value in any row, or an agent column of a single agent, is dropped: a run
     whose steps ran no hook has no hooks column, one nothing recorded (no telemetry, no store)
-    no recording column, rather than a column of zeros that reads as measured.
+    no recording column, rather than a column of zeros that reads as measured. A cost column
+    with nothing above $0 (offline models, or none with a price) is left out as the summary
+    leaves its cost out: a column of 0.000 reads as a price known to be zero.
     """
     kept = [c for c in READABLE_COLUMNS if c in frame.columns]
     shown = frame[kept].dropna(axis=1, how="all")
+    if "cost" in shown and not (shown["cost"] > 0).any():
+        shown = shown.drop(columns="cost")
     if "agent" in shown and "label" in shown:
         if shown["agent"].nunique() < 2:
             shown = shown.drop(columns="agent")

@@ -69,9 +69,9 @@ function fillPieces(data) {  // the page's elements made of stored pieces: the H
   // the lines that say so are shown, and printing draws them all. Until drawn, a section is as
   // high as a few drawn at once, spread over the run, are on average (one rule of the page's,
   // `--wb-section-px`): guessed from their pieces (PIECE_PX each) before the page is first laid
-  // out, measured after it, and set again when the guess was far off (the page laid out again,
-  // a fifth of a second at 16,666 sections). The scrollbar is about true from the start and
-  // does not grow as you read.
+  // out, measured after it, and set again when the guess was more than 5% off (1/8 left a
+  // run's scrollbar 12% short; setting it lays the page out again, a fifth of a second at
+  // 16,666 sections). The scrollbar is about true from the start and does not grow as you read.
   // A section drawn above the view moves what is in it: the page itself puts back the section
   // at the top of the view where it was. The browser's scroll anchoring does that only until
   // the anchor's own height rule changes (the section drawn at a link's target): then those
@@ -87,7 +87,7 @@ function fillPieces(data) {  // the page's elements made of stored pieces: the H
   const size = () => {  // the samples laid out by now: what a section takes in this run
     sized = true;
     const px = samples.reduce((sum, el) => sum + el.offsetHeight, 0) / SAMPLES;
-    if (Math.abs(px - guessed) > guessed / 8) high(px);  // far from the guess: again
+    if (Math.abs(px - guessed) > guessed / 20) high(px);  // off by more than 5%: again
   };
   const steady = (change) => {  // `change` the sections; the one at the top of the view stays
     const anchor = topmost(elements);

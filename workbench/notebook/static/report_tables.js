@@ -5,7 +5,8 @@
 // open and to sort. Its columns keep their widths, so they do not move as rows come and go, and fit
 // the page (`fit`): a number's column is as wide as its widest number, never less; a text's as its
 // longest text up to a point, and less when the page is narrow (a text cut shows it whole in its
-// tooltip); a heading wraps between its words, and within them only when the page has no room left.
+// tooltip, down to its heading's longest word); a heading wraps between its words, never within
+// one: a page narrower than that scrolls the table sideways in its box.
 // A click on a column's heading sorts the rows by it, numbers largest first (the slowest step, the
 // most tokens) and text in order (numbers in it as numbers: step 9 before step 10); a second click
 // the other way; empty cells last. A table that scrolls has a box that finds rows by their text
@@ -17,7 +18,7 @@ const HEIGHT = 480;  // px: the most a table's box takes of the page
 const AROUND = 30;  // rows drawn above and below the view: what the next scroll frames show
 const WIDEST = 40;  // characters: the most of a text its column is sized for
 const PAD = 11;  // px a cell takes beside its text: padding, borders (two in the first), 1 spare
-const NARROWEST = 64;  // px: the least a text's column is cut to
+const NARROWEST = 64;  // px: a text's column is cut to this first, then to its heading's word
 
 function made(tag, text) {
   const node = document.createElement(tag);
@@ -66,14 +67,10 @@ function fit(heads, arrowed, contents, numeric, room) {  // each column's px (se
   const whole = contents.map((width, c) => Math.max(width, arrowed[c]));  // all of it
   const cut = contents.map((width, c) => (numeric[c] ? Math.max(width, heads[c])  // a sort's
     : Math.min(whole[c], Math.max(NARROWEST, heads[c]))));  // arrow may wrap; texts cut
-  const least = contents.map((width, c) => (numeric[c] ? width : Math.min(whole[c], NARROWEST)));
-  const worded = least.map((width, c) => (numeric[c] ? cut[c] : width));  // texts cut more,
-  const tiers = [whole, cut, worded, least];  // then headings broken in words; numbers never cut
+  const least = cut.map((width, c) => (numeric[c] ? width : Math.min(width, heads[c])));
   const sum = (widths) => widths.reduce((a, b) => a + b, 0);
-  if (sum(least) > room) return worded;  // it scrolls sideways anyway: whole words in headings
-  let tier = 1;
-  while (tier < tiers.length - 1 && sum(tiers[tier]) > room) tier += 1;
-  return between(tiers[tier], tiers[tier - 1], room);
+  if (sum(least) > room) return least;  // it scrolls sideways: no heading broken inside a word
+  return sum(cut) > room ? between(least, cut, room) : between(cut, whole, room);
 }
 
 function drawTable(box, table) {
