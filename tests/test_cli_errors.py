@@ -195,6 +195,26 @@ def test_trace_says_which_failed_spans_are_no_error(
     assert spans.endswith(", 2 marked failed (1 retry, 1 denial: not errors)")
 
 
+def test_a_call_denied_by_a_guard_that_raised_is_no_denial_in_the_span_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its guard broke: the call is denied, and that is the run's error, not "not an error"."""
+
+    def broken(call: wb.ToolCall, ctx: wb.ToolContext) -> wb.ToolPermission:
+        raise RuntimeError("policy store down")
+
+    telemetry = wb.Telemetry()
+    model = wb.ScriptedModel([R.tool_call("add", {"a": 1, "b": 2}), "done"])
+    agent = wb.Agent(model=model, tools=[add], guards=[broken], telemetry=telemetry, store=False)
+    assert [e.kind for e in agent.run_sync("go").errors] == ["guard"]
+    path = telemetry.write_otlp_json(tmp_path / "run.otlp.json")
+    assert main(["trace", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (spans,) = [line for line in lines if line.startswith("spans:")]
+    assert spans.endswith(", 1 marked failed"), spans  # was "(1 denial: not an error)"
+    assert any("RuntimeError: policy store down" in line for line in lines)
+
+
 def test_a_file_that_cannot_be_written_is_one_line_not_a_traceback(
     failing_store: tuple[Path, wb.RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

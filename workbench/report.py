@@ -148,10 +148,11 @@ def trace_summary(trace: Trace) -> dict[str, str]:
     rows["agents" if len(agents) > 1 else "agent"] = ", ".join(agents) or "—"
     rows["steps"] = trace_heading(trace)
     failed = [s for s in spans if s.is_error]  # retries and denials too: what the explorer marks
-    rows["spans"] = f"{len(spans):,}" + (
-        f", {len(failed):,} marked failed{_not_errors(failed)}" if failed else ""
-    )
     errors = trace.errors()
+    erred = {e.span_id for e in errors}
+    rows["spans"] = f"{len(spans):,}" + (
+        f", {len(failed):,} marked failed{_not_errors(failed, erred)}" if failed else ""
+    )
     if errors:
         shown = "; ".join(e.line for e in errors[:3])
         rows["errors"] = shown + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "")
@@ -171,13 +172,14 @@ _NOT_ERRORS = {"retry": ("retry", "retries"), "denied": ("denial", "denials")}
 """Failed calls that are no error (`tool_status`): sent back to the model to fix, refused."""
 
 
-def _not_errors(failed: Sequence[SpanData]) -> str:
+def _not_errors(failed: Sequence[SpanData], erred: set[str | None]) -> str:
     """Which of the failed spans are retries or denials, which no list of errors has.
 
     "1 marked failed" above an empty list of errors, beside a step table that calls the call a
-    retry, "not an error", left a reader looking for the failure.
+    retry, "not an error", left a reader looking for the failure. A call denied because its
+    guard raised is an error (``erred``: the spans of `Trace.errors`), not counted here.
     """
-    kinds = [tool_status(s) for s in failed if s.category == "tool"]
+    kinds = [tool_status(s) for s in failed if s.category == "tool" and s.span_id not in erred]
     counts = {words: kinds.count(kind) for kind, words in _NOT_ERRORS.items()}
     said = [f"{count:,} {words[count != 1]}" for words, count in counts.items() if count]
     if not said:
