@@ -220,6 +220,32 @@ def test_a_web_server_that_is_no_backend_is_a_one_line_error() -> None:
     assert "not found (404): <!DOCTYPE HTML> <html" in shown.stderr
 
 
+class _HostilePage(SimpleHTTPRequestHandler):
+    """A web server whose error page drives a terminal: the error line quotes it."""
+
+    def do_GET(self) -> None:
+        body = f"<html>{HOSTILE}</html>".encode()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_server_s_error_page_quoted_on_stderr_cannot_drive_the_terminal() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _HostilePage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"jaeger+http://127.0.0.1:{server.server_address[1]}/{TRACE_ID}"
+        shown = cli("trace", url, "--timeout", "20")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert shown.returncode == 2 and shown.stderr.count("\n") == 1
+    assert "not found (404): <html>" in shown.stderr and "safe" in shown.stderr
+    assert not CONTROL.search(shown.stderr.rstrip("\n")), repr(shown.stderr)
+
+
 def test_a_reader_that_leaves_early_stops_the_command_quietly(tmp_path: Path) -> None:
     """``workbench trace FILE | head``: the pipe closes while the command still writes."""
     answers = [f"answer {i} " + "words " * 20 for i in range(300)]
