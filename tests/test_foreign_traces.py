@@ -102,6 +102,24 @@ def test_openinference_openai() -> None:
     assert "Messages (read from the span's attributes)" in shown and "You add." in shown
 
 
+@pytest.mark.filterwarnings(  # the instrumentation's own models, when it is imported
+    "ignore:Support for class-based `config` is deprecated:DeprecationWarning"
+)
+@pytest.mark.parametrize("instrumentation", ["openinference", "openllmetry"])
+def test_a_model_call_that_failed_with_no_agent_or_step_of_ours_is_named_by_its_span(
+    instrumentation: str,
+) -> None:
+    """A 500 to an openai SDK call, traced by OpenInference or OpenLLMetry, read "failed, 1 model
+    error: " and "[model] : openai.InternalServerError..." (a trace with no agent and no step of
+    ours left nothing to say where)."""
+    trace = wb.load_trace(json.dumps(openai_chat.traced(instrumentation, server_error=True)))
+    (error,) = trace.errors()
+    name = trace.spans[-1].name  # "ChatCompletion" (OpenInference), "openai.chat" (OpenLLMetry)
+    assert (error.kind, error.agent, error.where) == ("model", "", name)
+    assert trace.summary() == f"failed, 1 model error: {name}"
+    assert error.line.startswith(f"{name}: openai.InternalServerError: Error code: 500")
+
+
 def test_openinference_langgraph() -> None:
     trace = loaded(langgraph_react.traced_spans())
     tool = next(s for s in trace.spans if s.category == "tool")

@@ -107,7 +107,9 @@ class RunError(Record):
             for part in (f"step {self.step}" if self.step is not None else "", self.name or "")
             if part
         )
-        return f"{place} in {self.agent}" if place else self.agent
+        if place and self.agent:
+            return f"{place} in {self.agent}"
+        return place or self.agent  # a trace of another framework may name no agent
 
     @property
     def what(self) -> str:

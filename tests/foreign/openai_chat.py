@@ -11,6 +11,7 @@ a throwaway environment holding an older instrumentation (``scripts/record-openl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import Any
@@ -79,8 +80,12 @@ def _instrumentor(name: str) -> Any:
     return OpenAIInstrumentor()
 
 
-def traced(instrumentation: str) -> dict[str, Any]:
-    """The OTLP/JSON document of the loop, traced by ``openinference`` or ``openllmetry``."""
+def traced(instrumentation: str, *, server_error: bool = False) -> dict[str, Any]:
+    """The OTLP/JSON document of the loop, traced by ``openinference`` or ``openllmetry``.
+
+    ``server_error``: the second call is answered with a 500 (as a llama.cpp server answers a
+    call whose arguments it cannot parse), which the client raises; no retry.
+    """
     import openai
     from google.protobuf.json_format import MessageToDict
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -93,13 +98,16 @@ def traced(instrumentation: str) -> dict[str, Any]:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     instrumentor = _instrumentor(instrumentation)
     instrumentor.instrument(tracer_provider=provider)
-    answers = list(ANSWERS)
-    transport = httpx.MockTransport(lambda request: httpx.Response(200, json=answers.pop(0)))
+    answers = [httpx.Response(200, json=answer) for answer in ANSWERS]
+    if server_error:
+        answers[1] = httpx.Response(500, json={"error": {"message": "cannot parse the arguments"}})
+    transport = httpx.MockTransport(lambda request: answers.pop(0))
     try:
         client = openai.OpenAI(
             api_key="sk-test",
             base_url="http://llm.test/v1",
             http_client=httpx.Client(transport=transport),
+            max_retries=0,
         )
         messages: list[Any] = [
             {"role": "system", "content": "You add."},
@@ -112,7 +120,8 @@ def traced(instrumentation: str) -> dict[str, Any]:
             first.choices[0].message.model_dump(exclude_none=True),
             {"role": "tool", "tool_call_id": "call_1", "content": "3"},
         ]
-        client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
+        with contextlib.suppress(openai.InternalServerError):
+            client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
     finally:
         instrumentor.uninstrument()
     document: dict[str, Any] = MessageToDict(encode_spans(exporter.get_finished_spans()))

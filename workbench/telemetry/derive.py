@@ -518,13 +518,18 @@ def _failed_its_run(tree: SpanTree, position: int) -> bool:
 
 
 def _error_name(span: SpanData, kind: ErrorKind) -> str | None:
-    """The tool, the hook, or (a span of another framework) the span's own name."""
+    """The tool, the hook, or (a span of another framework) the span's own name.
+
+    A model call of ours is placed by its step; another framework's has no step of ours, and
+    an OpenInference trace no agent: its name ("ChatCompletion") is where it failed.
+    """
     a = span.attributes
     if span.category == "tool":
         return _text(a.get(n.TOOL_NAME, a.get(n.OI_TOOL_NAME)))
     if kind == "hook":
         return _text(a.get(n.HOOK_NAME))
-    return span.name if kind == "span" else None
+    foreign_model = kind == "model" and n.STEP_INDEX not in a
+    return span.name if kind == "span" or foreign_model else None
 
 
 def _text(value: Any) -> str | None:
