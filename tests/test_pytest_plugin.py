@@ -66,6 +66,43 @@ def test_first_run_records_then_replays_without_the_model(
     result.stdout.fnmatch_lines(["*- recorded: text 'there'*", "*+ sent:     text 'you'*"])
 
 
+def test_a_test_that_only_asserts_the_output_shows_the_divergence_beside_its_failure(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's test (``assert agent.run_sync(...).output == ...``), its prompt changed: the
+    run failed with the divergence, and the test said only ``assert None == 'hello there'``."""
+    pytester.makepyfile(test_readme=README_TEST)
+    run(pytester).assert_outcomes(passed=1)
+    monkeypatch.setenv("PROMPT", "you")
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*Captured cassette call*",
+            "ReplayDivergence: *request 1*",
+            "*- recorded: text 'there'*",
+            "*+ sent:     text 'you'*",
+        ]
+    )
+    monkeypatch.delenv("PROMPT")
+    quiet = run(pytester)  # a test that passes shows none
+    quiet.assert_outcomes(passed=1)
+    assert "Captured cassette" not in quiet.stdout.str()
+
+
+README_TEST = """
+import os
+
+import workbench as wb
+
+
+def test_calculator(model_cassette):
+    model = model_cassette(wb.FunctionModel(lambda messages, request: "hello there"))
+    agent = wb.Agent(model=model, store=False)
+    assert agent.run_sync(os.environ.get("PROMPT", "there")).output == "hello there"
+"""
+
+
 def test_the_command_line_mode_wins(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

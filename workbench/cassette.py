@@ -100,6 +100,9 @@ class Cassette:
         self.redactor = Redactor(redact).with_model(model)
         self.interactions: list[Interaction] = []
         self.calls: list[ModelRequest] = []
+        self.departures: list[ReplayDivergence] = []
+        """Each request that departed from the recording, as it was raised (the run that sent
+        it failed with it: the pytest plugin shows them beside a failed test)."""
         self._used: set[int] = set()
         self._recorded_model = {"name": "", "provider": ""}
         if self.mode == "record" and model is None:
@@ -144,7 +147,11 @@ class Cassette:
         """Record the model's answer, or replay the recorded one (never calling the model)."""
         self.calls.append(request)
         if self.mode == "replay":
-            return self._replay(request)
+            try:
+                return self._replay(request)
+            except ReplayDivergence as departed:
+                self.departures.append(departed)
+                raise
         return await self._record(request)
 
     def assert_complete(self) -> None:

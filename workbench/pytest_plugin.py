@@ -55,7 +55,9 @@ def model_cassette(request: pytest.FixtureRequest) -> Callable[..., Cassette]:
     """``model_cassette(model)``: ``model`` wrapped in this test's cassette (see the module).
 
     A second call in the same test makes a second cassette (``<name>-2.json``), so two agents in
-    one test keep their recordings apart.
+    one test keep their recordings apart. A request that departed from a recording is shown
+    beside the test when it fails ("Captured cassette"): the run that sent it failed with the
+    divergence, and ``assert result.output == ...`` said only ``assert None == ...``.
     """
     marker = request.node.get_closest_marker("cassette")
     options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
@@ -65,17 +67,33 @@ def model_cassette(request: pytest.FixtureRequest) -> Callable[..., Cassette]:
     # a relative marker path is taken from the test file, as the default is: the same cassette
     # whichever directory pytest is started from
     base = here / chosen if chosen else _default_path(request)
-    made: list[Cassette] = []
+    made: list[Cassette] = request.node.stash.setdefault(_MADE, [])
 
     def wrap(model: Model | None = None) -> Cassette:
         path = base
         if made:
             path = path.with_name(f"{path.stem}-{len(made) + 1}{path.suffix}")
         _claim(request, path)
-        made.append(Cassette(path, model, mode=mode, redact=options.get("redact", ())))
-        return made[-1]
+        cassette = Cassette(path, model, mode=mode, redact=options.get("redact", ()))
+        made.append(cassette)
+        return cassette
 
     return wrap
+
+
+_MADE = pytest.StashKey[list[Cassette]]()
+"""The cassettes a test made, for its report."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed test's report shows where its cassettes' requests departed from the recording."""
+    report = yield
+    if report.when == "call" and report.failed:
+        for cassette in item.stash.get(_MADE, []):
+            for departed in cassette.departures:
+                report.sections.append(("Captured cassette call", f"ReplayDivergence: {departed}"))
+    return report
 
 
 _OWNERS = pytest.StashKey[dict[Path, str]]()
