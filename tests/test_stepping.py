@@ -435,6 +435,9 @@ def test_the_first_step_shows_the_question_and_folds_the_history_the_run_was_giv
     assert "What is 17 + 25?" in after and "search" in after  # the question, the model's call
     stepper.next_step_button.click()  # step 2 shows what it added, nothing folded
     assert "wb-earlier" not in stepper.messages.value
+    told = wb.Agent(model=wb.ScriptedModel(["ok"]), system_prompt="You add.")
+    folded = Stepper(told, "What is 17 + 25?", history=history).messages.value
+    assert "the system prompt and 2 earlier messages</summary>" in folded  # says what it holds
 
 
 def test_the_stepper_continues_to_a_breakpoint_inside_a_sub_run_and_closing_aborts() -> None:

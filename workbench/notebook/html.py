@@ -218,12 +218,19 @@ def question_html(messages: Sequence[Message], *, empty: str = "no messages") ->
 
     A run given a history (worked examples, an earlier conversation) starts its first step with
     all of it. The person stepping it looks for the question and what the step does with it,
-    which would otherwise come after a screenful of history; one click opens the rest.
+    which would otherwise come after a screenful of history (or a coding agent's system prompt
+    of many pages); one click opens the rest, and the line says what it holds.
     """
     asked = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), 0)
     if asked == 0:
         return messages_html(messages, empty=empty)
-    earlier = f"{asked} earlier message{'' if asked == 1 else 's'}"
+    prompts = sum(m.role == "system" for m in messages[:asked])
+    held = []
+    if prompts:
+        held.append("the system prompt" if prompts == 1 else f"{prompts} system prompts")
+    if others := asked - prompts:
+        held.append(f"{others} earlier message{'' if others == 1 else 's'}")
+    earlier = " and ".join(held)
     return (
         f'<details class="wb-earlier" style="margin:2px 0">'
         f'<summary style="cursor:pointer;font-size:11px;color:#555">{earlier}</summary>'
