@@ -232,6 +232,11 @@ def test_the_browser_lists_and_opens_an_interrupted_run_as_interrupted(
     heading = browser.pane.children[0].value
     assert "interrupted" in heading and "running" not in heading.split("process")[0]
     assert "ended while it was running: it recorded 2 steps" in heading
+    history = browser.step_through()
+    said = history.status.value  # not "running", "it goes on from its AgentRun"
+    assert "This run will not end: the process that ran it (pid " in said
+    assert "goes on" not in said and ">interrupted</span>" in said and ">running<" not in said
+    assert history.run_picker.options[0][0] == "1. agent · interrupted · 2 steps"
 
 
 def test_a_store_of_the_previous_version_opens_lists_and_records_processes_from_then_on(

@@ -3,10 +3,10 @@
 A person's store holds the failing team's run (a lead, a researcher, a digger) and runs started
 and stepped by hand: one in a process that has ended since (another kernel), one in a process
 still holding it, one in this kernel. The `RunsBrowser` lists the ended one as interrupted, the
-others as running; the interrupted one opens saying which process ran it and what it recorded.
-The holding process is killed in a later cell and its run turns interrupted in the open
-browser. With "sub-runs under their run" the team's row counts the tree's steps, as it counts
-its errors and tokens.
+others as running; the interrupted one opens (and steps through) saying which process ran it
+and what it recorded. The holding process is killed in a later cell and its run turns
+interrupted in the open browser. With "sub-runs under their run" the team's row counts the
+tree's steps, as it counts its errors and tokens.
 """
 
 from __future__ import annotations
@@ -69,6 +69,12 @@ def test_interrupted_runs_are_told_from_running_ones_and_a_tree_counts_its_steps
     expect(status).not_to_contain_text("running")
     expect(heading).to_contain_text("ended while it was running: it recorded 2 steps")
     notebook.shot("s7-2-opened", cell)
+    cell.get_by_role("button", name="Step through…").click()
+    history = cell.locator(".wb-history .wb-status")
+    expect(history).to_contain_text("This run will not end: the process that ran it (pid")
+    expect(history).not_to_contain_text("goes on")
+    expect(history.locator("span", has_text="interrupted")).to_be_visible()  # its badge
+    notebook.shot("s7-2a-stepped-through", cell.locator(".wb-history"))
 
     table.locator(".wbr-status-filter").select_option("")
     expect(rows).to_have_count(6)

@@ -18,6 +18,7 @@ from workbench.notebook._output import figure_output, html_output, show
 from workbench.notebook.html import errors_html, status_html, step_html
 from workbench.notebook.spans import timeline_figure
 from workbench.records import RunResult, step_labels
+from workbench.runfilter import INTERRUPTED
 from workbench.telemetry.records_of import result_of_trace
 from workbench.telemetry.trace import Trace
 from workbench.traces import trace_of
@@ -32,6 +33,8 @@ NOTE_SO_FAR = (
     "This run has not ended: its history so far, step by step. It goes on from its AgentRun "
     "(or agent.resume for a paused run); these views do not drive it."
 )
+NOTE_GONE = "This run will not end: {}. Its history as far as it got, step by step."
+"""For a run a run list calls interrupted (`workbench.runlist.writer_note` says why)."""
 
 
 class StepperHistory(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
@@ -42,10 +45,13 @@ class StepperHistory(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
     sub-runs; the timeline is the trace's own).
     The run picker lists every run of the tree, the step picker that run's step records; it
     opens on the run and step of the tree's first error, else on the run's last step.
-    ``show(run=, step=)`` picks from Python what the pickers pick.
+    ``show(run=, step=)`` picks from Python what the pickers pick. ``gone`` is what a run list
+    knows that the run's state does not: that the process running it has ended (interrupted);
+    its runs that did not end say so instead of "it goes on".
     """
 
-    def __init__(self, run: RunResult | AgentRun | Trace) -> None:
+    def __init__(self, run: RunResult | AgentRun | Trace, *, gone: str = "") -> None:
+        self.gone = gone
         if isinstance(run, Trace):  # a file's or a backend's: its top run, rebuilt from the spans
             self.trace, self.result = run, result_of_trace(run)
         else:
@@ -55,7 +61,10 @@ class StepperHistory(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         """The runs of the tree, depth first (the run itself first), as the run picker lists."""
         self.run_picker = widgets.Dropdown(
             description="Run",
-            options=[(_run_label(i, r, depth), i) for i, (r, depth) in enumerate(self.runs)],
+            options=[
+                (_run_label(i, r, depth, gone=bool(gone)), i)
+                for i, (r, depth) in enumerate(self.runs)
+            ],
         )
         self.step_picker = widgets.Dropdown(description="Step", options=[])
         self.status = widgets.HTML()
@@ -92,7 +101,10 @@ class StepperHistory(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         steps = result.steps
         budget = result.snapshots[-1].budget if result.snapshots else None
         note = NOTE if result.status.is_terminal else NOTE_SO_FAR
-        self.status.value = status_html(result.state, None, budget, note=note)
+        status = None
+        if self.gone and not result.status.is_terminal:
+            note, status = NOTE_GONE.format(self.gone), INTERRUPTED
+        self.status.value = status_html(result.state, None, budget, note=note, status=status)
         own = result.state.run_id  # its own failure is in the status line, traceback and all
         others = [e for e in result.errors if e.run_id != own or e.kind not in ("run", "subrun")]
         self.errors.value = errors_html(others)
@@ -125,11 +137,15 @@ def _tree(result: RunResult, depth: int = 0) -> list[tuple[RunResult, int]]:
     return found
 
 
-def _run_label(place: int, result: RunResult, depth: int) -> str:
-    """``2. researcher (depth 1) · completed · 3 steps``: what the run picker lists."""
+def _run_label(place: int, result: RunResult, depth: int, *, gone: bool) -> str:
+    """``2. researcher (depth 1) · completed · 3 steps``: what the run picker lists.
+
+    A run that did not end is interrupted when its process is ``gone``.
+    """
     where = f" (depth {depth})" if depth else ""
     steps = len({s.index for s in result.steps})
-    return f"{place + 1}. {result.state.agent_name}{where} · {result.status.value} · {steps} steps"
+    status = INTERRUPTED if gone and not result.status.is_terminal else result.status.value
+    return f"{place + 1}. {result.state.agent_name}{where} · {status} · {steps} steps"
 
 
 def _error_place(runs: list[tuple[RunResult, int]], result: RunResult) -> int:

@@ -598,24 +598,28 @@ def status_html(
     note: str = "",
     traceback: str | None = None,
     under_way: bool = False,
+    status: str | None = None,
 ) -> str:
     """The Stepper's status line: status, stop reason, step, next phase, budget left, errors.
 
     ``traceback`` goes under the note: a breakpoint whose predicate raised (`Break.traceback`).
     ``under_way``: the next phase has started (a button or a cell drives the run), which a
     person waiting on a slow model call must be able to tell from a run waiting on them.
+    ``status`` is shown instead of the state's: a run list's (``"interrupted"``).
     """
+    status = status or state.status.value
     colour = {
         "completed": "#2e7d32",
         "failed": "#c62828",
         "aborted": "#757575",
         "paused": "#6a1b9a",
-    }.get(state.status.value, "#1565c0")
+        "interrupted": "#e65100",
+    }.get(status, "#1565c0")
     done, following = step_position(state, next_phase)
     if under_way and next_phase is not None:
         following = f"<b>{next_phase.value}</b> under way…"
     parts = [
-        _badge(state.status.value, colour),
+        _badge(status, colour),
         done,
         following,
         f"stop reason <b>{state.stop_reason.value if state.stop_reason else '—'}</b>",

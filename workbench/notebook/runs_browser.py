@@ -33,6 +33,7 @@ from workbench.notebook.rerun_panel import RerunPanel
 from workbench.notebook.runs_view import RunsView, compare_html
 from workbench.notebook.stepper import Stepper
 from workbench.records import RunResult
+from workbench.runfilter import INTERRUPTED
 from workbench.runlist import RunSource, StoreRuns, source_of, writer_note
 from workbench.store import RunStore
 from workbench.telemetry.records_of import result_of_trace
@@ -277,7 +278,9 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         if self.opened_run is None:
             raise ValueError("open a run first")
         if self.history is None:
-            self.history = Stepper.of(self.opened_run)
+            opened = self.opened_run
+            status, note = self._listed(opened) if isinstance(opened, RunResult) else ("", "")
+            self.history = Stepper.of(opened, gone=note if status == INTERRUPTED else "")
             self._under_buttons(self.history)
         return self.history
 

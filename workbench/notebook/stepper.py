@@ -253,13 +253,14 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         return self.run.result
 
     @staticmethod
-    def of(run: RunResult | AgentRun | Trace) -> StepperHistory:
+    def of(run: RunResult | AgentRun | Trace, *, gone: str = "") -> StepperHistory:
         """A run that has ended (a stored one, a trace's too) in the Stepper's views, step by step.
 
         The same status line, errors, step messages and timeline, with no buttons to drive it:
-        a `StepperHistory`. ``Stepper(agent, prompt)`` is for a run you start.
+        a `StepperHistory` (``gone``: why a stored run that did not end never will, as
+        `StepperHistory` takes it). ``Stepper(agent, prompt)`` is for a run you start.
         """
-        return StepperHistory(run)
+        return StepperHistory(run, gone=gone)
 
     # -- actions --------------------------------------------------------------------------------
 
