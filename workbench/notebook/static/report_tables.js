@@ -6,7 +6,7 @@
 // the page (`fit`): a number's column is as wide as its widest number, never less; a text's as its
 // longest text up to a point, and less when the page is narrow (a text cut shows it whole in its
 // tooltip, down to its heading's longest word); a heading wraps between its words, never within
-// one: a page narrower than that scrolls the table sideways in its box.
+// one: a page narrower than that scrolls the table sideways in its box, its texts cut less.
 // A click on a column's heading sorts the rows by it, numbers largest first (the slowest step, the
 // most tokens) and text in order (numbers in it as numbers: step 9 before step 10); a second click
 // the other way; empty cells last. A table that scrolls has a box that finds rows by their text
@@ -69,7 +69,7 @@ function fit(heads, arrowed, contents, numeric, room) {  // each column's px (se
     : Math.min(whole[c], Math.max(NARROWEST, heads[c]))));  // arrow may wrap; texts cut
   const least = cut.map((width, c) => (numeric[c] ? width : Math.min(width, heads[c])));
   const sum = (widths) => widths.reduce((a, b) => a + b, 0);
-  if (sum(least) > room) return least;  // it scrolls sideways: no heading broken inside a word
+  if (sum(least) > room) return cut;  // it scrolls sideways: texts as readable as they were
   return sum(cut) > room ? between(least, cut, room) : between(cut, whole, room);
 }
 
