@@ -25,6 +25,13 @@ from workbench.runlist import writer_note
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
+@wb.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
 STEPPED = textwrap.dedent(
     """
     import sys
@@ -268,3 +275,21 @@ def test_a_writer_known_by_its_pid_alone_is_asked_again_as_its_pid_may_be_reused
     assert _processes.gone(here.host, pid, None)
     monkeypatch.setattr(_processes, "_exists", lambda _: True)  # a new process, same pid
     assert not _processes.gone(here.host, pid, None)
+
+
+def test_an_interrupted_run_compares_as_interrupted(path: Path) -> None:
+    """Beside a run of the same agent that went on to its end (in this process)."""
+    stopped = _ran(STEPPED, path)
+    call = wb.ModelResponse.tool_call("add", {"a": 1, "b": 2})
+    agent = wb.Agent(
+        model=wb.ScriptedModel([call, call, "3"]), tools=[add], store=wb.RunStore(path)
+    )
+    done = agent.run_sync("What is 1 + 2?")
+    browser = RunsBrowser(wb.RunStore(path), live=False)
+    try:
+        browser.compare(stopped, done.run_id)
+        html = browser.pane.children[0].value
+    finally:
+        browser.close()
+    assert ">interrupted</span>" in html and ">running</span>" not in html
+    assert "a was interrupted: its process ended while it ran, after step 2" in html

@@ -348,7 +348,8 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.table.note = ""
         if in_order:
             a, b = _in_order(a, b)
-        self.pane.children = [widgets.HTML(compare_html(a, b))]
+        listed = {run.run_id: self._listed(run)[0] for run in (a, b)}
+        self.pane.children = [widgets.HTML(compare_html(a, b, listed=listed))]
 
     # -- live -------------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from workbench.models.prices import dollars
 from workbench.notebook.html import _badge, messages_html
 from workbench.notebook.reprs import run_diff_html
 from workbench.records import RunResult, StepRecord
-from workbench.runfilter import RunFilter
+from workbench.runfilter import INTERRUPTED, RunFilter
 from workbench.runlist import RunSource
 from workbench.state import validation_summary
 from workbench.store import RunSummary
@@ -29,7 +29,12 @@ from workbench.store._query import SORTS, Sort
 
 __all__ = ["RunsPage", "RunsView", "compare_html", "row_cells"]
 
-_STATUS_COLOURS = {"completed": "#2e7d32", "failed": "#c62828", "aborted": "#757575"}
+_STATUS_COLOURS = {
+    "completed": "#2e7d32",
+    "failed": "#c62828",
+    "aborted": "#757575",
+    INTERRUPTED: "#e65100",
+}
 _DIFF_COLOURS = {"changed": "#c62828", "only_a": "#e17055", "only_b": "#0984e3"}
 
 
@@ -165,8 +170,7 @@ def _step_row(step: StepDiff, a: Mapping[int, StepRecord], b: Mapping[int, StepR
     )
 
 
-def _head(label: str, run: RunResult) -> str:
-    status = run.status.value
+def _head(label: str, run: RunResult, status: str) -> str:
     return (
         f"<th>{escape(label)} <code>{escape(run.run_id)}</code> "
         f"{_badge(status, _STATUS_COLOURS.get(status, '#1565c0'))}"
@@ -174,20 +178,35 @@ def _head(label: str, run: RunResult) -> str:
     )
 
 
-def compare_html(a: RunResult, b: RunResult, found: RunDiff | None = None) -> str:
+def compare_html(
+    a: RunResult,
+    b: RunResult,
+    found: RunDiff | None = None,
+    *,
+    listed: Mapping[str, str] | None = None,
+) -> str:
     """Two runs side by side, step by step (steps aligned by number), with what changed.
 
     Each row is one step: how it differs (`workbench.diff`), and what each run's step added to
     its conversation (the answer, the tool calls and their results). Below, the diff's summary
-    table and verdict. Everything from the runs is escaped.
+    table and verdict. Everything from the runs is escaped. ``listed`` is a run list's status
+    of a run, by id, where it says more than the run's state (``"interrupted"``).
     """
     found = found or diff(a, b)
+    listed = listed or {}
+    status_a, status_b = (listed.get(r.run_id) or r.status.value for r in (a, b))
+    gone = [
+        f"{label} was interrupted: its process ended while it ran, after step {run.state.step}"
+        for label, run, status in (("a", a, status_a), ("b", b, status_b))
+        if status == INTERRUPTED
+    ]
+    notes = "".join(f"<div class='wb-cmp-gone'>{escape(line)}</div>" for line in gone)
     rows_a, rows_b = _last_records(a), _last_records(b)
     rows = "".join(_step_row(step, rows_a, rows_b) for step in found.steps)
     return (
         "<div class='wb-compare'>"
-        f"<div class='wb-cmp-verdict'><b>{escape(found.verdict)}</b></div>"
+        f"<div class='wb-cmp-verdict'><b>{escape(found.verdict)}</b></div>{notes}"
         "<table class='wb-cmp-table'><tr><th></th>"
-        f"{_head('a', a)}{_head('b', b)}</tr>{rows}</table>"
+        f"{_head('a', a, status_a)}{_head('b', b, status_b)}</tr>{rows}</table>"
         f"{run_diff_html(found)}</div>"
     )
