@@ -287,6 +287,17 @@ def test_a_run_without_telemetry_and_a_telemetry_open_too() -> None:
     assert spans.span_count == len(telemetry.spans)
 
 
+def test_the_explorer_says_first_what_went_wrong_as_every_view_does() -> None:
+    from tests._failing_team import team
+
+    result = team().run_sync("What does the hat cost?")
+    explorer = TraceExplorer(result)
+    assert explorer.summary == wb.trace_of(result).summary() == result.summary
+    assert explorer.summary.startswith("completed, 1 tool error") and explorer.failed
+    calm = TraceExplorer(wb.Agent(model=wb.ScriptedModel(["hi"]), store=False).run_sync("hi"))
+    assert (calm.summary, calm.failed) == ("completed", False)
+
+
 def test_unknown_sources_are_refused_with_what_is_read() -> None:
     with pytest.raises(TypeError, match="trace_of reads a run"):
         wb.trace_of(42)  # type: ignore[arg-type]

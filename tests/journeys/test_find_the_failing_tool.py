@@ -1,9 +1,9 @@
 """Journeys 1 and 6: a three-level team answered, but a tool two sub-agents down crashed. Find it.
 
-The result's own display says so at the top (which tool, which agent, which step); the trace
-explorer's "errors only" shows the failed span, drawn red, and clicking it shows the traceback,
-naming the user's function and the line of their cell. The same journey runs in JupyterLab and
-in the classic Notebook 7 interface.
+The result's own display says so at the top (which tool, which agent, which step), and so does
+the trace explorer's first line; its "errors only" shows the failed span, drawn red, and clicking
+it shows the traceback, naming the user's function and the line of their cell. The same journey
+runs in JupyterLab and in the classic Notebook 7 interface.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ def test_find_the_failing_tool_from_the_result_then_its_traceback(
     notebook.run()
     explorer = notebook.run().locator(".wbx")
     expect(explorer.locator(".wbx-count")).to_contain_text("spans shown")
+    said = explorer.locator(".wbx-summary")  # what went wrong, before any span is looked at
+    expect(said).to_contain_text("1 tool error: step 1, apply_discount in digger")
+    expect(said).to_have_css("color", RED)
     explorer.get_by_role("checkbox", name="errors only").check()
     failed = explorer.locator(".wbx-row", has_text="execute_tool apply_discount")
     expect(failed).to_have_count(1)

@@ -52,6 +52,10 @@ class TraceExplorer(anywidget.AnyWidget):
     axis_ms = traitlets.Float(0.0).tag(sync=True)
     waited = traitlets.Unicode("").tag(sync=True)
     """A stepped run: what its count line says it left out (`waits.left_out`)."""
+    summary = traitlets.Unicode("").tag(sync=True)
+    """What the trace says first (`Trace.summary`): how it ended and what went wrong, where."""
+    failed = traitlets.Bool(False).tag(sync=True)
+    """Whether anything went wrong (the summary is drawn red)."""
     selected = traitlets.Unicode("").tag(sync=True)
     scroll_to = traitlets.Int(0).tag(sync=True)
     detail = traitlets.Unicode("").tag(sync=True)
@@ -76,6 +80,8 @@ class TraceExplorer(anywidget.AnyWidget):
             span_count=len(tree.order),
             axis_ms=(tree.end_ns - tree.start_ns) / 1e6,
             waited=waited_note(trace),
+            summary=trace.summary(),
+            failed=bool(trace.errors()),
             total=len(self.view.visible),
             rows=self.view.rows(0, page_size),
         )

@@ -79,6 +79,8 @@ function render({ model, el }) {
   const detail = make("div", "wbx-detail");
   main.append(left, detail);
   root.append(bar, main);
+  const summary = model.get("summary");  // what went wrong first, as every view says it
+  if (summary) root.prepend(make("div", model.get("failed") ? "wbx-summary wbx-failed" : "wbx-summary", summary));
   el.append(root);
 
   function drawAxis() {
