@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
+from tests._report_page import page_table
 from workbench.notebook import RerunPanel
 
 R = wb.ModelResponse
@@ -210,6 +211,15 @@ def test_the_rerun_panel_with_the_agents_scripted_model_replays_the_step() -> No
     # the recorded call, not the script's next (or first) response, answers step 2
     assert panel.fork.steps[0].tool_calls == original.steps[1].tool_calls
     assert panel.fork.output == "It costs 90."  # step 3: the script goes on live
+    # its diff table is drawn by the page, fitted to the output as TraceView's (a pandas table
+    # of its 14 columns was as wide as their texts): every step of the diff, as its JSON says
+    (shown,) = panel.diff_table.outputs
+    html = shown["data"]["text/html"]
+    assert '<div class="wb-table" data-table="' in html
+    element = html.split('data-table="')[1].split('-data"')[0]
+    names, *rows = page_table(html, element)
+    assert names[:4] == ["step", "status", "changes", "calls a"]
+    assert [row[0] for row in rows] == [str(s.step) for s in panel.diff.steps]
 
 
 def test_what_the_live_model_raises_where_the_rerun_departs_is_its_own_error() -> None:

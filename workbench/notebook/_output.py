@@ -1,4 +1,4 @@
-"""Put figures and tables into ipywidgets ``Output`` areas, and run a button's work on one loop.
+"""Put figures and HTML into ipywidgets ``Output`` areas, and run a button's work on one loop.
 
 Outputs are set as data (`ipywidgets.Output.outputs`) rather than printed inside a ``with out:``
 block: that works the same from a cell, a button callback or a background task, and a test can
@@ -14,7 +14,6 @@ from concurrent.futures import Future
 from typing import Any
 
 import ipywidgets as widgets
-import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
@@ -27,7 +26,6 @@ __all__ = [
     "html_output",
     "schedule",
     "show",
-    "table_output",
 ]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -51,20 +49,6 @@ def html_output(html: str) -> dict[str, Any]:
     return {
         "output_type": "display_data",
         "data": {"text/html": html, "text/plain": "<note>"},
-        "metadata": {},
-    }
-
-
-def table_output(frame: pd.DataFrame, *, max_rows: int = 100) -> dict[str, Any]:
-    """A ``display_data`` output for a DataFrame: its first ``max_rows`` rows as HTML."""
-    shown = frame.head(max_rows)
-    note = f"<p>first {max_rows} of {len(frame):,} rows</p>" if len(frame) > max_rows else ""
-    return {
-        "output_type": "display_data",
-        "data": {
-            "text/html": shown.to_html(index=False, float_format=_fmt, na_rep="") + note,
-            "text/plain": f"<table: {len(frame):,} rows × {len(frame.columns)} columns>",
-        },
         "metadata": {},
     }
 
@@ -111,7 +95,3 @@ async def finished(work: Future[None] | None) -> None:
     """Wait, on the caller's loop, until ``work`` (from `schedule`) is done."""
     if work is not None and not work.done():
         await asyncio.wait({asyncio.wrap_future(work)})
-
-
-def _fmt(value: float) -> str:
-    return f"{value:.3f}"

@@ -17,7 +17,8 @@ from workbench.agent import Agent, AgentRun, RunResult
 from workbench.diff import RunDiff, diff
 from workbench.messages import Message
 from workbench.models.base import Model
-from workbench.notebook._output import finished, schedule, show, table_output
+from workbench.notebook._output import finished, schedule, show
+from workbench.notebook.drawn_tables import table_output
 from workbench.notebook.edit import (
     MessageFormatError,
     keep_provenance,
@@ -267,7 +268,8 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             "<h4>Diff: original → fork</h4>"
             f'<pre style="white-space:pre-wrap;font-size:12px">{escape(self.diff.to_text())}</pre>'
         )
-        show(self.diff_table, table_output(self.diff.to_df()))
+        frame = self.diff.to_df()  # headings that wrap between words: "inference ms a"
+        show(self.diff_table, table_output(frame.rename(columns=lambda c: c.replace("_", " "))))
 
 
 def _error_html(text: str) -> str:

@@ -81,7 +81,8 @@ function drawTable(box, table) {
   const numeric = table.columns.map((values) => values.some((v) => typeof v === "number"));
   const longest = texts.map((column, c) => {  // the text each column is sized for
     const text = column.reduce((most, t) => (t.length > most.length ? t : most), "");
-    return numeric[c] ? text.replace(/[0-9]/g, "0") : text.slice(0, WIDEST);  // digits alike wide
+    // digits alike wide, and a sign as wide as one: "-8.490" is sized as wide as "27.467"
+    return numeric[c] ? text.replace(/[0-9-]/g, "0") : text.slice(0, WIDEST);
   });
   const columns = element.appendChild(document.createElement("colgroup"));
   table.names.forEach(() => columns.appendChild(document.createElement("col")));
