@@ -120,7 +120,9 @@ def test_hook_time_is_taken_out_of_the_phase_it_ran_in(demo: wb.RunResult) -> No
 
 def test_timing_figure_stacks_the_parts(demo: wb.RunResult) -> None:
     fig = timing_figure(wb.trace_of(demo))
-    assert [t.name for t in fig.data] == list(TIMING_PARTS)
+    assert [t.name for t in fig.data] == ["prepare", "inference", "tools", "continuation"]
+    hooked = demo.model_copy(update={"steps": (_with_hooks(demo.steps[1], ("Stop", 0.0005)),)})
+    assert [t.name for t in timing_figure(wb.trace_of(hooked)).data] == list(TIMING_PARTS)
     assert fig.layout.barmode == "stack"
     inference = next(t for t in fig.data if t.name == "inference")
     assert list(inference.x) == ["1", "2", "3", "3 (resumed)", "4"]

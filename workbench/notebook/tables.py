@@ -193,9 +193,14 @@ def _ms(value: float | None) -> float:
 
 
 def timing_figure(trace: Trace, *, title: str = "Time per step") -> go.Figure:
-    """A stacked bar per step: prepare, inference, tools, hooks, continuation (ms)."""
+    """A stacked bar per step: prepare, inference, tools, hooks, continuation (ms).
+
+    Hooks have a bar only in a run where a hook ran: in the legend of any other, "hooks" said
+    that something was measured, as the column of zeros in the step table did.
+    """
     frame = timing_breakdown(trace)
     labels = np.array(frame.index, dtype=object)  # arrays: plotly checks lists item by item
+    parts = {p: c for p, c in TIMING_PARTS.items() if p != "hooks" or frame["hooks"].any()}
     traces = [
         go.Bar(
             name=part,
@@ -204,7 +209,7 @@ def timing_figure(trace: Trace, *, title: str = "Time per step") -> go.Figure:
             marker={"color": colour},
             hovertemplate=f"step %{{x}}<br>{part}: %{{y:.3f}} ms<extra></extra>",
         )
-        for part, colour in TIMING_PARTS.items()
+        for part, colour in parts.items()
     ]
     layout = dict(
         title=title,
