@@ -6,7 +6,8 @@ import pytest
 
 import workbench as wb
 from tests._counting import PROMPT, counting_agent
-from workbench.notebook.html import error_html, status_html
+from workbench.notebook.html import error_html
+from workbench.notebook.status_line import status_html
 from workbench.report import report_html
 
 pytest.importorskip("ipywidgets")

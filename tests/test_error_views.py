@@ -16,10 +16,10 @@ from tests._failing_team import team
 from workbench.notebook.html import (
     FAILED_COLOUR,
     errors_html,
-    status_html,
     step_html,
     traceback_html,
 )
+from workbench.notebook.status_line import status_html
 
 R = wb.ModelResponse
 MARKUP = '<img src=x onerror="alert(1)"><script>alert(2)</script>'

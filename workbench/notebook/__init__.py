@@ -23,7 +23,6 @@ from workbench.notebook.html import (
     message_html,
     messages_diff_html,
     messages_html,
-    status_html,
     step_html,
 )
 from workbench.notebook.reprs import phase_event_html, run_diff_html, run_result_html
@@ -31,6 +30,7 @@ from workbench.notebook.rerun_panel import RerunPanel
 from workbench.notebook.runs_browser import RunsBrowser
 from workbench.notebook.runs_view import RunsView, compare_html
 from workbench.notebook.spans import waterfall_figure
+from workbench.notebook.status_line import status_html
 from workbench.notebook.stepper import Stepper
 from workbench.notebook.tables import agents_table, timing_breakdown, timing_figure, tokens_figure
 from workbench.notebook.trace_view import TraceView, trace_figures

@@ -15,8 +15,9 @@ import ipywidgets as widgets
 
 from workbench.agent import AgentRun
 from workbench.notebook._output import figure_output, html_output, show
-from workbench.notebook.html import errors_html, status_html, step_html
+from workbench.notebook.html import errors_html, step_html
 from workbench.notebook.spans import timeline_figure
+from workbench.notebook.status_line import status_html
 from workbench.records import RunResult, step_labels
 from workbench.runfilter import INTERRUPTED
 from workbench.telemetry.records_of import result_of_trace

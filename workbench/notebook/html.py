@@ -1,4 +1,4 @@
-"""HTML for messages, steps, diffs and run status (the Stepper, the report, the re-run panel).
+"""HTML for messages, steps, diffs and errors (the Stepper, the report, the re-run panel).
 
 Every function returns a self-contained HTML fragment (inline styles, no scripts), so the same
 output works in an ipywidgets ``HTML``, a notebook cell and the standalone report. All text from
@@ -12,7 +12,6 @@ import json
 from collections.abc import Callable, Sequence
 from html import escape
 
-from workbench.conditions import Budget
 from workbench.messages import (
     Message,
     Part,
@@ -22,10 +21,9 @@ from workbench.messages import (
     ToolCall,
     ToolResult,
 )
-from workbench.models.prices import dollars
 from workbench.records import RunError, StepRecord, ToolOutcome
 from workbench.session_state import boundary_number, summary_span
-from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall, Phase
+from workbench.state import ErrorInfo, ExecutionStatus, PendingCall
 from workbench.tracebacks import Lines, library_runs
 from workbench.waits import SHORTEST, Wait, time_worked, waited_text
 
@@ -41,9 +39,7 @@ __all__ = [
     "messages_html",
     "outcomes_html",
     "pending_html",
-    "status_html",
     "step_html",
-    "step_position",
     "summary_html",
     "thinking_html",
     "traceback_html",
@@ -573,78 +569,3 @@ def pending_html(pending: Sequence[PendingCall]) -> str:
         for p in pending
     )
     return f'<ul class="wb-pending">{items}</ul>'
-
-
-def _budget_text(budget: Budget | None) -> str:
-    if budget is None:
-        return "budget: not started"
-    left = []
-    if budget.steps_left is not None:
-        left.append(f"{budget.steps_left} steps")
-    if budget.tokens_left is not None:
-        left.append(f"{budget.tokens_left:,} tokens")
-    if budget.seconds_left is not None:
-        left.append(f"{budget.seconds_left:.1f} s")
-    if budget.cost_left is not None:
-        left.append(dollars(budget.cost_left))
-    return "budget left: " + (", ".join(left) if left else "unlimited")
-
-
-def status_html(
-    state: AgentState,
-    next_phase: Phase | None,
-    budget: Budget | None,
-    *,
-    note: str = "",
-    traceback: str | None = None,
-    under_way: bool = False,
-    status: str | None = None,
-) -> str:
-    """The Stepper's status line: status, stop reason, step, next phase, budget left, errors.
-
-    ``traceback`` goes under the note: a breakpoint whose predicate raised (`Break.traceback`).
-    ``under_way``: the next phase has started (a button or a cell drives the run), which a
-    person waiting on a slow model call must be able to tell from a run waiting on them.
-    ``status`` is shown instead of the state's: a run list's (``"interrupted"``).
-    """
-    status = status or state.status.value
-    colour = {
-        "completed": "#2e7d32",
-        "failed": "#c62828",
-        "aborted": "#757575",
-        "paused": "#6a1b9a",
-        "interrupted": "#e65100",
-    }.get(status, "#1565c0")
-    done, following = step_position(state, next_phase)
-    if under_way and next_phase is not None:
-        following = f"<b>{next_phase.value}</b> under way…"
-    parts = [
-        _badge(status, colour),
-        done,
-        following,
-        f"stop reason <b>{state.stop_reason.value if state.stop_reason else '—'}</b>",
-        escape(_budget_text(budget)),
-        f"tokens {state.usage.total_tokens:,}",
-    ]
-    error = error_html(state.error) if state.error is not None else ""
-    extra = f'<div style="color:#555">{escape(note)}</div>' if note else ""
-    extra += traceback_html(traceback, open_=True) if traceback else ""
-    return f'<div class="wb-status">{" · ".join(parts)}{error}{extra}</div>'
-
-
-def step_position(state: AgentState, next_phase: Phase | None) -> tuple[str, str]:
-    """The step, and what comes next: between steps, the next PREPARE is the next step's."""
-    if next_phase is Phase.PREPARE and state.step:
-        done, following = f"<b>{state.step}</b>", f"<b>{state.step + 1}</b>"
-        return f"step {done} done", f"next phase <b>prepare</b> of step {following}"
-    return f"step <b>{state.step}</b>", _next_text(state, next_phase)
-
-
-def _next_text(state: AgentState, next_phase: Phase | None) -> str:
-    """What comes next: a phase, the answer a paused run waits for, or nothing (it ended)."""
-    if next_phase is not None:
-        return f"next phase <b>{next_phase.value}</b>"
-    waiting = len(state.pending)
-    if state.status is ExecutionStatus.PAUSED and waiting:
-        return f"waits for your answer to <b>{waiting}</b> call{'s' if waiting > 1 else ''}"
-    return "next phase <b>—</b>"

@@ -32,11 +32,11 @@ from workbench.notebook.html import (
     outcomes_html,
     pending_html,
     question_html,
-    status_html,
     step_html,
     summary_html,
 )
 from workbench.notebook.spans import timeline_figure
+from workbench.notebook.status_line import status_html
 from workbench.notebook.stepping_html import asked_html, phase_log_html, subrun_html
 from workbench.notebook.tables import step_labels
 from workbench.records import PhaseEvent

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from html import escape
 
 from workbench.messages import ToolCall
-from workbench.notebook.html import step_position
+from workbench.notebook.status_line import step_position
 from workbench.records import PhaseEvent
 from workbench.state import AgentState, ExecutionStatus, Phase
 
