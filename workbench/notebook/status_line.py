@@ -1,8 +1,8 @@
 """The Stepper's status line: how the run stands, what comes next, and what it has left.
 
-Drawn after every press and phase, and by the history of a stored run (`StepperHistory`), so a
-run reads the same whether it is stepped now or was stepped before; the phase log's line
-(`stepping_html`) names the step and next phase as this line does (`step_position`).
+The Stepper draws it whenever it redraws a run, and a stored run's history (`StepperHistory`)
+draws it too, so a run reads the same whether it is stepped now or was stepped before; the phase
+log's line (`stepping_html`) names the step and next phase as this line does (`step_position`).
 """
 
 from __future__ import annotations
