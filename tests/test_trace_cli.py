@@ -205,16 +205,21 @@ def test_a_file_not_in_utf_8_warns_and_fails_in_a_line_each(tmp_path: Path) -> N
     assert failed.startswith("workbench: ") and "is not valid JSON" in failed
 
 
-def test_a_web_server_that_is_no_backend_is_a_one_line_error() -> None:
-    """Its error page (HTML over many lines) is quoted on the one line."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), SimpleHTTPRequestHandler)
+def _trace_from(handler: type[SimpleHTTPRequestHandler]) -> subprocess.CompletedProcess[str]:
+    """`workbench trace` of a Jaeger URL that a web server of ``handler`` answers."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"jaeger+http://127.0.0.1:{server.server_address[1]}/{TRACE_ID}"
-        shown = cli("trace", url, "--timeout", "20")
+        return cli("trace", url, "--timeout", "20")
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_web_server_that_is_no_backend_is_a_one_line_error() -> None:
+    """Its error page (HTML over many lines) is quoted on the one line."""
+    shown = _trace_from(SimpleHTTPRequestHandler)
     assert shown.returncode == 2 and shown.stdout == ""
     assert shown.stderr.startswith("workbench: ") and shown.stderr.count("\n") == 1
     assert "not found (404): <!DOCTYPE HTML> <html" in shown.stderr
@@ -233,14 +238,7 @@ class _HostilePage(SimpleHTTPRequestHandler):
 
 
 def test_a_server_s_error_page_quoted_on_stderr_cannot_drive_the_terminal() -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _HostilePage)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"jaeger+http://127.0.0.1:{server.server_address[1]}/{TRACE_ID}"
-        shown = cli("trace", url, "--timeout", "20")
-    finally:
-        server.shutdown()
-        server.server_close()
+    shown = _trace_from(_HostilePage)
     assert shown.returncode == 2 and shown.stderr.count("\n") == 1
     assert "not found (404): <html>" in shown.stderr and "safe" in shown.stderr
     assert not CONTROL.search(shown.stderr.rstrip("\n")), repr(shown.stderr)
