@@ -22,14 +22,17 @@ from workbench.messages import (
     ToolResult,
 )
 from workbench.records import RunError, StepRecord, ToolOutcome
+from workbench.runfilter import INTERRUPTED
 from workbench.session_state import boundary_number, summary_span
 from workbench.state import ErrorInfo, ExecutionStatus, PendingCall
 from workbench.tracebacks import Lines, library_runs
 from workbench.waits import SHORTEST, Wait, time_worked, waited_text
 
 __all__ = [
+    "DIFF_COLOURS",
     "FAILED_COLOUR",
     "ROLE_COLOURS",
+    "RUN_STATUS_COLOURS",
     "calls_html",
     "error_html",
     "errors_html",
@@ -39,6 +42,7 @@ __all__ = [
     "messages_html",
     "outcomes_html",
     "pending_html",
+    "status_badge",
     "step_html",
     "summary_html",
     "thinking_html",
@@ -55,6 +59,17 @@ ROLE_COLOURS: dict[str, tuple[str, str]] = {
 
 FAILED_COLOUR = "#c62828"
 """What failed is drawn in this red everywhere: badges, failed spans, error lines."""
+
+RUN_STATUS_COLOURS = {
+    "completed": "#2e7d32",
+    "failed": FAILED_COLOUR,
+    "aborted": "#757575",
+    "paused": "#6a1b9a",
+    INTERRUPTED: "#e65100",
+}
+"""A run's status badge, by its status (a running run's is blue), in every view of a run."""
+DIFF_COLOURS = {"changed": FAILED_COLOUR, "only_a": "#e17055", "only_b": "#0984e3"}
+"""A step's badge in a comparison of two runs, by what the diff says of it."""
 
 _STATUS_COLOURS = {
     "ok": "#2e7d32",
@@ -92,6 +107,11 @@ def _badge(text: str, colour: str) -> str:
         f'<span style="background:{colour};color:white;border-radius:3px;padding:0 5px;'
         f'font-size:11px;margin-right:4px">{escape(text)}</span>'
     )
+
+
+def status_badge(status: str) -> str:
+    """A run's status as a badge in its colour (`RUN_STATUS_COLOURS`)."""
+    return _badge(status, RUN_STATUS_COLOURS.get(status, "#1565c0"))
 
 
 def _part_html(part: Part) -> str:

@@ -13,10 +13,12 @@ from workbench._record import html_view
 from workbench.diff import RunDiff, StepDiff
 from workbench.models.prices import dollars
 from workbench.notebook.html import (
+    DIFF_COLOURS,
     FAILED_COLOUR,
     _badge,
     errors_html,
     pending_html,
+    status_badge,
     summary_html,
 )
 from workbench.notebook.tables import steps_text
@@ -34,14 +36,6 @@ __all__ = [
     "trace_html",
 ]
 
-_STATUS = {
-    "completed": "#2e7d32",
-    "failed": "#c62828",
-    "aborted": "#757575",
-    "paused": "#6a1b9a",
-    INTERRUPTED: "#e65100",
-}
-_DIFF = {"changed": "#c62828", "only_a": "#e17055", "only_b": "#0984e3"}
 _CELL = "padding:1px 8px;vertical-align:top;text-align:left"
 
 
@@ -75,7 +69,7 @@ def stored_run_html(result: RunResult, *, status: str | None = None, note: str =
     cost = f" · {dollars(usage.cost)}" if usage.cost else ""  # unknown or nothing: no cost
     rows = {
         "run": f"<code>{escape(state.run_id)}</code> · agent {escape(state.agent_name)}",
-        "status": _badge(status, _STATUS.get(status, "#1565c0"))
+        "status": status_badge(status)
         + escape(f"stop reason {state.stop_reason.value if state.stop_reason else '—'}"),
         "steps": steps_text(result.steps),
         "tokens": f"{usage.input_tokens:,} in / {usage.output_tokens:,} out{cost}",
@@ -134,7 +128,7 @@ def phase_event_html(event: PhaseEvent) -> str:
     line = (
         f"<div>{escape(agent)}<b>{escape(event.phase.value)}</b> "
         f"of step {event.step} · {event.duration * 1e3:.2f} ms → "
-        f"{_badge(status, _STATUS.get(status, '#1565c0'))}next phase "
+        f"{status_badge(status)}next phase "
         f"<b>{escape(state.next_phase.value)}</b>{escape(stop)} · "
         f"{len(state.messages)} messages · {state.usage.total_tokens:,} tokens</div>"
     )
@@ -177,7 +171,7 @@ def run_diff_html(diff: RunDiff) -> str:
     """Two runs step by step: what changed where, with the first divergence marked."""
     rows = []
     for step in diff.steps:
-        colour = _DIFF.get(step.status, "#636e72")
+        colour = DIFF_COLOURS.get(step.status, "#636e72")
         delta = "" if step.time_delta is None else f"{step.time_delta * 1e3:+.2f} ms"
         rows.append(
             f"<tr><td style='{_CELL}'>{step.step}</td>"

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from workbench.diff import RunDiff, StepDiff, diff
 from workbench.models.prices import dollars
-from workbench.notebook.html import _badge, messages_html
+from workbench.notebook.html import DIFF_COLOURS, _badge, messages_html, status_badge
 from workbench.notebook.reprs import run_diff_html
 from workbench.records import RunResult, StepRecord
 from workbench.runfilter import INTERRUPTED, RunFilter
@@ -28,15 +28,6 @@ from workbench.store import RunSummary
 from workbench.store._query import SORTS, Sort
 
 __all__ = ["RunsPage", "RunsView", "compare_html", "row_cells"]
-
-_STATUS_COLOURS = {
-    "completed": "#2e7d32",
-    "failed": "#c62828",
-    "aborted": "#757575",
-    INTERRUPTED: "#e65100",
-}
-_DIFF_COLOURS = {"changed": "#c62828", "only_a": "#e17055", "only_b": "#0984e3"}
-
 
 _PLAIN_ENDS = {("completed", "completed"), ("failed", "error"), ("aborted", "aborted")}
 """Stop reasons a status already says (the list shows the others: a step limit, a hook stop)."""
@@ -159,7 +150,7 @@ def _side(record: StepRecord | None) -> str:
 
 
 def _step_row(step: StepDiff, a: Mapping[int, StepRecord], b: Mapping[int, StepRecord]) -> str:
-    colour = _DIFF_COLOURS.get(step.status, "#636e72")
+    colour = DIFF_COLOURS.get(step.status, "#636e72")
     changes = "<br>".join(escape(f"{where}: {what}") for where, what in step.changes())
     return (
         f"<tr class='wb-cmp-step wb-cmp-{escape(step.status)}'>"
@@ -173,7 +164,7 @@ def _step_row(step: StepDiff, a: Mapping[int, StepRecord], b: Mapping[int, StepR
 def _head(label: str, run: RunResult, status: str) -> str:
     return (
         f"<th>{escape(label)} <code>{escape(run.run_id)}</code> "
-        f"{_badge(status, _STATUS_COLOURS.get(status, '#1565c0'))}"
+        f"{status_badge(status)}"
         f"{escape(run.state.agent_name)}</th>"
     )
 

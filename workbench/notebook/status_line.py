@@ -11,7 +11,7 @@ from html import escape
 
 from workbench.conditions import Budget
 from workbench.models.prices import dollars
-from workbench.notebook.html import _badge, error_html, traceback_html
+from workbench.notebook.html import error_html, status_badge, traceback_html
 from workbench.state import AgentState, ExecutionStatus, Phase
 
 __all__ = ["status_html", "step_position"]
@@ -49,19 +49,11 @@ def status_html(
     person waiting on a slow model call must be able to tell from a run waiting on them.
     ``status`` is shown instead of the state's: a run list's (``"interrupted"``).
     """
-    status = status or state.status.value
-    colour = {
-        "completed": "#2e7d32",
-        "failed": "#c62828",
-        "aborted": "#757575",
-        "paused": "#6a1b9a",
-        "interrupted": "#e65100",
-    }.get(status, "#1565c0")
     done, following = step_position(state, next_phase)
     if under_way and next_phase is not None:
         following = f"<b>{next_phase.value}</b> under way…"
     parts = [
-        _badge(status, colour),
+        status_badge(status or state.status.value),
         done,
         following,
         f"stop reason <b>{state.stop_reason.value if state.stop_reason else '—'}</b>",
