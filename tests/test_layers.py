@@ -7,7 +7,7 @@ the ones below, never one above:
 
 ==  ===============  ===================================================================
  0  foundation       errors, messages, _record, _sync, redact, traceids, tracebacks, ids,
-                    _json, conversation, _processes: the common words
+                    _json, conversation, _processes, urls: the common words
  1  state            the run's state and its lifecycle (status, transitions, stop reasons)
  2  rules            stop conditions, history processors, breakpoints: functions of a run view
  3  records          what a run reports (step records, snapshots, events, results, errors),
@@ -53,6 +53,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "workbench._sync",
             "workbench.redact",
             "workbench.traceids",
+            "workbench.urls",
             "workbench.tracebacks",
             "workbench.ids",
             "workbench._json",

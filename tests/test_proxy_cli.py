@@ -86,6 +86,8 @@ def test_an_upstream_that_is_no_url_or_a_negative_grace_is_refused_by_name(
             main(["proxy", *given, "--port", "0", "--store", ":memory:"])
         assert exit_.value.code == 2
         assert said in capsys.readouterr().err
+    with pytest.raises(wb.InvalidURL, match=r"^upstream: 'notaurl' is not an http:// or https://"):
+        wb.proxy("notaurl", store=wb.RunStore(":memory:"))  # one rule for both: `urls.http_url`
 
 
 def test_the_command_says_which_run_it_replays(tmp_path: Path) -> None:

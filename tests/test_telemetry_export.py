@@ -22,6 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.sdk.trace import TracerProvider
 
 import workbench as wb
 from tests.test_telemetry import calculator, run_with_pause
@@ -153,6 +154,54 @@ def test_endpoint_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://traces:9999/t")
     assert otlp_traces_endpoint() == "http://traces:9999/t"
     assert wb.Telemetry(export_timeout=1).endpoint == "http://traces:9999/t"
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["notaurl", "localhost:4318", "ftp://h/x", "http://", "http://h:99999", "http://u:hunter2@h:x"],
+)
+def test_an_endpoint_that_is_no_http_url_is_refused_when_given(
+    given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was taken, and failed only at the first export, in a warning at exit ("No scheme
+    supplied", after a posting to 'notaurl/v1/traces'): the run's spans went nowhere."""
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    provider = TracerProvider()
+    with pytest.raises(wb.InvalidURL, match=r"^otlp_endpoint: '.*' is not (a|an http).* URL"):
+        wb.Telemetry(tracer_provider=provider, otlp_endpoint=given)
+    assert provider._active_span_processor._span_processors == ()  # left as it was given
+    with pytest.raises(ValueError) as raised:  # what it has always been, too
+        wb.Telemetry(otlp_endpoint=given)
+    assert "hunter2" not in str(raised.value)
+    assert wb.Telemetry(otlp_endpoint=False).endpoint is None  # nowhere: no URL to check
+
+
+@pytest.mark.parametrize(
+    "variable", ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+)
+def test_an_endpoint_variable_that_is_no_http_url_is_named(
+    variable: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``localhost:4318`` (no scheme) is how an address is often written; the variable is named,
+    since nothing in the code the person wrote says where the URL came from."""
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    monkeypatch.setenv(variable, "localhost:4318")
+    with pytest.raises(wb.InvalidURL, match=f"^{variable}: 'localhost:4318' is not an http"):
+        wb.Telemetry()
+    assert wb.Telemetry(otlp_endpoint=False).endpoint is None
+    assert wb.Telemetry(otlp_endpoint="http://h:4318").endpoint == "http://h:4318/v1/traces"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WORKBENCH_STORE", "off")
+    assert main(["demo"]) == 2  # one line, before anything ran
+    said = capsys.readouterr()
+    assert said.err == (
+        f"workbench: {variable}: 'localhost:4318' is not an http:// or https:// URL\n"
+    )
+    assert said.out == "" and not (tmp_path / "workbench-demo").exists()
 
 
 def test_a_refused_endpoint_costs_the_run_nothing_and_reports_the_drops(

@@ -8,6 +8,7 @@ Who caused it decides where an error sits, because that decides what the user do
     │   ├── MessageFormatError      edited messages that cannot be read
     │   ├── SessionBusy             a session asked to start while an execution is unfinished
     │   ├── NoSuchStep              a run asked for a step it does not have (a LookupError)
+    │   ├── InvalidURL              an endpoint or upstream that is no http(s) URL (a ValueError)
     │   └── ScriptExhausted         a ScriptedModel asked for more responses than it was given
     ├── ModelBehaviourError         the model did something the run cannot use
     │   ├── ArgumentError           tool arguments that do not fit the schema (the model retries)
@@ -116,6 +117,10 @@ class NoSuchStep(UsageError, LookupError):
 
 class MessageFormatError(UsageError, ValueError):
     """Edited messages that cannot be read; the message says where and what is wrong."""
+
+
+class InvalidURL(UsageError, ValueError):
+    """A URL to send to that is not ``http://`` or ``https://`` with a host; says whose it is."""
 
 
 class SessionBusy(UsageError, RuntimeError):

@@ -33,6 +33,7 @@ from workbench.errors import UsageError
 from workbench.messages import JsonValue
 from workbench.records import RunResult
 from workbench.store import RunStore
+from workbench.urls import http_url
 
 if TYPE_CHECKING:
     from workbench._proxy.server import ProxyApp
@@ -220,7 +221,8 @@ def proxy(
     seconds; ``grace`` is how long closing waits for the calls in flight before it cuts them
     off. Each run is named ``agent_name``, or else after its client (the product its
     ``User-Agent`` names: ``claude-cli``, ``codex_exec``), or ``proxy``. A ``port`` that cannot
-    be listened on (one in use) is a `UsageError` that says so. Needs the ``proxy`` extra
+    be listened on (one in use) is a `UsageError` that says so, an ``upstream`` that is no
+    ``http(s)://`` URL an `InvalidURL`. Needs the ``proxy`` extra
     (``pip install 'workbench[proxy]'``: starlette, uvicorn and aiohttp).
     """
     try:
@@ -230,6 +232,8 @@ def proxy(
             f"the proxy needs the 'proxy' extra: pip install 'workbench[proxy]' ({exc})"
         ) from exc
 
+    if upstream is not None:
+        http_url(upstream, "upstream")  # not at the first call, inside the HTTP client
     store = store if store is not None else RunStore.default()
     if store is None:
         raise UsageError("the proxy records into a run store: pass store= (WORKBENCH_STORE=off)")

@@ -18,9 +18,10 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from workbench import urls
 from workbench.agent import RunResult
+from workbench.errors import InvalidURL
 from workbench.messages import Message
 from workbench.models.replay import describe_part
 from workbench.records import (
@@ -131,19 +132,15 @@ def problems_as_lines() -> Iterator[None]:
 
 
 def http_url(text: str) -> str:
-    """An ``http://`` or ``https://`` URL with a host (an argparse type); refused otherwise.
+    """An ``http://`` or ``https://`` URL with a host (an argparse type: `workbench.urls.http_url`).
 
     Without it, ``notaurl`` went on to the exporter as a path (``notaurl/v1/traces/v1/traces``)
     and to the proxy's client as a relative URL, which raised from inside.
     """
     try:
-        parts = urlsplit(text)  # a port that is no number, or out of range, raises on reading
-        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a URL: {exc}") from None
-    if not usable:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL")
-    return text
+        return urls.http_url(text)
+    except InvalidURL as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def seconds(text: str) -> float:

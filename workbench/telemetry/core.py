@@ -24,6 +24,7 @@ from workbench.redact import Redactor
 from workbench.telemetry import names
 from workbench.telemetry.content import ContentStore, expand
 from workbench.telemetry.observer import Instruments, SpanObserver
+from workbench.urls import http_url
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,20 +50,25 @@ def otlp_traces_endpoint(endpoint: str | None = None) -> str | None:
     """The OTLP/HTTP traces URL to send to, or None when none is configured.
 
     The argument, else ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, else ``OTEL_EXPORTER_OTLP_ENDPOINT``
-    plus ``/v1/traces``. A bare ``http://host:4318`` argument gets the ``/v1/traces`` path.
+    plus ``/v1/traces``. A bare ``http://host:4318`` argument gets the ``/v1/traces`` path. The
+    one used must be an ``http://`` or ``https://`` URL: else an `InvalidURL` names it (the
+    argument or the variable), here rather than at the first export.
 
     >>> otlp_traces_endpoint("http://localhost:4318")
     'http://localhost:4318/v1/traces'
     """
     if endpoint:
+        http_url(endpoint, "otlp_endpoint")
         return (
             endpoint if re.search(r"//[^/]+/.", endpoint) else endpoint.rstrip("/") + "/v1/traces"
         )
     traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
     if traces:
-        return traces
+        return http_url(traces, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
     base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    return base.rstrip("/") + "/v1/traces" if base else None
+    if base:
+        return http_url(base, "OTEL_EXPORTER_OTLP_ENDPOINT").rstrip("/") + "/v1/traces"
+    return None
 
 
 def _require_sdk() -> Any:
@@ -85,7 +91,8 @@ class Telemetry:
             (``gen_ai.input.messages`` and friends). Secrets are redacted either way.
         otlp_endpoint: send spans over OTLP/HTTP protobuf to this URL (``/v1/traces`` is added to
             a bare ``http://host:port``). None uses ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or
-            ``OTEL_EXPORTER_OTLP_ENDPOINT`` when set; False sends nowhere whatever they say.
+            ``OTEL_EXPORTER_OTLP_ENDPOINT`` when set; False sends nowhere whatever they say. One
+            that is not an ``http(s)://`` URL is an `InvalidURL` here, naming it.
             Headers come from ``otlp_headers`` or ``OTEL_EXPORTER_OTLP_(TRACES_)HEADERS``.
             Sending needs the ``otlp`` extra; collecting in memory only the SDK.
         service_name: the ``service.name`` of a provider made here (``OTEL_SERVICE_NAME`` wins
@@ -114,6 +121,9 @@ class Telemetry:
         flush_timeout: float = 3.0,
         conventions: names.Conventions = "current",
     ) -> None:
+        # False: nowhere, whatever the OTEL_* variables say (spans rebuilt for a view). Read
+        # first: a URL refused must not leave our processor on a provider passed in.
+        endpoint = None if otlp_endpoint is False else otlp_traces_endpoint(otlp_endpoint)
         sdk_trace = _require_sdk()
         from workbench.telemetry._sdk import Collector, ExportPipe, SecretIds
 
@@ -138,8 +148,7 @@ class Telemetry:
         self._resources: dict[int, dict[str, Any]] = {}
         self._whole_trace: Trace | None = None
         """Every span collected as one `Trace` (`trace`), kept until a span arrives."""
-        # False: nowhere, whatever the OTEL_* variables say (spans rebuilt for a view)
-        self.endpoint = None if otlp_endpoint is False else otlp_traces_endpoint(otlp_endpoint)
+        self.endpoint = endpoint
         self._pipe: ExportPipe | None = None
         if self.endpoint is not None:
             self._pipe = ExportPipe(
