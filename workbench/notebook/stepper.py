@@ -1,17 +1,16 @@
 """`Stepper`: drive an agent run from buttons, phase by phase, like a debugger.
 
 The widget keeps one `AgentRun` and a few child widgets; everything it shows is built by the plain
-functions of `workbench.notebook.html`, `.spans` and `.tables`. Button callbacks schedule the run's
-async methods on the workbench's portal loop (`_output.schedule`), whatever thread the kernel
-delivers a click on, so a slow model call leaves the kernel and the page responsive, streamed
-tokens appear in the widget as they arrive, and a run stopped inside a sub-run goes on from any
-later click or cell.
+functions of `workbench.notebook.html`, `.spans` and `.tables`, and when it draws is `.redraws`'s
+(a run on the move at most every quarter second, the timeline once the presses pause). Button
+callbacks schedule the run's async methods on the workbench's portal loop (`_output.schedule`),
+whatever thread the kernel delivers a click on, so a slow model call leaves the kernel and the
+page responsive, streamed tokens appear in the widget as they arrive, and a run stopped inside a
+sub-run goes on from any later click or cell.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from html import escape
@@ -35,6 +34,7 @@ from workbench.notebook.html import (
     step_html,
     summary_html,
 )
+from workbench.notebook.redraws import Redraws
 from workbench.notebook.spans import timeline_figure
 from workbench.notebook.status_line import status_html
 from workbench.notebook.stepping_html import asked_html, phase_log_html, subrun_html
@@ -59,13 +59,13 @@ _PRESSES: dict[Action, Callable[[AgentRun], Awaitable[object]]] = {
 }
 """What each button asks of the run: the widget only presses, the run drives itself."""
 _TIMELINE_DELAY = 0.3
-"""Seconds after the last press before the timeline is redrawn. Rebuilding a figure and its
-rendering in the page take longer than a press; presses in a row redraw it once, and the status
-and buttons of each reach the page first, so the clicks stay quick."""
+"""Seconds after the last press before the timeline is redrawn (`Redraws`). Rebuilding a figure
+and its rendering in the page take longer than a press; presses in a row redraw it once, and the
+status and buttons of each reach the page first, so the clicks stay quick."""
 _REDRAW_EVERY = 0.25
 """Seconds between two drawings of a run on the move (Run to end; ``run.next_step()`` or
-``run.run_to_end()`` in a cell): the phases in between are only noted, and the run is drawn
-again as the call that drives it ends. A person reads no faster, and each drawing is a wait
+``run.run_to_end()`` in a cell; `Redraws`): the phases in between are only noted, and the run is
+drawn again as the call that drives it ends. A person reads no faster, and each drawing is a wait
 of the run's (`AgentRun.showing`): drawn at every phase, a run driven from a cell kept eight
 waits a step, and a long Run to end thousands. A run whose phases take longer (a real model's)
 is drawn at each of them."""
@@ -145,8 +145,15 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         settings: ModelSettings | None = None,
         breakpoints: Sequence[Break] = (),
     ) -> None:
-        self._closed = False
-        """`close` was called: nothing more is drawn (the run may go on, driven from code)."""
+        self._redraws = Redraws(
+            draw=self._redraw,
+            draw_timeline=self._draw_timeline,
+            position=self._position,
+            busy=lambda: self.busy,
+            every=_REDRAW_EVERY,
+            delay=_TIMELINE_DELAY,
+        )
+        """When the widget and its timeline are drawn (`close` closes it: nothing more is)."""
         if isinstance(agent, Session):  # the session's next execution, taken in when it ends
             if prompt is None or history:
                 raise ValueError("a session's execution takes a prompt and no history")
@@ -176,16 +183,6 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.stopped_at: Break | None = None
         """The breakpoint Continue last stopped at."""
         self._shown_records = -1
-        self._drawn: tuple[object, ...] | None = None
-        """Where the run was when the timeline was drawn (it is redrawn when a press moved it)."""
-        self._drawn_at = 0.0
-        """When the widget was last drawn (`time.perf_counter`; see `_watched`)."""
-        self._undrawn = False
-        """A phase of the run was noted since, not drawn."""
-        self._redraw_timer: asyncio.TimerHandle | None = None
-        """The drawing due if the phase under way goes on (on the portal loop, `_redraw_due`)."""
-        self._timeline_timer: asyncio.TimerHandle | None = None
-        """The redrawing due once the presses pause (on the portal loop)."""
         self._live_from = len(self.run.state.messages)
         self._auto_picked = LIVE
 
@@ -309,16 +306,12 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         (from another thread: a cell, a press) is never armed: a closed Stepper draws nothing
         more, whoever drives its run.
         """
-        self._closed = True
+        self._redraws.close()
         run: AgentRun | None = getattr(self, "run", None)  # None: __init__ failed (__del__)
         if run is not None:
             run.unwatch(self._watched)
             if run.subrun is not None and not run.done:  # paused: kept as is
                 run.abort()
-        if getattr(self, "_timeline_timer", None) is not None:
-            self._cancel_timeline()
-        if (timer := getattr(self, "_redraw_timer", None)) is not None:
-            portal().call_soon_threadsafe(timer.cancel)
         super().close()
 
     def __enter__(self) -> Stepper:
@@ -359,8 +352,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self.refresh()
             return
         self._busy, self._stop_requested = True, False
-        with self.run.showing():  # what the press set going shows before it goes
-            self.refresh()
+        self._redraw()  # what the press set going shows before it goes
         self.task = schedule(lambda: self._drive(action), self._failed)
 
     async def _drive(self, action: Action) -> None:
@@ -387,35 +379,20 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     def _watched(self, event: PhaseEvent | None) -> None:
         """The run moved (a press, or code driving it): show it, or note it until it is drawn.
 
-        A phase of a run on the move is drawn once `_REDRAW_EVERY` has passed since the last
-        drawing; the end of each driving call always is, so what stays on screen is the run
-        as it stands.
+        A phase of a run on the move is drawn at most every `_REDRAW_EVERY` (`Redraws.later`);
+        the end of each driving call (``event`` None) always is, so what stays on screen is the
+        run as it stands.
         """
         if event is not None:
             self._phase_done(event)
-            if time.perf_counter() - self._drawn_at < _REDRAW_EVERY:
-                self._undrawn = True  # drawn as the call ends, or once a slow phase has
-                if self._redraw_timer is None:  # gone on for `_REDRAW_EVERY` (`_redraw_due`)
-                    portal().call_soon_threadsafe(self._arm_redraw)
+            if self._redraws.later():
                 return
+        self._redraw()
+
+    def _redraw(self) -> None:
+        """Draw the run as it stands, as a wait of the run's (`AgentRun.showing`), not its work."""
         with self.run.showing():
             self.refresh()
-
-    def _arm_redraw(self) -> None:  # on the portal, like the timeline's
-        if self._redraw_timer is None and not self._closed:
-            due = max(0.0, self._drawn_at + _REDRAW_EVERY - time.perf_counter())
-            self._redraw_timer = portal().call_later(due, self._redraw_due)
-
-    def _redraw_due(self) -> None:  # on the portal: between two awaits of the phase under way
-        """Draw a run whose phase noted, not drawn, is still under way (a model answering).
-
-        The page would show the phase before it meanwhile. While a phase goes on, the drawing
-        is the phase's time (`AgentRun.showing`): the call it waits on is in flight.
-        """
-        self._redraw_timer = None
-        if self._undrawn and not self._closed:
-            with self.run.showing():
-                self.refresh()
 
     def _phase_done(self, event: PhaseEvent) -> None:
         self.events.append(event)
@@ -463,12 +440,10 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     def refresh(self) -> None:
         """Redraw everything from the run's current state.
 
-        While a press runs phases the timeline waits for the press to end: it is the run so far
-        rebuilt, and redrawing it at every step would make a long run's Run to end quadratic.
-        It then follows once the presses pause (`_TIMELINE_DELAY`): a new figure costs the page
-        more than the status and buttons of a press, which go first.
+        The timeline follows once the presses pause (`Redraws.timeline_soon`): it is the run so
+        far rebuilt, and a new figure costs the page more than a press's status and buttons.
         """
-        self._drawn_at, self._undrawn = time.perf_counter(), False
+        self._redraws.drawn()
         run = self.run
         budget = run.snapshots[-1].budget if run.snapshots else None
         status = status_html(
@@ -488,8 +463,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._show_approvals()
         if len(run.steps) != self._shown_records:
             self._records_changed()
-        if self._position() != self._drawn and not self.busy:
-            self._timeline_soon()
+        self._redraws.timeline_soon()
         self._follow()
         self._show_messages()
 
@@ -551,38 +525,10 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         It otherwise follows a moment after the presses pause (`_TIMELINE_DELAY`); `wait`
         draws it too, so a cell after it reads the timeline as the run stands.
         """
-        self._cancel_timeline()
-        if self._position() != self._drawn:
-            self._draw_timeline()
-
-    def _timeline_soon(self) -> None:
-        """Redraw the timeline once the presses pause (the first drawing at once)."""
-        if self._drawn is None:
-            self._draw_timeline()
-            return
-        portal().call_soon_threadsafe(self._arm_timeline)
-
-    def _arm_timeline(self) -> None:  # on the portal, like the presses
-        self._cancel_timeline()
-        if self._closed:  # closed since it was asked for (`close` ran on another thread)
-            return
-        self._timeline_timer = portal().call_later(_TIMELINE_DELAY, self._timeline_due)
-
-    def _timeline_due(self) -> None:
-        self._timeline_timer = None
-        if self._position() != self._drawn and not self.busy:
-            self._draw_timeline()
-
-    def _cancel_timeline(self) -> None:
-        timer, self._timeline_timer = self._timeline_timer, None
-        if timer is not None:
-            portal().call_soon_threadsafe(timer.cancel)  # its loop's own thread cancels it
+        self._redraws.timeline_now()
 
     def _draw_timeline(self) -> None:
         """The run so far (`trace_of`): closed steps, and the steps and calls under way."""
-        if self._closed:
-            return
-        self._drawn = self._position()
         figure = timeline_figure(trace_of(self.run), so_far=not self.run.done)
         if figure is None:
             show(
