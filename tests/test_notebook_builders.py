@@ -488,6 +488,39 @@ def test_steps_text_counts_steps_and_says_when_one_resumed(demo: wb.RunResult) -
     assert steps_text(many) == "1,200 steps"  # a long run's count reads at a glance
 
 
+def _heads_and_rows(trace: wb.Trace) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    def key(agent: Any, run_id: Any, step: Any, cost: Any) -> tuple[Any, ...]:
+        return (agent, run_id, step, None if cost is None or cost != cost else cost)  # NaN: none
+
+    rows = trace.step_rows()
+    heads = [key(*head) for head in trace.step_heads()]
+    return heads, [key(r["agent"], r["run_id"], r["step"], r.get("cost")) for r in rows]
+
+
+@pytest.mark.parametrize("source", ["demo", "team", "pydantic-ai"])
+def test_a_trace_as_a_cells_value_counts_its_steps_without_making_the_step_table(
+    source: str, demo: wb.RunResult
+) -> None:
+    """A 100,000-span trace took 1.8 s to show as a cell, a second of it making the step table
+    for the line that counts its steps. The steps counted are the table's, one by one."""
+    from tests._failing_team import team
+    from tests.foreign import pydantic_ai_agent
+
+    traces = {
+        "demo": lambda: wb.trace_of(demo),
+        "team": lambda: wb.trace_of(team().run_sync("price the hat")),
+        "pydantic-ai": lambda: wb.trace_of(pydantic_ai_agent.failing_spans()),
+    }
+    trace = traces[source]()
+    html = trace._repr_html_()
+    made = "_step_rows" in vars(trace)
+    assert not made or source == "demo"  # counted; a resumed run's clocks are read of its rows
+    heads, rows = _heads_and_rows(trace)
+    assert heads == rows and rows
+    said = {"demo": "4 steps (1 resumed after a pause)", "team": "8 steps of 3 agents"}
+    assert said.get(source, f"{len(rows)} step") in html
+
+
 def test_report_says_steps_and_links_the_resumed_part_by_its_label(demo: wb.RunResult) -> None:
     html = report_html(demo)
     assert "4 steps (1 resumed after a pause)" in html

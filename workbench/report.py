@@ -194,7 +194,7 @@ def _tokens(trace: Trace) -> str:
         tokens = [number(v) for v in n.tokens_of(call.attributes)]
         inputs += int(tokens[0] or 0) if tokens[0] == tokens[0] else 0  # NaN: not a number
         outputs += int(tokens[1] or 0) if tokens[1] == tokens[1] else 0
-    costs = [row.get("cost") for row in trace.step_rows()]
+    costs = [head.cost for head in trace.step_heads()]
     known = [float(c) for c in costs if c is not None and c == c]
     total = sum(known) if known and len(known) == len(costs) else 0.0
     cost = f" ({dollars(total)})" if total else ""  # unknown, or nothing charged: no fake $0

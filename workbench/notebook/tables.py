@@ -294,15 +294,15 @@ def trace_heading(trace: Trace) -> str:
     >>> trace_heading(Trace.of([]))
     'no steps yet'
     """
-    rows = trace.step_rows()
-    if not rows:
+    heads = trace.step_heads()
+    if not heads:
         return "no steps yet"
-    agents = {row["agent"] for row in rows}
-    count = len({(row["agent"], row["run_id"], row["step"]) for row in rows})
+    agents = {head.agent for head in heads}
+    count = len({(head.agent, head.run_id, head.step) for head in heads})
     text = f"{count:,} step{'s' if count != 1 else ''}"
     if len(agents) > 1:
         text += f" of {len(agents)} agents"
-    resumed = len(rows) - count
+    resumed = len(heads) - count
     if resumed:
         text += f" ({resumed} resumed after a pause)"
     problems = trace.problems()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from workbench.errors import TraceLoadError
 from workbench.messages import ToolCall
@@ -36,6 +36,7 @@ __all__ = [
     "agents_by_position",
     "number",
     "problems",
+    "step_heads",
     "step_rows",
     "timing_rows",
     "tool_status",
@@ -69,6 +70,8 @@ NUMERIC = frozenset(
 """Attributes every table reads as numbers."""
 CONTENT = (n.INPUT_MESSAGES, n.OUTPUT_MESSAGES, n.SYSTEM_INSTRUCTIONS)
 """Attributes read as JSON messages."""
+_READ = NUMERIC | frozenset(CONTENT)
+"""Every attribute `problems` reads: a span with none of them has nothing it could not read."""
 
 
 def number(value: Any) -> float | None:
@@ -103,6 +106,8 @@ def problems(spans: Sequence[SpanData]) -> list[str]:
     """
     out = []
     for span in spans:
+        if _READ.isdisjoint(span.attributes):  # most spans: their attributes not gone through
+            continue
         for key, value in span.attributes.items():
             if key in NUMERIC and _bad_number(value):
                 out.append(
@@ -161,9 +166,7 @@ def _our_steps(
 ) -> list[tuple[int, dict[str, Any]]]:
     """Our steps: each ``workbench.step`` span, with its children."""
     rows = []
-    for position in range(len(tree)):
-        if categories[position] != "step":
-            continue
+    for position in _step_positions(categories, "step"):
         span = tree.span_at(position)
         inside = list(_children(tree, position))
         model = next((tree.span_at(c) for c in inside if categories[c] == "model"), None)
@@ -220,12 +223,47 @@ def _asked(model: SpanData) -> dict[str, Any]:
     return {"tool_calls": len(calls), "tools": ", ".join(call_label(c, "asked for") for c in calls)}
 
 
+class StepHead(NamedTuple):
+    """A step as a heading counts it: whose, of which run, which step, what it cost."""
+
+    agent: str
+    run_id: Any
+    step: Any
+    cost: float | None
+
+
+def step_heads(tree: SpanTree, agents: Sequence[str], categories: Sequence[str]) -> list[StepHead]:
+    """The steps `step_rows` makes a row of, in start order, without reading what they did.
+
+    A trace's heading ("16,666 steps of 2 agents") and its cost are read of these: the rows of
+    a 100,000-span trace take a second to make, for a line that counts them.
+    """
+    positions = sorted(
+        _step_positions(categories, "step") or _step_positions(categories, "model"),
+        key=lambda p: tree.span_at(p).start_ns,
+    )
+    heads = []
+    for index, position in enumerate(positions, 1):
+        a = tree.span_at(position).attributes
+        ours = categories[position] == "step"
+        step = a.get(n.STEP_INDEX) if ours else index  # another framework's: its n-th call
+        cost = number(a.get(n.STEP_COST)) if ours else None
+        heads.append(StepHead(agents[position], a.get(n.RUN_ID), step, cost))
+    return heads
+
+
+def _step_positions(categories: Sequence[str], category: str) -> list[int]:
+    """Where the spans of a category are: ``step`` (ours), or ``model`` (a step elsewhere)."""
+    return [p for p, c in enumerate(categories) if c == category]
+
+
 def step_rows(
     tree: SpanTree, agents: Sequence[str], categories: Sequence[str]
 ) -> list[dict[str, Any]]:
     """One row per step, in start order (the columns of `frames.STEP_COLUMNS`).
 
     ``agents`` and ``categories`` are each position's (`Trace.agent_at`, `Trace.category_at`).
+    The steps are those of `step_heads`.
     """
     found = _our_steps(tree, agents, categories) or _foreign_steps(tree, agents, categories)
     found.sort(key=lambda item: tree.span_at(item[0]).start_ns)

@@ -28,8 +28,10 @@ from workbench.records import RunError, StepRecord, errors_summary
 from workbench.state import ExecutionStatus
 from workbench.telemetry import names as n
 from workbench.telemetry.derive import (
+    StepHead,
     agents_by_position,
     problems,
+    step_heads,
     step_rows,
     timing_rows,
     trace_errors,
@@ -77,6 +79,7 @@ _DERIVED = (
     "categories",
     "category_at",
     "_step_rows",
+    "_step_heads",
     "_model_calls",
     "_errors",
     "_problems",
@@ -234,6 +237,18 @@ class Trace(Record):
     @cached_property
     def _step_rows(self) -> list[dict[str, Any]]:
         return step_rows(self.tree, self.agent_at, self.category_at)
+
+    def step_heads(self) -> list[StepHead]:
+        """The steps of `step_rows` as a heading counts them, without making their rows.
+
+        The first line of every view says how many steps; the rows of a 100,000-span trace take
+        a second to make.
+        """
+        return self._step_heads
+
+    @cached_property
+    def _step_heads(self) -> list[StepHead]:
+        return step_heads(self.tree, self.agent_at, self.category_at)
 
     def steps_df(self) -> pd.DataFrame:
         """One row per step (``frames.STEP_COLUMNS``), the table every view shows."""
