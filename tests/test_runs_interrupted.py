@@ -277,6 +277,32 @@ def test_a_writer_known_by_its_pid_alone_is_asked_again_as_its_pid_may_be_reused
     assert not _processes.gone(here.host, pid, None)
 
 
+@pytest.mark.parametrize("hidden", [PermissionError, FileNotFoundError])
+def test_a_live_process_proc_will_not_show_is_not_taken_for_gone(
+    monkeypatch: pytest.MonkeyPatch, hidden: type[OSError]
+) -> None:
+    """A ``/proc`` mounted ``hidepid=1`` refuses to read another user's processes, ``hidepid=2``
+    hides them; signal 0 still finds one there (EPERM). Whether it is the run's process cannot
+    be told, so its run is not called gone; a pid no process has still is."""
+    here = _processes.this_process()
+    assert here.started is not None
+    alive = os.getppid()  # the process that started this one: alive, and not started at tick 1
+    recorded = f"{here.started.rsplit('/', 1)[0]}/1"
+    read = _processes._start_of
+
+    def hiding(pid: int | str) -> str | None:
+        if str(pid) in (str(alive), "2000000000"):
+            raise hidden(13, f"/proc/{pid}/stat: hidden")
+        return read(pid)
+
+    monkeypatch.setattr(_processes, "_gone", set())  # found gone once, it is kept as gone
+    monkeypatch.setattr(_processes, "_start_of", hiding)
+    assert not _processes.gone(here.host, alive, recorded)
+    assert _processes.gone(here.host, 2_000_000_000, recorded)
+    monkeypatch.setattr(_processes, "_start_of", read)  # readable: another process has its pid
+    assert _processes.gone(here.host, alive, recorded)
+
+
 def test_an_interrupted_run_compares_as_interrupted(path: Path) -> None:
     """Beside a run of the same agent that went on to its end (in this process)."""
     stopped = _ran(STEPPED, path)
@@ -293,3 +319,4 @@ def test_an_interrupted_run_compares_as_interrupted(path: Path) -> None:
         browser.close()
     assert ">interrupted</span>" in html and ">running</span>" not in html
     assert "a was interrupted: its process ended while it ran, after step 2" in html
+

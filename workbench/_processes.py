@@ -42,11 +42,20 @@ def _started(pid: int | str) -> str | None:
     or the system does not say.
     """
     try:
-        stat = (_PROC / str(pid) / "stat").read_text()
-        boot = (_PROC / "sys/kernel/random/boot_id").read_text().strip()
-        namespace = os.readlink(_PROC / "self/ns/pid")
+        return _start_of(pid)
     except OSError:
         return None
+
+
+def _start_of(pid: int | str) -> str | None:
+    """`_started`, raising `OSError` where ``/proc`` cannot be read for ``pid``.
+
+    Not only for a pid no process has: a ``/proc`` mounted with ``hidepid`` (hardened
+    multi-user hosts) hides another user's processes, alive or not.
+    """
+    stat = (_PROC / str(pid) / "stat").read_text()
+    boot = (_PROC / "sys/kernel/random/boot_id").read_text().strip()
+    namespace = os.readlink(_PROC / "self/ns/pid")
     fields = stat[stat.rfind(")") + 2 :].split()  # the name, in parentheses, may hold anything
     if len(fields) < 20 or fields[0] == "Z":
         return None
@@ -100,7 +109,11 @@ def _ended(process: ProcessId) -> bool:
         return True
     if then[1] != now[1]:  # counted in another pid namespace (a container): cannot be checked
         return False
-    return _started(process.pid) != process.started  # none now, or another with its pid
+    try:
+        started = _start_of(process.pid)
+    except OSError:  # no such process, or one /proc hides (hidepid: another user's)
+        return not _exists(process.pid)  # signal 0 tells them apart
+    return started != process.started  # ended (a zombie now), or another with its pid
 
 
 def _exists(pid: int) -> bool:
