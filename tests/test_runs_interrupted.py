@@ -249,13 +249,18 @@ def test_the_browser_lists_and_opens_an_interrupted_run_as_interrupted(
 def test_a_store_of_the_previous_version_opens_lists_and_records_processes_from_then_on(
     path: Path,
 ) -> None:
-    """Its runs have no process recorded: one left running lists as it was stored (whether its
-    process is there cannot be told). Runs written after the migration have one."""
+    """Its runs have no process recorded: one left running lists as it was stored, saying that
+    whether its process is there cannot be told. Runs written after the migration have one."""
     old = _ran(STEPPED, path)
     _as_version_5(path)
     with wb.RunStore(path) as store:
         assert [(r.run_id, r.status, r.steps) for r in store.find()] == [(old, "running", 2)]
-        assert store.writer(old) is None and writer_note(store, store.summary(old)) == ""
+        assert store.writer(old) is None
+        assert writer_note(store, store.summary(old)) == (
+            "stored by an earlier workbench, which did not record the process running a run: "
+            "whether it still runs cannot be told (if no process of yours is running it, it was "
+            "interrupted)"
+        )
     new = _ran(STEPPED, path)
     with wb.RunStore(path) as store:
         assert {r.run_id: r.status for r in store.find()} == {old: "running", new: "interrupted"}

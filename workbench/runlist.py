@@ -144,13 +144,15 @@ def writer_note(store: RunStore, row: RunSummary) -> str:
 
     An interrupted run's process has ended: it recorded what it recorded and will not go on.
     A run running on another machine cannot be checked from here, so it is listed as running;
-    this says where it runs. `workbench show` and the `RunsBrowser` print it above the run.
+    this says where it runs. Nor can one an earlier workbench stored as running without its
+    process (a store before version 6): this says so. `workbench show` and the `RunsBrowser`
+    print it above the run.
     """
     if row.status not in (INTERRUPTED, "running", "pending"):
         return ""
     writer = store.writer(row.run_id)
-    if writer is None:  # stored before workbench recorded a run's process
-        return ""
+    if writer is None:  # every execution records its process since; a pending run has none yet
+        return _UNRECORDED if row.status == "running" else ""
     where = f"pid {writer.pid} on {writer.host}"
     if row.status == INTERRUPTED:
         steps = f"{row.steps} step{'' if row.steps == 1 else 's'}"
@@ -164,6 +166,12 @@ def writer_note(store: RunStore, row: RunSummary) -> str:
             "still is cannot be checked from here"
         )
     return ""
+
+
+_UNRECORDED = (
+    "stored by an earlier workbench, which did not record the process running a run: whether it "
+    "still runs cannot be told (if no process of yours is running it, it was interrupted)"
+)
 
 
 def open_store(store: RunStore | str | os.PathLike[str] | None) -> RunStore:
