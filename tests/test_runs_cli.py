@@ -168,6 +168,9 @@ def test_runs_takes_the_run_list_filters(
     assert listed("--status", "failed") == [runs.failed.run_id]
     assert listed("--errors", "--agent", "solver") == [runs.tool_error.run_id]
     assert listed("--errors", "--limit", "2") == [runs.failed.run_id, runs.helper.run_id]
+    assert main(["runs", "--store", str(path), "--errors", "--limit", "2"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]  # and how to see the rest
+    assert last == f"2 of 3 matching runs in {path} (the newest; --limit 0 lists all 3)"
     assert listed("--tool", "ask", "--tool", "nothing") == [runs.lead.run_id]
     assert listed("--grep", "Zebra") == [runs.ok.run_id]
     assert listed("--meta", "task=1") == [runs.ok.run_id]

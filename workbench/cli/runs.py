@@ -143,7 +143,8 @@ def run_runs(args: argparse.Namespace) -> int:
     echo(text_table(rows))
     kind = "top-level runs" if args.roots else "runs"
     matching = " matching" if spec.active else ""
-    echo(f"\n{len(shown)} of {total}{matching} {kind} in {store.path}")
+    more = f" (the newest; --limit 0 lists all {total})" if len(shown) < total else ""
+    echo(f"\n{len(shown)} of {total}{matching} {kind} in {store.path}{more}")
     return 0
 
 
