@@ -284,13 +284,13 @@ class TraceReceiver:
     long it holds each request before answering (a slow backend), cut short at shutdown.
     """
 
-    def __init__(self, status: int = 200, delay: float = 0.0) -> None:
+    def __init__(self, status: int = 200, delay: float = 0.0, port: int = 0) -> None:
         self.status = status
         self.delay = delay
         self.bodies: list[bytes] = []
         self.hit = threading.Event()
         self.released = threading.Event()
-        self._server = _TraceServer(("127.0.0.1", 0), _TraceHandler)
+        self._server = _TraceServer(("127.0.0.1", port), _TraceHandler)
         self._server.receiver = self
 
     @property
@@ -314,9 +314,9 @@ class TraceReceiver:
 
 
 @contextmanager
-def receiving(status: int = 200, delay: float = 0.0) -> Iterator[TraceReceiver]:
-    """Run a `TraceReceiver` for the block."""
-    receiver = TraceReceiver(status, delay)
+def receiving(status: int = 200, delay: float = 0.0, port: int = 0) -> Iterator[TraceReceiver]:
+    """Run a `TraceReceiver` for the block (on ``port``, or a free one)."""
+    receiver = TraceReceiver(status, delay, port)
     thread = threading.Thread(target=receiver._server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -2,18 +2,21 @@
 
 Already covered in ``tests/test_telemetry_export.py``: an endpoint nobody listens on and one that
 accepts and never answers (the run is not blocked, the drops are counted, the exit is bounded),
-and a dead endpoint for ``workbench push``. Here: an endpoint that answers with errors, and one
-that is slow but answers. In every case the run ends as it would without telemetry.
+and a dead endpoint for ``workbench push``. Here: an endpoint that answers with errors, one that
+is slow but answers, and a shutdown that need not wait for an endpoint that refuses (nor drop
+what one that came back can take). In every case the run ends as it would without telemetry.
 """
 
 from __future__ import annotations
 
+import socket
+import time
 import warnings
 
 import pytest
 
 import workbench as wb
-from tests.faults.server import receiving
+from tests.faults.server import elapsed, receiving
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -53,3 +56,66 @@ def test_a_slow_endpoint_gets_every_span_and_the_run_does_not_wait_for_it() -> N
         names = endpoint.span_names()
     assert stats is not None and stats.exported == stats.queued == len(telemetry.spans)
     assert sorted(names) == sorted(s.name for s in telemetry.spans)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def refused(telemetry: wb.Telemetry) -> bool:
+    stats = telemetry.export_stats
+    return stats is not None and stats.refused
+
+
+@pytest.mark.parametrize("retrying", [False, True], ids=["nothing-tried-yet", "backing-off"])
+def test_a_shutdown_does_not_wait_for_an_endpoint_that_refuses_the_connection(
+    retrying: bool,
+) -> None:
+    """The flush bound is a minute here (3 s by default, what a cell or ``make demo`` hung for):
+    the exporter backs off between refused tries until the bound, so the shutdown waited all of
+    it. Whether the shutdown's flush is the first try, or a batch is already waiting out its
+    backoff after one, the refusal is known, and nothing more can be sent."""
+    telemetry = wb.Telemetry(
+        otlp_endpoint=f"http://127.0.0.1:{free_port()}/v1/traces",
+        export_timeout=60,
+        flush_timeout=60,
+        schedule_delay=0.05 if retrying else 60,
+    )
+    a_run(telemetry)
+    spans = len(telemetry.spans)
+    while retrying and not refused(telemetry):
+        time.sleep(0.05)  # the exporter tries within 0.05 s, is refused, and backs off
+    started = time.monotonic()
+    dropped = (
+        rf"\b{spans} of {spans} spans were dropped: .* \({spans} failed to send, .* It refused"
+    )
+    with pytest.warns(wb.TelemetryExportWarning, match=dropped):
+        stats = telemetry.shutdown()
+    assert elapsed(started) < 30  # not the bound's 60 s
+    assert stats is not None and stats.refused and (stats.exported, stats.queued) == (0, spans)
+    assert len(telemetry.spans) == spans  # kept in memory: the views have them all
+
+
+def test_an_endpoint_that_refused_and_came_back_gets_what_was_queued_since() -> None:
+    """A refusal said of a try that is over is not taken for 'down' at the shutdown: its flush
+    tries again, and an endpoint that came up in between gets the spans."""
+    port = free_port()
+    telemetry = wb.Telemetry(
+        otlp_endpoint=f"http://127.0.0.1:{port}/v1/traces",
+        export_timeout=0.5,  # one refused try, then the batch is given up
+        flush_timeout=60,
+        schedule_delay=60,
+    )
+    a_run(telemetry)
+    assert not telemetry.flush(timeout=30)
+    before = telemetry.export_stats
+    assert before is not None and before.refused and before.failed == before.queued
+    with receiving(port=port) as endpoint:
+        a_run(telemetry)
+        with pytest.warns(wb.TelemetryExportWarning, match=rf"\b{before.queued} of \d+ spans"):
+            stats = telemetry.shutdown()
+        names = endpoint.span_names()
+    assert stats is not None and not stats.refused
+    assert stats.exported == stats.queued - before.queued == len(names) > 0

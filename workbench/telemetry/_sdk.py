@@ -6,7 +6,9 @@ Imported only when a `Telemetry` is made, so ``import workbench`` works without 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +24,12 @@ from workbench.traceids import random_id
 __all__ = ["Collector", "ExportPipe", "ExportStats", "SecretIds"]
 
 log = logging.getLogger("workbench.telemetry")
+
+_CREDENTIALS = "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER"
+"""Names a ``requests`` session of the person's own for the exporter (OpenTelemetry's setting)."""
+
+_LOOK_EVERY = 0.05
+"""How often a shutdown looks whether the endpoint refused, in seconds, while it flushes."""
 
 
 def _ours(span: ReadableSpan) -> bool:
@@ -83,6 +91,8 @@ class ExportStats:
     failure: str = ""
     """What the exporter said of the last batch that failed ("... code: 404, reason: Not
     Found"), redacted: a server that answers, but not as a collector, is not down."""
+    refused: bool = False
+    """The endpoint refused the last connection tried: nothing listens there (it is down)."""
 
     @property
     def unconfirmed(self) -> int:
@@ -128,6 +138,8 @@ class _CountingExporter(SpanExporter):
         self._lock = threading.Lock()
         self.closing = False
         """Set when the pipe's shutdown begins: its warning says what failed from then on."""
+        self.sending = False
+        """A batch is with the exporter (being sent, or waiting out a backoff to try again)."""
         self._shut = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -136,13 +148,14 @@ class _CountingExporter(SpanExporter):
             # left is not tried (the shutdown's warning counted it as still queued), nor said.
             return SpanExportResult.FAILURE
         _exporting.on, _exporting.failure = True, ""
+        self.sending = True
         try:
             result = self.inner.export(self.prepare(spans))
         except Exception:
             log.exception("workbench telemetry: exporting %d spans raised", len(spans))
             result = SpanExportResult.FAILURE
         finally:
-            _exporting.on = False
+            _exporting.on = self.sending = False
         with self._lock:
             if result is SpanExportResult.SUCCESS:
                 self.exported += len(spans)
@@ -194,7 +207,15 @@ class ExportPipe(SpanProcessor):
         # the SDK, which the ``notebook`` extra brings; the exporter is the ``otlp`` extra's.
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        exporter = OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=timeout)
+        from workbench.telemetry._session import WatchedSession
+
+        # A session of the person's own (a credential provider named in the environment) is
+        # theirs to keep: the shutdown then waits its bound even for an endpoint that refused.
+        session = None if os.environ.get(_CREDENTIALS) else WatchedSession()
+        self._refused = session.refused if session is not None else threading.Event()
+        exporter = OTLPSpanExporter(
+            endpoint=endpoint, headers=headers, timeout=timeout, session=session
+        )
         logging.getLogger(OTLPSpanExporter.__module__).addFilter(_not_ours)  # once: same filter
         endpoint = redacted(endpoint)  # shown in logs and stats: no password of the URL
         self.endpoint = endpoint
@@ -213,7 +234,12 @@ class ExportPipe(SpanProcessor):
         """The counts so far."""
         exporter = self._exporter
         return ExportStats(
-            self.endpoint, self._queued, exporter.exported, exporter.failed, exporter.failure
+            self.endpoint,
+            self._queued,
+            exporter.exported,
+            exporter.failed,
+            exporter.failure,
+            self._refused.is_set(),
         )
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
@@ -235,12 +261,26 @@ class ExportPipe(SpanProcessor):
         return not worker.is_alive()
 
     def shutdown(self, timeout_millis: int = 3000) -> None:
-        """Flush within the bound, then stop the worker; what did not make it is counted."""
+        """Flush within the bound, then stop the worker; what did not make it is counted.
+
+        An endpoint that refuses connections is not waited for: nothing listens there, and the
+        exporter would only wait out its backoff until the bound (a cell, ``make demo``, the
+        exit of a script hung for it). A refusal from before the shutdown counts only while a
+        batch is still being retried after it; otherwise the queue gets a try of its own first,
+        so an endpoint that has come back since gets the spans. What is dropped is counted.
+        """
         if self._closed:
             return
         self._closed = self._exporter.closing = True
+        if not self._exporter.sending:
+            self._refused.clear()  # said of a try that is over: the flush tries again
         worker = threading.Thread(target=self._batch.shutdown, daemon=True)
         worker.start()
-        worker.join(timeout_millis / 1000)
+        deadline = time.monotonic() + timeout_millis / 1000
+        while worker.is_alive() and (left := deadline - time.monotonic()) > 0:
+            if self._refused.wait(min(left, _LOOK_EVERY)):
+                break
         if worker.is_alive():  # stop retrying; a send in flight ends at its own timeout
             self._exporter.shutdown()
+            if self._refused.is_set():  # no send in flight: the backoff ends, the counts settle
+                worker.join(_LOOK_EVERY * 20)

@@ -306,7 +306,10 @@ class Telemetry:
     def shutdown(self, timeout: float | None = None) -> ExportStats | None:
         """Flush (bounded by ``timeout``) and stop exporting; warns with the count of lost spans.
 
-        Returns the final export counts (None without an endpoint). Safe to call twice.
+        An endpoint that refuses the connection is not waited for (nothing listens there): the
+        spans not sent are counted at once. They stay in `spans`, and a stored run can be sent
+        again (``workbench push``). Returns the final export counts (None without an endpoint).
+        Safe to call twice.
         """
         pipe = self._pipe
         if pipe is None:
@@ -318,12 +321,7 @@ class Telemetry:
             warnings.warn(
                 f"workbench telemetry: {stats.unconfirmed} of {stats.queued} spans were dropped: "
                 f"not delivered to {stats.endpoint} ({stats.failed} failed to send, the rest "
-                "still queued at shutdown). "
-                + (
-                    f"The exporter said: {stats.failure}"
-                    if stats.failure
-                    else "Is the endpoint up?"
-                ),
+                f"still queued at shutdown). {_why(stats)}",
                 TelemetryExportWarning,
                 stacklevel=2,
             )
@@ -335,6 +333,15 @@ class Telemetry:
             return spans
         wanted = int(trace_id, 16)
         return [s for s in spans if s.context is not None and s.context.trace_id == wanted]
+
+
+def _why(stats: ExportStats) -> str:
+    """Why spans were not delivered, as far as the export knows."""
+    if stats.refused:
+        return "It refused the connection: is the endpoint up?"
+    if stats.failure:
+        return f"The exporter said: {stats.failure}"
+    return "Is the endpoint up?"
 
 
 def _shutdown_at_exit(ref: weakref.ReferenceType[Telemetry]) -> None:
