@@ -125,7 +125,7 @@ def test_a_request_that_repeats_an_answered_one_is_a_new_run() -> None:
 
 
 @pytest.mark.parametrize("failure", ["status 500", "timeout"])
-def test_an_sdk_retry_after_a_failure_is_a_step_of_the_same_run(failure: str) -> None:
+def test_an_sdk_retry_after_a_failure_is_the_same_step_tried_again(failure: str) -> None:
     store = wb.RunStore(":memory:")
     tries = itertools.count(1)
 
@@ -143,6 +143,8 @@ def test_an_sdk_retry_after_a_failure_is_a_step_of_the_same_run(failure: str) ->
     ):
         assert ask(client, "ping") == "pong"
     (run,) = (store.load(r) for r in proxy.run_ids)
-    failed, answered = run.steps
-    assert failed.response is None and failed.new_messages == ()
-    assert answered.messages_in == failed.messages_in and run.output == "pong"
+    (step,) = run.steps
+    (failed,) = step.failed_tries
+    kind, status = ("APIError", 500) if failure == "status 500" else ("ModelTimeoutError", 504)
+    assert (failed.error.type, failed.status) == (kind, status)
+    assert step.tries == 2 and step.model_error is None and run.output == "pong"

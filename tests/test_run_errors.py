@@ -372,9 +372,10 @@ def test_a_failed_call_in_another_frameworks_trace_is_an_error_in_every_view(
 
 def test_a_client_that_asked_again_after_failed_calls_has_each_failure_in_its_trace_too() -> None:
     """The openai SDK, through the proxy, retries a call its upstream answered with a 500 twice,
-    then gives up: the recorded run has a model error at each of the first two tries and fails at
-    the third. Its trace said only "failed, 1 run error" (a failed model call in a failed run was
-    taken for the run's own failure) beside the run's "2 model errors, 1 run error"."""
+    then gives up: the recorded run's step 2 was tried three times, has a model error at each of
+    its first two tries and fails the run at the third. Its trace said only "failed, 1 run error"
+    (a failed model call in a failed run was taken for the run's own failure) beside the run's
+    "2 model errors, 1 run error"."""
     import openai
 
     from tests.fake_upstream import Answer, completion, fake_upstream
@@ -397,10 +398,14 @@ def test_a_client_that_asked_again_after_failed_calls_has_each_failure_in_its_tr
             client.chat.completions.create(model="m", messages=messages)  # type: ignore[arg-type]
         client.close()
     run = store.load(proxy.run_ids[0])
-    assert [(e.kind, e.step) for e in run.errors] == [("model", 2), ("model", 3), ("run", 4)]
+    assert [(e.kind, e.where) for e in run.errors] == [
+        ("model", "step 2, try 1 in OpenAI"),
+        ("model", "step 2, try 2 in OpenAI"),
+        ("run", "step 2 in OpenAI"),
+    ]
     trace = wb.trace_of(run)
     assert _comparable(trace.errors()) == _comparable(run.errors)
-    assert trace.summary() == "failed, 2 model errors, 1 run error; first: step 2 in OpenAI"
+    assert trace.summary() == "failed, 2 model errors, 1 run error; first: step 2, try 1 in OpenAI"
     # the SDK's sleep before each try again is no tool's time: a failed call had no tools to run
-    assert [s.timing.tools for s in run.steps[1:]] == [0.0, 0.0, 0.0]
+    assert [(s.index, s.tries, s.timing.tools) for s in run.steps[1:]] == [(2, 3, 0.0)]
     assert run.steps[0].timing.tools > 0  # the agent's answer to the call it got, then its request

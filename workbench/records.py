@@ -22,6 +22,7 @@ from workbench.state import AgentState, ErrorInfo, ExecutionStatus, PendingCall,
 from workbench.step_records import (
     CALL_WORDS,
     HookTiming,
+    ModelTry,
     OutcomeStatus,
     PhaseEvent,
     StepContext,
@@ -36,6 +37,7 @@ from workbench.step_records import (
 __all__ = [
     "CALL_WORDS",
     "HookTiming",
+    "ModelTry",
     "OutcomeStatus",
     "PhaseEvent",
     "RecordedRun",
@@ -53,6 +55,7 @@ __all__ = [
     "run_errors",
     "step_errors",
     "step_labels",
+    "try_name",
 ]
 
 ErrorKind = Literal["tool", "guard", "hook", "breakpoint", "model", "subrun", "run", "span"]
@@ -90,7 +93,8 @@ class RunError(Record):
     call_id: str | None = None
     """The tool call it is about (a tool's, a guard's, the call that started a sub-run)."""
     name: str | None = None
-    """The tool, or the hook, that failed."""
+    """The tool, or the hook, that failed; for a model call tried more than once (a client that
+    asked again), which try (``try 2``)."""
     message: str
     type: str | None = None
     """The exception's type, when something raised."""
@@ -159,10 +163,25 @@ def step_errors(step: StepRecord, state: AgentState) -> tuple[RunError, ...]:
             found.append(_error(state, step, "hook", said, raised, name=hook.hook))
     found += (_error(state, step, "hook", text) for text in unnamed)
     found += (_error(state, step, "breakpoint", e.message, e) for e in step.breakpoint_errors)
+    tried = step.failed_tries  # each failed try the client asked again after: its own error
+    found += (
+        _error(state, step, "model", t.error.message, t.error, name=try_name(k, step.tries))
+        for k, t in enumerate(tried, 1)
+    )
     model = step.model_error
     if model is not None and step.status is not ExecutionStatus.FAILED:  # else: the run's error
-        found.append(_error(state, step, "model", model.message, model))
+        name = try_name(step.tries, step.tries)
+        found.append(_error(state, step, "model", model.message, model, name=name))
     return tuple(found)
+
+
+def try_name(number: int, tries: int) -> str | None:
+    """What names a failed model call among its step's tries: ``try 2``; None for a step's only.
+
+    >>> try_name(1, 3), try_name(1, 1)
+    ('try 1', None)
+    """
+    return f"try {number}" if tries > 1 else None
 
 
 def run_error(state: AgentState) -> RunError | None:

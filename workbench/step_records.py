@@ -28,6 +28,7 @@ from workbench.waits import Wait
 __all__ = [
     "CALL_WORDS",
     "HookTiming",
+    "ModelTry",
     "OutcomeStatus",
     "PhaseEvent",
     "StepContext",
@@ -117,6 +118,24 @@ class HookTiming(Record):
         return self.exception.traceback if self.exception is not None else None
 
 
+class ModelTry(Record):
+    """A try of a step's model call that failed, and that the client then asked again.
+
+    An SDK retries a call its server answered with a 5xx (or not at all): the agent took one
+    step, tried several times. The recording proxy sees each try; the step keeps the failed ones
+    (`StepRecord.failed_tries`) before the try its ``model_*`` fields describe.
+    """
+
+    started_at: float
+    """When the try began (`time.time()`): its span starts here."""
+    duration: float
+    error: ErrorInfo
+    """What the client was told instead of an answer."""
+    status: int | None = None
+    """The HTTP status the client was answered with (None: not an error status, e.g. a stream
+    that broke off): what a replay answers that try with."""
+
+
 class Timing(Record):
     """Where the time of a step went, in seconds."""
 
@@ -173,6 +192,11 @@ class StepRecord(Record):
     """How long the model call took, in seconds (the INFERENCE phase also counts the rest)."""
     model_error: ErrorInfo | None = None
     """Why the model call failed, if it did (the run may still end otherwise, e.g. a time limit)."""
+    failed_tries: tuple[ModelTry, ...] = ()
+    """The tries of this step's model call that failed before the one the ``model_*`` fields
+    describe, when the client asked the same again (an SDK's retries, seen by the recording
+    proxy), oldest first. Each is a failed model call span of the step; the INFERENCE phase
+    runs from the first try's start (the client's waits between tries included)."""
     ended_at: float | None = None
     """When the step's record was closed (`time.time()`)."""
     breakpoint_errors: tuple[ErrorInfo, ...] = ()
@@ -196,6 +220,14 @@ class StepRecord(Record):
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The tool calls the model made in this step."""
         return self.response.calls if self.response is not None else ()
+
+    @property
+    def tries(self) -> int:
+        """How many times the step's model call was made (0: the step made none).
+
+        More than 1 when the client asked again after a failed try (`failed_tries`).
+        """
+        return len(self.failed_tries) + (self.model_started_at is not None)
 
 
 class PhaseEvent(Record):

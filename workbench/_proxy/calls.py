@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from workbench._record import Record
 from workbench.messages import JsonValue, Message, ModelResponse, ToolResult, Usage
-from workbench.records import StepContext, StepRecord, Timing, ToolOutcome
+from workbench.records import ModelTry, StepContext, StepRecord, Timing, ToolOutcome
 from workbench.state import AgentState, ErrorInfo, Phase, StopReason, Transition
 from workbench.tools import ToolDefinition
 
@@ -26,6 +26,7 @@ __all__ = [
     "Pending",
     "aborted",
     "ended",
+    "same",
     "step_record",
     "system_hash",
 ]
@@ -59,6 +60,8 @@ class Outcome(Record):
     error: ErrorInfo | None = None
     duration: float
     time_to_first_token: float | None = None
+    status: int | None = None
+    """The error status the agent was answered with, if it was one."""
 
 
 class InFlight(Record):
@@ -67,6 +70,8 @@ class InFlight(Record):
     snapshot: StepContext
     call: Call
     started_at: float
+    tries: tuple[ModelTry, ...] = ()
+    """The step's earlier tries, which failed and which this call asks again."""
 
 
 class Pending(Record):
@@ -76,6 +81,39 @@ class Pending(Record):
     call: Call
     outcome: Outcome
     started_at: float
+    tries: tuple[ModelTry, ...] = ()
+
+    def asked_again_by(self, call: Call) -> bool:
+        """Whether ``call`` is this call tried again: it failed, and the same is asked.
+
+        An SDK resends the very request (the openai and anthropic SDKs after a 5xx, a timeout
+        or a dropped connection), so everything a replay compares is the same: the step the
+        agent took is the same, tried again. A request that changed anything is a step of its own.
+        """
+        asked = self.call
+        return (
+            self.outcome.response is None
+            and (call.model, call.tools) == (asked.model, asked.tools)
+            and call.settings == asked.settings
+            and len(call.messages) == len(asked.messages)
+            and all(same(a, b) for a, b in zip(asked.messages, call.messages, strict=True))
+        )
+
+    def failed_try(self) -> ModelTry:
+        """The call as a failed try of its step."""
+        outcome = self.outcome
+        assert outcome.error is not None, "a call without an answer has its error"
+        return ModelTry(
+            started_at=self.started_at,
+            duration=outcome.duration,
+            error=outcome.error,
+            status=outcome.status,
+        )
+
+
+def same(a: Message, b: Message) -> bool:
+    """Whether two messages say the same (where they were recorded aside)."""
+    return a is b or (a.role == b.role and a.parts == b.parts)
 
 
 def step_record(
@@ -83,18 +121,19 @@ def step_record(
 ) -> StepRecord:
     """The record of a step: its model call, then the agent's work until its next request.
 
-    The call began when the request came and ended with the answer; what the agent did with the
-    answer (running the tools it asked for) fills the time until the next request, which the
-    record gives as the step's tools phase: the proxy cannot see how long each tool took. A last
-    step ends with its answer, and so does a failed call: there was no answer to run tools
-    from, and the time until the next request is the client's own (an SDK's backoff before it
-    asks again).
+    The call began when the request came (its first try's, when the client asked again after
+    failed ones: the waits between tries are the model call's) and ended with the answer; what
+    the agent did with the answer (running the tools it asked for) fills the time until the
+    next request, which the record gives as the step's tools phase: the proxy cannot see how
+    long each tool took. A last step ends with its answer, and so does a failed call: there was
+    no answer to run tools from, and the time until the next request is the client's own.
     """
     outcome = pending.outcome
     response, answered = outcome.response, pending.started_at + outcome.duration
+    began = pending.tries[0].started_at if pending.tries else pending.started_at
     worked_on = went_on and response is not None
     ended = max(answered, time.time()) if worked_on else answered
-    phases = [(Phase.INFERENCE, pending.started_at)]
+    phases = [(Phase.INFERENCE, began)]
     if worked_on:
         phases.append((Phase.TOOLS, answered))
     outcomes = tuple(
@@ -110,7 +149,7 @@ def step_record(
         tool_outcomes=outcomes,
         usage=response.usage if response is not None else Usage(),
         timing=Timing(
-            inference=outcome.duration,
+            inference=answered - began,
             tools=ended - answered,
             time_to_first_token=outcome.time_to_first_token,
         ),
@@ -118,11 +157,12 @@ def step_record(
         stop_reason=state.stop_reason,
         tools_offered=pending.snapshot.tool_names,
         snapshot_id=pending.snapshot.id,
-        started_at=pending.started_at,
+        started_at=began,
         phase_starts=tuple(phases),
         model_started_at=pending.started_at,
         model_duration=outcome.duration,
         model_error=outcome.error,
+        failed_tries=pending.tries,
         ended_at=ended,
     )
 

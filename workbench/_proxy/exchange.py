@@ -96,8 +96,11 @@ class Exchange:
         outcome = Outcome(response=response, duration=duration, time_to_first_token=ttft)
         self.recorder.end(self.snapshot, self.call, outcome)
 
-    def record_error(self, kind: str, message: str) -> None:
-        """Record that the call ended without an answer (the credentials scrubbed out)."""
+    def record_error(self, kind: str, message: str, status: int | None = None) -> None:
+        """Record that the call ended without an answer (the credentials scrubbed out).
+
+        ``status``: the error status the agent was answered with, if it was one.
+        """
         error = ErrorInfo(
             type=kind,
             message=self.scrubber.text(message),
@@ -105,13 +108,12 @@ class Exchange:
             step=self.snapshot.step,
         )
         duration = time.perf_counter() - self.started
-        self.recorder.end(
-            self.snapshot, self.call, Outcome(response=None, error=error, duration=duration)
-        )
+        outcome = Outcome(response=None, error=error, duration=duration, status=status)
+        self.recorder.end(self.snapshot, self.call, outcome)
 
     def failed(self, status: int, kind: str, message: str) -> Response:
         """Record the error and give it to the agent, in the wire's shape."""
-        self.record_error(kind, message)
+        self.record_error(kind, message, status)
         return JSONResponse(self.wire.error(message, kind, status), status_code=status)
 
     def replayed(self, response: ModelResponse) -> Response:
@@ -183,7 +185,7 @@ class Exchange:
         """Record a forwarded answer once the agent has it (on the proxy's loop, not a thread)."""
         if not 200 <= status < 300:
             said = self.scrubber.quote(content.decode("utf-8", "replace"))
-            self.record_error("APIError", f"{status} from the upstream: {said}")
+            self.record_error("APIError", f"{status} from the upstream: {said}", status)
             return
         try:
             response = self.wire.answer(content, self.scrubber.text, self.call.model)

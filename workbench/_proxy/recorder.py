@@ -7,7 +7,10 @@ is what that step added (``new_messages``, tool outcomes). A step is therefore w
 conversation's next request arrives, or when the recorder is closed; its snapshot is written at
 once, so a proxy that dies loses the last answer of each open conversation, not the request.
 A call still in flight when the recorder closes is written as cut off (``ProxyStopped``); one
-that ends after that is not recorded, and says so in the log.
+that ends after that is not recorded, and says so in the log. A request that asks exactly what
+the conversation's failed call asked (an SDK retrying a 5xx, a timeout, a dropped connection) is
+that step tried again, not a step of its own: the step keeps its failed tries
+(`StepRecord.failed_tries`), each a failed model call of it.
 
 Which conversation a request continues: the open conversation whose last request is a prefix of
 this one: one it extends before one it only repeats, which is a retry of a call that failed or
@@ -48,6 +51,7 @@ from workbench._proxy.calls import (
     Pending,
     aborted,
     ended,
+    same,
     step_record,
     system_hash,
 )
@@ -100,7 +104,7 @@ class _Conversation:
             return False
         if len(messages) == len(sent) and self.answer() is not None:
             return False
-        return all(_same(a, b) for a, b in zip(sent, messages, strict=False))
+        return all(same(a, b) for a, b in zip(sent, messages, strict=False))
 
     def answer(self) -> _Answer | None:
         """The response its last call was given, as a request sends it back (`_answer_of`)."""
@@ -267,8 +271,11 @@ class Recorder:
     def begin(self, call: Call) -> StepContext:
         """A request arrived: find (or start) its conversation and write the step's snapshot."""
         conversation = self._conversation_of(call)
-        if conversation.pending is not None:
+        pending = conversation.pending
+        if pending is not None:
             self._continuable.remove(conversation)
+            if pending.asked_again_by(call):
+                return self._tried_again(conversation, pending, call)
             self._finish(conversation, call.messages)
         state = conversation.state
         step = state.step + 1
@@ -305,6 +312,22 @@ class Recorder:
         self._flush()
         return snapshot
 
+    def _tried_again(
+        self, conversation: _Conversation, pending: Pending, call: Call
+    ) -> StepContext:
+        """The client asked again after a failed call: the same step, tried once more.
+
+        Its snapshot is the step's, already written; the failed try is kept for its record.
+        """
+        conversation.pending = None
+        conversation.in_flight = InFlight(
+            snapshot=pending.snapshot,
+            call=call,
+            started_at=time.time(),
+            tries=(*pending.tries, pending.failed_try()),
+        )
+        return pending.snapshot
+
     def end(self, snapshot: StepContext, call: Call, outcome: Outcome) -> None:
         """The call ended (answered, failed, or cut off): keep it until its results are known.
 
@@ -319,12 +342,13 @@ class Recorder:
                 snapshot.run_id,
             )
             return
-        assert conversation.in_flight is not None, "a call ends once"
-        assert conversation.in_flight.snapshot is snapshot, "a conversation has one call in flight"
+        flight = conversation.in_flight
+        assert flight is not None, "a call ends once"
+        assert flight.snapshot is snapshot, "a conversation has one call in flight"
         conversation.in_flight = None
         started = time.time() - outcome.duration
         conversation.pending = Pending(
-            snapshot=snapshot, call=call, outcome=outcome, started_at=started
+            snapshot=snapshot, call=call, outcome=outcome, started_at=started, tries=flight.tries
         )
         self._continuable.add(conversation)
 
@@ -435,8 +459,11 @@ class Recorder:
                 "messages": sent + added,
                 "usage": conversation.state.usage + usage,
                 "elapsed": conversation.state.elapsed + outcome.duration,
-                "error": outcome.error or conversation.state.error,
-                "errors_total": conversation.state.errors_total + (outcome.error is not None),
+                # the run's error is its last call's: one the client went on from is its step's
+                "error": outcome.error,
+                "errors_total": conversation.state.errors_total
+                + len(pending.tries)
+                + (outcome.error is not None),
             }
         )
         if following is None:  # the proxy is closing: this was the conversation's last step
@@ -490,10 +517,6 @@ def _write_all(writes: list[tuple[Callable[..., None], tuple[object, ...]]]) -> 
         write(*args)
 
 
-def _same(a: Message, b: Message) -> bool:
-    return a is b or (a.role == b.role and a.parts == b.parts)
-
-
 def _where(snapshot: StepContext) -> tuple[str, str, int]:
     return snapshot.run_id, snapshot.execution_id, snapshot.step
 
@@ -506,7 +529,7 @@ def _provenance(conversation: _Conversation, messages: tuple[Message, ...]) -> t
     """
     known = conversation.state.messages
     kept = 0
-    while kept < min(len(known), len(messages)) and _same(known[kept], messages[kept]):
+    while kept < min(len(known), len(messages)) and same(known[kept], messages[kept]):
         kept += 1
     step = conversation.state.step
     state = conversation.state

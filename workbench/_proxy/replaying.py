@@ -13,6 +13,10 @@ start). Once one has, the replay has forked: a conversation that none of the run
 taken to be the fork's doing (a sub-agent the new answers started) and goes live too, where
 before the fork it would have departed.
 
+A step the client tried more than once (it asked again after a failed try: an SDK's retries)
+is answered as it went: each failed try with its recorded error and status, then the answer.
+So the client retries as it did, and the replay records the same step, tried as often.
+
 Some tools answer differently every time they run: Codex's ``exec_command`` says how long the
 command took and gives its output a random chunk id. A replay stays strict about them only
 through a tolerance the user declares, per tool (`Tolerance`): the results of that tool are
@@ -30,7 +34,7 @@ from workbench.errors import ReplayDivergence, ReplayExhausted
 from workbench.messages import Message, ModelResponse, ToolResult
 from workbench.models.base import ModelRequest
 from workbench.models.replay import ReplayModel
-from workbench.records import RunResult
+from workbench.records import ModelTry, RunResult
 from workbench.state import RerunOf
 
 __all__ = ["Normalizer", "Replayer", "Tolerance"]
@@ -105,6 +109,10 @@ class Replayer:
         """By the conversation's run id: its recording's model; None once it went live."""
         self._origins: dict[str, RerunOf] = {}
         """By the conversation's run id: the recorded run and step its first answer came from."""
+        self._runs_of: dict[str, RunResult] = {}
+        """By the conversation's run id: the recorded run it replays."""
+        self._tries: dict[str, _Tries] = {}
+        """By the conversation's run id: a step tried more than once, what its tries get next."""
         self._replayed: set[int] = set()
         self.forked = until_step == 0
         """A conversation went past its fork point (see the module docstring)."""
@@ -115,20 +123,52 @@ class Replayer:
         steps = (s for run in self.runs for s in run.steps)
         return next((s.response.model_name for s in steps if s.response is not None), "replay")
 
-    async def answer(self, conversation: str, request: ModelRequest) -> ModelResponse | None:
+    async def answer(
+        self, conversation: str, request: ModelRequest
+    ) -> ModelResponse | ModelTry | None:
         """The recorded answer to ``request``, or None: the conversation goes on live.
 
-        `ReplayDivergence` if the request departs from its recording (or from every recording,
-        for a conversation's first request); `ReplayExhausted` if it asks for more than was
-        recorded and cannot go live.
+        A failed try of a step the client tried more than once is answered with that try
+        (its error, which the proxy gives the client). `ReplayDivergence` if the request
+        departs from its recording (or from every recording, for a conversation's first
+        request); `ReplayExhausted` if it asks for more than was recorded and cannot go live.
         """
         if self.tolerances:
             messages = _tolerated(request.messages, self.tolerances)
             request = request.model_copy(update={"messages": messages})
+        tries = self._tries.get(conversation)
+        if tries is not None:
+            return self._tried_again(conversation, tries, request)
         try:
-            return await self._answer(conversation, request)
+            response = await self._answer(conversation, request)
         except ReplayDivergence as exc:
             raise self._told(exc) from None
+        model = self._models.get(conversation)
+        if response is None or model is None or model.last_step is None:
+            return response
+        step = model.last_step
+        run = self._runs_of[conversation]
+        failed = next((s.failed_tries for s in run.steps if s.index == step), ())
+        if not failed:
+            return response
+        self._tries[conversation] = _Tries(step, request, [*failed[1:], response])
+        return failed[0]
+
+    def _tried_again(
+        self, conversation: str, tries: _Tries, request: ModelRequest
+    ) -> ModelResponse | ModelTry:
+        """The next try of a step tried more than once: the same request is asked again."""
+        if request != tries.request:
+            departed = ReplayDivergence(
+                tries.step,
+                f"the recording has step {tries.step} tried again after its failed try, the "
+                "same request asked again; this request is not the same",
+            )
+            raise self._told(departed)
+        given = tries.left.pop(0)
+        if not tries.left:
+            del self._tries[conversation]
+        return given
 
     async def _answer(self, conversation: str, request: ModelRequest) -> ModelResponse | None:
         if conversation not in self._models:
@@ -162,6 +202,7 @@ class Replayer:
                 exhausted = exhausted or exc
                 continue
             self._models[conversation] = model
+            self._runs_of[conversation] = self.runs[index]
             self._replayed.add(index)
             self._origins[conversation] = _origin(self.runs[index], model.last_step or 1)
             return response
@@ -198,6 +239,17 @@ class Replayer:
         """The runs a new conversation may be, those not replayed yet first, each in order."""
         indices = range(len(self.runs))
         return [i for i in indices if i not in self._replayed] + sorted(self._replayed)
+
+
+@dataclass
+class _Tries:
+    """A step tried more than once, as far as its replay went: what its next tries are given."""
+
+    step: int
+    request: ModelRequest
+    """What each try asks (the client asks the same again)."""
+    left: list[ModelTry | ModelResponse]
+    """The failed tries still to give, then the recorded answer."""
 
 
 def _origin(run: RunResult, step: int) -> RerunOf:

@@ -55,7 +55,7 @@ from workbench.errors import (
     ReplayExhausted,
 )
 from workbench.models.base import ModelRequest
-from workbench.records import RunResult
+from workbench.records import ModelTry, RunResult
 
 __all__ = ["CONVERSATION_HEADER", "SESSION_HEADERS", "WIRES", "ProxyApp", "without_credentials"]
 
@@ -77,6 +77,11 @@ end cannot make the proxy (in a notebook, the agent's own interpreter) hold it."
 _DEPARTED = 400
 """A request the recording cannot answer is the client's bad request: SDKs show it at once (they
 retry a 409 or a 5xx, which would only ask the recording the same question again)."""
+
+
+_FAILED_TRY = 500
+"""What a replay answers a failed try recorded with no error status (a stream that broke off):
+one a client asks again after, as it did."""
 
 
 def without_credentials(url: str) -> str:
@@ -240,6 +245,9 @@ class ProxyApp:
         origin = self.replayer.origin(run_id)
         if origin is not None:
             self.recorder.rerun(run_id, origin)
+        if isinstance(response, ModelTry):  # a try that failed, answered as it was
+            status = response.status or _FAILED_TRY
+            return exchange.failed(status, response.error.type, response.error.message)
         return exchange.replayed(response)
 
     @property

@@ -51,6 +51,7 @@ __all__ = [
     "store_option",
     "terminal_text",
     "text_table",
+    "tried",
 ]
 
 # C0 and C1 control characters (ESC, CSI, OSC, BEL, CR, backspace, DEL) and the bidirectional
@@ -262,7 +263,7 @@ def step_table(steps: Sequence[StepRecord]) -> str:
             (
                 label,
                 f"{t.prepare * 1e3:.2f}",
-                f"{t.inference * 1e3:.2f}",
+                tried(f"{t.inference * 1e3:.2f}", s.tries),
                 f"{t.tools * 1e3:.2f}",
                 f"{t.hooks * 1e3:.2f}" if t.per_hook else "-",  # no hook ran
                 calls or "-",
@@ -272,6 +273,15 @@ def step_table(steps: Sequence[StepRecord]) -> str:
             )
         )
     return "\n".join([text_table(rows), *call_legend(row[5] for row in rows[1:])])
+
+
+def tried(model_ms: str, tries: int) -> str:
+    """The model cell of a step: its time, and how many tries when the client asked again.
+
+    >>> tried("1318.47", 3), tried("7.49", 1)
+    ('1318.47 (3 tries)', '7.49')
+    """
+    return f"{model_ms} ({tries} tries)" if tries > 1 else model_ms
 
 
 def call_legend(cells: Iterable[str]) -> list[str]:

@@ -26,6 +26,7 @@ from workbench.cli._common import (
     seconds,
     store_option,
     text_table,
+    tried,
     wrote_report,
 )
 from workbench.errors import TraceLoadError
@@ -172,7 +173,10 @@ def _step_rows(table: pd.DataFrame) -> str:
     for row in table.itertuples(index=False):
         cells = (
             _step_cell(row, agents),
-            *(_ms(getattr(row, f"{p}_ms")) for p in ("prepare", "inference", "tools", "hooks")),
+            _ms(row.prepare_ms),
+            tried(_ms(row.inference_ms), int(row.tries)),
+            _ms(row.tools_ms),
+            _ms(row.hooks_ms),
             row.tools or "-",
             f"{_count(row.input_tokens)}/{_count(row.output_tokens)}",
             _text(row.status),

@@ -52,6 +52,7 @@ READABLE_COLUMNS: dict[str, str] = {
     "duration_ms": "time (ms)",
     "prepare_ms": "prepare (ms)",
     "inference_ms": "model (ms)",
+    "tries": "model tries",
     "tools_ms": "tools (ms)",
     "hooks_ms": "hooks (ms)",
     "continuation_ms": "continuation (ms)",
@@ -73,12 +74,15 @@ def for_people(frame: pd.DataFrame) -> pd.DataFrame:
     whose steps ran no hook has no hooks column, one nothing recorded (no telemetry, no store)
     no recording column, rather than a column of zeros that reads as measured. A cost column
     with nothing above $0 (offline models, or none with a price) is left out as the summary
-    leaves its cost out: a column of 0.000 reads as a price known to be zero.
+    leaves its cost out: a column of 0.000 reads as a price known to be zero. The model tries
+    are shown only when a client asked again after a failed call (the proxy's SDK retries).
     """
     kept = [c for c in READABLE_COLUMNS if c in frame.columns]
     shown = frame[kept].dropna(axis=1, how="all")
     if "cost" in shown and not (shown["cost"] > 0).any():
         shown = shown.drop(columns="cost")
+    if "tries" in shown and not (shown["tries"] > 1).any():  # every call made once
+        shown = shown.drop(columns="tries")
     if "agent" in shown and "label" in shown:
         if shown["agent"].nunique() < 2:
             shown = shown.drop(columns="agent")

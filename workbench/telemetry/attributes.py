@@ -71,6 +71,8 @@ def step_attributes(record: StepRecord, snapshot: StepContext | None) -> Attribu
         attributes[n.TIMING_TTFT] = timing.time_to_first_token
     if record.usage.cost is not None:
         attributes[n.STEP_COST] = record.usage.cost
+    if record.failed_tries:
+        attributes[n.STEP_TRIES] = record.tries
     attributes[n.TOOLS_OFFERED] = record.tools_offered
     if record.tools_hidden:  # which tools a toolset hid this step, and why
         attributes[n.TOOLS_FILTERED] = tuple(f"{name}: {why}" for name, why in record.tools_hidden)

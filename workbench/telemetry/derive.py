@@ -169,11 +169,13 @@ def _our_steps(
     for position in _step_positions(categories, "step"):
         span = tree.span_at(position)
         inside = list(_children(tree, position))
-        model = next((tree.span_at(c) for c in inside if categories[c] == "model"), None)
+        models = [tree.span_at(c) for c in inside if categories[c] == "model"]
+        model = models[-1] if models else None  # the last try: a client may have asked again
         tools = [tree.span_at(c) for c in inside if categories[c] == "tool"]
         failed = span.is_error + sum(tree.span_at(c).is_error for c in inside)
         row = _step_row(span, agents[position], span.attributes.get(n.STEP_INDEX), model, tools)
-        rows.append((position, {**row, **_our_timing(span, model), "errors": failed}))
+        tries = {"tries": len(models)}
+        rows.append((position, {**row, **_our_timing(span, model), **tries, "errors": failed}))
     return rows
 
 
@@ -200,6 +202,7 @@ def _foreign_steps(
             "duration_ms": _extent_ms([model, *tools]),  # the step is the call and its tools
             "inference_ms": model.duration_ns / 1e6,
             "tools_ms": _extent_ms(tools),
+            "tries": 1,
             "input_tokens": number(tokens[0]),
             "output_tokens": number(tokens[1]),
             "errors": model.is_error + sum(t.is_error for t in tools),
@@ -543,13 +546,17 @@ def _error_kind(tree: SpanTree, position: int, raised: bool) -> ErrorKind | None
 def _failed_its_run(tree: SpanTree, position: int) -> bool:
     """Whether a failed model call is its run's failure (the run's error says it), as records say.
 
-    Ours: when its step failed (`records.step_errors`). A run whose client asked again after
-    a failed call (the proxy recording an SDK's retries) went on, so that call is an error of
-    its own. A span with no step status (another framework's): when its run failed.
+    Ours: when its step failed (`records.step_errors`) and it was the step's last try. A try
+    the client asked again after (the proxy recording an SDK's retries) is an error of its own,
+    and so is a call in a run that went on from its failed step. A span with no step status
+    (another framework's): when its run failed.
     """
     above = tree.ancestors(position)
     step = next((tree.span_at(p) for p in above if tree.span_at(p).category == "step"), None)
     if step is not None and n.STEP_STATUS in step.attributes:
+        number = tree.span_at(position).attributes.get(n.MODEL_TRY, 1)
+        if number != step.attributes.get(n.STEP_TRIES, 1):
+            return False
         return bool(step.attributes[n.STEP_STATUS] == ExecutionStatus.FAILED.value)
     runs = [p for p in above if tree.span_at(p).category == "agent"]
     return bool(runs) and tree.span_at(runs[0]).is_error
@@ -566,6 +573,8 @@ def _error_name(span: SpanData, kind: ErrorKind) -> str | None:
         return _text(a.get(n.TOOL_NAME, a.get(n.OI_TOOL_NAME)))
     if kind == "hook":
         return _text(a.get(n.HOOK_NAME))
+    if kind == "model" and n.MODEL_TRY in a:  # one of its step's tries (`records.try_name`)
+        return f"try {a[n.MODEL_TRY]}"
     foreign_model = kind == "model" and n.STEP_INDEX not in a
     return span.name if kind == "span" or foreign_model else None
 

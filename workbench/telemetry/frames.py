@@ -16,7 +16,8 @@ wrote as something else is NaN (`Trace.problems` names it).
     trace_id, span_id (the step's span), run_id, agent, execution_id, step, label (unique: the
     step, and whose, which run, resumed), snapshot_id, status, stop_reason, start,
     duration_ms, prepare_ms, inference_ms, tools_ms, hooks_ms, continuation_ms, telemetry_ms,
-    ttft_ms, input_tokens, output_tokens, cost, tool_calls (how many), tools
+    ttft_ms, tries (how many times the model call was made: more than 1 when the client asked
+    again after a failed try), input_tokens, output_tokens, cost, tool_calls (how many), tools
     (``name:status, ...``), errors (failed spans in the step), in_progress, resumed (the part
     of a step that ran after its run was resumed from a pause).
 ``timing_df`` (`TIMING_COLUMNS`), one row per timed part of a step, ready to stack
@@ -90,6 +91,7 @@ STEP_COLUMNS = (
     "continuation_ms",
     "telemetry_ms",
     "ttft_ms",
+    "tries",
     "input_tokens",
     "output_tokens",
     "cost",

@@ -220,6 +220,12 @@ STEP_TOOL_CALLS: Final = "workbench.step.tool_calls"
 STEP_COST: Final = "workbench.step.cost_usd"
 """The step's model call's cost in USD, when the model has a price."""
 STEP_MESSAGE_COUNT: Final = "workbench.step.message_count"
+STEP_TRIES: Final = "workbench.step.tries"
+"""How many times the step's model call was made, on a step whose client asked again after a
+failed try (`StepRecord.failed_tries`); absent when it was made once."""
+MODEL_TRY: Final = "workbench.model.try"
+"""Which try of its step's model call a chat span is (1, 2, ...), on each of a step tried more
+than once: every try but the last failed."""
 STEP_RESUMED: Final = "workbench.step.resumed"
 TOOLS_OFFERED: Final = "workbench.tools.offered"
 """The tools the model was offered in the step (after toolset filters)."""

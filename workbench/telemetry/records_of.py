@@ -9,7 +9,9 @@ compare step by step as two runs do (`workbench.diff`).
 What cannot be read off spans is left out, not made up: no snapshots (a re-run from a trace goes
 through `Agent.rerun_from_trace`), no sub-runs (a sub-agent's calls are a conversation of their
 own: ``children`` is empty), no hooks and no tools offered. A retry prompt reads back as the
-tool's result (the GenAI conventions have no part for one).
+tool's result (the GenAI conventions have no part for one). A step whose client asked again
+after failed tries (``workbench.model.try``) is one step, its failed tries kept as they are
+on the record that made them.
 """
 
 from __future__ import annotations
@@ -28,7 +30,14 @@ from workbench.messages import (
     ToolCall,
     Usage,
 )
-from workbench.records import OutcomeStatus, RunResult, StepRecord, Timing, ToolOutcome
+from workbench.records import (
+    ModelTry,
+    OutcomeStatus,
+    RunResult,
+    StepRecord,
+    Timing,
+    ToolOutcome,
+)
 from workbench.state import AgentState, ErrorInfo, ExecutionStatus, StopReason
 from workbench.telemetry import names as n
 from workbench.telemetry.recover import messages_of_chat
@@ -47,7 +56,7 @@ def result_of_trace(trace: Trace) -> RunResult:
     executions = trace.top_runs()  # a paused run and its resumption: one run, two run spans
     run = executions[-1] if executions else None
     run_key = _key(run) if run is not None else None
-    chats = [c for c in conversation_chats(trace) if _run_key(trace, c) == run_key]
+    chats, tried = _tries([c for c in conversation_chats(trace) if _run_key(trace, c) == run_key])
     sent = [request_of(c) for c in chats]
     if not chats or not any(sent):
         raise TraceLoadError(
@@ -62,7 +71,11 @@ def result_of_trace(trace: Trace) -> RunResult:
         ends = chats[i + 1].start_ns if more else float("inf")
         called = [t for t in tools if chat.start_ns <= t.start_ns < ends]
         following = sent[i + 1] if more else None
-        steps.append(_step(chat, i + 1, run_id, sent[i], following, called))
+        step = _step(chat, i + 1, run_id, sent[i], following, called)
+        if tried[i]:
+            update = {"failed_tries": tried[i], "started_at": tried[i][0].started_at}
+            step = step.model_copy(update=update)
+        steps.append(step)
     attributes = run.attributes if run is not None else {}
     status = _status(trace, attributes)
     last = steps[-1]
@@ -91,6 +104,36 @@ def result_of_trace(trace: Trace) -> RunResult:
         created_at=trace.spans[0].start_ns / 1e9,
     )
     return RunResult(state=state, steps=tuple(steps), snapshots=())
+
+
+def _tries(chats: Sequence[SpanData]) -> tuple[list[SpanData], list[tuple[ModelTry, ...]]]:
+    """The model calls that are their step's last try, and each one's failed tries before it.
+
+    A failed try is followed by its step's next try (``workbench.model.try`` one more).
+    """
+    kept: list[SpanData] = []
+    tried: list[tuple[ModelTry, ...]] = []
+    failed: list[ModelTry] = []
+    for chat, after in zip(chats, [*chats[1:], None], strict=True):
+        number = chat.attributes.get(n.MODEL_TRY)
+        following = after.attributes.get(n.MODEL_TRY) if after is not None else None
+        if isinstance(number, int) and following == number + 1:
+            failed.append(_failed_try(chat))
+            continue
+        kept.append(chat)
+        tried.append(tuple(failed))
+        failed = []
+    return kept, tried
+
+
+def _failed_try(chat: SpanData) -> ModelTry:
+    """A failed try's span as the try: its times and the error it ended with."""
+    raised = next((e.attributes for e in chat.events if e.name == n.EVENT_EXCEPTION), {})
+    error = ErrorInfo(
+        type=str(raised.get(n.EXCEPTION_TYPE) or chat.attributes.get(n.ERROR_TYPE) or "Error"),
+        message=str(raised.get(n.EXCEPTION_MESSAGE) or chat.status_message or ""),
+    )
+    return ModelTry(started_at=chat.start_ns / 1e9, duration=chat.duration_ns / 1e9, error=error)
 
 
 def _run_key(trace: Trace, span: SpanData) -> str | None:

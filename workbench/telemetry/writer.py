@@ -319,6 +319,33 @@ class SpanWriter:
         record: StepRecord,
         snapshot: StepContext | None,
     ) -> None:
+        """The step's ``chat {model}`` span: one per try, when its client asked again.
+
+        Each failed try is a failed chat span of what the last was sent, with its error and
+        the try's number (`names.MODEL_TRY`); the last is the one with the response.
+        """
+        assert record.model_started_at is not None
+        tries = record.tries
+        for number, tried in enumerate(record.failed_tries, 1):
+            failed = record.model_copy(
+                update={
+                    "response": None,
+                    "model_started_at": tried.started_at,
+                    "model_duration": tried.duration,
+                    "model_error": tried.error,
+                }
+            )
+            self._chat_span(parent, {**correlation, n.MODEL_TRY: number}, failed, snapshot)
+        which = {n.MODEL_TRY: tries} if tries > 1 else {}
+        self._chat_span(parent, {**correlation, **which}, record, snapshot)
+
+    def _chat_span(
+        self,
+        parent: Context,
+        correlation: Attributes,
+        record: StepRecord,
+        snapshot: StepContext | None,
+    ) -> None:
         """One ``chat {model}`` span with request settings, response, usage and content."""
         assert record.model_started_at is not None
         model = snapshot.model_name if snapshot is not None else self._model_name
