@@ -324,4 +324,3 @@ def test_an_interrupted_run_compares_as_interrupted(path: Path) -> None:
         browser.close()
     assert ">interrupted</span>" in html and ">running</span>" not in html
     assert "a was interrupted: its process ended while it ran, after step 2" in html
-
