@@ -84,7 +84,10 @@ _PRE = (
     "font-family:ui-monospace,monospace;font-size:12px"
 )
 _TRACEBACK = (  # not wrapped: the carets under a line point at the part that failed
+    # contain:inline-size: its longest line scrolls in the box and does not widen what holds it
+    # (a notebook's output was as wide as the line, the error above it cut at the window's edge)
     "margin:2px 0;white-space:pre;overflow:auto;max-height:24em;font-size:11px;"
+    "contain:inline-size;"
     "font-family:ui-monospace,monospace;background:#fff5f5;padding:4px 6px;"
     f"border-left:3px solid {FAILED_COLOUR}"
 )
@@ -458,7 +461,10 @@ def errors_html(errors: Sequence[RunError], *, open_first: bool = True, limit: i
     )
     if more > 0:
         items += f'<li style="color:#555">and {more} more</li>'
-    return f'<ul class="wb-errors" style="margin:2px 0;padding-left:18px">{items}</ul>'
+    # line-height: a widget's HTML has a line as high as a button (28 px): a wrapped error read as
+    # two errors
+    style = "margin:2px 0;padding-left:18px;line-height:1.4"
+    return f'<ul class="wb-errors" style="{style}">{items}</ul>'
 
 
 def _previous_model_step(step: StepRecord, steps: Sequence[StepRecord]) -> StepRecord | None:
