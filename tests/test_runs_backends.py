@@ -285,8 +285,8 @@ def test_the_browser_over_phoenix_opens_a_trace_and_re_runs_from_its_step(
         assert isinstance(trace, wb.Trace) and trace.trace_id == row["id"]
         original = runs.by_trace[row["id"]]
         assert len(trace.spans) == len(runs.telemetry.trace(row["id"]).spans)
-        step_through, rerun = browser.pane.children[:2]  # "Step through…", then the re-run row
-        assert step_through.description == "Step through…"
+        buttons, rerun = browser.pane.children[:2]  # "Step through…", then the re-run row
+        assert [b.description for b in buttons.children] == ["Step through…"]
         picker, button = rerun.children
         picker.value = 1
         button.click()  # re-run the failed task from its first step, with the agent as it is now

@@ -111,7 +111,9 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._applying = False
+        self._shown = 0  # views opened under the buttons, each named for the page to find
         super().__init__([self.table, self.pane])
+        self.add_class("wbr-browser")
         seen = self.view.source.version() if live else None  # what the first page shows
         self.refresh(choices=True)
         self.table.observe(self._on_filter, names=list(_FILTERS))
@@ -251,7 +253,7 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         steps = widgets.Button(description="Step through…", icon="list-ol")
         steps.on_click(lambda _: self._step_through_clicked())
         if not isinstance(opened, RunResult):
-            return [steps, *self._trace_rerun(opened), explorer]
+            return [_buttons([steps]), *self._trace_rerun(opened), explorer]
         buttons = [steps]
         if self.agent is not None and opened.snapshots:
             button = widgets.Button(description="Re-run from a step…", icon="code-fork")
@@ -259,7 +261,7 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             buttons.append(button)
         status, note = self._listed(opened)
         heading = widgets.HTML(stored_run_html(opened, status=status, note=note))
-        return [heading, widgets.HBox(buttons), explorer]
+        return [heading, _buttons(buttons), explorer]
 
     def _listed(self, run: RunResult) -> tuple[str, str]:
         """The status the list shows for a stored run, and what to know of its process."""
@@ -297,13 +299,19 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self._under_buttons(RerunPanel(opened, self.agent))
 
     def _under_buttons(self, shown: widgets.Widget) -> None:
-        """Show what a button opened where it was clicked: under the buttons.
+        """Show what a button opened where it was clicked: under the buttons, brought into view.
 
-        Above the explorer, which is long: below it, the click seemed to do nothing.
+        Above the explorer, which is long: below it, the click seemed to do nothing. And the
+        page scrolls to it when it opened below the window's edge (the buttons at the bottom of
+        the window, under a tall run): there too the click seemed to do nothing.
         """
         children = list(self.pane.children)
         at = children.index(self.explorer) if self.explorer in children else len(children)
+        self._shown += 1
+        name = f"wbr-shown-{self._shown}"
+        shown.add_class(name)
         self.pane.children = [*children[:at], shown, *children[at:]]
+        self.table.send({"type": "reveal", "what": name})
 
     def _trace_rerun(self, trace: Trace) -> list[Any]:
         """A step picker and a button that re-run the agent from a step of a backend's trace.
@@ -363,6 +371,13 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                     self.refresh(choices=True)
             except Exception:  # never let a watcher thread die with a traceback in a notebook
                 log.exception("the runs browser could not check %s", self.view.source.label)
+
+
+def _buttons(buttons: list[widgets.Widget]) -> widgets.HBox:
+    """An opened run's buttons, in a row the page finds (to keep in view what they open)."""
+    row = widgets.HBox(buttons)
+    row.add_class("wbr-buttons")
+    return row
 
 
 def _in_order(a: RunResult, b: RunResult) -> tuple[RunResult, RunResult]:

@@ -7,19 +7,27 @@
 const STATUSES = ["", "completed", "failed", "paused", "aborted", "running", "pending", "interrupted"];
 const SINCE = [["", "any time"], ["15m", "last 15 min"], ["1h", "last hour"], ["24h", "last day"], ["7d", "last week"]];
 const COLUMNS = [
-  // [label, sort key or null, cell class]
-  ["", null, "wbr-pick"],
-  ["run", "run", "wbr-id"],
-  ["agent", "agent", "wbr-agent"],
-  ["status", "status", "wbr-status"],
-  ["errors", "errors", "wbr-errors"],
-  ["tools", null, "wbr-tools"],
-  ["steps", "steps", "wbr-num wbr-steps"],
-  ["tokens", "tokens", "wbr-num wbr-tokens"],
-  ["cost", "cost", "wbr-num wbr-cost"],
-  ["time", "duration", "wbr-num wbr-time"],
-  ["started", "started", "wbr-started"],
+  // [label, sort key or null, cell class, share of the room left when all is whole (texts)]
+  ["", null, "wbr-pick", 0],
+  ["run", "run", "wbr-id", 2],
+  ["agent", "agent", "wbr-agent", 1],
+  ["status", "status", "wbr-status", 0],
+  ["errors", "errors", "wbr-errors", 4],
+  ["tools", null, "wbr-tools", 1],
+  ["steps", "steps", "wbr-num wbr-steps", 0],
+  ["tokens", "tokens", "wbr-num wbr-tokens", 0],
+  ["cost", "cost", "wbr-num wbr-cost", 0],
+  ["time", "duration", "wbr-num wbr-time", 0],
+  ["started", "started", "wbr-started", 0],
 ];
+// The columns are sized to what the page shows (`fit`): a number, a date, a status badge and a
+// heading are never cut; a text (the run's id, agent, first error, tools) is cut with its whole
+// text as its title, down to NARROWEST; a window narrower than that scrolls the table sideways
+// in its box. Percent widths cut "interrupted" to "interr…" and every number beside
+// JupyterLab's file browser at a 1,000 px window, and ran the numbers' headings together.
+const PAD = 9;  // px a cell takes beside its content: its padding, and one to spare
+const NARROWEST = 64;  // px: the least a text's column is cut to
+const WIDEST = 320;  // px: a text's column grows to this before any grows past it
 
 function make(tag, cls, text) {
   const node = document.createElement(tag);
@@ -105,6 +113,7 @@ function cell(row, cls) {
   switch (cls) {
     case "wbr-id":
       td.textContent = row.id;
+      td.title = row.id;  // whole when its column is cut
       break;
     case "wbr-agent":
       td.textContent = (row.depth ? `${"  ".repeat(row.depth)}└ ` : "") + row.agent;
@@ -113,7 +122,10 @@ function cell(row, cls) {
       break;
     case "wbr-status":
       td.append(make("span", `wbr-badge wbr-${row.status}`, row.status));
-      if (row.stop && row.stop !== row.status) td.append(make("span", "wbr-stop", ` ${row.stop}`));
+      if (row.stop && row.stop !== row.status) {
+        td.append(make("span", "wbr-stop", ` ${row.stop}`));
+        td.title = `${row.status} ${row.stop}`;
+      }
       break;
     case "wbr-errors":
       if (row.errors > 0) {
@@ -138,6 +150,68 @@ function cell(row, cls) {
   return td;
 }
 
+function width(node) {  // px its content takes, whatever its cell's width (cells do not wrap)
+  const range = document.createRange();
+  range.selectNodeContents(node);
+  return range.getBoundingClientRect().width;
+}
+
+function fit(table, room) {  // each column's px in a box `room` px wide (see COLUMNS)
+  const rows = [table.tHead.rows[0], ...table.tBodies[0].rows];
+  const least = [];
+  const whole = [];
+  COLUMNS.forEach(([, , cls, share], c) => {
+    const cells = rows.map((row) => row.cells[c]);
+    const head = PAD + width(cells[0]);
+    const content = Math.max(0, ...cells.slice(1).map(width)) + PAD;
+    if (cls === "wbr-status") {  // its badge whole; what it says of the stop may be cut
+      const badges = [...table.querySelectorAll(".wbr-badge")].map((b) => b.offsetWidth);
+      least.push(Math.max(head, PAD + Math.max(0, ...badges)));
+    } else {
+      least.push(share ? Math.max(head, Math.min(content, NARROWEST)) : Math.max(head, content));
+    }
+    whole.push(Math.max(least[c], content));
+  });
+  const sized = whole.map((px, c) => Math.max(least[c], Math.min(px, WIDEST)));
+  const sum = (widths) => widths.reduce((a, b) => a + b, 0);
+  // From the least to each text's WIDEST, then to the whole of each: a long error does not take
+  // the room a run's id needs to be read.
+  for (const [low, high] of [[least, sized], [sized, whole]]) {
+    if (sum(low) >= room) return low;  // it scrolls sideways
+    if (sum(high) > room) {
+      const share = Math.max(0, room - sum(low)) / (sum(high) - sum(low));
+      return low.map((px, c) => Math.floor(px + (high[c] - px) * share));
+    }
+  }
+  const shares = COLUMNS.reduce((total, column) => total + column[3], 0);
+  const spare = room - sum(whole);  // all of it whole: the texts share what is left
+  return whole.map((px, c) => Math.floor(px + (spare * COLUMNS[c][3]) / shares));
+}
+
+function reveal(box, what) {  // bring what a button opened (class `what`) into view, once shown
+  const show = (node) => {
+    const view = window.innerHeight;
+    const top = node.getBoundingClientRect().top;
+    if (top >= 0 && top < (view * 2) / 3) return;  // in view already: the page stays where it is
+    const buttons = box.querySelector(".wbr-buttons");  // the buttons clicked, above it if they
+    const near = buttons && top - buttons.getBoundingClientRect().top < view / 3;  // fit too
+    (near ? buttons : node).scrollIntoView({ block: "start", behavior: "smooth" });
+  };
+  const found = box.querySelector(`.${what}`);
+  if (found) {
+    show(found);
+    return;
+  }
+  const watch = new MutationObserver(() => {  // its view is made after this message comes
+    const node = box.querySelector(`.${what}`);
+    if (!node) return;
+    watch.disconnect();
+    show(node);
+  });
+  watch.observe(box, { childList: true, subtree: true });
+  setTimeout(() => watch.disconnect(), 30000);
+}
+
 function numbers(row) {
   return [String(row.steps), row.tokens.toLocaleString(), row.cost, row.duration];
 }
@@ -148,7 +222,9 @@ function render({ model, el }) {
   const table = make("table", "wbr-table");
   const head = make("tr", "wbr-head");
   const body = make("tbody");
-  table.append(make("thead"), body);
+  const columns = make("colgroup");
+  COLUMNS.forEach(() => columns.append(make("col")));
+  table.append(columns, make("thead"), body);
   table.tHead.append(head);
   const footer = make("div", "wbr-footer");
   const first = make("button", "wbr-first", "«");
@@ -158,8 +234,17 @@ function render({ model, el }) {
   const compare = make("button", "wbr-compare", "Compare the two ticked");
   const note = make("span", "wbr-note");
   footer.append(first, prev, count, next, compare, note);
-  root.append(bar, make("div", "wbr-source"), table, footer);
+  const scroll = make("div", "wbr-scroll");
+  scroll.append(table);
+  root.append(bar, make("div", "wbr-source"), scroll, footer);
   el.append(root);
+
+  function size() {  // the columns' widths for the rows and the room there are now
+    const px = fit(table, scroll.clientWidth);
+    px.forEach((w, c) => { columns.children[c].style.width = `${w}px`; });
+    table.style.width = `${px.reduce((a, b) => a + b, 0)}px`;
+  }
+  new ResizeObserver(size).observe(scroll);
 
   function drawHead() {
     const sort = model.get("sort");
@@ -172,6 +257,7 @@ function render({ model, el }) {
       }
       return th;
     }));
+    size();
   }
 
   function drawRows() {
@@ -204,6 +290,7 @@ function render({ model, el }) {
     first.disabled = prev.disabled = offset === 0;
     next.disabled = offset + shown >= total;
     compare.disabled = model.get("picked").length !== 2;
+    size();
   }
 
   head.addEventListener("click", (event) => {
@@ -226,6 +313,9 @@ function render({ model, el }) {
   prev.addEventListener("click", () => turn(model.get("offset") - model.get("page_size")));
   next.addEventListener("click", () => turn(model.get("offset") + model.get("page_size")));
   compare.addEventListener("click", () => model.send({ type: "compare" }));
+  model.on("msg:custom", (message) => {
+    if (message.type === "reveal") reveal(el.closest(".wbr-browser") ?? document.body, message.what);
+  });
 
   const source = root.querySelector(".wbr-source");
   const drawSource = () => { source.textContent = model.get("source"); };
