@@ -23,6 +23,7 @@ from tests.fake_upstream import Answer, completion, fake_upstream
 from tests.wires import anthropic_error, message, response
 from workbench.cli import main
 from workbench.notebook.tables import for_people
+from workbench.telemetry import spans_from_run
 
 KEY = "sk-test-retries-7c2e90"
 
@@ -241,3 +242,14 @@ def test_a_trace_of_a_step_tried_again_compares_as_the_run_it_is(tmp_path: Path)
     assert [(s.index, s.tries) for s in rebuilt.steps] == [(1, 1), (2, 3)]
     said = [(t.error.type, t.error.message) for t in run.steps[1].failed_tries]
     assert [(t.error.type, t.error.message) for t in rebuilt.steps[1].failed_tries] == said
+
+
+def test_a_step_tried_again_reads_back_as_the_try_that_was_answered(tmp_path: Path) -> None:
+    """The step's conversation from its trace (what `workbench trace --messages` and a re-run
+    from the trace read) is its answered try's, not the first failed one's (sent, no answer)."""
+    run = recorded(wb.RunStore(tmp_path / "runs.db"))
+    trace = wb.Trace.from_spans(spans_from_run(run, capture_content=True))
+    assert len(trace.model_calls()) == 4  # one for the first step, three tries of the second
+    messages = trace.messages(step=2)
+    assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[-1].text == "5"

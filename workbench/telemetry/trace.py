@@ -382,17 +382,22 @@ class Trace(Record):
 
         What the model was sent at ``step`` (a ``workbench.step.index``, or the n-th model call
         of a foreign trace), and its answer; without ``step``, the last model call's. Empty
-        without captured content.
+        without captured content. A step whose call was tried again (a client's retry through
+        the proxy) has a model call per try: its last is the one that was answered.
         """
         chats = conversation_chats(self)
         if not chats:
             return ()
         if step is None:
             return messages_of_chat(chats[-1].attributes)
-        for number, chat in enumerate(chats, start=1):
-            if chat.attributes.get(n.STEP_INDEX, number) == step:
-                return messages_of_chat(chat.attributes)
-        raise StepNotInTrace(no_step(chats, step))
+        found = [
+            chat
+            for number, chat in enumerate(chats, start=1)
+            if chat.attributes.get(n.STEP_INDEX, number) == step
+        ]
+        if not found:
+            raise StepNotInTrace(no_step(chats, step))
+        return messages_of_chat(found[-1].attributes)
 
 
 def conversation_chats(trace: Trace) -> list[SpanData]:
