@@ -9,8 +9,9 @@ recorded. The same holds on a route passed through (``count_tokens``). Below the
 conversation (a few MiB) goes upstream whole, with its length: handed bytes over 1 MiB, aiohttp
 warns, and where warnings are errors the proxy answered such a request with a 500.
 
-Already covered elsewhere: a body that is not JSON or not the wire's request is a 400
-(`test_proxy.py`); a huge tool result inside a run (`faults/test_tools.py`).
+A body that is not JSON, or not the wire's request, is a 400 in the wire's shape that says what
+is wrong and where (``messages: Field required``), on every wire. Already covered elsewhere: a huge
+tool result inside a run (`faults/test_tools.py`).
 """
 
 from __future__ import annotations
@@ -137,3 +138,36 @@ def test_a_long_conversation_is_forwarded_whole_with_its_length(path: str) -> No
     (forwarded,) = upstream.requests
     assert forwarded[1]["content-length"] == str(len(body))
     assert forwarded[0] == json.loads(body)
+
+
+SENT_WRONG = [  # (a body, where its problem is and what, as the 400 says)
+    (b"{not json", "<root>: Invalid JSON: key must be a string at line 1 column 2"),
+    (b"[1, 2]", "<root>: Input should be an object"),
+    (b"", "<root>: Invalid JSON: EOF while parsing a value at line 1 column 0"),
+]
+MISSING = {"/chat/completions": "messages", "/responses": "input", "/messages": "messages"}
+
+
+@pytest.mark.parametrize("path", ["/chat/completions", "/responses", "/messages"])
+def test_a_body_that_is_not_the_wire_s_request_is_a_400_saying_what_is_wrong_where(
+    path: str,
+) -> None:
+    """It said '(1 problems): ' and quoted the body back, leaving the client to find what was
+    wrong in it; now the places and problems, in the wire's own error shape."""
+    wrong_shape = {"model": "m", "max_tokens": 8, MISSING[path]: 5}
+    cases = [*SENT_WRONG, (json.dumps({"model": "m"}).encode(), f"{MISSING[path]}: Field required")]
+    with (
+        fake_upstream(lambda b, h: Answer(body=ANSWERS[path])) as upstream,
+        wb.proxy(upstream.url, store=wb.RunStore(":memory:")) as proxy,
+    ):
+        for body, said in [*cases, (json.dumps(wrong_shape).encode(), f"{MISSING[path]}")]:
+            got = httpx.post(f"{proxy.url}{path}", content=body, timeout=30)
+            assert got.status_code == 400, got.text
+            error = got.json()["error"]
+            assert error["type"] == "invalid_request_error"
+            assert error["message"].startswith("the request is not ")
+            assert f": {said}" in error["message"], error["message"]
+            assert "problems" not in error["message"]
+        fine = httpx.post(f"{proxy.url}{path}", json=REQUESTS[path], timeout=30)
+    assert fine.status_code == 200 and len(upstream.requests) == 1  # nothing else went up
+    assert len(proxy.run_ids) == 1

@@ -28,8 +28,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from workbench._proxy.calls import Call
-from workbench._proxy.wire import EventReading, Read, Redact
-from workbench.errors import MessageFormatError
+from workbench._proxy.wire import EventReading, Read, Redact, not_a_request
 from workbench.messages import (
     FinishReason,
     JsonValue,
@@ -51,7 +50,7 @@ from workbench.models._anthropic_wire import (
     parse_message,
     wire_usage,
 )
-from workbench.models._wire import Lenient, snippet
+from workbench.models._wire import Lenient
 from workbench.models.prices import price_for
 
 __all__ = ["MESSAGES", "MessagesWire", "from_wire_messages"]
@@ -97,15 +96,7 @@ def _parse(raw: bytes) -> _Request:
     try:
         return _Request.model_validate_json(raw)
     except ValidationError as exc:
-        raise MessageFormatError(
-            f"the request is not an Anthropic messages request ({exc.error_count()} problems): "
-            f"{snippet(raw, _as_sent)}"
-        ) from None
-
-
-def _as_sent(text: str) -> str:
-    """The client's own request, quoted back to it as it was sent."""
-    return text
+        raise not_a_request("an Anthropic messages request", exc, raw) from None
 
 
 def from_wire_messages(

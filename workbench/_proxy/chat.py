@@ -15,8 +15,8 @@ from pydantic import Field, ValidationError
 
 from workbench._proxy.calls import Call
 from workbench._proxy.usage import asking_usage, asks_usage
-from workbench._proxy.wire import Read, Redact
-from workbench.errors import MalformedResponseError, MessageFormatError, ServerError
+from workbench._proxy.wire import Read, Redact, not_a_request
+from workbench.errors import MalformedResponseError, ServerError
 from workbench.messages import (
     JsonValue,
     Message,
@@ -41,7 +41,7 @@ from workbench.models._openai_wire import (
     wire_call,
     wire_parts,
 )
-from workbench.models._wire import Lenient, snippet
+from workbench.models._wire import Lenient
 from workbench.models.prices import price_for
 
 __all__ = [
@@ -101,15 +101,7 @@ def parse_request(raw: bytes) -> WireRequest:
     try:
         return WireRequest.model_validate_json(raw)
     except ValidationError as exc:
-        raise MessageFormatError(
-            f"the request is not a chat completion request ({exc.error_count()} problems): "
-            f"{snippet(raw, _as_sent)}"
-        ) from None
-
-
-def _as_sent(text: str) -> str:
-    """The client's own request, quoted back to it as it was sent."""
-    return text
+        raise not_a_request("a chat completion request", exc, raw) from None
 
 
 def request_tools(request: WireRequest) -> tuple[ToolDefinition, ...]:

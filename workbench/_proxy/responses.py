@@ -30,8 +30,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from workbench._proxy.calls import Call
-from workbench._proxy.wire import EventReading, Read, Redact
-from workbench.errors import MessageFormatError
+from workbench._proxy.wire import EventReading, Read, Redact, not_a_request
 from workbench.messages import (
     FinishReason,
     JsonValue,
@@ -50,7 +49,7 @@ from workbench.models._responses_wire import (
     response_of,
     wire_usage,
 )
-from workbench.models._wire import Lenient, snippet
+from workbench.models._wire import Lenient
 from workbench.models.prices import price_for
 
 __all__ = ["RESPONSES", "ResponsesWire", "from_wire_input"]
@@ -103,15 +102,7 @@ def _parse(raw: bytes) -> _Request:
     try:
         return _Request.model_validate_json(raw)
     except ValidationError as exc:
-        raise MessageFormatError(
-            f"the request is not a Responses API request ({exc.error_count()} problems): "
-            f"{snippet(raw, _as_sent)}"
-        ) from None
-
-
-def _as_sent(text: str) -> str:
-    """The client's own request, quoted back to it as it was sent."""
-    return text
+        raise not_a_request("a Responses API request", exc, raw) from None
 
 
 def from_wire_input(instructions: str | None, given: str | list[_Item]) -> tuple[Message, ...]:

@@ -17,17 +17,36 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from pydantic import ValidationError
+
 from workbench._proxy.calls import Call
 from workbench._record import Record
-from workbench.errors import MalformedResponseError
+from workbench.errors import MalformedResponseError, MessageFormatError
 from workbench.messages import JsonValue, ModelResponse
-from workbench.models._wire import EventStream
+from workbench.models._wire import EventStream, snippet
 from workbench.models.prices import price_for
+from workbench.state import validation_summary
 
-__all__ = ["EventReading", "Read", "Reading", "Redact", "Wire"]
+__all__ = ["EventReading", "Read", "Reading", "Redact", "Wire", "not_a_request"]
 
 Redact = Callable[[str], str]
 """Scrubs a call's credentials from what an upstream said, before it is quoted or recorded."""
+
+
+def not_a_request(kind: str, exc: ValidationError, raw: bytes) -> MessageFormatError:
+    """What a client is told of a body that is not ``kind`` (a 400): what is wrong, and where.
+
+    The first problems by their place in the body (``messages: Input should be a valid list``),
+    then how the body began, quoted back to the client that sent it as it was sent.
+    """
+    began = f"the body began: {snippet(raw, _as_sent)}" if raw.strip() else "the body was empty"
+    return MessageFormatError(
+        f"the request is not {kind}: {validation_summary(exc, limit=3)} ({began})"
+    )
+
+
+def _as_sent(text: str) -> str:
+    return text
 
 
 class Read(Record):
