@@ -512,9 +512,10 @@ def step_pieces(
     # step had not ended. The step that ended the run says how and why it ended.
     status = "" if step.status is ExecutionStatus.RUNNING else f"{step.status.value} · "
     stop = f"stop: {step.stop_reason.value} · " if step.stop_reason is not None else ""
+    tries = f"{step.tries} model tries · " if step.tries > 1 else ""  # a client asked again
     head = (
         f'<div class="wb-step-head" style="font-weight:600">Step {step.index} · '
-        f"{status}{stop}{t.total * 1e3:.2f} ms · "
+        f"{status}{stop}{t.total * 1e3:.2f} ms · {tries}"
         f"{step.usage.input_tokens} in / {step.usage.output_tokens} out tokens</div>"
     )
     sections = [head, "<h4 style='margin:6px 0 2px'>What this step added</h4>"]
