@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import workbench as wb
-from tests.foreign import langgraph_react, openai_chat, pydantic_ai_agent
+from tests.foreign import langgraph_react, openai_agents, openai_chat, pydantic_ai_agent
 from workbench.notebook import TraceExplorer
 from workbench.report import report_html, trace_summary
 from workbench.telemetry.files import otlp_json
@@ -74,7 +74,7 @@ def test_a_tools_exception_pydantic_ai_let_out_of_the_run_is_one_error() -> None
     assert [s.is_error for s in trace.spans] == [True, False, True]  # the run, its chat, the tool
     (error,) = trace.errors()
     assert (error.kind, error.name, error.type) == ("tool", "get_weather", "ValueError")
-    assert trace.summary() == "failed, 1 tool error: get_weather in weather"
+    assert trace.summary() == "failed, 1 tool error: step 1, get_weather in weather"
 
 
 def test_a_call_pydantic_ai_sent_back_to_fix_is_a_retry_not_an_error() -> None:
@@ -111,13 +111,48 @@ def test_a_model_call_that_failed_with_no_agent_or_step_of_ours_is_named_by_its_
 ) -> None:
     """A 500 to an openai SDK call, traced by OpenInference or OpenLLMetry, read "failed, 1 model
     error: " and "[model] : openai.InternalServerError..." (a trace with no agent and no step of
-    ours left nothing to say where)."""
+    ours left nothing to say where), then "failed, 1 model error: ChatCompletion" (which call?):
+    the step its step table numbers it."""
     trace = wb.load_trace(json.dumps(openai_chat.traced(instrumentation, server_error=True)))
     (error,) = trace.errors()
     name = trace.spans[-1].name  # "ChatCompletion" (OpenInference), "openai.chat" (OpenLLMetry)
-    assert (error.kind, error.agent, error.where) == ("model", "", name)
-    assert trace.summary() == f"failed, 1 model error: {name}"
-    assert error.line.startswith(f"{name}: openai.InternalServerError: Error code: 500")
+    assert (error.kind, error.agent, error.where) == ("model", "", f"step 2, {name}")
+    assert trace.summary() == f"failed, 1 model error: step 2, {name}"
+    assert error.line.startswith(f"step 2, {name}: openai.InternalServerError: Error code: 500")
+    assert trace.step_rows()[1]["model_span_id"] == error.span_id  # the step table's step 2
+
+
+def test_the_openai_agents_sdk() -> None:
+    """An Agents SDK run on the local model whose second call got a 500 read "ok, 1 tool error, 1
+    failed sub-run; first: get_weather", agent "—", and "[subrun] : Error in agent run: ..."
+    for the 500: the SDK leaves its workflow's span unmarked, names its agent ``agent.name``,
+    and says the call's failure again on the agent's span in words of its own."""
+    trace = loaded(openai_agents.failing_spans())
+    assert trace.summary() == (
+        "failed, 1 tool error, 1 model error; first: step 1, get_weather in forecaster"
+    )
+    tool, model = trace.errors()
+    assert (tool.kind, tool.where) == ("tool", "step 1, get_weather in forecaster")
+    assert (model.kind, model.where) == ("model", "step 2, generation in forecaster")
+    assert "Error code: 500" in model.message
+    assert trace_summary(trace)["agent"] == "forecaster"
+    steps = trace.steps_df()
+    assert steps["agent"].tolist() == ["forecaster", "forecaster"]
+    assert steps["tools"].tolist() == ["add, get_weather (error)", ""]
+    assert steps["input_tokens"].tolist()[0] == 30
+
+
+def test_a_langgraph_agent_whose_model_call_failed() -> None:
+    """A LangGraph ReAct agent whose second model call got a 500 read "failed, 1 failed span:
+    call_model", agent "—": the exception fails the node, its chains and the graph on its way
+    out, and a chain the tracer made the call's sibling was named instead of the call."""
+    trace = loaded(langgraph_react.traced_spans(server_error=True))
+    assert trace.summary() == "failed, 1 model error: step 2, ChatOpenAI in adder"
+    (error,) = trace.errors()
+    assert error.type == "langchain_openai.chat_models.base.OpenAIAPIError"
+    assert error.traceback is not None and "openai.InternalServerError" in error.traceback
+    assert trace_summary(trace)["agent"] == "adder"
+    assert trace.steps_df()["agent"].tolist() == ["adder", "adder"]
 
 
 def test_openinference_langgraph() -> None:

@@ -8,6 +8,7 @@ spans are OpenInference's: CHAIN and AGENT spans for the graph, LLM for each mod
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Any
 
@@ -19,8 +20,12 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def traced_spans() -> list[Any]:
-    """The finished SDK spans of one run of the agent."""
+def traced_spans(*, server_error: bool = False) -> list[Any]:
+    """The finished SDK spans of one run of the agent.
+
+    ``server_error``: the second model call is answered with a 500 (as the llm-server answered
+    the local model's own broken call sent back), which the graph raises.
+    """
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
     from langgraph.prebuilt import create_react_agent
@@ -34,8 +39,10 @@ def traced_spans() -> list[Any]:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
-    answers = list(ANSWERS)
-    transport = httpx.MockTransport(lambda request: httpx.Response(200, json=answers.pop(0)))
+    answers = [httpx.Response(200, json=answer) for answer in ANSWERS]
+    if server_error:
+        answers[1] = httpx.Response(500, json={"error": {"message": "cannot parse the arguments"}})
+    transport = httpx.MockTransport(lambda request: answers.pop(0))
     try:
         model = ChatOpenAI(
             model="gpt-4o-mini",
@@ -47,7 +54,8 @@ def traced_spans() -> list[Any]:
         with warnings.catch_warnings():  # moved to `langchain.agents` (not installed); same graph
             warnings.simplefilter("ignore", DeprecationWarning)
             agent = create_react_agent(model, [tool(add)], name="adder")
-        agent.invoke({"messages": [("user", "1 + 2?")]}, {"recursion_limit": 8})
+        with contextlib.suppress(Exception) if server_error else contextlib.nullcontext():
+            agent.invoke({"messages": [("user", "1 + 2?")]}, {"recursion_limit": 8})
     finally:
         instrumentor.uninstrument()
     return list(exporter.get_finished_spans())

@@ -27,7 +27,7 @@ CELLS = [
     "trace",
     "from workbench.notebook import TraceView\nTraceView(trace)",
 ]
-SUMMARY = "failed, 1 tool error: get_weather in weather"
+SUMMARY = "failed, 1 tool error: step 1, get_weather in weather"
 
 _IN_VIEW = """(frame) => {
   const box = frame.closest("pre").getBoundingClientRect();

@@ -25,8 +25,7 @@ from typing import Any, NamedTuple
 
 from workbench.errors import TraceLoadError
 from workbench.messages import ToolCall
-from workbench.records import ErrorKind, RunError, call_label
-from workbench.state import ExecutionStatus
+from workbench.records import call_label
 from workbench.telemetry import names as n
 from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.spandata import SpanData
@@ -34,13 +33,14 @@ from workbench.telemetry.tree import SpanTree
 
 __all__ = [
     "agents_by_position",
+    "children",
+    "foreign_calls",
     "number",
     "problems",
     "step_heads",
     "step_rows",
     "timing_rows",
     "tool_status",
-    "trace_errors",
 ]
 
 NUMERIC = frozenset(
@@ -142,18 +142,35 @@ def _shown(value: Any) -> str:
 
 
 def agents_by_position(tree: SpanTree) -> list[str]:
-    """The agent of each position: the nearest ``gen_ai.agent.name`` at or above the span."""
+    """The agent of each position: the nearest ``gen_ai.agent.name`` at or above the span.
+
+    OpenInference names it ``agent.name`` (its instrumentation of the OpenAI Agents SDK); a
+    LangGraph graph's spans name none, and the graph's span is the agent's
+    (``create_react_agent(..., name="forecaster")``).
+    """
     agents: list[str] = []
     for span, parent in zip(tree.in_order(), tree.parents, strict=True):
-        own = span.attributes.get(n.AGENT_NAME)
+        own = span.attributes.get(n.AGENT_NAME, span.attributes.get(n.OI_AGENT_NAME))
         if own is not None:
             agents.append(str(own))
+        elif parent is not None:
+            agents.append(agents[parent])
         else:
-            agents.append(agents[parent] if parent is not None else "")
+            agents.append(span.name if _a_graph(span) else "")
     return agents
 
 
-def _children(tree: SpanTree, position: int) -> Iterator[int]:
+def _a_graph(span: SpanData) -> bool:
+    """Whether a top span is a LangGraph graph's, as OpenInference's LangChain tracer writes it."""
+    text = span.attributes.get(n.OI_METADATA)
+    try:
+        found = json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):  # not JSON: nothing said of what the span is
+        return False
+    return isinstance(found, dict) and found.get("ls_integration") == "langgraph"
+
+
+def children(tree: SpanTree, position: int) -> Iterator[int]:
     """Positions of the span's direct children."""
     child, end = position + 1, tree.ends[position]
     while child < end:
@@ -168,7 +185,7 @@ def _our_steps(
     rows = []
     for position in _step_positions(categories, "step"):
         span = tree.span_at(position)
-        inside = list(_children(tree, position))
+        inside = list(children(tree, position))
         models = [tree.span_at(c) for c in inside if categories[c] == "model"]
         model = models[-1] if models else None  # the last try: a client may have asked again
         tools = [tree.span_at(c) for c in inside if categories[c] == "tool"]
@@ -183,18 +200,9 @@ def _foreign_steps(
     tree: SpanTree, agents: Sequence[str], categories: Sequence[str]
 ) -> list[tuple[int, dict[str, Any]]]:
     """Another framework's steps: each model call, and the tool calls after it by the agent."""
-    calls: dict[int, list[SpanData]] = {}
-    last: dict[str, int] = {}
-    for position in sorted(range(len(tree)), key=lambda p: tree.span_at(p).start_ns):
-        category = categories[position]
-        if category == "model":
-            calls[position] = []
-            last[agents[position]] = position
-        elif category == "tool" and agents[position] in last:
-            calls[last[agents[position]]].append(tree.span_at(position))
     rows = []
-    for index, position in enumerate(sorted(calls, key=lambda p: tree.span_at(p).start_ns), 1):
-        model, tools = tree.span_at(position), calls[position]
+    for index, (position, calls) in enumerate(foreign_calls(tree, agents, categories), 1):
+        model, tools = tree.span_at(position), [tree.span_at(c) for c in calls]
         tokens = n.tokens_of(model.attributes)
         row = {
             **_step_row(model, agents[position], index, model, tools),
@@ -209,6 +217,26 @@ def _foreign_steps(
         }
         rows.append((position, row))
     return rows
+
+
+def foreign_calls(
+    tree: SpanTree, agents: Sequence[str], categories: Sequence[str]
+) -> list[tuple[int, list[int]]]:
+    """Each model call (its position), in start order, with the tool calls its agent made after it.
+
+    Another framework's step n is its n-th model call: its step table and its errors number
+    them so.
+    """
+    calls: dict[int, list[int]] = {}
+    last: dict[str, int] = {}
+    for position in sorted(range(len(tree)), key=lambda p: tree.span_at(p).start_ns):
+        category = categories[position]
+        if category == "model":
+            calls[position] = []
+            last[agents[position]] = position
+        elif category == "tool" and agents[position] in last:
+            calls[last[agents[position]]].append(position)
+    return sorted(calls.items(), key=lambda item: tree.span_at(item[0]).start_ns)
 
 
 def _asked(model: SpanData) -> dict[str, Any]:
@@ -432,152 +460,3 @@ def _timed(span: SpanData, category: str) -> tuple[str, str, float] | None:
         return None if overhead is None else ("telemetry", "telemetry", overhead)
     component = _PHASES.get(span.name) if category == "phase" else _COMPONENTS.get(category)
     return None if component is None else (component, span.name, span.duration_ns / 1e6)
-
-
-_HANDLED = frozenset({n.ERROR_TOOL, n.ERROR_TOOL_RETRY, n.ERROR_TOOL_DENIED, n.ERROR_HOOK})
-"""Our ``error.type`` labels of failures that raised nothing: no exception type to name."""
-
-
-def trace_errors(tree: SpanTree, agents: Sequence[str]) -> tuple[RunError, ...]:
-    """What went wrong in a trace, read as `RunResult.errors` reads the run that made it.
-
-    For a trace of ours the two agree (the spans are the records'): a retry or a policy's
-    denial is no error; a sub-agent call whose sub-run failed is not a second error (the
-    sub-run's own is, where it failed); a model call that failed its run is the run's error;
-    a failed run's own error, and the error of a call whose sub-run stopped at a limit or was
-    aborted, come after the errors below them. A span another framework marked failed is a
-    ``span`` error. Breakpoint predicates never make spans, so theirs are not here.
-    """
-    found: list[RunError] = []
-    closing: list[tuple[int, int, RunError]] = []  # said once their subtree is passed
-    for position in range(len(tree)):
-        while closing and closing[-1][0] <= position:
-            _close(found, *closing.pop()[1:])
-        if not tree.span_at(position).is_error:
-            continue
-        error = _error_at(tree, position, agents[position])
-        if error is None:
-            continue
-        if error.kind in ("run", "subrun"):  # a failed run, or a call its sub-run did not end
-            closing.append((tree.ends[position], len(found), error))
-        else:
-            found.append(error)
-    for _, below, error in reversed(closing):
-        _close(found, below, error)
-    return tuple(found)
-
-
-def _close(found: list[RunError], below: int, error: RunError) -> None:
-    """Add a run's own error, unless it is one of those below it come up (another framework's).
-
-    pydantic-ai lets a tool's exception out of the run: the run span failed with the tool's
-    exception, and "1 tool error, 1 run error" counted one crash twice, its traceback again.
-    A run of ours fails with its own error (its records count it), so its spans keep theirs.
-    """
-    if not error.run_id and any(
-        (e.type, e.message) == (error.type, error.message) for e in found[below:]
-    ):
-        return
-    found.append(error)
-
-
-def _error_at(tree: SpanTree, position: int, agent: str) -> RunError | None:
-    span = tree.span_at(position)
-    a = span.attributes
-    exception = next((e.attributes for e in span.events if e.name == n.EVENT_EXCEPTION), None)
-    failure = next((e.attributes for e in span.events if e.name == n.EVENT_FAILURE), {})
-    kind = _error_kind(tree, position, exception is not None)
-    if kind is None:
-        return None
-    raised = exception or {}
-    error_type = raised.get(n.EXCEPTION_TYPE) or a.get(n.ERROR_TYPE)
-    message = (
-        raised.get(n.EXCEPTION_MESSAGE)
-        or failure.get(n.FAILURE_MESSAGE)
-        or span.status_message
-        or error_type
-        or "failed"
-    )
-    own = a.get(n.RUN_STEPS) if span.category == "agent" else a.get(n.STEP_INDEX)  # a run: its last
-    step = raised.get(n.STEP_INDEX, failure.get(n.STEP_INDEX, own))
-    runs = sum(tree.span_at(p).category == "agent" for p in tree.ancestors(position))
-    depth = runs if span.category == "agent" else max(0, runs - 1)  # its run's depth
-    return RunError(
-        kind=kind,
-        agent=agent,
-        run_id=_text(a.get(n.RUN_ID)) or "",
-        depth=depth,
-        step=step if isinstance(step, int) and not isinstance(step, bool) else None,
-        call_id=_text(a.get(n.TOOL_CALL_ID)) if span.category == "tool" else None,
-        name=_error_name(span, kind),
-        message=str(message),
-        type=None if error_type is None or error_type in _HANDLED else str(error_type),
-        traceback=_text(raised.get(n.EXCEPTION_STACKTRACE)),
-        span_id=span.span_id,
-    )
-
-
-def _error_kind(tree: SpanTree, position: int, raised: bool) -> ErrorKind | None:
-    """What a failed span is an error of, or None when `RunResult.errors` would not count it."""
-    span = tree.span_at(position)
-    match span.category:
-        case "tool":
-            status = tool_status(span)
-            if status == "retry" or (status == "denied" and not raised):
-                return None
-            if status == "denied":
-                return "guard"
-            runs = [c for c in _children(tree, position) if tree.span_at(c).category == "agent"]
-            if not runs:
-                return "tool"
-            return None if any(tree.span_at(c).is_error for c in runs) else "subrun"
-        case "hook":
-            return "hook"
-        case "model":
-            return None if _failed_its_run(tree, position) else "model"
-        case "agent":
-            runs = [p for p in tree.ancestors(position) if tree.span_at(p).category == "agent"]
-            return "subrun" if runs else "run"
-        case _:  # another framework's span: its own failure, unless one below it failed first
-            below = range(position + 1, tree.ends[position])
-            return None if any(tree.span_at(p).is_error for p in below) else "span"
-
-
-def _failed_its_run(tree: SpanTree, position: int) -> bool:
-    """Whether a failed model call is its run's failure (the run's error says it), as records say.
-
-    Ours: when its step failed (`records.step_errors`) and it was the step's last try. A try
-    the client asked again after (the proxy recording an SDK's retries) is an error of its own,
-    and so is a call in a run that went on from its failed step. A span with no step status
-    (another framework's): when its run failed.
-    """
-    above = tree.ancestors(position)
-    step = next((tree.span_at(p) for p in above if tree.span_at(p).category == "step"), None)
-    if step is not None and n.STEP_STATUS in step.attributes:
-        number = tree.span_at(position).attributes.get(n.MODEL_TRY, 1)
-        if number != step.attributes.get(n.STEP_TRIES, 1):
-            return False
-        return bool(step.attributes[n.STEP_STATUS] == ExecutionStatus.FAILED.value)
-    runs = [p for p in above if tree.span_at(p).category == "agent"]
-    return bool(runs) and tree.span_at(runs[0]).is_error
-
-
-def _error_name(span: SpanData, kind: ErrorKind) -> str | None:
-    """The tool, the hook, or (a span of another framework) the span's own name.
-
-    A model call of ours is placed by its step; another framework's has no step of ours, and
-    an OpenInference trace no agent: its name ("ChatCompletion") is where it failed.
-    """
-    a = span.attributes
-    if span.category == "tool":
-        return _text(a.get(n.TOOL_NAME, a.get(n.OI_TOOL_NAME)))
-    if kind == "hook":
-        return _text(a.get(n.HOOK_NAME))
-    if kind == "model" and n.MODEL_TRY in a:  # one of its step's tries (`records.try_name`)
-        return f"try {a[n.MODEL_TRY]}"
-    foreign_model = kind == "model" and n.STEP_INDEX not in a
-    return span.name if kind == "span" or foreign_model else None
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)

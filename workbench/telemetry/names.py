@@ -106,6 +106,7 @@ OI_MODEL: Final = "llm.model_name"
 OI_INPUT_TOKENS: Final = "llm.token_count.prompt"
 OI_OUTPUT_TOKENS: Final = "llm.token_count.completion"
 OI_TOOL_NAME: Final = "tool.name"
+OI_AGENT_NAME: Final = "agent.name"
 """OpenInference's names for what the conventions call ``gen_ai.response.model`` and
 ``gen_ai.usage.{input,output}_tokens`` (a Phoenix trace has only these)."""
 LLM_REQUEST_TYPE: Final = "llm.request.type"

@@ -34,8 +34,8 @@ from workbench.telemetry.derive import (
     step_heads,
     step_rows,
     timing_rows,
-    trace_errors,
 )
+from workbench.telemetry.failures import foreign_status, trace_errors
 from workbench.telemetry.recover import messages_of_chat
 from workbench.telemetry.spandata import SpanData, SpanEvent, SpanLink, span_data
 from workbench.telemetry.tree import SpanTree, nest_subruns
@@ -302,7 +302,7 @@ class Trace(Record):
         return self.model_calls()
 
     def errors(self) -> tuple[RunError, ...]:
-        """What went wrong, as `RunResult.errors` says it (`derive.trace_errors`).
+        """What went wrong, as `RunResult.errors` says it (`failures.trace_errors`).
 
         Each with its agent, run, step, call, span and traceback.
         """
@@ -344,7 +344,7 @@ class Trace(Record):
         A run resumed from a pause has a run span per execution; it ended as the one that did
         not pause, wherever the clocks put it (paused on a machine whose clock is ahead, it was
         resumed "before" it paused). A trace another framework wrote has no run status:
-        ``failed`` when a root span failed, else ``ok``.
+        ``failed`` or ``ok`` as its spans say (`failures.foreign_status`).
         """
         runs = self.top_runs()
         if runs:
@@ -356,8 +356,7 @@ class Trace(Record):
             ]
             went_on = [status for status in statuses if status != _PAUSED]
             return went_on[-1] if went_on else _PAUSED
-        roots = [self.tree.span_at(p) for p in range(len(self.tree)) if not self.tree.depths[p]]
-        return "failed" if any(s.is_error for s in roots) else "ok"
+        return foreign_status(self.tree)
 
     def summary(self) -> str:
         """The line every view of the trace starts with: its status and what went wrong.
