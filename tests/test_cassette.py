@@ -211,6 +211,43 @@ def test_bad_files_are_clear_errors(tmp_path: Path, content: str, message: str) 
     assert str(path) in str(caught.value)
 
 
+def test_a_place_a_cassette_cannot_be_written_is_said_before_the_model_is_asked(
+    tmp_path: Path,
+) -> None:
+    """It was found at the first answer's writing: the model had answered (a paid call), and
+    the run failed with "FileNotFoundError: ... '/proc/.c.json.x1nfpayw'", a file nobody named."""
+    model = wb.ScriptedModel(["never asked"])
+    (tmp_path / "a-directory").mkdir()
+    for path, why in [
+        (Path("/proc/workbench-test/c.json"), "cannot be written: "),  # no directory can be made
+        (tmp_path / "a-directory", "cannot be written: it is a directory"),
+    ]:
+        with pytest.raises(wb.CassetteError, match=f"cassette {path} {why}"):
+            wb.cassette(path, model, mode="record")
+    assert model.calls == []
+    assert list((tmp_path / "a-directory").iterdir()) == []
+
+
+def test_a_cassette_that_cannot_be_written_mid_recording_fails_the_run_saying_so(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.json"
+
+    def take_its_place() -> str:
+        """Where the cassette was written after the first answer, a directory now stands."""
+        path.unlink()
+        path.mkdir()
+        return "done"
+
+    model = wb.ScriptedModel([wb.ModelResponse.tool_call("take_its_place", {}), "the end"])
+    agent = wb.Agent(model=wb.cassette(path, model, mode="record"), tools=[take_its_place])
+    result = agent.run_sync("go")
+    assert result.status is wb.ExecutionStatus.FAILED and result.error is not None
+    assert result.error.type == "CassetteError"
+    assert f"cassette {path} cannot be written: Is a directory" in result.error.message
+    assert [p.name for p in tmp_path.iterdir()] == ["c.json"]  # no temporary file left behind
+
+
 def test_a_missing_file_in_replay_mode_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(wb.CassetteError, match="cannot be read"):
         wb.cassette(tmp_path / "nowhere.json", mode="replay")

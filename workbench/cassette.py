@@ -110,6 +110,8 @@ class Cassette:
                 f"cassette {self.path} records (mode={mode!r}, "
                 f"{'file missing' if mode == 'once' else 'record'}): pass the model to record"
             )
+        if self.mode == "record":  # said now, not after the model was paid for its first answer
+            _writable(self.path)
         if self.mode == "replay":
             loaded = load_cassette(self.path)
             self.interactions = list(loaded.interactions)
@@ -205,14 +207,19 @@ class Cassette:
         )
         data = content.model_dump(mode="json", exclude=_PROVENANCE)
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        except OSError as exc:
+            raise _unwritable(self.path, exc) from None
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as file:
                 file.write(text)
             os.replace(temporary, self.path)
-        except BaseException:
+        except BaseException as exc:
             Path(temporary).unlink(missing_ok=True)
+            if isinstance(exc, OSError):  # a disk full, the file made a directory meanwhile
+                raise _unwritable(self.path, exc) from None
             raise
 
     # -- replay ---------------------------------------------------------------------------------
@@ -312,6 +319,26 @@ def load_cassette(path: Path) -> CassetteFile:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise CassetteError(f"cassette {path} is damaged at {where}: {first['msg']}") from None
+
+
+def _writable(path: Path) -> None:
+    """A `CassetteError` unless the cassette can be written where it is to be (a file beside it).
+
+    Nothing there is changed: in record mode the old file stays until the first answer is in.
+    """
+    if path.is_dir():
+        raise CassetteError(f"cassette {path} cannot be written: it is a directory")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+    os.close(handle)
+    os.unlink(temporary)
+
+
+def _unwritable(path: Path, exc: OSError) -> CassetteError:
+    return CassetteError(f"cassette {path} cannot be written: {exc.strerror or exc}")
 
 
 def cassette(
