@@ -21,6 +21,10 @@ import workbench as wb
 from tests.test_runs_list import _as_version_5
 from workbench import _processes, _storage
 from workbench.notebook import RunsBrowser
+from workbench.notebook.explorer_data import open_words
+from workbench.notebook.spans import timeline_figure
+from workbench.notebook.trace_view import trace_top_html
+from workbench.report import report_html
 from workbench.runlist import writer_note
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -324,3 +328,48 @@ def test_an_interrupted_run_compares_as_interrupted(path: Path) -> None:
         browser.close()
     assert ">interrupted</span>" in html and ">running</span>" not in html
     assert "a was interrupted: its process ended while it ran, after step 2" in html
+
+
+def test_an_interrupted_run_s_open_spans_are_cut_off_where_it_stopped_not_so_far(
+    browser: RunsBrowser,
+) -> None:
+    """Its run span never closed and never will: every view says cut off, not "so far"."""
+    (row,) = browser.table.rows
+    browser.open_run(row["id"])
+    explorer = browser.explorer
+    assert explorer is not None
+    trace = explorer.trace
+    assert trace.interrupted.startswith("the process that ran it (pid ")
+    assert trace.status() == "interrupted" and explorer.summary == "interrupted"
+    assert explorer.failed and explorer.interrupted == trace.interrupted
+    (agent,) = [r for r in explorer.rows if r["category"] == "agent"]
+    assert agent["in_progress"]  # open as the records left it; drawn cut off by the page
+    explorer.select(agent["id"])
+    assert ">cut off</span>" in explorer.detail and " ms cut off · span" in explorer.detail
+    assert "so far" not in explorer.detail and "in progress" not in explorer.detail
+
+    history = browser.step_through()
+    assert history.trace.interrupted == trace.interrupted
+    figure = timeline_figure(history.trace)
+    assert figure is not None
+    (bars,) = [bar for bar in figure.data if bar.name == "agent"]
+    assert "cut off: its process ended" in bars.hovertext[0]
+    assert "in progress" not in bars.hovertext[0] and bars.marker.pattern.shape == ("",)
+    top = trace_top_html(trace)
+    assert ">interrupted</div>" in top and "This run will not end: the process" in top
+    page = report_html(trace)
+    assert '"interrupted":"the process that ran it (pid ' in page
+
+
+def test_a_stored_run_not_known_interrupted_is_drawn_so_far(path: Path) -> None:
+    """Without what the run list knows, a stored run left running is a run going on."""
+    run_id = _ran(STEPPED, path)
+    with wb.RunStore(path) as store:
+        trace = wb.trace_of(store.load(run_id))
+    assert trace.interrupted == "" and trace.status() == "running"
+    (agent,) = [s for s in trace.spans if s.category == "agent"]
+    assert agent.in_progress and open_words(trace, agent) == "so far"
+    figure = timeline_figure(trace)
+    assert figure is not None
+    (bars,) = [bar for bar in figure.data if bar.name == "agent"]
+    assert "in progress" in bars.hovertext[0] and bars.marker.pattern.shape == ("/",)

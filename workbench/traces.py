@@ -18,6 +18,10 @@ sources, by type:
   stands, with the run spans, steps and calls still open marked `SpanData.in_progress` (their
   end is the moment the trace was taken). A telemetry holds only spans that ended, so such a
   run is read from its records, with or without ``telemetry=``.
+- a stored run whose process ended while it ran (a run list's ``interrupted``) has open spans
+  too, that will never end: the caller that knows it (`RunsBrowser`, ``Stepper.of(run,
+  gone=...)``, ``workbench report``) says why as ``interrupted=``, and the trace carries it
+  (`Trace.interrupted`): its views draw those spans cut off, not "so far".
 """
 
 from __future__ import annotations
@@ -49,12 +53,22 @@ TraceSource: TypeAlias = "RunSource | Trace | Telemetry | Sequence[ReadableSpan]
 """Everything `trace_of` reads."""
 
 
-def trace_of(source: TraceSource, *, telemetry: Telemetry | None = None) -> Trace:
+def trace_of(
+    source: TraceSource, *, telemetry: Telemetry | None = None, interrupted: str = ""
+) -> Trace:
     """The `Trace` of ``source`` (see the module docstring for what each source gives).
 
     ``telemetry`` is for a run: the spans it recorded of that run tree (a long session collects
     many runs in one telemetry); a run it has no spans of gets the spans its records make.
+    ``interrupted`` is what a run list knows that a stored run's records do not: why it will
+    never go on (`workbench.runlist.writer_note` of a run listed ``interrupted``); it becomes
+    `Trace.interrupted`.
     """
+    trace = _trace_of(source, telemetry)
+    return trace.model_copy(update={"interrupted": interrupted}) if interrupted else trace
+
+
+def _trace_of(source: TraceSource, telemetry: Telemetry | None) -> Trace:
     if isinstance(source, AgentRun) and not source.done:  # stopped anywhere: its spans so far
         so_far = source.so_far()
         return _rebuilt([so_far.result], so_far.open_steps)

@@ -56,6 +56,8 @@ class TraceExplorer(anywidget.AnyWidget):
     """What the trace says first (`Trace.summary`): how it ended and what went wrong, where."""
     failed = traitlets.Bool(False).tag(sync=True)
     """Whether anything went wrong (the summary is drawn red)."""
+    interrupted = traitlets.Unicode("").tag(sync=True)
+    """Why its open spans will never end (`Trace.interrupted`): drawn cut off, not "so far"."""
     selected = traitlets.Unicode("").tag(sync=True)
     scroll_to = traitlets.Int(0).tag(sync=True)
     detail = traitlets.Unicode("").tag(sync=True)
@@ -81,7 +83,8 @@ class TraceExplorer(anywidget.AnyWidget):
             axis_ms=(tree.end_ns - tree.start_ns) / 1e6,
             waited=waited_note(trace),
             summary=trace.summary(),
-            failed=bool(trace.errors()),
+            failed=bool(trace.errors()) or bool(trace.interrupted),
+            interrupted=trace.interrupted,
             total=len(self.view.visible),
             rows=self.view.rows(0, page_size),
         )

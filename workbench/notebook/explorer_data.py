@@ -24,6 +24,7 @@ __all__ = [
     "SpanFilter",
     "SpanStatus",
     "matching_positions",
+    "open_words",
     "page_rows",
     "search_text",
     "visible_positions",
@@ -45,6 +46,17 @@ class SpanFilter(Record):
     def active(self) -> bool:
         """True when anything is filtered out."""
         return bool(self.query or self.status or self.errors_only or self.slowest > 0)
+
+
+def open_words(trace: Trace, span: SpanData) -> str:
+    """What the time of a span that has not ended is: "so far", or "cut off"; "" if it ended.
+
+    So far while its run goes on (a run stopped anywhere); cut off when it never will, its
+    process having ended while it ran (`Trace.interrupted`): its time is up to where it stopped.
+    """
+    if not span.in_progress:
+        return ""
+    return "cut off" if trace.interrupted else "so far"
 
 
 SEARCHED_CHARS = 200

@@ -29,6 +29,7 @@ from typing import Any
 from workbench._json import loads
 from workbench.errors import TraceLoadError
 from workbench.messages import Message, ThinkingPart
+from workbench.notebook.explorer_data import open_words
 from workbench.notebook.html import (
     FAILED_COLOUR,
     ROLE_COLOURS,
@@ -104,7 +105,8 @@ class Where:
 
     start_ms: float
     duration_ms: float
-    open: bool
+    open: str
+    """What the time is of a span that has not ended (`open_words`), "" for one that has."""
     span_id: str
     parent_id: str | None
 
@@ -112,7 +114,7 @@ class Where:
         """The line as HTML."""
         return (
             f"<span class='wbx-where'>start {self.start_ms:.3f} ms · {self.duration_ms:.3f} ms"
-            f"{' so far' if self.open else ''} · span <code>{safe_text(self.span_id)}</code>"
+            f"{' ' + self.open if self.open else ''} · span <code>{safe_text(self.span_id)}</code>"
             f" · parent <code>{safe_text(self.parent_id or '—')}</code>"
         )
 
@@ -458,7 +460,10 @@ def span_detail_pieces(
     """
     origin = trace.tree.start_ns
     status = _status_badge(span)
-    if span.in_progress:  # a stopped run's span still open: its end is when the trace was taken
+    open_ = open_words(trace, span)
+    if open_ == "cut off":  # will never end: the process that ran it ended while it ran
+        status += _badge("cut off", "#c62828") + f" <i>{safe_text(trace.interrupted)}</i>"
+    elif open_:  # a stopped run's span still open: its end is when the trace was taken
         status += _badge("in progress", "#e67e22")
     title = (  # the same for many spans (every `execute_tool add` that went well): shared
         f'<div class="wb-detail-head"><b>{safe_text(span.name)}</b> '
@@ -467,7 +472,7 @@ def span_detail_pieces(
     where = Where(
         start_ms=(span.start_ns - origin) / 1e6,
         duration_ms=span.duration_ns / 1e6,
-        open=span.in_progress,
+        open=open_,
         span_id=span.span_id,
         parent_id=span.parent_id,
     )

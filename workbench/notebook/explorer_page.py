@@ -230,6 +230,7 @@ class ExplorerPage:
         data = {
             "axis_ms": (tree.end_ns - tree.start_ns) / 1e6,
             "waited": waited_note(self.view.trace),  # a stepped run: said in the count line
+            "interrupted": self.view.trace.interrupted,  # its open spans: cut off, not so far
             "spans": _page_spans(self.view),
             "shared": shared,
             "piece_templates": piece_templates,

@@ -57,7 +57,7 @@ class StepperHistory(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
             self.trace, self.result = run, result_of_trace(run)
         else:
             self.result = run.result if isinstance(run, AgentRun) else run
-            self.trace = trace_of(self.result)
+            self.trace = trace_of(self.result, interrupted=gone)  # its open spans: cut off
         self.runs = _tree(self.result)
         """The runs of the tree, depth first (the run itself first), as the run picker lists."""
         self.run_picker = widgets.Dropdown(

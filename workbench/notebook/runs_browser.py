@@ -237,7 +237,9 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             return
         try:
             opened = self.view.source.open(run_id)
-            explorer = TraceExplorer(trace_of(opened))  # the trace model's one door
+            listed = self._listed(opened) if isinstance(opened, RunResult) else ("", "")
+            gone = _gone(*listed)
+            explorer = TraceExplorer(trace_of(opened, interrupted=gone))  # the one door
         except Exception as exc:  # damaged, deleted, a backend that is down
             self.table.note = f"cannot open {run_id}: {type(exc).__name__}: {exc}"
             return
@@ -247,9 +249,11 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self.history.close()
         self.opened_run, self.explorer, self.history = opened, explorer, None
         self.table.note = ""
-        self.pane.children = self._opened_children(opened, explorer)
+        self.pane.children = self._opened_children(opened, explorer, listed)
 
-    def _opened_children(self, opened: RunResult | Trace, explorer: TraceExplorer) -> list[Any]:
+    def _opened_children(
+        self, opened: RunResult | Trace, explorer: TraceExplorer, listed: tuple[str, str]
+    ) -> list[Any]:
         steps = widgets.Button(description="Step through…", icon="list-ol")
         steps.on_click(lambda _: self._step_through_clicked())
         if not isinstance(opened, RunResult):
@@ -259,7 +263,7 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             button = widgets.Button(description="Re-run from a step…", icon="code-fork")
             button.on_click(lambda _: self._rerun_panel(opened))
             buttons.append(button)
-        status, note = self._listed(opened)
+        status, note = listed
         heading = widgets.HTML(stored_run_html(opened, status=status, note=note))
         return [heading, _buttons(buttons), explorer]
 
@@ -281,8 +285,8 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             raise ValueError("open a run first")
         if self.history is None:
             opened = self.opened_run
-            status, note = self._listed(opened) if isinstance(opened, RunResult) else ("", "")
-            self.history = Stepper.of(opened, gone=note if status == INTERRUPTED else "")
+            listed = self._listed(opened) if isinstance(opened, RunResult) else ("", "")
+            self.history = Stepper.of(opened, gone=_gone(*listed))
             self._under_buttons(self.history)
         return self.history
 
@@ -396,3 +400,8 @@ def _in_order(a: RunResult, b: RunResult) -> tuple[RunResult, RunResult]:
 def _as_run(opened: RunResult | Trace) -> RunResult:
     """A stored run as it is; a backend's trace as its top run rebuilt from the spans."""
     return opened if isinstance(opened, RunResult) else result_of_trace(opened)
+
+
+def _gone(status: str, note: str) -> str:
+    """Why a stored run will not go on, when the list calls it interrupted (``note``), else ""."""
+    return note if status == INTERRUPTED else ""

@@ -3,7 +3,8 @@
 Drawn from a `Trace` (`workbench.trace_of` makes one of any run or trace): its span tree's
 depth-first order is the rows, each span's category its colour. A span still in progress (a
 stopped run's step under way) is drawn to the moment the trace was taken, hatched, and says so
-in its hover.
+in its hover; one that never will end (its process ended while it ran, `Trace.interrupted`) is
+drawn to where it stopped, not hatched, its hover saying it was cut off.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from workbench.notebook._style import TEMPLATE
-from workbench.notebook.explorer_data import agents_named, span_label
+from workbench.notebook.explorer_data import agents_named, open_words, span_label
 from workbench.notebook.html import FAILED_COLOUR
 from workbench.notebook.tables import trace_heading, waited_note
 from workbench.telemetry.spandata import SpanData
@@ -41,15 +42,17 @@ _HOVER_SKIP = frozenset({"workbench.run.id", "workbench.execution.id"})
 """Attributes left out of hovers: the same on every span of a run."""
 
 
-def _hover(span: SpanData, category: str, start_ms: float, duration_ms: float) -> str:
+def _hover(span: SpanData, category: str, start_ms: float, duration_ms: float, open_: str) -> str:
     """A span's hover label, in which only our own ``<b>`` and ``<br>`` are markup.
+
+    ``open_`` is what its time is if it has not ended (`open_words`).
 
     Plotly renders ``<a href>``, ``<b>`` and friends in hovers, so every piece of run data is
     escaped (after any cut, so that no entity is cut in half).
     """
     head = f"<b>{escape(span.name, quote=False)}</b> ({category})"
     state = " · failed" if span.is_error else ""
-    state += " · in progress" if span.in_progress else ""
+    state += {"so far": " · in progress", "cut off": " · cut off: its process ended"}.get(open_, "")
     lines = [f"{head}{state}<br>start {start_ms:.2f} ms, {duration_ms:.3f} ms"]
     shown = 0
     for key, value in span.attributes.items():
@@ -80,7 +83,8 @@ def waterfall_figure(
 
     One bar per span, children under their parent (a label's dots say how deep it is; a model
     call names its agent, as in the explorer, when the trace has several); a failed span is
-    red whatever its category (the legend's "failed"), a span in progress hatched.
+    red whatever its category (the legend's "failed"), a span in progress hatched (not one cut
+    off: it will not go on).
 
     Rows are labelled with indented span names while there are at most ``max_labels`` of them;
     a bigger trace keeps its bars and hovers but drops the labels, which would be unreadable.
@@ -101,9 +105,10 @@ def waterfall_figure(
         if not len(chosen):
             continue
         picked = [spans[i] for i in chosen]
+        open_ = [open_words(trace, s) for s in picked]
         hover = [
-            _hover(s, kinds[i], starts[i], durations[i])
-            for s, i in zip(picked, chosen, strict=True)
+            _hover(s, kinds[i], starts[i], durations[i], words)
+            for s, i, words in zip(picked, chosen, open_, strict=True)
         ]
         traces.append(
             {
@@ -116,7 +121,7 @@ def waterfall_figure(
                 "width": 0.75,
                 "marker": {
                     "color": colour,
-                    "pattern": {"shape": ["/" if s.in_progress else "" for s in picked]},
+                    "pattern": {"shape": ["/" if words == "so far" else "" for words in open_]},
                 },
                 "hovertext": hover,
                 "hovertemplate": "%{hovertext}<extra></extra>",

@@ -36,12 +36,18 @@ def trace_figures(trace: Trace) -> dict[str, go.Figure]:
 def trace_top_html(trace: Trace) -> str:
     """What TraceView says first: what went wrong, then how many steps, and what is unread.
 
-    What went wrong is the summary line and each error with its traceback (`errors_html`).
+    What went wrong is the summary line and each error with its traceback (`errors_html`); a
+    run whose process ended while it ran (`Trace.interrupted`), why it will not end.
     """
     errors = trace.errors()
     problems = "".join(f"<li>{escape(p)}</li>" for p in trace.problems()[:20])
     return (
-        summary_html(trace.summary(), failed=bool(errors))
+        summary_html(trace.summary(), failed=bool(errors) or bool(trace.interrupted))
+        + (
+            f"<div>This run will not end: {escape(trace.interrupted)}.</div>"
+            if trace.interrupted
+            else ""
+        )
         + errors_html(errors)
         + f"<b>{escape(trace_heading(trace))}</b>"
         + (f"<ul class='wb-problems'>{problems}</ul>" if problems else "")

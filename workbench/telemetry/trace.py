@@ -107,6 +107,12 @@ class Trace(Record):
     drawn: float = 0.0
     """Seconds of those waits that were its views drawing it (the Stepper redrawing a run
     driven from a cell), not a person: left out alike, said apart (`waited`)."""
+    interrupted: str = ""
+    """Why its open spans (`SpanData.in_progress`) will never end, when they will not: the run
+    was stored, and the process that ran it ended while it ran (what a run list calls
+    ``interrupted``; `workbench.runlist.writer_note` says it). The views draw those spans cut
+    off where the run stopped, not "so far", and `status` says ``interrupted``. "" for a trace
+    whose open spans are a run still going (or that has none)."""
 
     def __repr__(self) -> str:
         return f"Trace(trace_id={self.trace_id!r}, spans={len(self.spans)})"
@@ -341,7 +347,8 @@ class Trace(Record):
     def status(self) -> str:
         """How the top run ended (``completed``, ``failed``, ...; ``running`` while it runs).
 
-        A run resumed from a pause has a run span per execution; it ended as the one that did
+        A run whose process ended while it ran is ``interrupted`` (`interrupted` says why). A
+        run resumed from a pause has a run span per execution; it ended as the one that did
         not pause, wherever the clocks put it (paused on a machine whose clock is ahead, it was
         resumed "before" it paused). A trace another framework wrote has no run status:
         ``failed`` or ``ok`` as its spans say (`failures.foreign_status`).
@@ -355,7 +362,8 @@ class Trace(Record):
                 if s.attributes.get(n.RUN_ID) == last
             ]
             went_on = [status for status in statuses if status != _PAUSED]
-            return went_on[-1] if went_on else _PAUSED
+            status = went_on[-1] if went_on else _PAUSED
+            return "interrupted" if self.interrupted and status == "running" else status
         return foreign_status(self.tree)
 
     def summary(self) -> str:

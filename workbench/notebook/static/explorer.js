@@ -102,6 +102,7 @@ function render({ model, el }) {
     const offset = model.get("offset");
     const length = model.get("axis_ms") || 1;
     const selected = model.get("selected");
+    const interrupted = model.get("interrupted");  // why its open spans will never end
     spacer.style.height = `${total * ROW}px`;
     scroll.style.height = `${Math.min(480, Math.max(total, 1) * ROW + 2)}px`;
     const nodes = model.get("rows").map((row, i) => {
@@ -109,7 +110,8 @@ function render({ model, el }) {
       if (row.id === selected) line.classList.add("wbx-selected");
       if (row.status === "error") line.classList.add("wbx-error");
       if (row.match) line.classList.add("wbx-match");
-      if (row.in_progress) line.classList.add("wbx-open");
+      const cut = row.in_progress && interrupted;  // its process ended: it never will
+      if (row.in_progress) line.classList.add(cut ? "wbx-cut" : "wbx-open");
       line.dataset.id = row.id;
       line.style.top = `${(offset + i) * ROW}px`;
       const name = make("div", "wbx-name");
@@ -125,8 +127,9 @@ function render({ model, el }) {
       barNode.style.left = `${(row.start / length) * 100}%`;
       barNode.style.width = `max(2px, ${(row.duration / length) * 100}%)`;
       barNode.style.backgroundColor = row.status === "error" ? "#c62828" : (COLOURS[row.category] || COLOURS.other);
-      const took = make("span", "wbx-dur", ms(row.duration) + (row.in_progress ? " so far" : ""));
-      if (row.in_progress) line.title = "in progress: still open when the trace was taken (its time so far)";
+      const took = make("span", "wbx-dur", ms(row.duration) + (cut ? " cut off" : row.in_progress ? " so far" : ""));
+      if (cut) line.title = `cut off: ${interrupted}`;
+      else if (row.in_progress) line.title = "in progress: still open when the trace was taken (its time so far)";
       time.append(barNode, took);
       line.append(name, time);
       return line;

@@ -135,7 +135,7 @@ function staticModel(data) {
   let texts = null;  // the words of each stored piece and of each span's row, made on the first search
   const state = {
     rows: [], total: 0, span_count: spans.length, matched: -1, offset: 0, page_size: 40,
-    axis_ms: data.axis_ms, waited: data.waited, selected: "", scroll_to: 0, detail: "",
+    axis_ms: data.axis_ms, waited: data.waited, interrupted: data.interrupted, selected: "", scroll_to: 0, detail: "",
     query: "", status: "", errors_only: false, slowest: 0,
   };
   const handlers = {};
@@ -152,7 +152,7 @@ function staticModel(data) {
   function where(i) {  // the line of times and ids under the heading (`Where` in Python)
     const span = spans[i];
     const parent = span.parent < 0 ? "\u2014" : escaped(spans[span.parent].id);
-    const open = span.in_progress ? " so far" : "";
+    const open = span.in_progress ? (data.interrupted ? " cut off" : " so far") : "";
     return `<span class='wbx-where'>start ${span.start.toFixed(3)} ms \u00b7 ` +
       `${span.duration.toFixed(3)} ms${open} \u00b7 span <code>${escaped(span.id)}</code>` +
       ` \u00b7 parent <code>${parent}</code>`;
