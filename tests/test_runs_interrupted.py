@@ -20,6 +20,7 @@ import pytest
 import workbench as wb
 from tests.test_runs_list import _as_version_5
 from workbench import _processes, _storage
+from workbench.cli import main
 from workbench.notebook import RunsBrowser
 from workbench.notebook.explorer_data import open_words
 from workbench.notebook.spans import timeline_figure
@@ -331,7 +332,7 @@ def test_an_interrupted_run_compares_as_interrupted(path: Path) -> None:
 
 
 def test_an_interrupted_run_s_open_spans_are_cut_off_where_it_stopped_not_so_far(
-    browser: RunsBrowser,
+    browser: RunsBrowser, path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Its run span never closed and never will: every view says cut off, not "so far"."""
     (row,) = browser.table.rows
@@ -359,6 +360,10 @@ def test_an_interrupted_run_s_open_spans_are_cut_off_where_it_stopped_not_so_far
     assert ">interrupted</div>" in top and "This run will not end: the process" in top
     page = report_html(trace)
     assert '"interrupted":"the process that ran it (pid ' in page
+    report = path.parent / "report.html"  # and from a terminal
+    assert main(["report", row["id"], "--store", str(path), "-o", str(report)]) == 0
+    assert capsys.readouterr().out.startswith(f"run {row['id']} (agent): interrupted\n")
+    assert '"interrupted":"the process that ran it (pid ' in report.read_text(encoding="utf-8")
 
 
 def test_a_stored_run_not_known_interrupted_is_drawn_so_far(path: Path) -> None:
