@@ -11,6 +11,8 @@ tree's steps, as it counts its errors and tokens.
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from tests.journeys.conftest import OpenNotebook
@@ -69,12 +71,29 @@ def test_interrupted_runs_are_told_from_running_ones_and_a_tree_counts_its_steps
     expect(status).not_to_contain_text("running")
     expect(heading).to_contain_text("ended while it was running: it recorded 2 steps")
     notebook.shot("s7-2-opened", cell)
+    explorer = cell.locator(".wbx")  # its run span never closed, and never will: cut off
+    expect(explorer.locator(".wbx-summary.wbx-failed")).to_have_text("interrupted")
+    run_span = explorer.locator(".wbx-row", has_text="invoke_agent")
+    expect(run_span.locator(".wbx-dur")).to_have_text(re.compile(r"^[\d.]+ ms cut off$"))
+    expect(run_span).to_have_attribute("title", re.compile("^cut off: the process that ran it"))
+    expect(explorer.locator(".wbx-rows")).not_to_contain_text("so far")
+    run_span.click()
+    expect(explorer.locator(".wbx-detail")).to_contain_text("cut off the process that ran it")
+    expect(explorer.locator(".wbx-detail")).not_to_contain_text("in progress")
+    notebook.shot("s8-2b-explorer-cut-off", explorer)
     cell.get_by_role("button", name="Step through…").click()
     history = cell.locator(".wb-history .wb-status")
     expect(history).to_contain_text("This run will not end: the process that ran it (pid")
     expect(history).not_to_contain_text("goes on")
     expect(history.locator("span", has_text="interrupted")).to_be_visible()  # its badge
     notebook.shot("s7-2a-stepped-through", cell.locator(".wb-history"))
+    timeline = cell.locator(".wb-history .js-plotly-plot")
+    timeline.scroll_into_view_if_needed()
+    bar = timeline.locator(".point path").first.bounding_box()  # the run span's, the first row
+    assert bar is not None  # plotly's drag layer lies over the bars: the mouse goes where it is
+    cell.page.mouse.move(bar["x"] + bar["width"] / 2, bar["y"] + bar["height"] / 2)
+    expect(cell.page.locator(".hoverlayer")).to_contain_text("cut off: its process ended")
+    notebook.shot("s8-2c-timeline-hover", cell.locator(".wb-history .js-plotly-plot"))
 
     table.locator(".wbr-status-filter").select_option("")
     expect(rows).to_have_count(6)
