@@ -17,8 +17,10 @@ import pytest
 
 import workbench as wb
 from tests._failing_team import team
-from workbench.demo import eval_agent, eval_task, run_eval
+from workbench.demo import demo_agent, eval_agent, eval_task, run_demo, run_eval
+from workbench.models.prices import dollars
 from workbench.notebook import RunsBrowser, RunsView, TraceExplorer, compare_html
+from workbench.notebook.runs_view import row_cells
 from workbench.runlist import StoreRuns
 
 
@@ -68,6 +70,21 @@ def test_filters_from_the_page(browser: RunsBrowser, store: wb.RunStore) -> None
     assert table.total == 0 and table.rows == []
     table.tool, table.query, table.errors_only = "", "", False
     assert table.total == 120
+
+
+def test_a_run_of_a_model_with_no_price_costs_a_dash_as_an_unknown_cost_does(
+    tmp_path: Path,
+) -> None:
+    """A scripted (or replayed) model's calls cost 0: "$0" beside the "–" of an unknown cost
+    read as a price known to be nothing."""
+    with wb.RunStore(tmp_path / "runs.sqlite") as store:
+        run_demo(demo_agent(store=store))
+        run_eval(1, store)
+        rows = {r.agent_name: r for r in store.find()}
+    scripted, priced = rows["calculator"], rows["shopper"]
+    assert scripted.cost == 0.0 and row_cells(scripted)["cost"] == "–"
+    assert row_cells(scripted.model_copy(update={"cost": None}))["cost"] == "–"
+    assert priced.cost and row_cells(priced)["cost"] == dollars(priced.cost) == "$0.000058"
 
 
 def test_a_filter_it_cannot_read_is_a_note_and_the_list_stays(browser: RunsBrowser) -> None:

@@ -62,7 +62,7 @@ def row_cells(row: RunSummary) -> dict[str, Any]:
         "tools": ", ".join(row.tools),
         "steps": row.steps,
         "tokens": row.input_tokens + row.output_tokens,
-        "cost": "–" if row.cost is None else dollars(row.cost),
+        "cost": dollars(row.cost) if row.cost else "–",  # no price, or nothing: "$0" said neither
         "duration": _seconds(row.duration),
         "started": _started(row.created_at),
         "subruns": row.subruns,
