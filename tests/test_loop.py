@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import numpy
 import pytest
 
 import workbench as wb
@@ -120,6 +121,19 @@ async def test_resume_rejects_unknown_ids_and_unpaused_states() -> None:
         await agent.resume(paused.state, approvals={"nope": True})
     with pytest.raises(ValueError, match="is running, not paused"):
         await agent.resume(paused.state.model_copy(update={"status": wb.ExecutionStatus.RUNNING}))
+
+
+@pytest.mark.parametrize("decision", [1, 5, 1.0, numpy.True_], ids=str)
+async def test_resume_refuses_an_approval_that_is_neither_a_yes_nor_a_no(decision: object) -> None:
+    """They were all denials (only ``True`` runs the call): numpy's True_ from a DataFrame of
+    decisions, or a 1, denied the call the person meant to approve, without a word."""
+    agent = calculator([R.tool_call("delete_file", {"path": "/"}, call_id="d1"), "ok"])
+    paused = await agent.run("delete /")
+    said = rf"True \(run the call\), False or a reason \(deny it\): d1: {decision!r} \("
+    with pytest.raises(ValueError, match=said):
+        await agent.resume(paused.state, approvals={"d1": decision})  # type: ignore[dict-item]
+    done = await agent.resume(paused.state, approvals={"d1": bool(decision)})
+    assert done.status is wb.ExecutionStatus.COMPLETED and done.output == "ok"
 
 
 async def test_step_limit_wraps_up_without_tools() -> None:

@@ -431,9 +431,9 @@ def resume_state(
 ) -> AgentState:
     """A paused state with the outside world's answers applied, ready to run its TOOLS phase.
 
-    ``approvals`` maps call ids to True (run it) or False / a reason (deny it); ``results``
-    gives the results of calls executed elsewhere. Calls without an answer stay unanswered, so
-    the TOOLS phase asks about them again.
+    ``approvals`` maps call ids to True (run it) or False / a reason (deny it), anything else is
+    a `ValueError`; ``results`` gives the results of calls executed elsewhere. Calls without an
+    answer (or None) stay unanswered, so the TOOLS phase asks about them again.
     """
     if state.status is not ExecutionStatus.PAUSED:
         raise ValueError(
@@ -446,6 +446,13 @@ def resume_state(
         raise ValueError(
             f"no pending call with id {', '.join(unknown)}; pending: {', '.join(sorted(known))}"
         )
+    # Anything else was a denial: 1, numpy's True_ (a DataFrame's decision) and "yes" alike.
+    unclear = {
+        i: d for i, d in approvals.items() if d is not None and not isinstance(d, bool | str)
+    }
+    if unclear:
+        said = ", ".join(f"{i}: {d!r} ({type(d).__name__})" for i, d in sorted(unclear.items()))
+        raise ValueError(f"an approval is True (run the call), False or a reason (deny it): {said}")
     execution_id = new_id("exe")
     answers: list[Message] = []
     approved: list[str] = []
