@@ -253,3 +253,27 @@ def test_a_step_tried_again_reads_back_as_the_try_that_was_answered(tmp_path: Pa
     messages = trace.messages(step=2)
     assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
     assert messages[-1].text == "5"
+
+
+def test_a_replay_fails_a_step_whose_every_try_failed_as_it_did(tmp_path: Path) -> None:
+    """The SDK gave up after three 500s: the replay fails each try again (it answered the
+    first with 'the replay has 1 recorded responses', a 400 the SDK does not retry)."""
+    store = wb.RunStore(tmp_path / "runs.db")
+    with (
+        fake_upstream(failing_twice(adder, fails=3)) as upstream,
+        wb.proxy(upstream.url, store=store) as proxy,
+        pytest.raises(openai.InternalServerError, match=r"upstream broke \(3\)"),
+    ):
+        tool_loop(proxy.url)
+    original = store.load(proxy.run_ids[0])
+    with (
+        wb.proxy(replay=original.run_id, store=store) as replay,
+        pytest.raises(openai.InternalServerError, match=r"upstream broke \(3\)"),
+    ):
+        tool_loop(replay.url)
+    again = store.load(replay.run_ids[0])
+    assert [(s.index, s.tries) for s in again.steps] == [(1, 1), (2, 3)]
+    assert again.state.status is wb.ExecutionStatus.FAILED
+    assert [(e.kind, e.where, e.message) for e in again.errors] == [
+        (e.kind, e.where, e.message) for e in original.errors
+    ]

@@ -14,8 +14,9 @@ taken to be the fork's doing (a sub-agent the new answers started) and goes live
 before the fork it would have departed.
 
 A step the client tried more than once (it asked again after a failed try: an SDK's retries)
-is answered as it went: each failed try with its recorded error and status, then the answer.
-So the client retries as it did, and the replay records the same step, tried as often.
+is answered as it went: each failed try with its recorded error and status, then the answer;
+a step whose every try failed, each with its error. So the client retries (and gives up) as it
+did, and the replay records the same steps, tried as often.
 
 Some tools answer differently every time they run: Codex's ``exec_command`` says how long the
 command took and gives its output a random chunk id. A replay stays strict about them only
@@ -34,7 +35,8 @@ from workbench.errors import ReplayDivergence, ReplayExhausted
 from workbench.messages import Message, ModelResponse, ToolResult
 from workbench.models.base import ModelRequest
 from workbench.models.replay import ReplayModel
-from workbench.records import ModelTry, RunResult
+from workbench.models.request_diff import messages_difference
+from workbench.records import ModelTry, RunResult, StepRecord
 from workbench.state import RerunOf
 
 __all__ = ["Normalizer", "Replayer", "Tolerance"]
@@ -110,7 +112,7 @@ class Replayer:
         self._origins: dict[str, RerunOf] = {}
         """By the conversation's run id: the recorded run and step its first answer came from."""
         self._runs_of: dict[str, RunResult] = {}
-        """By the conversation's run id: the recorded run it replays."""
+        """By the conversation's run id: the recorded run it replays (as it is compared)."""
         self._tries: dict[str, _Tries] = {}
         """By the conversation's run id: a step tried more than once, what its tries get next."""
         self._replayed: set[int] = set()
@@ -139,6 +141,9 @@ class Replayer:
         tries = self._tries.get(conversation)
         if tries is not None:
             return self._tried_again(conversation, tries, request)
+        failed = self._failed_step(conversation, request)
+        if failed is not None:  # every try of it failed: each is answered with its error
+            return self._given(conversation, failed, request, _last_try(failed))
         try:
             response = await self._answer(conversation, request)
         except ReplayDivergence as exc:
@@ -146,13 +151,42 @@ class Replayer:
         model = self._models.get(conversation)
         if response is None or model is None or model.last_step is None:
             return response
-        step = model.last_step
-        run = self._runs_of[conversation]
-        failed = next((s.failed_tries for s in run.steps if s.index == step), ())
-        if not failed:
-            return response
-        self._tries[conversation] = _Tries(step, request, [*failed[1:], response])
-        return failed[0]
+        step = self._step(conversation, model.last_step)
+        return response if step is None else self._given(conversation, step, request, response)
+
+    def _given(
+        self,
+        conversation: str,
+        step: StepRecord,
+        request: ModelRequest,
+        last: ModelResponse | ModelTry,
+    ) -> ModelResponse | ModelTry:
+        """The step's first try, its failed tries and then ``last`` kept for the next ones."""
+        if not step.failed_tries:
+            return last
+        left = [*step.failed_tries[1:], last]
+        self._tries[conversation] = _Tries(step.index, request, left)
+        return step.failed_tries[0]
+
+    def _step(self, conversation: str, index: int) -> StepRecord | None:
+        """The recorded step ``index`` of the run the conversation replays."""
+        steps = self._runs_of[conversation].steps
+        return next((s for s in steps if s.index == index), None)
+
+    def _failed_step(self, conversation: str, request: ModelRequest) -> StepRecord | None:
+        """The recorded step after the last one answered, if it failed and asked the same.
+
+        Every try of it failed and it asked what ``request`` asks: a replay fails it again (a
+        run's last step, or one the client went on from with another request).
+        """
+        model = self._models.get(conversation)
+        if model is None or model.last_step is None:
+            return None
+        step = self._step(conversation, model.last_step + 1)
+        if step is None or step.response is not None or step.model_error is None:
+            return None
+        asked = messages_difference(tuple(step.messages_in), tuple(request.messages)) is None
+        return step if asked else None
 
     def _tried_again(
         self, conversation: str, tries: _Tries, request: ModelRequest
@@ -202,7 +236,7 @@ class Replayer:
                 exhausted = exhausted or exc
                 continue
             self._models[conversation] = model
-            self._runs_of[conversation] = self.runs[index]
+            self._runs_of[conversation] = self._recordings[index]
             self._replayed.add(index)
             self._origins[conversation] = _origin(self.runs[index], model.last_step or 1)
             return response
@@ -250,6 +284,16 @@ class _Tries:
     """What each try asks (the client asks the same again)."""
     left: list[ModelTry | ModelResponse]
     """The failed tries still to give, then the recorded answer."""
+
+
+def _last_try(step: StepRecord) -> ModelTry:
+    """The last try of a step whose every try failed.
+
+    Its error status was not kept: it is answered with a 500, which a client asks again after.
+    """
+    assert step.model_error is not None
+    started = step.model_started_at if step.model_started_at is not None else step.started_at
+    return ModelTry(started_at=started, duration=step.model_duration, error=step.model_error)
 
 
 def _origin(run: RunResult, step: int) -> RerunOf:
