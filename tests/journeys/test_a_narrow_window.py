@@ -15,8 +15,8 @@ from typing import Any
 from playwright.sync_api import expect
 
 from tests.journeys.conftest import OpenNotebook
-from tests.journeys.harness import FRAMES, button
-from tests.journeys.team import IMPORT, RUN, TEAM
+from tests.journeys.harness import FRAMES, button, click
+from tests.journeys.team import IMPORT, PROMPT, RUN, TEAM
 
 LONG_LINE = '''@wb.tool
 def apply_discount(price: float, discount: str) -> float:
@@ -41,6 +41,12 @@ VIEW = """from workbench.notebook import RunsBrowser, TraceView
 TraceView(result)"""
 BROWSER = """browser = RunsBrowser(wb.RunStore.default())
 browser"""
+EXPLORER = """from workbench.notebook import RerunPanel, Stepper, TraceExplorer
+
+TraceExplorer(result)"""
+STEPPER = f"""stepper = Stepper(digger, {PROMPT!r}, breakpoints=[wb.Break.on_error()])
+stepper"""  # the digger: the lead's scripted answers were all given in the run above
+RERUN = "RerunPanel(result.children[0].children[0], digger)"
 
 _RUNS_FIT = """(table) => {  // what of the run list is cut, or beyond its box
   const box = table.parentElement;
@@ -76,6 +82,10 @@ _AT_THE_TOP = """(node) => {  // at the top of the notebook's view, what the but
 }"""
 
 
+_CUT_BUTTONS = """(output) => [...output.querySelectorAll('button')]  // a label cut: 'Ste…'
+  .filter((button) => button.scrollWidth > button.clientWidth).map((b) => b.textContent)"""
+
+
 def _in_view(page: Any, target: Any) -> bool:
     """Whether the top of ``target`` is in the window, with room below it to read some."""
     box = target.bounding_box()
@@ -86,7 +96,8 @@ def _in_view(page: Any, target: Any) -> bool:
 def test_the_team_reads_in_a_narrow_window_beside_the_file_browser(
     open_notebook: OpenNotebook,
 ) -> None:
-    cells = [OWN_STORE, IMPORT, LONG_LINE, *TEAM[2:], RUN, ENDED, VIEW, BROWSER]
+    cells = [OWN_STORE, IMPORT, LONG_LINE, *TEAM[2:], RUN, ENDED, VIEW, BROWSER, EXPLORER, STEPPER]
+    cells.append(RERUN)
     notebook = open_notebook("narrow", cells)
     page = notebook.page
     expect(page.locator("#filebrowser")).to_be_visible()
@@ -134,3 +145,27 @@ def test_the_team_reads_in_a_narrow_window_beside_the_file_browser(
     page.wait_for_function(_AT_THE_TOP, arg=row.element_handle())  # (it scrolls smoothly)
     assert _in_view(page, history)
     notebook.shot("5-stepped-through-1000")
+
+    explorer = notebook.run().locator(".wbx")  # the failed span's name whole, not 'execute_t…'
+    failed = explorer.locator(".wbx-row.wbx-error .wbx-name")
+    expect(failed).to_contain_text("execute_tool apply_discount")
+    assert failed.evaluate("(name) => name.scrollWidth <= name.clientWidth")
+    notebook.shot("6-explorer-1000", explorer)
+
+    stepper = notebook.run()  # its buttons whole ('Step into', '… over', '… out'), not 'Step…'
+    assert stepper.evaluate(_CUT_BUTTONS) == []
+    click(stepper, "Continue")
+    took = stepper.locator(".wb-outcomes tr td:last-child").first  # a call's time on one line
+    expect(took).to_contain_text("ms")
+    assert (
+        took.evaluate(
+            "(cell) => { const r = document.createRange(); r.selectNodeContents(cell);"
+            " return new Set([...r.getClientRects()].map((line) => line.top)).size; }"
+        )
+        == 1
+    )
+    notebook.shot("7-stepper-1000", stepper)
+    panel = notebook.run()  # 'Re-run' whole, not 'R'
+    expect(button(panel, "Re-run")).to_be_visible()
+    assert panel.evaluate(_CUT_BUTTONS) == []
+    notebook.shot("8-rerun-panel-1000", panel)

@@ -1,4 +1,4 @@
-"""Put figures and HTML into ipywidgets ``Output`` areas, and run a button's work on one loop.
+"""Put figures and HTML into ``Output`` areas, controls in a row, a button's work on one loop.
 
 Outputs are set as data (`ipywidgets.Output.outputs`) rather than printed inside a ``with out:``
 block: that works the same from a cell, a button callback or a background task, and a test can
@@ -24,6 +24,7 @@ __all__ = [
     "figure_output",
     "finished",
     "html_output",
+    "row",
     "schedule",
     "show",
 ]
@@ -51,6 +52,16 @@ def html_output(html: str) -> dict[str, Any]:
         "data": {"text/html": html, "text/plain": "<note>"},
         "metadata": {},
     }
+
+
+def row(children: list[widgets.Widget]) -> widgets.HBox:
+    """Controls side by side, going on to the next line when the output is too narrow for them.
+
+    An ipywidgets row does not wrap: it shrinks each button to what is left, so beside
+    JupyterLab's file browser at a 1,000 px window the Stepper's read 'Ste…', 'Step…', 'Step…'
+    (Step into, over and out could not be told apart) and the RerunPanel's 'Re-run' read 'R'.
+    """
+    return widgets.HBox(children, layout=widgets.Layout(flex_flow="row wrap"))
 
 
 def show(area: widgets.Output, *outputs: dict[str, Any]) -> None:

@@ -275,7 +275,7 @@ def outcomes_html(
         f"<td>{_badge(o.status, _STATUS_COLOURS.get(o.status, '#555'))}"
         f"{_badge('replayed', '#6a1b9a') if o.replayed else ''}</td>"
         f'<td><pre style="{_PRE}">{escape(o.content)}</pre></td>'
-        f"<td style='text-align:right'>{_took(o, waits)}</td></tr>"
+        f"<td style='text-align:right;white-space:nowrap'>{_took(o, waits)}</td></tr>"
         # the traceback under its call, the table's whole width: it needs the room
         + (
             f'<tr><td colspan="5">{traceback_html(o.traceback)}</td></tr>'

@@ -17,7 +17,7 @@ from workbench.agent import Agent, AgentRun, RunResult
 from workbench.diff import RunDiff, diff
 from workbench.messages import Message
 from workbench.models.base import Model
-from workbench.notebook._output import finished, schedule, show
+from workbench.notebook._output import finished, row, schedule, show
 from workbench.notebook.drawn_tables import table_output
 from workbench.notebook.edit import (
     MessageFormatError,
@@ -112,7 +112,7 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.step_picker.observe(lambda _: self._load_step(), names="value")
         self.format_picker.observe(self._reformat, names="value")
         self.rerun_button.on_click(lambda _: self.rerun())
-        controls = widgets.HBox(
+        controls = row(
             [
                 self.step_picker,
                 self.model_picker,

@@ -25,6 +25,7 @@ import ipywidgets as widgets
 import traitlets
 
 from workbench.agent import Agent
+from workbench.notebook._output import row
 from workbench.notebook.explorer import TraceExplorer
 from workbench.notebook.explorer_view import STATIC
 from workbench.notebook.history import StepperHistory
@@ -379,9 +380,9 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
 def _buttons(buttons: list[widgets.Widget]) -> widgets.HBox:
     """An opened run's buttons, in a row the page finds (to keep in view what they open)."""
-    row = widgets.HBox(buttons)
-    row.add_class("wbr-buttons")
-    return row
+    shown = row(buttons)
+    shown.add_class("wbr-buttons")
+    return shown
 
 
 def _in_order(a: RunResult, b: RunResult) -> tuple[RunResult, RunResult]:

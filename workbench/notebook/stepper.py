@@ -23,7 +23,7 @@ from workbench.agent import Agent, AgentRun, RunResult
 from workbench.breakpoints import Break, parse_break
 from workbench.messages import Message
 from workbench.models.base import ModelSettings
-from workbench.notebook._output import figure_output, finished, html_output, schedule, show
+from workbench.notebook._output import figure_output, finished, html_output, row, schedule, show
 from workbench.notebook.history import StepperHistory
 from workbench.notebook.html import (
     calls_html,
@@ -215,7 +215,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.stream = widgets.HTML()
         self.messages = widgets.HTML()
         self.timeline = widgets.Output()
-        buttons = widgets.HBox(
+        buttons = row(
             [
                 self.next_phase_button,
                 self.step_into_button,
@@ -226,7 +226,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                 self.stop_button,
             ]
         )
-        breaks = widgets.HBox(
+        breaks = row(
             [self.break_input, self.add_break_button, self.break_list, self.remove_break_button]
         )
         super().__init__(
