@@ -496,7 +496,20 @@ def read_versioned(
         raise error(f"{what} is not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise error(f"{what} JSON must be an object, got {type(raw).__name__}")
+    mark, _ = _KINDS.get(what, ("", ""))
+    for kind, (field, how) in _KINDS.items():
+        if kind != what and field in raw and mark not in raw:
+            raise error(f"this JSON is not a {what} but {how}")
     return migrated(raw, what, version, error, migrations)
+
+
+_KINDS = {
+    "state": ("run_id", "a run's state: read it with wb.AgentState.from_json(text)"),
+    "session": ("executions", "a session: read it with wb.Session.from_json(text, agent)"),
+}
+"""The JSON files read here, each by a field only it has: one given for the other was taken
+for a newer version of it ("session schema version 4 is not supported ... written by a newer
+workbench") or listed every field it has as unknown."""
 
 
 def migrated(

@@ -7,7 +7,8 @@ unknown part kinds, garbage text and wrong types (all `StateFormatError`); in
 
 Here: what a hostile or damaged file does beyond that: nesting deep enough to exhaust Python's
 recursion, bytes that are not UTF-8, a file cut at any point, and the same for the texts a user
-edits in the notebook and for a hook's answer.
+edits in the notebook and for a hook's answer; a session file given where a state is read, and
+the other way round.
 """
 
 from __future__ import annotations
@@ -73,3 +74,18 @@ def test_a_hook_answering_with_json_nested_too_deeply_is_a_recorded_hook_error()
     assert result.output == "ok"
     (error,) = result.steps[0].hook_errors
     assert "stdout is not JSON" in error
+
+
+def test_a_session_read_as_a_state_or_a_state_as_a_session_says_which_it_is() -> None:
+    """A state read as a session was 'session schema version 4 is not supported ... (written by
+    a newer workbench)': upgrading would not have helped. A session read as a state listed its
+    fields as unknown."""
+    agent = wb.Agent(model=wb.ScriptedModel(["hi", "again"]))
+    session = wb.Session(agent)
+    session.run_sync("hello")
+    state = a_paused_state().to_json()
+    with pytest.raises(wb.SessionFormatError, match=r"not a session but a run's state: read it"):
+        wb.Session.from_json(state, agent)
+    with pytest.raises(wb.StateFormatError, match=r"not a state but a session: read it with wb"):
+        wb.AgentState.from_json(session.state.to_json())
+    assert wb.Session.from_json(session.state.to_json(), agent).state.executions
