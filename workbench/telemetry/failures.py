@@ -85,19 +85,29 @@ def _said_once(found: Sequence[RunError]) -> list[RunError]:
     getting response: ..."): "1 failed span: call_model" named a chain beside the call that
     failed, and "1 failed sub-run" counted the 500 of a model call again.
     """
-    kept: list[RunError] = []
+    kept: dict[int, RunError] = {}  # by id: a failure's own errors may be equal records
+    said: dict[str, list[RunError]] = {}  # those kept, by their words (`_words`)
     for error in sorted(found, key=lambda e: e.kind in _AROUND):  # the calls first
-        if error.kind in _AROUND and any(_same_failure(error, other) for other in kept):
+        alike = said.setdefault(_words(error.message), [])
+        if error.kind in _AROUND and any(_same_type(error, other) for other in alike):
             continue
-        kept.append(error)
-    return [error for error in found if any(error is k for k in kept)]
+        kept[id(error)] = error
+        alike.append(error)
+    return [error for error in found if id(error) in kept]
 
 
-def _same_failure(a: RunError, b: RunError) -> bool:
-    """Whether two errors say one failure: the same words, or the same after each one's own."""
-    if a.type is not None and b.type is not None and a.type != b.type:
-        return False
-    return a.message == b.message or a.message.split(": ", 1)[-1] == b.message.split(": ", 1)[-1]
+def _words(message: str) -> str:
+    """What an error says after its own words (``Error in agent run: ...``).
+
+    One failure's errors share these: only errors that do are compared, so a trace of many
+    failures is not read in pairs.
+    """
+    return message.split(": ", 1)[-1]
+
+
+def _same_type(a: RunError, b: RunError) -> bool:
+    """Whether two errors of the same words are one failure: no two exception types apart."""
+    return a.type is None or b.type is None or a.type == b.type
 
 
 def _in_their_steps(
