@@ -3,12 +3,15 @@
 Already covered in ``tests/test_hooks.py`` and not repeated: a hook past its timeout (it and its
 children killed), bad JSON, a flood of output, a missing or non-executable command, a crashing
 script, a wrong-typed answer, exit 2 blocking with stderr, in-process hooks that raise or
-overreach. Here: what those tests do not reach. In every case the run goes on: a hook never
+overreach. Here: what those tests do not reach (a reason or context too long for the model is
+cut to what Claude Code inlines). In every case the run goes on: a hook never
 breaks a run, its failure is recorded, and what it blocked stays blocked.
 """
 
 from __future__ import annotations
 
+import shlex
+import sys
 import time
 
 import pytest
@@ -82,3 +85,45 @@ def test_a_hook_that_lingers_is_bounded_by_its_timeout(command: str) -> None:
     status, _, errors = outcome(run_with(command, timeout=1.0))
     assert status == "ok" and "timed out after 1s" in errors[0]
     assert time.monotonic() - started < 15
+
+
+PYTHON = shlex.quote(sys.executable)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import json; print(json.dumps({'decision': 'block', 'reason': 'r' * 900000}))",
+        "import sys; sys.stderr.write('r' * 900000); sys.exit(2)",
+    ],
+    ids=["a JSON reason", "stderr of exit 2"],
+)
+def test_a_hook_s_long_reason_reaches_the_model_cut_to_what_claude_code_inlines(
+    program: str,
+) -> None:
+    """900 KB of reason (under the 1 MiB a hook may print) went whole to the model as the call's
+    result, to the store and to the spans; cut, with a notice, it costs what Claude Code's does."""
+    run = run_with(f'{PYTHON} -c "{program}"', timeout=30)
+    status, content, errors = outcome(run)
+    assert status == "denied" and errors == ()
+    assert content.startswith("Permission denied: rrrr")
+    notice = "[truncated: showing the first 10,000 of 900,000 characters; 890,000 cut]"
+    assert content.endswith(notice) and len(content) < 10_200
+    (sent,) = [p for m in run.messages for p in m.parts if isinstance(p, wb.ToolResult)]
+    assert sent.content == content  # what the model read
+
+
+def test_a_post_tool_hook_s_long_context_is_cut_too() -> None:
+    program = (
+        "import json, sys; sys.stdin.read(); print(json.dumps({'hookSpecificOutput': "
+        "{'hookEventName': 'PostToolUse', 'additionalContext': 'c' * 50000}}))"
+    )
+    hook = wb.CommandHook("PostToolUse", f'{PYTHON} -c "{program}"', timeout=30)
+    script = [wb.ModelResponse.tool_call("echo", {"text": "hi"}), wb.ModelResponse.text("ok")]
+    run = wb.Agent(model=wb.ScriptedModel(script), tools=[echo], hooks=[hook]).run_sync("go")
+    status, content, errors = outcome(run)
+    assert (status, errors) == ("ok", ())
+    assert content.startswith("2 characters\n\ncccc")
+    assert content.endswith(
+        "[truncated: showing the first 10,000 of 50,000 characters; 40,000 cut]"
+    )

@@ -45,6 +45,7 @@ from workbench.hooks.events import (
 )
 from workbench.messages import JsonValue
 from workbench.redact import redacted
+from workbench.tools import truncate
 
 __all__ = [
     "CommandHook",
@@ -61,6 +62,12 @@ class HookSettingsWarning(UserWarning):
 
 _EVENT_NAMES = frozenset(e.value for e in HookEvent)
 _PLAIN_TEXT_CONTEXT = frozenset({HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START})
+
+FOR_THE_MODEL = 10_000
+"""Characters of a command hook's reason or added context the model reads at most, as Claude
+Code is said to inline (what is past it is cut, with a notice): a hook's output is bounded only
+by `CommandHook.max_output` (1 MiB), and a denial reason of 900 KB went whole to the model as
+the call's result, to the store and to the spans."""
 
 
 @dataclass(frozen=True)
@@ -108,11 +115,24 @@ class CommandHook:
         payload = data.model_dump_json().encode()
         code, out, err = await _run(self, payload, data.cwd or None)
         if code == 0:
-            return parse_output(data.event, out.decode(errors="replace"))
+            return _for_the_model(parse_output(data.event, out.decode(errors="replace")))
         reason = err.decode(errors="replace").strip()
         if code == 2:
-            return _blocking(data.event, reason or f"blocked by hook {self.name!r} (exit 2)")
+            blocked = _blocking(data.event, reason or f"blocked by hook {self.name!r} (exit 2)")
+            return _for_the_model(blocked)
         raise HookFailure(f"exit {code}: {_clip(reason) or 'no stderr'}")
+
+
+def _for_the_model(result: HookResult | None) -> HookResult | None:
+    """``result`` with what the model reads of it (reason, context) cut to `FOR_THE_MODEL`."""
+    if result is None:
+        return None
+    cut = {
+        name: truncate(text, FOR_THE_MODEL)
+        for name in ("reason", "additional_context")
+        if isinstance(text := getattr(result, name), str) and len(text) > FOR_THE_MODEL
+    }
+    return result.model_copy(update=cut) if cut else result
 
 
 def _blocking(event: HookEvent, reason: str) -> HookResult:
