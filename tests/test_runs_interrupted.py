@@ -23,6 +23,7 @@ from workbench import _processes, _storage
 from workbench.cli import main
 from workbench.notebook import RunsBrowser
 from workbench.notebook.explorer_data import open_words
+from workbench.notebook.html import summary_html
 from workbench.notebook.spans import timeline_figure
 from workbench.notebook.trace_view import trace_top_html
 from workbench.report import report_html
@@ -360,6 +361,9 @@ def test_an_interrupted_run_s_open_spans_are_cut_off_where_it_stopped_not_so_far
     assert ">interrupted</div>" in top and "This run will not end: the process" in top
     page = report_html(trace)
     assert '"interrupted":"the process that ran it (pid ' in page
+    red = summary_html("interrupted", failed=True)  # red, as a run that went wrong: the report
+    for top in (page, trace._repr_html_() or ""):  # and the Trace as a cell's value
+        assert red in top and "This run will not end: the process that ran it" in top
     report = path.parent / "report.html"  # and from a terminal
     assert main(["report", row["id"], "--store", str(path), "-o", str(report)]) == 0
     assert capsys.readouterr().out.startswith(f"run {row['id']} (agent): interrupted\n")

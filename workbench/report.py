@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from workbench.telemetry.core import Telemetry
     from workbench.telemetry.spandata import SpanData
 
-__all__ = ["report_html", "trace_summary", "write_report"]
+__all__ = ["report_html", "trace_summary", "trace_top", "write_report"]
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto;
@@ -124,6 +124,20 @@ def _title(trace: Trace) -> str:
     if roots:
         return f"Run {roots[0].attributes[n.RUN_ID]}"
     return f"Trace {trace.trace_id}"
+
+
+def trace_top(trace: Trace) -> str:
+    """What every view of a trace says first: its summary line, then each error, traceback open.
+
+    The line is red when anything went wrong, or when the run's process ended while it ran
+    (`Trace.interrupted`, said under it: the run will not end).
+    """
+    from workbench.notebook.html import errors_html, summary_html
+
+    errors, gone = trace.errors(), trace.interrupted
+    top = summary_html(trace.summary(), failed=bool(errors) or bool(gone))
+    why = f"<div>This run will not end: {escape(gone)}.</div>" if gone else ""
+    return top + why + errors_html(errors)
 
 
 def trace_summary(trace: Trace) -> dict[str, str]:
@@ -219,11 +233,10 @@ def _summary_html(trace: Trace) -> str:
     The rows are text, escaped here; the top run's error is drawn as an error under them (a
     replay's divergence as a diff of what was recorded and what was sent).
     """
-    from workbench.notebook.html import error_html, errors_html, summary_html
+    from workbench.notebook.html import error_html
     from workbench.state import ErrorInfo
 
-    errors = trace.errors()
-    top = summary_html(trace.summary(), failed=bool(errors)) + errors_html(errors)
+    top = trace_top(trace)
     cells = "".join(
         f"<tr><td><b>{escape(k)}</b></td><td>{escape(v)}</td></tr>"
         for k, v in trace_summary(trace).items()

@@ -23,7 +23,7 @@ from workbench.notebook.html import (
 )
 from workbench.notebook.tables import steps_text
 from workbench.records import PhaseEvent, RunError, RunResult, call_label, errors_summary
-from workbench.report import trace_summary
+from workbench.report import trace_summary, trace_top
 from workbench.runfilter import INTERRUPTED
 from workbench.telemetry.trace import Trace
 
@@ -106,10 +106,8 @@ def trace_html(trace: Trace) -> str:
     The lines `workbench trace` prints. Its text repr names only the trace id and the number
     of spans, so a loaded trace of an agent whose tool crashed looked like any other.
     """
-    errors = trace.errors()
     rows = {k: escape(v) for k, v in trace_summary(trace).items() if k != "errors"}
-    top = summary_html(trace.summary(), failed=bool(errors))
-    return f"<div class='wb-trace'><b>Trace</b>{top}{errors_html(errors)}{_rows(rows)}</div>"
+    return f"<div class='wb-trace'><b>Trace</b>{trace_top(trace)}{_rows(rows)}</div>"
 
 
 @html_view(PhaseEvent)

@@ -13,10 +13,10 @@ import plotly.graph_objects as go
 
 from workbench.notebook._output import figure_output, show
 from workbench.notebook.drawn_tables import failed_rows, table_output
-from workbench.notebook.html import errors_html, summary_html
 from workbench.notebook.spans import waterfall_figure
 from workbench.notebook.stepper import Stepper
 from workbench.notebook.tables import for_people, timing_figure, tokens_figure, trace_heading
+from workbench.report import trace_top
 from workbench.telemetry.core import Telemetry
 from workbench.telemetry.trace import Trace
 from workbench.traces import TraceSource, trace_of
@@ -36,19 +36,12 @@ def trace_figures(trace: Trace) -> dict[str, go.Figure]:
 def trace_top_html(trace: Trace) -> str:
     """What TraceView says first: what went wrong, then how many steps, and what is unread.
 
-    What went wrong is the summary line and each error with its traceback (`errors_html`); a
+    What went wrong is the summary line and each error with its traceback (`trace_top`); a
     run whose process ended while it ran (`Trace.interrupted`), why it will not end.
     """
-    errors = trace.errors()
     problems = "".join(f"<li>{escape(p)}</li>" for p in trace.problems()[:20])
     return (
-        summary_html(trace.summary(), failed=bool(errors) or bool(trace.interrupted))
-        + (
-            f"<div>This run will not end: {escape(trace.interrupted)}.</div>"
-            if trace.interrupted
-            else ""
-        )
-        + errors_html(errors)
+        trace_top(trace)
         + f"<b>{escape(trace_heading(trace))}</b>"
         + (f"<ul class='wb-problems'>{problems}</ul>" if problems else "")
     )
