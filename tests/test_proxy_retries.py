@@ -277,3 +277,30 @@ def test_a_replay_fails_a_step_whose_every_try_failed_as_it_did(tmp_path: Path) 
     assert [(e.kind, e.where, e.message) for e in again.errors] == [
         (e.kind, e.where, e.message) for e in original.errors
     ]
+
+
+def test_a_client_that_stopped_waiting_and_asked_again_tried_the_same_step_again() -> None:
+    """The SDK's own timeout (1 s) before a slow upstream answered (3 s): it hangs up and asks
+    again. The call it hung up on was recorded as answered, in a run of its own, with an answer
+    the agent never saw, and the new request started a second run; it is the step's failed try
+    now, and the upstream's request is dropped."""
+    count = itertools.count()
+
+    def slow_once(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        n = next(count)
+        return Answer(body=completion(f"answer {n}"), delay=3.0 if n == 0 else 0.0)
+
+    store = wb.RunStore(":memory:")
+    with (
+        fake_upstream(slow_once) as upstream,
+        wb.proxy(upstream.url, store=store) as proxy,
+        openai.OpenAI(base_url=proxy.url, api_key=KEY, max_retries=1, timeout=1.0) as client,
+    ):
+        messages: Any = [{"role": "user", "content": "hi"}]
+        said = client.chat.completions.create(model="m", messages=messages)
+    assert said.choices[0].message.content == "answer 1"
+    (run_id,) = proxy.run_ids
+    (step,) = store.load(run_id).steps
+    (gave_up,) = step.failed_tries
+    assert (gave_up.error.type, gave_up.status) == ("ClientDisconnected", None)
+    assert step.response is not None and step.response.text_content == "answer 1"

@@ -79,6 +79,10 @@ _DEPARTED = 400
 retry a 409 or a 5xx, which would only ask the recording the same question again)."""
 
 
+_GAVE_UP = "the client hung up before the upstream answered (it stopped waiting)"
+_GAVE_UP_STATUS = 499
+"""A client that hung up before its answer (nginx's code for it): no client reads it."""
+
 _FAILED_TRY = 500
 """What a replay answers a failed try recorded with no error status (a stream that broke off):
 one a client asks again after, as it did."""
@@ -224,8 +228,42 @@ class ProxyApp:
             answer = await self._from_recording(exchange)
             if answer is not None:
                 return answer
+        return await self._forwarded(exchange, request)
+
+    async def _forwarded(self, exchange: Exchange, request: Request) -> Response | Relay:
+        """The call forwarded upstream, unless the client hangs up before the answer comes.
+
+        A client that stopped waiting (its own timeout: the openai SDK's default is ten minutes,
+        many agents set less) asks again on a new connection: its call is recorded as failed
+        then, so that the new request is that step tried again, and the upstream's request is
+        dropped (a local server stops generating what nobody will read). Once the answer's
+        stream has begun, the `Relay` watches for the client leaving instead.
+        """
         assert self.upstream is not None, "proxy() refuses neither an upstream nor a replay"
-        return await exchange.forward(self._client, self.upstream, _query(request))
+        waiting = asyncio.current_task()
+        assert waiting is not None, "ASGI calls its application from a task"
+        leaving = asyncio.ensure_future(request.receive())
+        left = False
+
+        def gone(watch: asyncio.Future[Any]) -> None:
+            nonlocal left
+            if not watch.cancelled() and watch.exception() is None:
+                left = watch.result()["type"] == "http.disconnect"
+                if left:
+                    waiting.cancel()
+
+        leaving.add_done_callback(gone)
+        try:
+            return await exchange.forward(self._client, self.upstream, _query(request))
+        except asyncio.CancelledError:
+            if not left:  # the server is stopping: not ours to swallow
+                raise
+            waiting.uncancel()
+            exchange.record_error("ClientDisconnected", _GAVE_UP)
+            return Response(status_code=_GAVE_UP_STATUS)  # nobody reads it
+        finally:
+            leaving.remove_done_callback(gone)
+            leaving.cancel()
 
     async def _from_recording(self, exchange: Exchange) -> Response | None:
         """The recorded answer, or a refusal; None when the conversation goes on live."""
