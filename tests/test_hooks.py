@@ -619,6 +619,29 @@ def test_hooks_from_settings_refuses_what_it_cannot_run(tmp_path: Path) -> None:
     assert wb.hooks_from_settings(write_settings(tmp_path / "d.json", {})) == []
 
 
+def test_a_settings_file_with_a_bad_hook_names_the_file_and_the_hook(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 raised a bare UnicodeDecodeError; a bad matcher or timeout named
+    neither the file nor the hook; a command hook without a command was 'of type 'command' is
+    not supported (only "command" hooks ...)'."""
+    garbled = tmp_path / "garbled.json"
+    garbled.write_bytes(b'{"hooks": {"\xff": []}}')
+    with pytest.raises(ValueError, match=r"garbled.json: not a hooks settings file \(<root>: Inv"):
+        wb.hooks_from_settings(garbled)
+    token = "Bearer sk-abcdefghijklmnopqrstuvwxyz123456"
+    for spec, said in [
+        (
+            {"matcher": "(", "hooks": [{"type": "command", "command": f"curl -H '{token}'"}]},
+            "regex",
+        ),
+        ({"hooks": [{"type": "command", "command": "true", "timeout": -1}]}, "must be positive"),
+        ({"hooks": [{"type": "command"}]}, "a PreToolUse command hook without a command"),
+    ]:
+        path = write_settings(tmp_path / "s.json", {"PreToolUse": [spec]})
+        with pytest.raises(ValueError, match=f"s.json: .*{said}") as raised:
+            wb.hooks_from_settings(path)
+        assert "sk-abcdefghij" not in str(raised.value)
+
+
 # -- where each event fires -----------------------------------------------------------------------
 
 

@@ -339,7 +339,7 @@ def hooks_from_settings(
     its commands get ``CLAUDE_PLUGIN_ROOT``; ``plugin_root`` names the plugin directory outright.
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = path.read_bytes()  # as bytes: one not UTF-8 is said as the JSON's problem, with where
     try:
         settings = _Settings.model_validate_json(text)
     except ValidationError as exc:
@@ -388,10 +388,18 @@ def _group_hooks(
             if strict:
                 raise ValueError(
                     f"{path}: {event.value} hook of type {spec.type!r} is not supported "
-                    '(only "command" hooks with a command)'
+                    '(only "command" hooks)'
+                    if spec.type != "command"
+                    else f"{path}: a {event.value} command hook without a command"
                 )
             continue
-        made.append(CommandHook(event, spec.command, group.matcher or None, spec.timeout, env=env))
+        try:  # a matcher that is no regex, a timeout that is not positive
+            hook = CommandHook(event, spec.command, group.matcher or None, spec.timeout, env=env)
+        except ValueError as exc:
+            raise ValueError(
+                f"{path}: {event.value} hook {redacted(spec.command)!r}: {exc}"
+            ) from None
+        made.append(hook)
     return made
 
 
