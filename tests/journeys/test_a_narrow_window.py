@@ -46,7 +46,8 @@ EXPLORER = """from workbench.notebook import RerunPanel, Stepper, TraceExplorer
 TraceExplorer(result)"""
 STEPPER = f"""stepper = Stepper(digger, {PROMPT!r}, breakpoints=[wb.Break.on_error()])
 stepper"""  # the digger: the lead's scripted answers were all given in the run above
-RERUN = "RerunPanel(result.children[0].children[0], digger)"
+RERUN = "panel = RerunPanel(result.children[0].children[0], digger)\npanel"
+RERUN_GO = "panel.step_picker.value = 0\npanel.rerun()\nawait panel.wait()"
 
 _RUNS_FIT = """(table) => {  // what of the run list is cut, or beyond its box
   const box = table.parentElement;
@@ -97,7 +98,7 @@ def test_the_team_reads_in_a_narrow_window_beside_the_file_browser(
     open_notebook: OpenNotebook,
 ) -> None:
     cells = [OWN_STORE, IMPORT, LONG_LINE, *TEAM[2:], RUN, ENDED, VIEW, BROWSER, EXPLORER, STEPPER]
-    cells.append(RERUN)
+    cells += [RERUN, RERUN_GO]
     notebook = open_notebook("narrow", cells)
     page = notebook.page
     expect(page.locator("#filebrowser")).to_be_visible()
@@ -169,3 +170,8 @@ def test_the_team_reads_in_a_narrow_window_beside_the_file_browser(
     expect(button(panel, "Re-run")).to_be_visible()
     assert panel.evaluate(_CUT_BUTTONS) == []
     notebook.shot("8-rerun-panel-1000", panel)
+    notebook.run()  # re-run from step 1: the diff's text wraps between words ('a f' over 'rom')
+    diff = panel.locator("pre", has_text="b is a re-run of a from step 1")
+    expect(diff).to_be_visible()
+    assert diff.evaluate("(pre) => getComputedStyle(pre).wordBreak") != "break-all"
+    notebook.shot("9-rerun-diff-1000", diff)

@@ -266,7 +266,9 @@ class RerunPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         self.fork_view.value = self._side("fork (edited and new messages)", fork, own)
         self.diff_view.value = (
             "<h4>Diff: original → fork</h4>"
-            f'<pre style="white-space:pre-wrap;font-size:12px">{escape(self.diff.to_text())}</pre>'
+            # words whole: JupyterLab's output area breaks a <pre> anywhere ('a f' over 'rom')
+            '<pre style="white-space:pre-wrap;word-break:break-word;font-size:12px">'
+            f"{escape(self.diff.to_text())}</pre>"
         )
         frame = self.diff.to_df()  # headings that wrap between words: "inference ms a"
         show(self.diff_table, table_output(frame.rename(columns=lambda c: c.replace("_", " "))))

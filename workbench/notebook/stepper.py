@@ -420,7 +420,9 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
         text = escape(self.streamed)
         self.stream.value = (
             "<div style='color:#888;font-size:11px'>streamed</div>"
-            f"<pre class='wb-stream' style='white-space:pre-wrap;margin:0'>{text}</pre>"
+            # words whole: JupyterLab's output area breaks a <pre> anywhere (word-break:break-all)
+            f"<pre class='wb-stream' style='white-space:pre-wrap;word-break:break-word;margin:0'>"
+            f"{text}</pre>"
         )
 
     def _decide(self, call_id: str, decision: bool | str) -> None:
