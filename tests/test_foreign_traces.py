@@ -20,8 +20,10 @@ from typing import Any
 import pytest
 
 import workbench as wb
+from tests._report_page import page_table
 from tests.foreign import langgraph_react, openai_agents, openai_chat, pydantic_ai_agent
 from workbench.notebook import TraceExplorer
+from workbench.notebook.explorer_html import span_detail_html
 from workbench.report import report_html, trace_summary
 from workbench.telemetry.files import otlp_json
 
@@ -140,6 +142,9 @@ def test_the_openai_agents_sdk() -> None:
     assert steps["agent"].tolist() == ["forecaster", "forecaster"]
     assert steps["tools"].tolist() == ["add, get_weather (error)", ""]
     assert steps["input_tokens"].tolist()[0] == 30
+    shown = page_table(report_html(trace), "wb-steps")  # TraceView's table is the same
+    tokens = shown[0].index("tokens in")
+    assert [row[tokens] for row in shown[1:]] == ["30", ""]  # the failed call had none: not 30.000
 
 
 def test_a_langgraph_agent_whose_model_call_failed() -> None:
@@ -153,6 +158,11 @@ def test_a_langgraph_agent_whose_model_call_failed() -> None:
     assert error.traceback is not None and "openai.InternalServerError" in error.traceback
     assert trace_summary(trace)["agent"] == "adder"
     assert trace.steps_df()["agent"].tolist() == ["adder", "adder"]
+    call = next(s for s in trace.spans if s.span_id == error.span_id)
+    detail = span_detail_html(trace, call)
+    head = detail[: detail.index("<br>")]  # the name, failed, and why in a line
+    assert "OpenAIAPIError(" in head and "Traceback" not in head  # its traceback is below, once
+    assert "wb-traceback" in detail
 
 
 @pytest.mark.timeout(60)  # the errors of this trace took minutes: each compared with each

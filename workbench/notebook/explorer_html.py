@@ -415,11 +415,22 @@ _NONE = "<div class='wbx-none'>none</div>"
 
 
 def _status_badge(span: SpanData) -> str:
-    """``failed`` (and why) or ``ok``; nothing for a span that set no status, most of them."""
+    """``failed`` (and why) or ``ok``; nothing for a span that set no status, most of them.
+
+    Why, in a line, when the span's exception is said below with its traceback: OpenInference's
+    LangChain tracer puts the exception's repr and its whole traceback in the status message,
+    which ran on beside the name as one paragraph of frames.
+    """
     if span.is_error:
-        why = f" {safe_text(span.status_message)}" if span.status_message else ""
+        message = span.status_message or ""
+        if any(e.name == n.EVENT_EXCEPTION for e in span.events):
+            message = message.split(_TRACEBACK, 1)[0].strip().split("\n", 1)[0]
+        why = f" {safe_text(message)}" if message else ""
         return _badge("failed", FAILED_COLOUR) + why
     return _badge("ok", "#2e7d32") if span.status == "ok" else ""
+
+
+_TRACEBACK = "Traceback (most recent call last):"
 
 
 def _failure_pieces(span: SpanData) -> list[DetailPiece]:

@@ -64,6 +64,9 @@ READABLE_COLUMNS: dict[str, str] = {
 }
 """The columns of the step and agent tables a person is shown, named as a person says them, in
 the order shown. The DataFrames keep their names (``ttft_ms``...) for code."""
+_COUNTS = ("errors", "runs", "steps", "tries", "input_tokens", "output_tokens")
+"""Columns of whole numbers: shown as such when one is missing (a column holding a NaN is a
+column of floats, and another framework's failed model call has no tokens: "217.000")."""
 
 
 def for_people(frame: pd.DataFrame) -> pd.DataFrame:
@@ -76,9 +79,12 @@ def for_people(frame: pd.DataFrame) -> pd.DataFrame:
     with nothing above $0 (offline models, or none with a price) is left out as the summary
     leaves its cost out: a column of 0.000 reads as a price known to be zero. The model tries
     are shown only when a client asked again after a failed call (the proxy's SDK retries).
+    Counts read as whole numbers, a missing one as an empty cell.
     """
     kept = [c for c in READABLE_COLUMNS if c in frame.columns]
     shown = frame[kept].dropna(axis=1, how="all")
+    counts = {c: shown[c].round().astype("Int64") for c in _COUNTS if c in shown}
+    shown = shown.assign(**counts)  # a missing one stays missing (<NA>)
     if "cost" in shown and not (shown["cost"] > 0).any():
         shown = shown.drop(columns="cost")
     if "tries" in shown and not (shown["tries"] > 1).any():  # every call made once
