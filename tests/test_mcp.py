@@ -184,6 +184,16 @@ def test_a_server_that_cannot_start_is_a_clear_error() -> None:
     assert all(isinstance(e, wb.MCPServerError) for e in run_sync(together()))
 
 
+@pytest.mark.parametrize("url", ["http://", "http://127.0.0.1:99999/mcp", "https://u:hunter2@h:x/"])
+def test_a_url_that_is_no_url_is_refused_when_given(url: str) -> None:
+    """It was taken and failed at the first run, inside the HTTP client ('UnsupportedProtocol:
+    Request URL is missing an 'http://' or 'https://' protocol', 'OverflowError: connect():
+    port must be 0-65535')."""
+    with pytest.raises(wb.InvalidURL, match=r"^MCP server: '.*' is not") as raised:
+        wb.Toolset.from_mcp(url)
+    assert "hunter2" not in str(raised.value)
+
+
 def test_nothing_listening_at_the_url_is_a_clear_error() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

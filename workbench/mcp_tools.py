@@ -45,6 +45,7 @@ from workbench._sync import on_portal
 from workbench.errors import MCPServerError
 from workbench.redact import redacted
 from workbench.tools import Tool
+from workbench.urls import http_url
 
 __all__ = ["MCPServer"]
 
@@ -77,7 +78,8 @@ class MCPServer:
         connect_timeout: float = 30.0,
     ) -> None:
         if isinstance(command_or_url, str) and command_or_url.startswith(("http://", "https://")):
-            self._url: str | None = command_or_url
+            # refused here, not at the first run ("http://": UnsupportedProtocol from inside)
+            self._url: str | None = http_url(command_or_url, "MCP server")
             self._command: list[str] = []
         else:
             command = (
