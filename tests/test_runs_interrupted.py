@@ -330,6 +330,7 @@ def test_an_interrupted_run_compares_as_interrupted(path: Path) -> None:
         browser.close()
     assert ">interrupted</span>" in html and ">running</span>" not in html
     assert "a was interrupted: its process ended while it ran, after step 2" in html
+    assert "end a: interrupted, stop reason -" in html and "end a: running" not in html
 
 
 def test_an_interrupted_run_s_open_spans_are_cut_off_where_it_stopped_not_so_far(

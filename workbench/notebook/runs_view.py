@@ -186,6 +186,13 @@ def compare_html(
     found = found or diff(a, b)
     listed = listed or {}
     status_a, status_b = (listed.get(r.run_id) or r.status.value for r in (a, b))
+    if INTERRUPTED in (status_a, status_b):  # the diff's end lines read the states: "running"
+        found = found.model_copy(
+            update={
+                "a_final": (status_a, *found.a_final[1:]),
+                "b_final": (status_b, *found.b_final[1:]),
+            }
+        )
     gone = [
         f"{label} was interrupted: its process ended while it ran, after step {run.state.step}"
         for label, run, status in (("a", a, status_a), ("b", b, status_b))
