@@ -240,3 +240,19 @@ def test_answers_of_the_right_shape_pass(server: ModelServer, wire: Wire) -> Non
     server.answer(reply(200, wire.call("add", {"a": 1, "b": 2})), reply(200, wire.text("3")))
     result = run(wire.make(server))
     assert result.output == "3" and result.steps[0].tool_outcomes[0].content == "3"
+
+
+@pytest.mark.parametrize("client", [wb.OpenAIModel, wb.AnthropicModel, wb.OpenAIResponsesModel])
+def test_a_base_url_that_is_no_url_is_refused_when_the_model_is_made(
+    client: type[wb.OpenAIModel], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'localhost:8088/v1' (no scheme) was tried three times with backoff, then 'cannot reach';
+    a port past 65535 failed the run as 'unhandled errors in a TaskGroup (1 sub-exception)'."""
+    for url in ["localhost:8088/v1", "http://", "http://127.0.0.1:99999/v1"]:
+        with pytest.raises(wb.InvalidURL, match=r"^base_url: '.*' is not"):
+            client("m", base_url=url, api_key="k" * 12)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "localhost:8088")
+    if client is wb.AnthropicModel:  # the one read from a variable: named
+        with pytest.raises(wb.InvalidURL, match=r"^ANTHROPIC_BASE_URL: 'localhost:8088' is not"):
+            client("m", api_key="k" * 12)
+    assert client("m", base_url="http://127.0.0.1:8088/v1/", api_key="k").base_url.endswith("/v1")

@@ -53,6 +53,7 @@ from workbench.models._wire import EventStream, sse_events
 from workbench.models.base import ModelError, ModelRequest, ModelSettings
 from workbench.models.prices import ModelPrice, price_for
 from workbench.redact import credentials
+from workbench.urls import http_url
 
 __all__ = [
     "RETRYABLE_STATUS",
@@ -327,8 +328,13 @@ class HTTPModel(ABC):
     ) -> None:
         self._model = model
         variable = self.BASE_URL_VARIABLE
-        url = base_url or (variable and os.environ.get(variable)) or self.DEFAULT_BASE_URL
-        self.base_url = url.rstrip("/")
+        if not base_url and variable and os.environ.get(variable):
+            base_url, whose = os.environ[variable], variable
+        else:
+            base_url, whose = base_url or self.DEFAULT_BASE_URL, "base_url"
+        # refused here: 'localhost:8088/v1' was retried three times, then 'cannot reach', and a
+        # port past 65535 failed the run as 'unhandled errors in a TaskGroup'
+        self.base_url = http_url(base_url, whose).rstrip("/")
         key = api_key if api_key is not None else os.environ.get(self.KEY_VARIABLE)
         self._api_key = SecretStr(key) if isinstance(key, str) else key
         self._secrets = _secrets(self._api_key, headers or {}, self.base_url)
