@@ -24,7 +24,7 @@ from workbench.errors import MalformedResponseError, ModelError
 from workbench.messages import ModelResponse
 from workbench.models._wire import SseReader
 
-__all__ = ["UPSTREAM_FAILED", "Relay", "StreamReading"]
+__all__ = ["UPSTREAM_FAILED", "HangingUp", "Relay", "StreamReading"]
 
 UPSTREAM_FAILED = (aiohttp.ClientError, TimeoutError)
 """What aiohttp raises when the upstream cannot be reached, breaks off or is too slow."""
@@ -76,15 +76,53 @@ class StreamReading:
                 self.problem = (type(exc).__name__, str(exc))
 
 
+class HangingUp:
+    """While it is open, a client that hangs up (``http.disconnect``) cancels the task in it.
+
+    What the task waits on (the upstream's answer, its stream) is then dropped at once, and the
+    cancel is swallowed on the way out: `left` says that it came. Any other cancel (the server
+    stopping) goes on up. One task watches the client by a callback on its ``receive``, not two
+    more tasks as Starlette's `StreamingResponse` does: a cost that showed in the hop's time
+    when the proxy shares the agent's interpreter.
+    """
+
+    def __init__(self, receive: Callable[[], Any]) -> None:
+        self._receive = receive
+        self.left = False
+        """The client hung up."""
+        self._leaving: asyncio.Future[Any] | None = None
+
+    def __enter__(self) -> HangingUp:
+        waiting = asyncio.current_task()
+        assert waiting is not None, "ASGI calls its application from a task"
+        self._waiting = waiting
+        self._leaving = asyncio.ensure_future(self._receive())
+        self._leaving.add_done_callback(self._heard)
+        return self
+
+    def _heard(self, watch: asyncio.Future[Any]) -> None:
+        if not watch.cancelled() and watch.exception() is None:
+            self.left = watch.result()["type"] == "http.disconnect"
+            if self.left:
+                self._waiting.cancel()
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
+        assert self._leaving is not None
+        self._leaving.remove_done_callback(self._heard)
+        self._leaving.cancel()
+        if kind is asyncio.CancelledError and self.left:  # ours: the client hung up
+            self._waiting.uncancel()
+            return True
+        return False
+
+
 class Relay:
     """The upstream's stream passed on as each piece arrives, each then read into the recording.
 
     A piece is read only once the agent has been sent it: its time to first token and to the
     last byte are the upstream's plus the hop. A plain ASGI response relayed by the request's own
-    task: a client that hangs up (``http.disconnect``) cancels it, which stops the read from the
-    upstream at once. Starlette's `StreamingResponse` watches with a task group of two more tasks
-    per response instead, a cost that showed in the hop's time when the proxy shares the agent's
-    interpreter.
+    task: a client that hangs up cancels it (`HangingUp`), which stops the read from the
+    upstream at once.
     """
 
     def __init__(
@@ -109,30 +147,16 @@ class Relay:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """Relay the status, the headers and each piece of the body; then record."""
-        relaying = asyncio.current_task()
-        assert relaying is not None, "ASGI calls its application from a task"
-        leaving = asyncio.ensure_future(receive())
-
-        def left(watch: asyncio.Future[Any]) -> None:
-            if not watch.cancelled() and watch.exception() is None:
-                self._left = watch.result()["type"] == "http.disconnect"
-                if self._left:
-                    relaying.cancel()
-
-        leaving.add_done_callback(left)
+        watch = HangingUp(receive)
         try:
-            await self._relay(send)
-        except asyncio.CancelledError:
-            if not self._left:  # the server is stopping: not ours to swallow
-                raise
-            relaying.uncancel()
+            with watch:
+                await self._relay(send)
         finally:  # the connection goes back to the pool if the body was read to its end
-            leaving.remove_done_callback(left)
-            leaving.cancel()
             if self.outcome == "ended":
                 self.answer.release()
             else:
                 self.answer.close()
+        self._left = watch.left
         if not self._left and not self._finished:
             await send({"type": "http.response.body", "body": self._rest(), "more_body": False})
         self._record(self)

@@ -43,7 +43,7 @@ from workbench._proxy.chat import CHAT
 from workbench._proxy.exchange import Exchange, cannot_reach, sent
 from workbench._proxy.headers import forwarded, returned
 from workbench._proxy.recorder import Recorder
-from workbench._proxy.relay import UPSTREAM_FAILED, Relay
+from workbench._proxy.relay import UPSTREAM_FAILED, HangingUp, Relay
 from workbench._proxy.replaying import Normalizer, Replayer
 from workbench._proxy.responses import RESPONSES
 from workbench._proxy.scrub import Scrubber
@@ -240,30 +240,10 @@ class ProxyApp:
         stream has begun, the `Relay` watches for the client leaving instead.
         """
         assert self.upstream is not None, "proxy() refuses neither an upstream nor a replay"
-        waiting = asyncio.current_task()
-        assert waiting is not None, "ASGI calls its application from a task"
-        leaving = asyncio.ensure_future(request.receive())
-        left = False
-
-        def gone(watch: asyncio.Future[Any]) -> None:
-            nonlocal left
-            if not watch.cancelled() and watch.exception() is None:
-                left = watch.result()["type"] == "http.disconnect"
-                if left:
-                    waiting.cancel()
-
-        leaving.add_done_callback(gone)
-        try:
+        with HangingUp(request.receive):
             return await exchange.forward(self._client, self.upstream, _query(request))
-        except asyncio.CancelledError:
-            if not left:  # the server is stopping: not ours to swallow
-                raise
-            waiting.uncancel()
-            exchange.record_error("ClientDisconnected", _GAVE_UP)
-            return Response(status_code=_GAVE_UP_STATUS)  # nobody reads it
-        finally:
-            leaving.remove_done_callback(gone)
-            leaving.cancel()
+        exchange.record_error("ClientDisconnected", _GAVE_UP)  # it hung up: the with swallowed it
+        return Response(status_code=_GAVE_UP_STATUS)  # nobody reads it
 
     async def _from_recording(self, exchange: Exchange) -> Response | None:
         """The recorded answer, or a refusal; None when the conversation goes on live."""
