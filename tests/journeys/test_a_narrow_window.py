@@ -87,6 +87,16 @@ _CUT_BUTTONS = """(output) => [...output.querySelectorAll('button')]  // a label
   .filter((button) => button.scrollWidth > button.clientWidth).map((b) => b.textContent)"""
 
 
+_SPACED = """(node) => {  // the most its lines of text stand apart, in lines of its font
+  const range = document.createRange();
+  range.selectNodeContents(node);
+  const tops = [...new Set([...range.getClientRects()].map((r) => Math.round(r.top)))];
+  tops.sort((a, b) => a - b);
+  const gaps = tops.slice(1).map((top, i) => top - tops[i]);
+  return Math.max(0, ...gaps) / parseFloat(getComputedStyle(node).fontSize);
+}"""
+
+
 def _in_view(page: Any, target: Any) -> bool:
     """Whether the top of ``target`` is in the window, with room below it to read some."""
     box = target.bounding_box()
@@ -165,6 +175,8 @@ def test_the_team_reads_in_a_narrow_window_beside_the_file_browser(
         )
         == 1
     )
+    for text in (".wb-status", ".wb-phase-log"):  # a line that wraps reads as one line
+        assert stepper.locator(text).evaluate(_SPACED) < 1.8, text
     notebook.shot("7-stepper-1000", stepper)
     panel = notebook.run()  # 'Re-run' whole, not 'R'
     expect(button(panel, "Re-run")).to_be_visible()

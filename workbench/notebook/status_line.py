@@ -63,7 +63,11 @@ def status_html(
     error = error_html(state.error) if state.error is not None else ""
     extra = f'<div style="color:#555">{escape(note)}</div>' if note else ""
     extra += traceback_html(traceback, open_=True) if traceback else ""
-    return f'<div class="wb-status">{" · ".join(parts)}{error}{extra}</div>'
+    # line-height: a widget's HTML has lines as high as a button (28 px), so a status line that
+    # wraps beside the file browser read as two ('budget left: 50 steps · tokens', then '29')
+    return (
+        f'<div class="wb-status" style="line-height:1.45">{" · ".join(parts)}{error}{extra}</div>'
+    )
 
 
 def step_position(state: AgentState, next_phase: Phase | None) -> tuple[str, str]:

@@ -48,7 +48,8 @@ def phase_log_html(events: Sequence[PhaseEvent]) -> str:
             f"{who} · step {event.step} · {event.phase.value}{resumed} · "
             f"{event.duration * 1e3:.1f} ms{stop}</div>"
         )
-    return f'<div class="wb-phase-log" style="font-size:11px">{"".join(rows)}</div>'
+    style = "font-size:11px;line-height:1.45"  # not a widget HTML's 28 px a line
+    return f'<div class="wb-phase-log" style="{style}">{"".join(rows)}</div>'
 
 
 def subrun_html(path: Sequence[AgentState], next_phase: Phase | None) -> str:
@@ -67,7 +68,8 @@ def subrun_html(path: Sequence[AgentState], next_phase: Phase | None) -> str:
     state = path[-1]
     via = f", via {_via(path)}" if len(path) > 1 else ""
     return (
-        f'<div class="wb-subrun" style="margin-left:{1.5 * state.depth}em">↳ inside sub-run '
+        f'<div class="wb-subrun" style="margin-left:{1.5 * state.depth}em;line-height:1.45">'
+        "↳ inside sub-run "
         f"<b>{escape(state.agent_name)}</b> (depth {state.depth}{via}): "
         f"{', '.join(step_position(state, next_phase))}</div>"
     )
