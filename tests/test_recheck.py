@@ -184,6 +184,18 @@ def test_a_broken_hook_is_reported_and_does_not_decide(run: wb.RunResult) -> Non
     assert frame["decision_now"].tolist() == ["allow"] * 4
     assert frame["hook_errors"][0] == ""
     assert "RuntimeError: the hook script crashed" in frame["hook_errors"][2]
+    failed = frame.attrs["summary"].failed  # the summary said nothing of them
+    assert len(failed) == (frame["hook_errors"] != "").sum() > 0
+    assert failed[0].startswith("step 3 Write: ") and "the hook script crashed" in failed[0]
+    said = str(frame.attrs["summary"])
+    assert f"\na hook failed on {len(failed)} of them, decided without it (hook_errors):\n" in said
+
+
+def test_a_hook_that_hangs_is_said_in_the_summary_too(run: wb.RunResult) -> None:
+    frame = wb.recheck(run, hooks=[wb.CommandHook("PreToolUse", "sleep 30", timeout=0.5)])
+    summary = frame.attrs["summary"]
+    assert len(summary.failed) == 4 and "timed out after 0.5s" in summary.failed[0]
+    assert "a hook failed on 4 of them" in str(summary)
 
 
 def test_hooks_of_other_events_are_not_run(run: wb.RunResult, tmp_path: Path) -> None:

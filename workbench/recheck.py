@@ -81,13 +81,25 @@ class RecheckSummary(Record):
     transitions: dict[str, int]
     """``"allow → deny": 2`` and so on, for the calls that changed."""
     lines: tuple[str, ...]
+    failed: tuple[str, ...] = ()
+    """A line for each call a hook failed on (timed out, crashed, answered garbage): it was
+    decided without that hook, as the loop would have, so "the same" may only mean that."""
 
     def __str__(self) -> str:
         if not self.changed:
-            return f"{self.calls} tool calls rechecked: every decision is the same"
-        counts = ", ".join(f"{n} {t}" for t, n in self.transitions.items())
-        head = f"{self.changed} of {self.calls} tool calls would be decided differently ({counts})"
-        return "\n".join((head, *(f"  {line}" for line in self.lines)))
+            head = f"{self.calls} tool calls rechecked: every decision is the same"
+        else:
+            counts = ", ".join(f"{n} {t}" for t, n in self.transitions.items())
+            head = (
+                f"{self.changed} of {self.calls} tool calls would be decided differently ({counts})"
+            )
+        said = [head, *(f"  {line}" for line in self.lines)]
+        if self.failed:
+            said.append(
+                f"a hook failed on {len(self.failed)} of them, decided without it (hook_errors):"
+            )
+            said += [f"  {line}" for line in self.failed]
+        return "\n".join(said)
 
 
 def recheck(
@@ -256,6 +268,15 @@ def _summary(rows: list[dict[str, Any]]) -> RecheckSummary:
         why = f": {row['reason']}" if row["reason"] else ""
         line = f"step {row['step']} {row['tool']} {row['arguments']}: {key}{why}"
         lines.append(_printable(redacted(line)))  # a report for logs: the frame keeps the data
+    failed = tuple(
+        _printable(redacted(f"step {row['step']} {row['tool']}: {row['hook_errors']}"))
+        for row in rows
+        if row["hook_errors"]
+    )
     return RecheckSummary(
-        calls=len(rows), changed=len(changed), transitions=transitions, lines=tuple(lines)
+        calls=len(rows),
+        changed=len(changed),
+        transitions=transitions,
+        lines=tuple(lines),
+        failed=failed,
     )
