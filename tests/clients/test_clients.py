@@ -5,17 +5,20 @@ the anthropic SDK): a scripted upstream of its wire makes it call its tool once 
 the proxy records that as one run with the tool call and its result; with the upstream gone, a
 replay gives the agent the same final answer; forked after step 1, the rest comes live from
 another upstream; and the recorded calls go through a Claude Code hook script with `wb.recheck`.
+Claude Code and Codex ask again after an overloaded upstream: one step, tried twice.
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import workbench as wb
 from tests.clients.agents import CLIS, ENDING, FORKED, SDKS, THOUGHT, client, scripted
-from tests.fake_upstream import fake_upstream
+from tests.fake_upstream import Answer, fake_upstream
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -82,4 +85,35 @@ def test_a_client_is_recorded_replayed_offline_forked_and_rechecked(
     assert list(frame["tool"]) == [agent.tool]
     assert list(frame["decision_then"]) == ["allow"] and list(frame["decision_now"]) == ["deny"]
     assert f"{agent.tool} is not allowed here" in frame["reason"][0]
+    store.close()
+
+
+@pytest.mark.parametrize("name", CLIS)
+def test_a_cli_asking_again_after_an_overloaded_upstream_took_one_step_tried_twice(
+    name: str, tmp_path: Path, cli_bin: Path
+) -> None:
+    """Claude Code after a 529 (Anthropic's overloaded), Codex after a 500: the step the
+    answer of the tool's result belongs to is one step with a failed try, not two steps."""
+    agent = client(name, cli_bin)
+    answered = scripted(agent.wire, agent.tool, agent.arguments)
+    count = itertools.count()
+
+    def overloaded_once(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if next(count) != 1:
+            return answered(body, headers)
+        if agent.wire == "messages":
+            error = {"type": "overloaded_error", "message": "Overloaded"}
+            return Answer(status=529, body={"type": "error", "error": error})
+        return Answer(status=500, body={"error": {"message": "busy", "type": "server_error"}})
+
+    store = wb.RunStore(tmp_path / "runs.sqlite")
+    place = tmp_path / name
+    place.mkdir()
+    with fake_upstream(overloaded_once) as upstream, wb.proxy(upstream.url, store=store) as proxy:
+        assert ENDING.format(said=agent.said) in agent.drive(proxy.url, place)
+    (run_id,) = proxy.run_ids
+    run = store.load(run_id)
+    assert [(s.index, s.tries) for s in run.steps] == [(1, 1), (2, 2)]
+    (overloaded,) = run.steps[1].failed_tries
+    assert overloaded.status == (529 if agent.wire == "messages" else 500)
     store.close()
