@@ -23,6 +23,7 @@ import workbench as wb
 from tests._report_page import page_table
 from tests.foreign import langgraph_react, openai_agents, openai_chat, pydantic_ai_agent
 from workbench.notebook import TraceExplorer
+from workbench.notebook.drawn_tables import failed_rows
 from workbench.notebook.explorer_html import span_detail_html
 from workbench.report import report_html, trace_summary
 from workbench.telemetry.files import otlp_json
@@ -145,6 +146,7 @@ def test_the_openai_agents_sdk() -> None:
     shown = page_table(report_html(trace), "wb-steps")  # TraceView's table is the same
     tokens = shown[0].index("tokens in")
     assert [row[tokens] for row in shown[1:]] == ["30", ""]  # the failed call had none: not 30.000
+    assert failed_rows(trace) == [0, 1]  # the tool's step drawn failed too, not the 500's alone
 
 
 def test_a_langgraph_agent_whose_model_call_failed() -> None:

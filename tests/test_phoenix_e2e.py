@@ -17,6 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
+
 import workbench as wb
 from tests._phoenix import Phoenix
 from tests.test_telemetry import GOLDEN, HOOKS, calculator, run_with_pause
@@ -172,3 +175,38 @@ def test_a_stepped_run_pushed_to_phoenix_loads_back_without_the_waits_on_the_per
     loaded = wb.load_trace(f"phoenix+{phoenix.url}/default/{trace_id}")
     assert loaded.waited >= 1.0
     assert (loaded.tree.end_ns - loaded.tree.start_ns) / 1e9 < 1.0  # the work, not the reading
+
+
+@pytest.mark.parametrize("framework", ["openai-agents", "langgraph"])
+def test_a_trace_of_another_framework_reads_back_from_phoenix_as_from_its_file(
+    phoenix: Phoenix, framework: str
+) -> None:
+    """What a person reads of another framework's failed run is the same from Phoenix as from a
+    file: a LangGraph agent read from Phoenix named no agent (Phoenix gives OpenInference's
+    ``metadata`` JSON back flattened, ``metadata.ls_integration``)."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from tests.foreign import langgraph_react, openai_agents
+    from workbench.telemetry.files import otlp_json
+
+    made = {
+        "openai-agents": openai_agents.failing_spans,
+        "langgraph": lambda: langgraph_react.traced_spans(server_error=True),
+    }
+    spans = made[framework]()
+    request = encode_spans(spans)
+    sent = httpx.post(
+        f"{phoenix.url}/v1/traces",
+        content=request.SerializeToString(),
+        headers={"content-type": "application/x-protobuf"},
+        timeout=30,
+    )
+    assert sent.status_code == 200
+    from_file = wb.load_trace(json.dumps(otlp_json(spans)))
+    _read_back(phoenix, from_file.trace_id, len(spans))
+    from_phoenix = wb.load_trace(f"phoenix+{phoenix.url}/default/{from_file.trace_id}")
+    agent = {"openai-agents": "forecaster", "langgraph": "adder"}[framework]
+    assert agent in from_file.summary()
+    assert from_phoenix.summary() == from_file.summary()
+    assert [e.line for e in from_phoenix.errors()] == [e.line for e in from_file.errors()]
+    assert from_phoenix.steps_df()["agent"].tolist() == [agent, agent]

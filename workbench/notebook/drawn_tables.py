@@ -130,11 +130,14 @@ def failed_rows(trace: Trace) -> list[int]:
     """The step rows (their numbers in `Trace.step_rows`) in which something went wrong.
 
     Each error of `Trace.errors` is in the step nearest above its span: a sub-agent's tool
-    error is its own step's, not the steps that called the sub-agent. A retry or a denial is
-    no error, so its step is not one of them.
+    error is its own step's, not the steps that called the sub-agent. Another framework's
+    tool call is no child of its step's model call: its error names the step (`RunError.step`).
+    A retry or a denial is no error, so its step is not one of them.
     """
     tree = trace.tree
-    rows = {row["span_id"]: r for r, row in enumerate(trace.step_rows())}
+    step_rows = trace.step_rows()
+    rows = {row["span_id"]: r for r, row in enumerate(step_rows)}
+    numbered = {(row["agent"], row["step"]): r for r, row in enumerate(step_rows)}
     failed: set[int] = set()
     for error in trace.errors():
         position = tree.positions.get(error.span_id or "")
@@ -142,6 +145,8 @@ def failed_rows(trace: Trace) -> list[int]:
             continue
         around = (tree.span_at(p).span_id for p in [position, *tree.ancestors(position)])
         step = next((rows[span] for span in around if span in rows), None)
+        if step is None and error.kind in ("model", "tool"):
+            step = numbered.get((error.agent, error.step))
         if step is not None:
             failed.add(step)
     return sorted(failed)

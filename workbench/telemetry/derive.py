@@ -161,7 +161,13 @@ def agents_by_position(tree: SpanTree) -> list[str]:
 
 
 def _a_graph(span: SpanData) -> bool:
-    """Whether a top span is a LangGraph graph's, as OpenInference's LangChain tracer writes it."""
+    """Whether a top span is a LangGraph graph's, as OpenInference's LangChain tracer writes it.
+
+    Its ``metadata`` JSON says ``"ls_integration": "langgraph"``; Phoenix gives it back
+    flattened, as ``metadata.ls_integration``.
+    """
+    if span.attributes.get(f"{n.OI_METADATA}.ls_integration") == "langgraph":
+        return True
     text = span.attributes.get(n.OI_METADATA)
     try:
         found = json.loads(text) if isinstance(text, str) else None
