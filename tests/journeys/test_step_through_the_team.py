@@ -16,7 +16,7 @@ import re
 from playwright.sync_api import expect
 
 from tests.journeys.conftest import OpenNotebook
-from tests.journeys.harness import button, click
+from tests.journeys.harness import FRAMES, button, click
 from tests.journeys.team import STEPPING
 
 STEPPER = """stepper = Stepper(
@@ -25,6 +25,12 @@ STEPPER = """stepper = Stepper(
     breakpoints=[wb.Break.on_tool("search")],
 )
 stepper"""
+
+VIEWPORT = {"width": 1400, "height": 1000}
+"""The harness's window (`harness.Jupyter`), back after a look at a narrower one."""
+_CUT = """(row) => [...row.querySelectorAll('button, input')]  // a label or a box squeezed
+  .filter((b) => b.scrollWidth > b.clientWidth + 1 || b.getBoundingClientRect().width < 120)
+  .map((b) => b.textContent || b.placeholder)"""
 
 LOOK = [  # what a person types between two clicks, to look at where the run is
     "stepper.run.subrun.pending_calls",  # the digger's search, waiting at the breakpoint
@@ -76,6 +82,13 @@ def test_continue_into_a_sub_agent_then_every_button_from_later_cells(
     expect(approval).to_be_visible()
     expect(stepper).to_contain_text("asked by sub-agent digger")
     notebook.shot("3-approval-in-the-digger", stepper)
+    page = notebook.page  # beside the file browser at a 1,000 px window: its buttons whole
+    page.set_viewport_size({"width": 1000, "height": 1000})
+    page.evaluate(FRAMES)
+    row = stepper.locator(".widget-hbox:has(.wb-pending)")  # it read 'Appro…', the call squeezed
+    assert row.evaluate(_CUT) == [], row.evaluate(_CUT)
+    notebook.shot("3-approval-at-1000", stepper)
+    page.set_viewport_size(VIEWPORT)
     click(stepper, "Approve")
     expect(stepper.locator(".wb-status")).to_contain_text("1 approved")
 

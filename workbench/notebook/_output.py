@@ -27,6 +27,7 @@ __all__ = [
     "row",
     "schedule",
     "show",
+    "wrapping",
 ]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -61,7 +62,12 @@ def row(children: list[widgets.Widget]) -> widgets.HBox:
     JupyterLab's file browser at a 1,000 px window the Stepper's read 'Ste…', 'Step…', 'Step…'
     (Step into, over and out could not be told apart) and the RerunPanel's 'Re-run' read 'R'.
     """
-    return widgets.HBox(children, layout=widgets.Layout(flex_flow="row wrap"))
+    return widgets.HBox(children, layout=wrapping())
+
+
+def wrapping() -> widgets.Layout:
+    """The layout of a `row`, for a row of controls that is a class of its own (`ApprovalRow`)."""
+    return widgets.Layout(flex_flow="row wrap")
 
 
 def show(area: widgets.Output, *outputs: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from workbench.diff import RunDiff, diff
 from workbench.messages import Message
 from workbench.models.base import Model
 from workbench.notebook._output import finished, row, schedule, show
+from workbench.notebook.approvals import ApprovalRow
 from workbench.notebook.drawn_tables import table_output
 from workbench.notebook.edit import (
     MessageFormatError,
@@ -28,7 +29,7 @@ from workbench.notebook.edit import (
     messages_to_text,
 )
 from workbench.notebook.html import messages_html
-from workbench.notebook.stepper import ApprovalRow, Stepper
+from workbench.notebook.stepper import Stepper
 from workbench.records import StepContext
 from workbench.state import ExecutionStatus, PendingCall
 from workbench.traces import combine_results

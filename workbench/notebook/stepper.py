@@ -24,12 +24,12 @@ from workbench.breakpoints import Break, parse_break
 from workbench.messages import Message
 from workbench.models.base import ModelSettings
 from workbench.notebook._output import figure_output, finished, html_output, row, schedule, show
+from workbench.notebook.approvals import ApprovalRow, asked_by
 from workbench.notebook.history import StepperHistory
 from workbench.notebook.html import (
     calls_html,
     messages_html,
     outcomes_html,
-    pending_html,
     question_html,
     step_html,
     summary_html,
@@ -37,15 +37,15 @@ from workbench.notebook.html import (
 from workbench.notebook.redraws import Redraws
 from workbench.notebook.spans import timeline_figure
 from workbench.notebook.status_line import status_html
-from workbench.notebook.stepping_html import asked_html, phase_log_html, subrun_html
+from workbench.notebook.stepping_html import phase_log_html, subrun_html
 from workbench.notebook.tables import step_labels
 from workbench.records import PhaseEvent
 from workbench.session import Session
-from workbench.state import AgentState, PendingCall, Phase
+from workbench.state import Phase
 from workbench.telemetry.trace import Trace
 from workbench.traces import trace_of
 
-__all__ = ["ApprovalRow", "Stepper"]
+__all__ = ["Stepper"]
 
 Action = Literal["phase", "into", "out", "step", "continue", "end", "abort"]
 _PRESSES: dict[Action, Callable[[AgentRun], Awaitable[object]]] = {
@@ -71,43 +71,6 @@ waits a step, and a long Run to end thousands. A run whose phases take longer (a
 is drawn at each of them."""
 LIVE = -1
 """The step picker's value for the step under way."""
-
-
-class ApprovalRow(widgets.HBox):  # type: ignore[misc]  # ipywidgets is untyped
-    """One pending tool call: what it is, a reason box, Approve and Deny buttons."""
-
-    def __init__(
-        self,
-        pending: PendingCall,
-        decide: Callable[[str, bool | str], None],
-        path: Sequence[AgentState] = (),
-    ) -> None:
-        """A row for ``pending``; ``decide`` gets its call id and the decision.
-
-        ``path``: for a call a sub-run asks, the states from this run down to that sub-run (the
-        row says which sub-agent asks, and through which calls).
-        """
-        self.pending = pending
-        asked = asked_html(path, pending.call_id) if len(path) > 1 else ""
-        self.label = widgets.HTML(pending_html([pending]) + asked)
-        self.reason = widgets.Text(placeholder="reason (sent to the model if denied)")
-        self.approve_button = widgets.Button(description="Approve", button_style="success")
-        self.deny_button = widgets.Button(description="Deny", button_style="danger")
-        self.approve_button.on_click(lambda _: decide(pending.call_id, True))
-        self.deny_button.on_click(
-            lambda _: decide(pending.call_id, self.reason.value.strip() or False)
-        )
-        super().__init__([self.label, self.reason, self.approve_button, self.deny_button])
-
-
-def _asking(result: RunResult, call_id: str) -> list[AgentState]:
-    """The states from ``result``'s run down to the sub-run that asks ``call_id`` itself."""
-    for child in result.children:
-        if any(p.call_id == call_id and p.via is None for p in child.state.pending):
-            return [result.state, child.state]
-        if below := _asking(child, call_id):
-            return [result.state, *below]
-    return []
 
 
 class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
@@ -573,7 +536,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             return
         result = self.run.result
         self.approval_rows = [
-            ApprovalRow(p, self._decide, _asking(result, p.call_id)) for p in pending
+            ApprovalRow(p, self._decide, asked_by(result, p.call_id)) for p in pending
         ]
         self.approvals.children = tuple(self.approval_rows)
 
