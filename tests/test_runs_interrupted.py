@@ -358,6 +358,8 @@ def test_an_interrupted_run_s_open_spans_are_cut_off_where_it_stopped_not_so_far
     (bars,) = [bar for bar in figure.data if bar.name == "agent"]
     assert "cut off: its process ended" in bars.hovertext[0]
     assert "in progress" not in bars.hovertext[0] and bars.marker.pattern.shape == ("",)
+    (mark,) = [m for m in figure.data if m.name == "cut off"]  # a red stroke where it stopped
+    assert (mark.y, mark.x) == ((0,), (bars.base[0] + bars.x[0],))
     top = trace_top_html(trace)
     assert ">interrupted</div>" in top and "This run will not end: the process" in top
     page = report_html(trace)
@@ -383,3 +385,4 @@ def test_a_stored_run_not_known_interrupted_is_drawn_so_far(path: Path) -> None:
     assert figure is not None
     (bars,) = [bar for bar in figure.data if bar.name == "agent"]
     assert "in progress" in bars.hovertext[0] and bars.marker.pattern.shape == ("/",)
+    assert "cut off" not in {m.name for m in figure.data}

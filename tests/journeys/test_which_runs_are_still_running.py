@@ -89,11 +89,13 @@ def test_interrupted_runs_are_told_from_running_ones_and_a_tree_counts_its_steps
     notebook.shot("s7-2a-stepped-through", cell.locator(".wb-history"))
     timeline = cell.locator(".wb-history .js-plotly-plot")
     timeline.scroll_into_view_if_needed()
+    expect(timeline.locator(".legendtext", has_text="cut off")).to_be_visible()  # its red stroke
+    notebook.shot("s8-2c-timeline", timeline)
     bar = timeline.locator(".point path").first.bounding_box()  # the run span's, the first row
     assert bar is not None  # plotly's drag layer lies over the bars: the mouse goes where it is
     cell.page.mouse.move(bar["x"] + bar["width"] / 2, bar["y"] + bar["height"] / 2)
     expect(cell.page.locator(".hoverlayer")).to_contain_text("cut off: its process ended")
-    notebook.shot("s8-2c-timeline-hover", cell.locator(".wb-history .js-plotly-plot"))
+    notebook.shot("s8-2d-timeline-hover", cell.locator(".wb-history .js-plotly-plot"))
 
     table.locator(".wbr-status-filter").select_option("")
     expect(rows).to_have_count(6)

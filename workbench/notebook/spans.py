@@ -4,7 +4,7 @@ Drawn from a `Trace` (`workbench.trace_of` makes one of any run or trace): its s
 depth-first order is the rows, each span's category its colour. A span still in progress (a
 stopped run's step under way) is drawn to the moment the trace was taken, hatched, and says so
 in its hover; one that never will end (its process ended while it ran, `Trace.interrupted`) is
-drawn to where it stopped, not hatched, its hover saying it was cut off.
+drawn to where it stopped, not hatched, a red stroke there (the legend's "cut off").
 """
 
 from __future__ import annotations
@@ -127,6 +127,7 @@ def waterfall_figure(
                 "hovertemplate": "%{hovertext}<extra></extra>",
             }
         )
+    traces += _cut_off_marks(trace, spans, starts + durations)
     labelled = len(spans) <= max_labels
     note = waited_note(trace)
     agents = agents_named(trace)
@@ -155,6 +156,29 @@ def waterfall_figure(
     # The traces go in unvalidated: plotly's checks and copies of thousands of hover texts cost
     # more than the rest of the view (the browser test proves they render); the layout is checked.
     return go.Figure(data=traces, layout=go.Layout(layout), _validate=False)
+
+
+def _cut_off_marks(trace: Trace, spans: list[SpanData], ends: np.ndarray) -> list[dict[str, Any]]:
+    """A red stroke where each span cut off stopped, as the explorer's bar ends in one.
+
+    Not hatched (it will not go on), such a bar alone would read as a span that ended.
+    """
+    cut = [i for i, span in enumerate(spans) if open_words(trace, span) == "cut off"]
+    if not cut:
+        return []
+    mark = {"symbol": "line-ns-open", "size": 16, "color": FAILED_COLOUR, "line": {"width": 3}}
+    return [
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "cut off",
+            "x": ends[cut],
+            "y": cut,
+            "marker": mark,
+            "hovertext": ["cut off here: its process ended"] * len(cut),
+            "hovertemplate": "%{hovertext}<extra></extra>",
+        }
+    ]
 
 
 def timeline_figure(trace: Trace, *, so_far: bool = False) -> go.Figure | None:
