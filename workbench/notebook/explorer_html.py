@@ -473,7 +473,7 @@ def span_detail_pieces(
     status = _status_badge(span)
     open_ = open_words(trace, span)
     if open_ == "cut off":  # will never end: the process that ran it ended while it ran
-        status += _badge("cut off", "#c62828") + f" <i>{safe_text(trace.interrupted)}</i>"
+        status += _badge("cut off", FAILED_COLOUR) + f" <i>{safe_text(trace.interrupted)}</i>"
     elif open_:  # a stopped run's span still open: its end is when the trace was taken
         status += _badge("in progress", "#e67e22")
     title = (  # the same for many spans (every `execute_tool add` that went well): shared
