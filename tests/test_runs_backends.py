@@ -326,6 +326,8 @@ def test_a_backend_that_is_down_is_one_clear_error() -> None:
         wb.runs(source=f"phoenix+http://127.0.0.1:{port}")
     with pytest.raises(wb.UsageError, match="is not a backend"):
         wb.runs(source="zipkin+http://127.0.0.1:9411")
+    with pytest.raises(wb.UsageError, match=r"'jaeger\+notaurl' is not a backend"):
+        wb.runs(source="jaeger+notaurl")  # read as a store's path, it listed no runs
 
 
 # -- Jaeger's query API v3, answered as documented ----------------------------------------------

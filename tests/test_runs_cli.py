@@ -76,8 +76,21 @@ def test_a_damaged_depth_lists_the_run_as_a_root(tmp_path: Path) -> None:
 
 
 def test_runs_of_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "x.sqlite").touch()  # a store nothing was recorded in yet: an empty SQLite file
     assert main(["runs", "--store", str(tmp_path / "x.sqlite")]) == 0
     assert capsys.readouterr().out.startswith("no runs in")
+
+
+@pytest.mark.parametrize("verb", [["runs"], ["show", "last"], ["report", "last"]])
+def test_a_store_path_where_no_file_is_says_so(
+    verb: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped --store listed 'no runs in PATH', exit 0, as if the runs there were gone."""
+    typo = tmp_path / "rnus.sqlite"
+    assert main([*verb, "--store", str(typo)]) == 2
+    said = capsys.readouterr()
+    assert said.err == f"workbench: no run store at {typo}: no such file\n" and said.out == ""
+    assert not typo.exists()  # nothing made either
 
 
 def test_show_prints_steps_and_conversation(

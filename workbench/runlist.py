@@ -198,7 +198,8 @@ def source_of(source: Source) -> RunSource:
     A store is given, at a path, or the default one; a backend is ``"jaeger+http://..."`` or
     ``"phoenix+http://..."`` (`workbench.backends`).
     """
-    if isinstance(source, str) and "://" in source:  # a URL: a backend's, or a clear error
+    # a URL, or a backend's name before it ('jaeger+notaurl' was read as a store's path: 0 runs)
+    if isinstance(source, str) and ("://" in source or source.startswith(("jaeger+", "phoenix+"))):
         return backend_runs(source)
     if isinstance(source, RunStore | str | os.PathLike) or source is None:
         return StoreRuns(open_store(source))

@@ -174,9 +174,16 @@ def run_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_store(args: argparse.Namespace) -> RunStore:
-    """The store ``--store`` names, else the default one; a `StoreError` if there is none."""
-    store = RunStore(args.store) if args.store else RunStore.default()
+def open_store(args: argparse.Namespace, *, new: bool = False) -> RunStore:
+    """The store ``--store`` names, else the default one; a `StoreError` if there is none.
+
+    A ``--store PATH`` where no file is is an error unless the verb records (``new``, the proxy):
+    a mistyped path listed "No runs in PATH" as if the runs there were gone.
+    """
+    given = args.store
+    if given and not new and given != ":memory:" and not Path(given).exists():
+        raise StoreError(f"no run store at {given}: no such file")
+    store = RunStore(given) if given else RunStore.default()
     if store is None:
         raise StoreError("no default store (WORKBENCH_STORE=off): pass --store PATH")
     return store

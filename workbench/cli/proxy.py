@@ -73,7 +73,7 @@ def run_proxy(args: argparse.Namespace) -> int:
         raise UsageError("proxy needs --upstream URL, or --replay RUN")
     if args.until_step is not None and (args.upstream is None or args.replay is None):
         raise UsageError("--until-step N forks a replay: it needs --replay RUN and --upstream URL")
-    store = open_store(args)
+    store = open_store(args, new=True)  # the runs it records may be the store's first
     normalize = dict(_normalizer(given) for given in args.normalize)
     handle = proxy(
         args.upstream,

@@ -101,8 +101,8 @@ def run_filter(args: argparse.Namespace) -> RunFilter:
 
 def run_runs(args: argparse.Namespace) -> int:
     """Print the stored runs the filters keep, newest last; a sub-run indented under its run."""
+    spec = run_filter(args)  # what was asked is checked before where
     store = open_store(args)
-    spec = run_filter(args)
     total = store.count(spec)
     if not total:
         echo(f"no {'matching ' if spec.active else ''}runs in {store.path}")
