@@ -142,10 +142,10 @@ def test_the_openai_agents_sdk() -> None:
     steps = trace.steps_df()
     assert steps["agent"].tolist() == ["forecaster", "forecaster"]
     assert steps["tools"].tolist() == ["add, get_weather (error)", ""]
-    assert steps["input_tokens"].tolist()[0] == 30
+    assert steps["input_tokens"].tolist()[0] == 12
     shown = page_table(report_html(trace), "wb-steps")  # TraceView's table is the same
     tokens = shown[0].index("tokens in")
-    assert [row[tokens] for row in shown[1:]] == ["30", ""]  # the failed call had none: not 30.000
+    assert [row[tokens] for row in shown[1:]] == ["12", ""]  # the failed call had none: not 12.000
     assert failed_rows(trace) == [0, 1]  # the tool's step drawn failed too, not the 500's alone
 
 

@@ -11,39 +11,19 @@ the agent (``agent.name``), CHAIN for each turn, LLM for each model call, TOOL f
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
-from tests.foreign.openai_chat import httpx
+from tests.foreign.openai_chat import ANSWERS, httpx
 
-CALLS = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion",
-    "created": 1_700_000_000,
-    "model": "gpt-4o-mini",
-    "choices": [
-        {
-            "index": 0,
-            "finish_reason": "tool_calls",
-            "message": {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_1",
-                        "type": "function",
-                        "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
-                    },
-                    {
-                        "id": "call_2",
-                        "type": "function",
-                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-                    },
-                ],
-            },
-        }
-    ],
-    "usage": {"prompt_tokens": 30, "completion_tokens": 12, "total_tokens": 42},
-}
+CALLS = copy.deepcopy(ANSWERS[0])  # add(1, 2), and a call of the tool that raises beside it
+CALLS["choices"][0]["message"]["tool_calls"].append(
+    {
+        "id": "call_2",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+)
 SERVER_ERROR = {"error": {"message": "Failed to parse tool call arguments as JSON"}}
 
 
