@@ -22,6 +22,7 @@ import pytest
 import workbench as wb
 from tests._report_page import page_table
 from tests.foreign import langgraph_react, openai_agents, openai_chat, pydantic_ai_agent
+from workbench.cli import main
 from workbench.notebook import TraceExplorer
 from workbench.notebook.drawn_tables import failed_rows
 from workbench.notebook.explorer_html import span_detail_html
@@ -209,6 +210,26 @@ def test_openinference_langgraph() -> None:
     steps = trace.steps_df()
     assert steps["tool_calls"].tolist() == [1, 0] and steps["tools"].tolist() == ["add", ""]
     assert steps["tools_ms"].notna().tolist() == [True, False]
+
+
+def test_a_langgraph_agent_whose_tool_raised(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LangGraph's tool node lets a tool's exception out of the graph: the tool, the node and the
+    graph fail with it; one error, the tool's, in the step of the call that asked for it. Its
+    legend no longer says the model read it (it never did)."""
+    document = otlp_json(langgraph_react.traced_spans(tool_raises=True))
+    trace = wb.load_trace(json.dumps(document))
+    assert trace.summary() == "failed, 1 tool error: step 1, add in adder"
+    (error,) = trace.errors()
+    assert (error.type, error.message) == ("ValueError", "cannot add 1 and 2")
+    assert error.traceback is not None and "in broken_add" in error.traceback
+    assert failed_rows(trace) == [0]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(document))
+    assert main(["trace", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert "add (error)" in printed and "the model read it" not in printed
 
 
 @pytest.mark.filterwarnings(  # the instrumentation's own models, when it is imported

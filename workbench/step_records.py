@@ -299,8 +299,8 @@ class StepContext(Record):
 CALL_WORDS: dict[str, str] = {
     "retry": "the call could not run as sent (bad arguments, the tool's ToolRetry, a timeout): "
     "the model was told what was wrong and may call again; not an error",
-    "error": "the tool raised or answered an error; the model read it (what went wrong, above, "
-    "has its traceback)",
+    "error": "the tool raised or answered an error: the model is told of it unless the run "
+    "ended there (what went wrong, above, has its traceback)",
     "denied": "a guard, a hook or the user refused the call",
     "waits": "the call waits for approval or for a result from outside: the run paused there",
     "dropped": "the call was dropped before it ran",

@@ -20,11 +20,18 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def traced_spans(*, server_error: bool = False) -> list[Any]:
+def broken_add(a: int, b: int) -> int:
+    """Add two integers."""
+    raise ValueError(f"cannot add {a} and {b}")
+
+
+def traced_spans(*, server_error: bool = False, tool_raises: bool = False) -> list[Any]:
     """The finished SDK spans of one run of the agent.
 
     ``server_error``: the second model call is answered with a 500 (as the llm-server answered
-    the local model's own broken call sent back), which the graph raises.
+    the local model's own broken call sent back), which the graph raises. ``tool_raises``: the
+    tool raises, which LangGraph's tool node lets out of the graph (it hands the model only a
+    call it could not make).
     """
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
@@ -53,8 +60,10 @@ def traced_spans(*, server_error: bool = False) -> list[Any]:
         )
         with warnings.catch_warnings():  # moved to `langchain.agents` (not installed); same graph
             warnings.simplefilter("ignore", DeprecationWarning)
-            agent = create_react_agent(model, [tool(add)], name="adder")
-        with contextlib.suppress(Exception) if server_error else contextlib.nullcontext():
+            adder = tool("add")(broken_add) if tool_raises else tool(add)
+            agent = create_react_agent(model, [adder], name="adder")
+        failing = server_error or tool_raises
+        with contextlib.suppress(Exception) if failing else contextlib.nullcontext():
             agent.invoke({"messages": [("user", "1 + 2?")]}, {"recursion_limit": 8})
     finally:
         instrumentor.uninstrument()
