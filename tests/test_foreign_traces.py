@@ -12,6 +12,7 @@ explorer shows of a call. All offline: every model answer comes from the client'
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -148,6 +149,8 @@ def test_the_openai_agents_sdk() -> None:
     tokens = shown[0].index("tokens in")
     assert [row[tokens] for row in shown[1:]] == ["12", ""]  # the failed call had none: not 12.000
     assert failed_rows(trace) == [0, 1]  # the tool's step drawn failed too, not the 500's alone
+    add = next(s for s in trace.spans if s.name == "add")
+    assert _call_shown(trace, add)[1] == "3"
 
 
 def test_a_langgraph_agent_whose_model_call_failed() -> None:
@@ -210,6 +213,17 @@ def test_openinference_langgraph() -> None:
     steps = trace.steps_df()
     assert steps["tool_calls"].tolist() == [1, 0] and steps["tools"].tolist() == ["add", ""]
     assert steps["tools_ms"].notna().tolist() == [True, False]
+    assert _call_shown(trace, tool) == ('{\n  "a": 1,\n  "b": 2\n}', "3")  # not the message JSON
+
+
+def _call_shown(trace: wb.Trace, tool: Any) -> tuple[str, str]:
+    """The arguments and the result the explorer shows of a tool call, as their boxes say them:
+    OpenInference's tool span has them only as its input and output values (LangChain's tool
+    message, as JSON, around the answer)."""
+    detail = span_detail_html(trace, tool)
+    boxes = re.findall(r"<h4[^>]*>(Arguments|Result)</h4><pre[^>]*>(.*?)</pre>", detail, re.S)
+    shown = {title: html.unescape(text) for title, text in boxes}
+    return shown.get("Arguments", ""), shown.get("Result", "")
 
 
 def test_a_langgraph_agent_whose_tool_raised(

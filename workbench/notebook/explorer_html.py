@@ -347,12 +347,27 @@ def content_boxes(attributes: Mapping[str, Any]) -> list[str]:
     return [box for key in keys for box in genai_message_boxes(attributes[key])]
 
 
+def _tool_result(value: object) -> object:
+    """What a tool answered, from OpenInference's ``output.value`` of a tool span.
+
+    LangChain's tracer writes the whole tool message there, as JSON (its type, ids, status,
+    and the content, the answer, inside); the Agents SDK's the answer itself.
+    """
+    try:
+        found = loads(value) if isinstance(value, str) else None
+    except ValueError:  # not JSON: the answer as it is
+        return value
+    data = found.get("data") if isinstance(found, dict) and found.get("type") == "tool" else None
+    return data["content"] if isinstance(data, dict) and "content" in data else value
+
+
 def _attribute_content(span: SpanData) -> list[DetailPiece]:
     """The span's captured content: the conventions' JSON, else messages read from another shape.
 
     OpenInference and OpenLLMetry (before it wrote the conventions' JSON) flatten a model call's
     messages into one attribute per field; those are read back (`messages_of_chat`) and drawn
-    as messages too. Content that cannot be read is said, with why.
+    as messages too; a tool call's arguments and result are its input and output there. Content
+    that cannot be read is said, with why.
     """
     attributes = span.attributes
     out: list[DetailPiece] = []
@@ -362,10 +377,15 @@ def _attribute_content(span: SpanData) -> list[DetailPiece]:
     if "gen_ai.output.messages" in attributes:
         answer = genai_message_boxes(attributes["gen_ai.output.messages"])
         out += [_H.format("Output messages"), Shared(tuple(answer))]
-    if "gen_ai.tool.call.arguments" in attributes:
-        out.append(_H.format("Arguments") + _pre(_pretty(attributes["gen_ai.tool.call.arguments"])))
-    if "gen_ai.tool.call.result" in attributes:
-        out.append(_H.format("Result") + _pre(str(attributes["gen_ai.tool.call.result"])))
+    arguments = attributes.get(n.TOOL_CALL_ARGUMENTS)
+    result = attributes.get(n.TOOL_CALL_RESULT)
+    if span.category == "tool" and arguments is None and result is None:  # OpenInference's
+        arguments = attributes.get(n.OI_INPUT_VALUE)
+        result = _tool_result(attributes.get(n.OI_OUTPUT_VALUE))
+    if arguments is not None:
+        out.append(_H.format("Arguments") + _pre(_pretty(arguments)))
+    if result is not None:
+        out.append(_H.format("Result") + _pre(str(result)))
     if out or span.category != "model":
         return out
     try:

@@ -107,6 +107,8 @@ OI_INPUT_TOKENS: Final = "llm.token_count.prompt"
 OI_OUTPUT_TOKENS: Final = "llm.token_count.completion"
 OI_TOOL_NAME: Final = "tool.name"
 OI_AGENT_NAME: Final = "agent.name"
+OI_INPUT_VALUE: Final = "input.value"
+OI_OUTPUT_VALUE: Final = "output.value"
 """OpenInference's names for what the conventions call ``gen_ai.response.model`` and
 ``gen_ai.usage.{input,output}_tokens`` (a Phoenix trace has only these)."""
 LLM_REQUEST_TYPE: Final = "llm.request.type"
