@@ -9,6 +9,7 @@ kept in ``requests`` (body and headers), so a test can see exactly what the prox
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -172,10 +173,17 @@ def _handler(fake: FakeUpstream) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Nothing to say of a request the proxy dropped (its client hung up): a traceback else."""
+        if not isinstance(sys.exc_info()[1], BrokenPipeError | ConnectionResetError):
+            super().handle_error(request, client_address)
+
+
 @contextmanager
 def fake_upstream(behaviour: Behaviour | None = None) -> Iterator[FakeUpstream]:
     """A fake server on a free loopback port, for the duration of the block."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    server = _Server(("127.0.0.1", 0), BaseHTTPRequestHandler)
     fake = FakeUpstream(url=f"http://127.0.0.1:{server.server_address[1]}/v1")
     if behaviour is not None:
         fake.behaviour = behaviour

@@ -30,14 +30,18 @@ KEY = "sk-test-retries-7c2e90"
 Behaviour = Callable[[dict[str, Any], dict[str, str]], Answer]
 
 
-def failing_twice(answer: Callable[[dict[str, Any]], Answer], fails: int = 2) -> Behaviour:
-    """Answers the first request, then fails the next ``fails`` with a 500, then answers."""
+def failing_twice(
+    answer: Callable[[dict[str, Any]], Answer], fails: int = 2, last: int = 500
+) -> Behaviour:
+    """Answers the first request, then fails the next ``fails`` with a 500 (the last of them
+    with ``last``), then answers."""
     count = itertools.count()
 
     def behaviour(body: dict[str, Any], headers: dict[str, str]) -> Answer:
         n = next(count)
         if 1 <= n <= fails:
-            return Answer(status=500, body={"error": {"message": f"upstream broke ({n})"}})
+            status = last if n == fails else 500
+            return Answer(status=status, body={"error": {"message": f"upstream broke ({n})"}})
         return answer(body)
 
     return behaviour
@@ -256,23 +260,27 @@ def test_a_step_tried_again_reads_back_as_the_try_that_was_answered(tmp_path: Pa
 
 
 def test_a_replay_fails_a_step_whose_every_try_failed_as_it_did(tmp_path: Path) -> None:
-    """The SDK gave up after three 500s: the replay fails each try again (it answered the
-    first with 'the replay has 1 recorded responses', a 400 the SDK does not retry)."""
+    """The SDK gave up after two 500s and a 503: the replay fails each try again, with its
+    status (it answered the first with 'the replay has 1 recorded responses', a 400 the SDK
+    does not retry)."""
     store = wb.RunStore(tmp_path / "runs.db")
     with (
-        fake_upstream(failing_twice(adder, fails=3)) as upstream,
+        fake_upstream(failing_twice(adder, fails=3, last=503)) as upstream,
         wb.proxy(upstream.url, store=store) as proxy,
         pytest.raises(openai.InternalServerError, match=r"upstream broke \(3\)"),
     ):
         tool_loop(proxy.url)
     original = store.load(proxy.run_ids[0])
+    assert original.steps[1].model_status == 503
     with (
         wb.proxy(replay=original.run_id, store=store) as replay,
-        pytest.raises(openai.InternalServerError, match=r"upstream broke \(3\)"),
+        pytest.raises(openai.InternalServerError, match=r"upstream broke \(3\)") as told,
     ):
         tool_loop(replay.url)
+    assert told.value.status_code == 503
     again = store.load(replay.run_ids[0])
     assert [(s.index, s.tries) for s in again.steps] == [(1, 1), (2, 3)]
+    assert again.steps[1].model_status == 503
     assert again.state.status is wb.ExecutionStatus.FAILED
     assert [(e.kind, e.where, e.message) for e in again.errors] == [
         (e.kind, e.where, e.message) for e in original.errors

@@ -192,6 +192,9 @@ class StepRecord(Record):
     """How long the model call took, in seconds (the INFERENCE phase also counts the rest)."""
     model_error: ErrorInfo | None = None
     """Why the model call failed, if it did (the run may still end otherwise, e.g. a time limit)."""
+    model_status: int | None = None
+    """The HTTP status the client was answered with when the model call failed, where the
+    recording proxy saw one (a 529, a 504): what a replay answers that call with."""
     failed_tries: tuple[ModelTry, ...] = ()
     """The tries of this step's model call that failed before the one the ``model_*`` fields
     describe, when the client asked the same again (an SDK's retries, seen by the recording

@@ -162,6 +162,7 @@ def step_record(
         model_started_at=pending.started_at,
         model_duration=outcome.duration,
         model_error=outcome.error,
+        model_status=outcome.status,
         failed_tries=pending.tries,
         ended_at=ended,
     )

@@ -15,8 +15,8 @@ before the fork it would have departed.
 
 A step the client tried more than once (it asked again after a failed try: an SDK's retries)
 is answered as it went: each failed try with its recorded error and status, then the answer;
-a step whose every try failed, each with its error. So the client retries (and gives up) as it
-did, and the replay records the same steps, tried as often.
+a step whose every try failed, each with its error and status. So the client retries (and
+gives up) as it did, and the replay records the same steps, tried as often.
 
 Some tools answer differently every time they run: Codex's ``exec_command`` says how long the
 command took and gives its output a random chunk id. A replay stays strict about them only
@@ -287,13 +287,15 @@ class _Tries:
 
 
 def _last_try(step: StepRecord) -> ModelTry:
-    """The last try of a step whose every try failed.
-
-    Its error status was not kept: it is answered with a 500, which a client asks again after.
-    """
+    """The last try of a step whose every try failed, as its failed tries are kept."""
     assert step.model_error is not None
     started = step.model_started_at if step.model_started_at is not None else step.started_at
-    return ModelTry(started_at=started, duration=step.model_duration, error=step.model_error)
+    return ModelTry(
+        started_at=started,
+        duration=step.model_duration,
+        error=step.model_error,
+        status=step.model_status,
+    )
 
 
 def _origin(run: RunResult, step: int) -> RerunOf:
