@@ -312,3 +312,26 @@ def test_a_client_that_stopped_waiting_and_asked_again_tried_the_same_step_again
     (gave_up,) = step.failed_tries
     assert (gave_up.error.type, gave_up.status) == ("ClientDisconnected", None)
     assert step.response is not None and step.response.text_content == "answer 1"
+
+
+def test_a_named_conversation_asked_again_is_the_same_step_tried_again() -> None:
+    """A client that names its conversation (``X-Workbench-Run``) is grouped by the name, not by
+    what it sends: its retry is still the step tried again, not the name's next step."""
+    store = wb.RunStore(":memory:")
+    named = {"X-Workbench-Run": "planner"}
+    with (
+        fake_upstream(failing_twice(adder, fails=1)) as upstream,
+        wb.proxy(upstream.url, store=store) as proxy,
+        openai.OpenAI(
+            base_url=proxy.url, api_key=KEY, max_retries=1, default_headers=named
+        ) as client,
+    ):
+        messages: Any = [{"role": "user", "content": "2 + 3?"}]
+        client.chat.completions.create(model="m", messages=messages)
+        messages = [*messages, {"role": "assistant", "content": "let me see"}]
+        messages = [*messages, {"role": "user", "content": "well?"}]
+        assert client.chat.completions.create(model="m", messages=messages).choices
+    (run_id,) = proxy.run_ids
+    run = store.load(run_id)
+    assert run.state.metadata["conversation"] == "planner"
+    assert [(s.index, s.tries) for s in run.steps] == [(1, 1), (2, 2)]
