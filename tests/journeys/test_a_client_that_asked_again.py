@@ -48,6 +48,9 @@ def test_a_step_the_client_asked_again_is_one_step_tried_three_times(
     expect(rows).to_have_count(2)  # two steps, not four
     tries = rows.nth(1).locator("td").nth(_column(steps, "model tries"))
     expect(tries).to_have_text("3")
+    waterfall = view.locator(".jp-RenderedPlotly").first  # its rows say which try is which
+    for number in (1, 2, 3):
+        expect(waterfall).to_contain_text(f"chat m · try {number}")
     steps.scroll_into_view_if_needed()
     notebook.shot("2-trace-view", view)
 

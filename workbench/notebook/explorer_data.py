@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from workbench._record import Record
+from workbench.telemetry.names import MODEL_TRY
 from workbench.telemetry.spandata import SpanData, Status
 from workbench.telemetry.trace import Trace
 from workbench.telemetry.tree import SpanTree
@@ -174,6 +175,11 @@ def span_label(span: SpanData, agent: str) -> str:
     """The name a row shows: a model call's with its agent (``chat gpt-4o · digger``).
 
     Every agent's model calls are named ``chat <model>``: in a team of agents on one model
-    they would all read the same.
+    they would all read the same. So would the tries of a step's call a client asked again:
+    each says which it is (``chat gpt-4o · try 2``).
     """
-    return f"{span.name} · {agent}" if agent and span.category == "model" else span.name
+    if span.category != "model":
+        return span.name
+    number = span.attributes.get(MODEL_TRY)
+    parts = [span.name, agent, f"try {number}" if number is not None else ""]
+    return " · ".join(p for p in parts if p)
