@@ -254,3 +254,17 @@ def test_a_problem_logged_with_its_exception_is_one_line_that_names_it(
         except KeyError:
             logging.getLogger("uvicorn.error").exception("Exception in ASGI application\n")
     assert capsys.readouterr().err == "error: Exception in ASGI application: KeyError: 'x'\n"
+
+
+@pytest.mark.parametrize("verb", [["runs"], ["show", "last"]])
+def test_a_problem_quoting_what_was_given_keeps_its_password_out(
+    verb: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A backend's URL, password and all, given as --store: the error quoted it whole."""
+    given = "phoenix+http://me:hunter2pass@127.0.0.1:6006/project"
+    assert main([*verb, "--store", given]) == 2
+    said = capsys.readouterr().err
+    assert said == (
+        "workbench: no run store at phoenix+http://me:[REDACTED]@127.0.0.1:6006/project: "
+        "no such file\n"
+    )

@@ -31,6 +31,7 @@ from workbench.records import (
     call_label,
     step_labels,
 )
+from workbench.redact import redacted
 from workbench.store import RunStore, StoreError
 
 __all__ = [
@@ -82,9 +83,10 @@ def say_problem(text: str) -> None:
     """One line on stderr: an error (``workbench: ...``) or a warning (``warning: ...``).
 
     One line whatever the text holds (a server's HTML answer, an exception's several lines): the
-    person reads the sentence; the output of the verb, on stdout, stays apart from it.
+    person reads the sentence; the output of the verb, on stdout, stays apart from it. Secrets
+    are redacted: a problem may quote what was given (a URL with its password given as a path).
     """
-    print(terminal_text(" ".join(text.split()), one_line=True), file=sys.stderr)
+    print(terminal_text(redacted(" ".join(text.split())), one_line=True), file=sys.stderr)
 
 
 class _ProblemLines(logging.Handler):
