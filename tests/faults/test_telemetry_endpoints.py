@@ -9,6 +9,7 @@ what one that came back can take). In every case the run ends as it would withou
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 import warnings
@@ -98,9 +99,14 @@ def test_a_shutdown_does_not_wait_for_an_endpoint_that_refuses_the_connection(
     assert len(telemetry.spans) == spans  # kept in memory: the views have them all
 
 
-def test_an_endpoint_that_refused_and_came_back_gets_what_was_queued_since() -> None:
+def test_an_endpoint_that_refused_and_came_back_gets_what_was_queued_since(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """A refusal said of a try that is over is not taken for 'down' at the shutdown: its flush
-    tries again, and an endpoint that came up in between gets the spans."""
+    tries again, and an endpoint that came up in between gets the spans. The batch it refused is
+    said to be refused, not in the exporter's last words ("Failed to export spans batch due to
+    timeout, max retries or shutdown.")."""
+    caplog.set_level(logging.WARNING, logger="workbench.telemetry")
     port = free_port()
     telemetry = wb.Telemetry(
         otlp_endpoint=f"http://127.0.0.1:{port}/v1/traces",
@@ -112,6 +118,9 @@ def test_an_endpoint_that_refused_and_came_back_gets_what_was_queued_since() -> 
     assert not telemetry.flush(timeout=30)
     before = telemetry.export_stats
     assert before is not None and before.refused and before.failed == before.queued
+    assert before.failure == "the endpoint refused the connection"
+    (said,) = [r.getMessage() for r in caplog.records if r.name == "workbench.telemetry"]
+    assert said.endswith(f"({before.failed} dropped so far): the endpoint refused the connection")
     with receiving(port=port) as endpoint:
         a_run(telemetry)
         with pytest.warns(wb.TelemetryExportWarning, match=rf"\b{before.queued} of \d+ spans"):

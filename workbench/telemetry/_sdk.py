@@ -28,6 +28,9 @@ log = logging.getLogger("workbench.telemetry")
 _CREDENTIALS = "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER"
 """Names a ``requests`` session of the person's own for the exporter (OpenTelemetry's setting)."""
 
+REFUSED = "the endpoint refused the connection"
+"""`ExportStats.failure` of a batch the endpoint refused (nothing listens there)."""
+
 _LOOK_EVERY = 0.05
 """How often a shutdown looks whether the endpoint refused, in seconds, while it flushes."""
 
@@ -127,9 +130,12 @@ class _CountingExporter(SpanExporter):
         inner: SpanExporter,
         endpoint: str,
         prepare: Callable[[Sequence[ReadableSpan]], Sequence[ReadableSpan]],
+        refused: threading.Event,
     ) -> None:
         self.inner = inner
         self.prepare = prepare
+        self.refused = refused
+        """Set while the endpoint refuses connections (`WatchedSession`)."""
         self.endpoint = endpoint
         self.exported = 0
         self.failed = 0
@@ -162,7 +168,10 @@ class _CountingExporter(SpanExporter):
             else:
                 self.failed += len(spans)
                 failed = self.failed
-                self.failure = redacted(_exporting.failure)
+                # the refusal, not the exporter's last word on it ("... due to timeout, max
+                # retries or shutdown."), which says nothing of why
+                refused = self.refused.is_set()
+                self.failure = REFUSED if refused else redacted(_exporting.failure)
             said = self.closing  # the shutdown's warning says it, with the exporter's error
         if result is not SpanExportResult.SUCCESS and not said:
             log.warning(
@@ -219,7 +228,7 @@ class ExportPipe(SpanProcessor):
         logging.getLogger(OTLPSpanExporter.__module__).addFilter(_not_ours)  # once: same filter
         endpoint = redacted(endpoint)  # shown in logs and stats: no password of the URL
         self.endpoint = endpoint
-        self._exporter = _CountingExporter(exporter, endpoint, prepare)
+        self._exporter = _CountingExporter(exporter, endpoint, prepare, self._refused)
         self._batch = BatchSpanProcessor(
             self._exporter,
             max_queue_size=max_queue_size,
