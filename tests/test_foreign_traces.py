@@ -153,6 +153,18 @@ def test_the_openai_agents_sdk() -> None:
     assert _call_shown(trace, add)[1] == "3"
 
 
+def test_the_openai_agents_sdk_traced_by_openllmetry() -> None:
+    """OpenLLMetry's instrumentation of the same run: the SDK's errors as its dicts (its run's
+    "{'message': 'Error in agent run', 'data': ...}" is the 500 again, not a third error), and
+    no token counts: "0 in / 0 out" read as counted."""
+    trace = loaded(openai_agents.failing_spans("openllmetry"))
+    assert trace.summary() == (
+        "failed, 1 tool error, 1 model error; first: step 1, get_weather in forecaster"
+    )
+    assert [e.kind for e in trace.errors()] == ["tool", "model"]
+    assert trace_summary(trace)["tokens"] == "not recorded by the tracer"
+
+
 def test_a_langgraph_agent_whose_model_call_failed() -> None:
     """A LangGraph ReAct agent whose second model call got a 500 read "failed, 1 failed span:
     call_model", agent "—": the exception fails the node, its chains and the graph on its way

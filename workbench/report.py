@@ -202,12 +202,20 @@ def _not_errors(failed: Sequence[SpanData], erred: set[str | None]) -> str:
 
 
 def _tokens(trace: Trace) -> str:
-    """Tokens of every model call, and their cost when every step's is known."""
+    """Tokens of every model call, and their cost when every step's is known.
+
+    A tracer that records no token counts (OpenLLMetry's of the OpenAI Agents SDK, on Chat
+    Completions) leaves them unknown, not zero.
+    """
     inputs = outputs = 0
+    counted = False
     for call in trace.model_calls():
         tokens = [number(v) for v in n.tokens_of(call.attributes)]
+        counted = counted or any(t is not None and t == t for t in tokens)
         inputs += int(tokens[0] or 0) if tokens[0] == tokens[0] else 0  # NaN: not a number
         outputs += int(tokens[1] or 0) if tokens[1] == tokens[1] else 0
+    if trace.model_calls() and not counted:  # "0 in / 0 out" read as counted, and none
+        return "not recorded by the tracer"
     costs = [head.cost for head in trace.step_heads()]
     known = [float(c) for c in costs if c is not None and c == c]
     total = sum(known) if known and len(known) == len(costs) else 0.0

@@ -5,7 +5,8 @@ The model (the SDK's Chat Completions model) is answered by the client's own tra
 raises (the SDK tells the model, "non-fatal"); the second is a 500, as the llm-server answers a
 conversation holding arguments it cannot parse (what the local model did when this was walked),
 which the run raises. The spans are OpenInference's: an AGENT span for the workflow, AGENT for
-the agent (``agent.name``), CHAIN for each turn, LLM for each model call, TOOL for each call.
+the agent (``agent.name``), CHAIN for each turn, LLM for each model call, TOOL for each call;
+or OpenLLMetry's.
 """
 
 from __future__ import annotations
@@ -37,11 +38,25 @@ def get_weather(city: str) -> str:
     raise ValueError(f"no weather station in {city!r}")
 
 
-def failing_spans() -> list[Any]:
-    """The finished SDK spans of one run of the agent (the run raised the 500)."""
+def _instrumentor(name: str) -> Any:
+    if name == "openinference":
+        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+    else:
+        import agents
+        from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+        agents.set_trace_processors([])  # theirs only: the SDK's own would send to OpenAI
+    return OpenAIAgentsInstrumentor()
+
+
+def failing_spans(instrumentation: str = "openinference") -> list[Any]:
+    """The finished SDK spans of one run of the agent (the run raised the 500).
+
+    Traced by ``openinference`` or ``openllmetry`` (whose spans are the conventions' names:
+    ``invoke_agent``, ``chat``, ``execute_tool``; no token counts on Chat Completions).
+    """
     import openai
     from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, function_tool
-    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -49,7 +64,7 @@ def failing_spans() -> list[Any]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = OpenAIAgentsInstrumentor()
+    instrumentor = _instrumentor(instrumentation)
     instrumentor.instrument(tracer_provider=provider)  # its processor alone: nothing sent away
     answers = [httpx.Response(200, json=CALLS), httpx.Response(500, json=SERVER_ERROR)]
     transport = httpx.MockTransport(lambda request: answers.pop(0))

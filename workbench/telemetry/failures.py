@@ -8,6 +8,7 @@ raised; LangGraph fails every span an exception passes on its way out).
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from typing import Any
 
@@ -100,9 +101,21 @@ def _words(message: str) -> str:
     """What an error says after its own words (``Error in agent run: ...``).
 
     One failure's errors share these: only errors that do are compared, so a trace of many
-    failures is not read in pairs.
+    failures is not read in pairs. The OpenAI Agents SDK's error is a message and its data,
+    which OpenInference writes as ``message: data`` and OpenLLMetry as the whole dict.
     """
+    if message.startswith("{'message': ") and len(message) < _LONGEST_DICT:
+        try:
+            found = ast.literal_eval(message)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            found = None
+        if isinstance(found, dict) and "data" in found:
+            return str(found["data"])
     return message.split(": ", 1)[-1]
+
+
+_LONGEST_DICT = 10_000
+"""The longest error message read as the Agents SDK's dict: longer ones are compared as text."""
 
 
 def _same_type(a: RunError, b: RunError) -> bool:
