@@ -92,7 +92,10 @@ def test_our_jaeger_file_round_trips(live: Any, tmp_path: Path) -> None:
         )
         assert span.attributes == jaeger
         assert span.scope == "workbench" and span.resource["service.name"] == "workbench"
-        assert span.start_ns == original.start_ns // 1000 * 1000  # microseconds in Jaeger
+        # Jaeger keeps microseconds. Not a multiple of 1000 always: on a busy machine the resumed
+        # run can start more than `waits.SHORTEST` after the pause, and closing that wait moves
+        # the spans after it back by its length in nanoseconds (test_recorded_waits covers it)
+        assert abs(span.start_ns - original.start_ns) < 1000
         assert [e.name for e in span.events] == [e.name for e in original.events]
         assert [(lk.trace_id, lk.span_id) for lk in span.links] == [
             (lk.trace_id, lk.span_id) for lk in original.links
