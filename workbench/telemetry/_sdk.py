@@ -92,8 +92,9 @@ class ExportStats:
     exported: int
     failed: int
     failure: str = ""
-    """What the exporter said of the last batch that failed ("... code: 404, reason: Not
-    Found"), redacted: a server that answers, but not as a collector, is not down."""
+    """Why the last batch that failed did ("the endpoint refused the connection", or what the
+    exporter said: "... code: 404, reason: Not Found"), redacted: a server that answers, but not
+    as a collector, is not down."""
     refused: bool = False
     """The endpoint refused the last connection tried: nothing listens there (it is down)."""
 
@@ -140,7 +141,7 @@ class _CountingExporter(SpanExporter):
         self.exported = 0
         self.failed = 0
         self.failure = ""
-        """What the exporter said of the last batch that failed (`ExportStats.failure`)."""
+        """Why the last batch that failed did (`ExportStats.failure`)."""
         self._lock = threading.Lock()
         self.closing = False
         """Set when the pipe's shutdown begins: its warning says what failed from then on."""
