@@ -152,3 +152,50 @@ def test_op(model_cassette, op):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*UsageError*test_op_2_3.json*test_op?2+3?*cassette(path=*"])
     assert len(list((pytester.path / "cassettes" / "test_ops").iterdir())) == 1
+
+
+SILENT_TEST = """
+import os
+
+import pytest
+
+import workbench as wb
+
+
+def answer(messages, request):
+    return "hello " + messages[-1].text
+
+
+def test_silent(model_cassette):
+    agent = wb.Agent(model=model_cassette(wb.FunctionModel(answer)), store=False)
+    agent.run_sync(os.environ.get("PROMPT", "there"))
+
+
+@pytest.mark.cassette(may_depart=True)
+def test_about_departures(model_cassette):
+    agent = wb.Agent(model=model_cassette(wb.FunctionModel(answer)), store=False)
+    result = agent.run_sync(os.environ.get("PROMPT", "there"))
+    assert (result.output is None) is bool(os.environ.get("PROMPT"))
+"""
+
+
+def test_a_test_that_asserts_nothing_fails_when_its_cassette_departed(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run that sent a departed request failed; a test that never looked at it would pass on
+    an agent that no longer does what was recorded. A test about departures says so."""
+    pytester.makepyfile(test_silent=SILENT_TEST)
+    run(pytester).assert_outcomes(passed=2)  # recorded
+    run(pytester).assert_outcomes(passed=2)  # replayed, the same requests
+    monkeypatch.setenv("PROMPT", "you")
+    result = run(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*1 request(s) departed from the cassette*may_depart=True*",
+            "ReplayDivergence: *request 1*",
+            "*- recorded: text 'there'*",
+            "*+ sent:     text 'you'*",
+            "FAILED test_silent.py::test_silent*",
+        ]
+    )

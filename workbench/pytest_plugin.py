@@ -14,6 +14,10 @@ redact=[...])`` sets the file (a relative path is from the test file's directory
 extra secret patterns for one test;
 ``pytest --cassette-mode=record`` records every cassette again (``replay`` makes a missing
 cassette an error, for CI). The command line wins over the marker, the marker over ``once``.
+
+A request that departed from its recording fails the test even when the test asserted nothing
+about the run it failed: a replay that no longer replays is no test of the agent. A test about
+such departures says so with ``@pytest.mark.cassette(may_depart=True)``.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ def pytest_configure(config: pytest.Config) -> None:
     """Declare the ``cassette`` marker (so ``--strict-markers`` accepts it)."""
     config.addinivalue_line(
         "markers",
-        "cassette(path=None, mode=None, redact=()): the workbench model cassette of this test",
+        "cassette(path=None, mode=None, redact=(), may_depart=False): the workbench model "
+        "cassette of this test",
     )
 
 
@@ -87,13 +92,36 @@ _MADE = pytest.StashKey[list[Cassette]]()
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """A failed test's report shows where its cassettes' requests departed from the recording."""
+    """A failed test's report shows where its cassettes' requests departed from the recording.
+
+    A test that passed with such a departure fails (as pytest's own strict xfail turns a pass
+    into a failure), unless its marker says ``may_depart=True``: the run that sent the request
+    failed, and a test that did not look at it would pass on an agent that no longer works.
+    """
     report = yield
-    if report.when == "call" and report.failed:
-        for cassette in item.stash.get(_MADE, []):
-            for departed in cassette.departures:
-                report.sections.append(("Captured cassette call", f"ReplayDivergence: {departed}"))
+    if report.when != "call":
+        return report
+    departures = [d for cassette in item.stash.get(_MADE, []) for d in cassette.departures]
+    if report.failed:
+        for departed in departures:
+            report.sections.append(("Captured cassette call", f"ReplayDivergence: {departed}"))
+    elif report.passed and departures and not _may_depart(item):
+        report.outcome = "failed"
+        report.longrepr = "\n\n".join(
+            [
+                f"{len(departures)} request(s) departed from the cassette: each run that sent "
+                "one failed, though the test passed. Record again (pytest "
+                "--cassette-mode=record) if the change is meant, or mark the test "
+                "@pytest.mark.cassette(may_depart=True) if it is about departures.",
+                *(f"ReplayDivergence: {departed}" for departed in departures),
+            ]
+        )
     return report
+
+
+def _may_depart(item: pytest.Item) -> bool:
+    marker = item.get_closest_marker("cassette")
+    return marker is not None and marker.kwargs.get("may_depart", False) is True
 
 
 _OWNERS = pytest.StashKey[dict[Path, str]]()
