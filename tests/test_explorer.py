@@ -303,6 +303,8 @@ def test_unknown_sources_are_refused_with_what_is_read() -> None:
         wb.trace_of(42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="OpenTelemetry SDK spans; the sequence holds a object"):
         wb.trace_of([object()])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"got bytes \(a trace's JSON goes as text: decode it\)"):
+        wb.trace_of(b'{"resourceSpans": []}')  # type: ignore[arg-type]
 
 
 def test_widget_select_filters_keys_and_folds() -> None:

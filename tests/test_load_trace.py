@@ -4,10 +4,12 @@ and bad input (truncated, wrong shapes, bad ids, a backend down or slow, 100,000
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import re
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -372,6 +374,16 @@ def test_bad_files_and_shapes(live: Any, tmp_path: Path) -> None:
         wb.load_trace(truncated)
     with pytest.raises(wb.TraceLoadError, match="cannot read trace file"):
         wb.load_trace(tmp_path / "missing.json")
+    empty = tmp_path / "empty.json"  # an exporter that never flushed
+    empty.write_text("\n")
+    with pytest.raises(wb.TraceLoadError, match=r"empty\.json is empty: no trace was written"):
+        wb.load_trace(empty)
+    packed = tmp_path / "run.otlp.json.gz"
+    packed.write_bytes(gzip.compress(text.encode()))
+    with warnings.catch_warnings():  # not "bytes that are not UTF-8 were replaced" either
+        warnings.simplefilter("error")
+        with pytest.raises(wb.TraceLoadError, match="gz is gzip-compressed: decompress it"):
+            wb.load_trace(packed)
     with pytest.raises(wb.TraceLoadError, match="not an OTLP/JSON or Jaeger JSON trace"):
         wb.load_trace('{"spans": []}')
     with pytest.raises(wb.TraceLoadError, match="not an OTLP/JSON or Jaeger JSON trace"):

@@ -157,12 +157,13 @@ def _spans_source(source: TraceSource) -> Trace:
             return load_trace(source)
         case Telemetry():
             return source.trace()
-        case Sequence():
+        case Sequence() if not isinstance(source, bytes | bytearray):  # bytes: ints, no spans
             return Trace.from_spans(_sdk_spans(source))
     raise TypeError(
         "trace_of reads a run (RunResult, AgentRun, the results of its executions), a Trace, "
         f"a Telemetry, OpenTelemetry spans, or a trace file or backend URL; got "
         f"{type(source).__name__}"
+        + (" (a trace's JSON goes as text: decode it)" if isinstance(source, bytes) else "")
     )
 
 

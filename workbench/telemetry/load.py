@@ -105,12 +105,27 @@ def _spans(source: str | Path) -> list[SpanData]:
     decoded = otlp_decode.spans(raw)
     if decoded is not None:
         return decoded
+    if isinstance(raw, bytes):
+        _check_plain(raw, source)
     text = _text(raw, Path(source)) if isinstance(raw, bytes) else raw
     try:
         document = _json_values(text)
     except ValueError as exc:
         raise TraceLoadError(f"{_name(source)} is not valid JSON (truncated?): {exc}") from None
     return spans_from_document(document)
+
+
+_COMPRESSED = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip"}
+"""The first bytes of a compressed file (a trace exported or downloaded compressed)."""
+
+
+def _check_plain(data: bytes, source: str | Path) -> None:
+    """Refuse a file that holds nothing, or a compressed one, saying so (not "not valid JSON")."""
+    if not data.strip():
+        raise TraceLoadError(f"{_name(source)} is empty: no trace was written to it")
+    kind = next((k for magic, k in _COMPRESSED.items() if data.startswith(magic)), None)
+    if kind is not None:
+        raise TraceLoadError(f"{_name(source)} is {kind}-compressed: decompress it and load that")
 
 
 def _names_file(text: str) -> bool:
