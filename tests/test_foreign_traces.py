@@ -215,6 +215,18 @@ def test_a_trace_of_many_failures_says_each_once_without_reading_them_in_pairs()
     assert [e.name for e in errors] == [f"task {i}" for i in range(10)]
 
 
+@pytest.mark.parametrize("said", ["{'message': 1, []: 2}", "{'message': 'x', 'data': {[]: 1}}"])
+def test_an_error_that_looks_like_the_agents_sdks_but_is_not_is_kept_as_text(said: str) -> None:
+    """A failed span's message read as the Agents SDK's dict, when it is one: a dict literal
+    with a list for a key raised TypeError from Trace.errors(), and every view with it."""
+    top = wb.SpanData(trace_id="a" * 32, span_id=f"{1:016x}", name="workflow", start_ns=0, end_ns=9)
+    task = top.model_copy(update={"span_id": f"{2:016x}", "parent_id": top.span_id})
+    failed = task.model_copy(update={"name": "task", "status": "error", "status_message": said})
+    trace = wb.Trace.of([top, failed])
+    assert [e.message for e in trace.errors()] == [said]
+    assert trace.summary() == "ok, 1 failed span: task"
+
+
 def test_openinference_langgraph() -> None:
     trace = loaded(langgraph_react.traced_spans())
     tool = next(s for s in trace.spans if s.category == "tool")

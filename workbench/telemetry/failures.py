@@ -107,7 +107,7 @@ def _words(message: str) -> str:
     if message.startswith("{'message': ") and len(message) < _LONGEST_DICT:
         try:
             found = ast.literal_eval(message)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # any text
             found = None
         if isinstance(found, dict) and "data" in found:
             return str(found["data"])
