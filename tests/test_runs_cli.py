@@ -81,7 +81,16 @@ def test_runs_of_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().out.startswith("no runs in")
 
 
-@pytest.mark.parametrize("verb", [["runs"], ["show", "last"], ["report", "last"]])
+@pytest.mark.parametrize(
+    "verb",
+    [
+        ["runs"],
+        ["show", "last"],
+        ["report", "last"],
+        ["export", "last"],
+        ["replay", "last", "--from-step", "1"],
+    ],
+)
 def test_a_store_path_where_no_file_is_says_so(
     verb: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

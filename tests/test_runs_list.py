@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 import workbench as wb
 from bench._many_runs import copy_runs
+from workbench.notebook import RunsBrowser
 from workbench.runlist import StoreRuns
 from workbench.store._frame import frame_of_summaries
 
@@ -546,7 +547,38 @@ def test_no_default_store_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> N
         wb.runs()
 
 
-def test_an_empty_or_absent_store_lists_nothing(tmp_path: Path) -> None:
-    frame = wb.runs(tmp_path / "none.sqlite")
+def test_an_empty_store_lists_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    with wb.RunStore(path) as store:
+        store.delete(wb.Agent(model=wb.ScriptedModel(["hi"]), store=store).run_sync("x").run_id)
+    frame = wb.runs(path)
     assert frame.empty and "first_error" in frame.columns
-    assert not (tmp_path / "none.sqlite").exists()  # listing never creates a store
+
+
+def test_a_store_path_where_no_file_is_says_so_and_nothing_is_made(tmp_path: Path) -> None:
+    typo = tmp_path / "rnus.sqlite"  # it listed 0 runs, as a store with none does
+    said = f"no run store at {typo}: no such file"
+    with pytest.raises(wb.StoreError, match=said):
+        wb.runs(typo)
+    with pytest.raises(wb.StoreError, match=said):
+        wb.runs(source=str(typo))
+    with pytest.raises(wb.StoreError, match=said):
+        RunsBrowser(str(typo), live=False)
+    assert not list(tmp_path.iterdir())
+    # a store to write to is made by its first run, and read from its path then
+    store = wb.RunStore(tmp_path / "new" / "runs.sqlite")
+    assert wb.runs(store).empty  # a RunStore given is read as it is: no file yet, no runs
+    wb.Agent(model=wb.ScriptedModel(["hi"]), store=store).run_sync("x")
+    assert len(wb.runs(store.path)) == len(wb.runs(source=store.path)) == 1
+    assert wb.runs(":memory:").empty  # a new store in memory is one
+
+
+def test_a_browser_of_a_backend_mistyped_is_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    forms = r"jaeger\+http://host:16686\[/SERVICE\] or phoenix\+http://host:6006\[/PROJECT\]"
+    for typo in ("jaeger+notaurl", "phoenix+localhost:6006"):  # read as a store's path: 0 runs
+        with pytest.raises(wb.UsageError, match=f"is not a backend: {forms}"):
+            RunsBrowser(typo, live=False)  # and ipywidgets closes the half-made browser quietly
+    assert not list(tmp_path.iterdir())

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench._processes import this_process
 from workbench.backends import backend_runs
-from workbench.errors import UsageError
+from workbench.errors import StoreError, UsageError
 from workbench.records import RunResult
 from workbench.runfilter import INTERRUPTED, Choices, RunFilter
 from workbench.store import RunStore, RunSummary
@@ -34,6 +34,7 @@ __all__ = [
     "RunSource",
     "Source",
     "StoreRuns",
+    "existing_store",
     "open_store",
     "runs",
     "source_of",
@@ -175,17 +176,32 @@ _UNRECORDED = (
 
 
 def open_store(store: RunStore | str | os.PathLike[str] | None) -> RunStore:
-    """The store a run list reads: the one given, one at a path, or the default store."""
+    """The store a run list reads: the one given, an `existing_store` at a path, or the default."""
     if isinstance(store, RunStore):
         return store
     if store is not None:
-        return RunStore(store)
+        return existing_store(store)
     default = RunStore.default()
     if default is None:
         raise UsageError(
             "there is no default run store (WORKBENCH_STORE is off): pass store=RunStore(path)"
         )
     return default
+
+
+def existing_store(path: str | os.PathLike[str]) -> RunStore:
+    """The store at ``path`` to read runs from; `StoreError` "no run store at PATH" if no file is.
+
+    A path given to list or read runs names a store expected to be there: a mistyped one listed
+    "no runs", as if the runs were gone (and a live `RunsBrowser` waited on it). Nothing is made.
+    A store to write to is `RunStore(path)` (its file made by the first run): a `RunStore` given
+    is read as it is, as is the default store, which has no file before its first run.
+    """
+    store = RunStore(path)
+    if store.path != ":memory:" and not os.path.exists(store.path):
+        # quoted as given: made absolute, a URL mistaken for a path hides from redaction
+        raise StoreError(f"no run store at {os.fspath(path)}: no such file")
+    return store
 
 
 Source = RunSource | RunStore | str | os.PathLike[str] | None
@@ -195,8 +211,8 @@ Source = RunSource | RunStore | str | os.PathLike[str] | None
 def source_of(source: Source) -> RunSource:
     """The `RunSource` a run list reads: a store, or a backend (``"jaeger+http://..."``).
 
-    A store is given, at a path, or the default one; a backend is ``"jaeger+http://..."`` or
-    ``"phoenix+http://..."`` (`workbench.backends`).
+    A store is given, at a path (`existing_store`), or the default one; a backend is
+    ``"jaeger+http://..."`` or ``"phoenix+http://..."`` (`workbench.backends`).
     """
     # a URL, or a backend's name before it ('jaeger+notaurl' was read as a store's path: 0 runs)
     if isinstance(source, str) and ("://" in source or source.startswith(("jaeger+", "phoenix+"))):
@@ -215,6 +231,8 @@ def runs(
     **filters: Any,
 ) -> pd.DataFrame:
     """The runs of ``store`` (the default store if None) as a DataFrame, one row per run.
+
+    A path names a store that is there: a `StoreError` says "no run store at PATH" otherwise.
 
     ``source`` reads a trace backend instead (``"jaeger+http://host:16686[/SERVICE]"``,
     ``"phoenix+http://host:6006[/PROJECT]"``): one row per trace, with the columns its spans

@@ -32,6 +32,7 @@ from workbench.records import (
     step_labels,
 )
 from workbench.redact import redacted
+from workbench.runlist import existing_store
 from workbench.store import RunStore, StoreError
 
 __all__ = [
@@ -180,12 +181,11 @@ def open_store(args: argparse.Namespace, *, new: bool = False) -> RunStore:
     """The store ``--store`` names, else the default one; a `StoreError` if there is none.
 
     A ``--store PATH`` where no file is is an error unless the verb records (``new``, the proxy):
-    a mistyped path listed "No runs in PATH" as if the runs there were gone.
+    a mistyped path listed "No runs in PATH" as if the runs there were gone (`existing_store`).
     """
-    given = args.store
-    if given and not new and given != ":memory:" and not Path(given).exists():
-        raise StoreError(f"no run store at {given}: no such file")
-    store = RunStore(given) if given else RunStore.default()
+    if args.store:
+        return RunStore(args.store) if new else existing_store(args.store)
+    store = RunStore.default()
     if store is None:
         raise StoreError("no default store (WORKBENCH_STORE=off): pass --store PATH")
     return store

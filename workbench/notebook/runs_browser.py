@@ -169,11 +169,12 @@ class RunsBrowser(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     def close(self) -> None:
         """Stop watching the source and close the widgets."""
-        self._stop.set()
-        for opened in (self.explorer, self.history):
-            if opened is not None:
-                opened.close()
-        self.table.close()
+        if "_stop" in vars(self):  # else its source could not be read: __init__ raised, and
+            self._stop.set()  # ipywidgets closes what it made all the same when it is collected
+            for opened in (self.explorer, self.history):
+                if opened is not None:
+                    opened.close()
+            self.table.close()
         super().close()
 
     # -- what the page does -----------------------------------------------------------------
