@@ -165,6 +165,15 @@ def test_the_openai_agents_sdk_traced_by_openllmetry() -> None:
     assert trace_summary(trace)["tokens"] == "not recorded by the tracer"
 
 
+def test_the_agents_sdk_is_traced_after_a_test_turned_its_tracing_off() -> None:
+    """The SDK's tracing is one switch for the process: the proxy's client tests turn it off
+    (tests/clients, before this file), and the whole suite's run then traced nothing here."""
+    import agents
+
+    agents.set_tracing_disabled(True)
+    assert loaded(openai_agents.failing_spans()).errors()
+
+
 def test_a_langgraph_agent_whose_model_call_failed() -> None:
     """A LangGraph ReAct agent whose second model call got a 500 read "failed, 1 failed span:
     call_model", agent "—": the exception fails the node, its chains and the graph on its way
