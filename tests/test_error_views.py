@@ -196,3 +196,40 @@ def test_a_secret_in_an_exception_reaches_no_view(secret: str) -> None:
         "explorer state": json.dumps(explorer.get_state(), default=str),
     }
     assert [where for where, text in shown.items() if secret in text] == []
+
+
+@pytest.mark.parametrize("tokens", [2**70, 1e300, "1e300"])
+def test_a_count_no_whole_number_can_hold_is_shown_as_it_is(tokens: object) -> None:
+    """A trace from elsewhere saying 2**70 tokens: the step table made its counts whole numbers
+    and the cast raised TypeError, from TraceView and the report alike."""
+    from workbench.notebook import TraceView
+    from workbench.notebook.tables import for_people
+    from workbench.report import report_html
+
+    run = wb.SpanData(
+        trace_id="a" * 32,
+        span_id=f"{1:016x}",
+        name="invoke_agent a",
+        start_ns=0,
+        end_ns=9,
+        attributes={"gen_ai.operation.name": "invoke_agent"},
+    )
+    chat = run.model_copy(
+        update={
+            "span_id": f"{2:016x}",
+            "parent_id": run.span_id,
+            "name": "chat",
+            "attributes": {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.usage.input_tokens": tokens,
+                "gen_ai.usage.output_tokens": 3,
+            },
+        }
+    )
+    trace = wb.Trace.of([run, chat])
+    shown = for_people(trace.steps_df())
+    assert shown["tokens in"].tolist() == [float(tokens)]  # type: ignore[arg-type]
+    assert shown["tokens out"].tolist() == [3]
+    (table,) = TraceView(trace).outputs["table"].outputs
+    assert "wb-table" in table["data"]["text/html"]
+    assert "chat" in report_html(trace)

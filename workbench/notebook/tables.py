@@ -67,6 +67,9 @@ the order shown. The DataFrames keep their names (``ttft_ms``...) for code."""
 _COUNTS = ("errors", "runs", "steps", "tries", "input_tokens", "output_tokens")
 """Columns of whole numbers: shown as such when one is missing (a column holding a NaN is a
 column of floats, and another framework's failed model call has no tokens: "217.000")."""
+_PAST_INT64 = 2.0**63
+"""A count this large is no whole number of a table's (a trace from elsewhere said 2**70 tokens):
+its column is shown as the floats it holds, where casting it raised and took the view with it."""
 
 
 def for_people(frame: pd.DataFrame) -> pd.DataFrame:
@@ -83,7 +86,11 @@ def for_people(frame: pd.DataFrame) -> pd.DataFrame:
     """
     kept = [c for c in READABLE_COLUMNS if c in frame.columns]
     shown = frame[kept].dropna(axis=1, how="all")
-    counts = {c: shown[c].round().astype("Int64") for c in _COUNTS if c in shown}
+    counts = {
+        c: shown[c].round().astype("Int64")
+        for c in _COUNTS
+        if c in shown and not (shown[c].abs() >= _PAST_INT64).any()  # else shown as it is
+    }
     shown = shown.assign(**counts)  # a missing one stays missing (<NA>)
     if "cost" in shown and not (shown["cost"] > 0).any():
         shown = shown.drop(columns="cost")
@@ -258,9 +265,10 @@ def tokens_figure(trace: Trace, *, title: str = "Tokens per step") -> go.Figure:
     """
     labels, inputs, outputs, costs = token_columns(trace)
     x = np.array(labels, dtype=object)  # arrays: plotly checks lists item by item
+    # floats: a count past 64 bits (a trace from elsewhere) is no JSON integer the page takes
     traces = [
-        go.Bar(name="input tokens", x=x, y=np.array(inputs), marker={"color": "#74b9ff"}),
-        go.Bar(name="output tokens", x=x, y=np.array(outputs), marker={"color": "#0984e3"}),
+        go.Bar(name="input tokens", x=x, y=np.array(inputs, float), marker={"color": "#74b9ff"}),
+        go.Bar(name="output tokens", x=x, y=np.array(outputs, float), marker={"color": "#0984e3"}),
     ]
     cumulative: list[float | None] = []
     total: float | None = 0.0
