@@ -109,14 +109,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.outcome = "failed"
         report.longrepr = "\n\n".join(
             [
-                f"{len(departures)} request(s) departed from the cassette: each run that sent "
-                "one failed, though the test passed. Record again (pytest "
+                f"{_requests(len(departures))} departed from the cassette, and the run that "
+                "sent it failed, though the test passed. Record again (pytest "
                 "--cassette-mode=record) if the change is meant, or mark the test "
                 "@pytest.mark.cassette(may_depart=True) if it is about departures.",
                 *(f"ReplayDivergence: {departed}" for departed in departures),
             ]
         )
     return report
+
+
+def _requests(count: int) -> str:
+    return "a request" if count == 1 else f"{count} requests"
 
 
 def _may_depart(item: pytest.Item) -> bool:
