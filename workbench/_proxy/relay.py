@@ -141,7 +141,6 @@ class Relay:
         """``gone`` until the stream ends: a relay cut short by the client leaving stays so."""
         self.why = ""
         self._record = record
-        self._left = False
         self._finished = False
         """The agent was sent the end of the body (with the last piece)."""
 
@@ -156,8 +155,7 @@ class Relay:
                 self.answer.release()
             else:
                 self.answer.close()
-        self._left = watch.left
-        if not self._left and not self._finished:
+        if not watch.left and not self._finished:
             await send({"type": "http.response.body", "body": self._rest(), "more_body": False})
         self._record(self)
 

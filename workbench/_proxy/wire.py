@@ -39,14 +39,10 @@ def not_a_request(kind: str, exc: ValidationError, raw: bytes) -> MessageFormatE
     The first problems by their place in the body (``messages: Input should be a valid list``),
     then how the body began, quoted back to the client that sent it as it was sent.
     """
-    began = f"the body began: {snippet(raw, _as_sent)}" if raw.strip() else "the body was empty"
+    began = f"the body began: {snippet(raw, str)}" if raw.strip() else "the body was empty"
     return MessageFormatError(
         f"the request is not {kind}: {validation_summary(exc, limit=3)} ({began})"
     )
-
-
-def _as_sent(text: str) -> str:
-    return text
 
 
 class Read(Record):
