@@ -37,6 +37,7 @@ from workbench.telemetry.trace import SpanData, Trace
 
 __all__ = [
     "BACKEND",
+    "NAMES",
     "BackendRuns",
     "JaegerRuns",
     "Listing",
@@ -46,7 +47,9 @@ __all__ = [
     "trace_summary",
 ]
 
-BACKEND = re.compile(r"(jaeger|phoenix)\+(https?://[^/]+)(?:/([^/]*))?/?")
+NAMES = ("jaeger", "phoenix")
+"""The backends a run list reads, by the name before ``+`` in their source."""
+BACKEND = re.compile(rf"({'|'.join(NAMES)})\+(https?://[^/]+)(?:/([^/]*))?/?")
 """A backend source: ``jaeger+http://host:16686[/SERVICE]``, ``phoenix+http://host[/PROJECT]``."""
 
 LOOKBACK = 7 * 86400.0

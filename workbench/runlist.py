@@ -15,7 +15,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench._processes import this_process
-from workbench.backends import backend_runs
+from workbench.backends import NAMES, backend_runs
 from workbench.errors import StoreError, UsageError
 from workbench.records import RunResult
 from workbench.runfilter import INTERRUPTED, Choices, RunFilter
@@ -208,6 +208,9 @@ Source = RunSource | RunStore | str | os.PathLike[str] | None
 """What a run list can read: a store, a path to one, a backend's URL, None (the default store)."""
 
 
+_BACKEND_PREFIXES = tuple(f"{name}+" for name in NAMES)
+
+
 def source_of(source: Source) -> RunSource:
     """The `RunSource` a run list reads: a store, or a backend (``"jaeger+http://..."``).
 
@@ -215,7 +218,7 @@ def source_of(source: Source) -> RunSource:
     ``"jaeger+http://..."`` or ``"phoenix+http://..."`` (`workbench.backends`).
     """
     # a URL, or a backend's name before it ('jaeger+notaurl' was read as a store's path: 0 runs)
-    if isinstance(source, str) and ("://" in source or source.startswith(("jaeger+", "phoenix+"))):
+    if isinstance(source, str) and ("://" in source or source.startswith(_BACKEND_PREFIXES)):
         return backend_runs(source)
     if isinstance(source, RunStore | str | os.PathLike) or source is None:
         return StoreRuns(open_store(source))

@@ -106,11 +106,12 @@ OI_MODEL: Final = "llm.model_name"
 OI_INPUT_TOKENS: Final = "llm.token_count.prompt"
 OI_OUTPUT_TOKENS: Final = "llm.token_count.completion"
 OI_TOOL_NAME: Final = "tool.name"
+"""OpenInference's names for what the conventions call ``gen_ai.response.model``,
+``gen_ai.usage.{input,output}_tokens`` and ``gen_ai.tool.name`` (a Phoenix trace has only these)."""
 OI_AGENT_NAME: Final = "agent.name"
 OI_INPUT_VALUE: Final = "input.value"
 OI_OUTPUT_VALUE: Final = "output.value"
-"""OpenInference's names for what the conventions call ``gen_ai.response.model`` and
-``gen_ai.usage.{input,output}_tokens`` (a Phoenix trace has only these)."""
+"""OpenInference's agent name, and a span's input and output (a tool's arguments and result)."""
 LLM_REQUEST_TYPE: Final = "llm.request.type"
 """OpenLLMetry's ``chat`` / ``completion`` on a model call (its mid-2025 spans have no
 ``gen_ai.operation.name``)."""
